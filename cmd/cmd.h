@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* What the subcommands share: the command table, error printing with exit
+ * codes, loading inputs and writing outputs. */
+#ifndef CPROF_CMD_H
+#define CPROF_CMD_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../lib/profile.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cmd {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv); /* NULL: not built yet */
+	const struct option *options;
+	const char *shortopts;
+	const char *usage;
+};
+
+/* NULL-terminated, in the order help lists them */
+extern const struct cmd *const commands[];
+const struct cmd *find_cmd(const char *name);
+extern const struct cmd cmd_query, cmd_merge, cmd_diff;
+
+/* "cprof VERB: message" on stderr; return EXIT_FAIL. */
+int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the same plus a hint to -h; return EXIT_USAGE. */
+int usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* print a command's usage to stdout (for -h); returns EXIT_OK unless stdout fails */
+int show_usage(const struct cmd *c);
+/* getopt_long over a command's table; handles -h and unknown options.
+ * Returns the option, -1 at the end, or 'h'/'?' handled as documented: on '?'
+ * the caller returns EXIT_USAGE; on 'h' EXIT_OK. */
+int next_option(const struct cmd *c, int argc, char **argv);
+
+int parse_count(const char *verb, const char *opt, const char *s, int *out);
+
+/* Load and merge several inputs (pprof or folded); NULL after printing the error. */
+struct cp_profile *load_inputs(const char *verb, char **paths, int n);
+/* The value index for --sample-type (NULL: default); -1 after printing. */
+int pick_sample_type(const char *verb, const struct cp_profile *p, const char *name);
+/* Compile --focus/--ignore (either may be NULL): EXIT_OK with *f set (NULL
+ * when neither is given), or EXIT_USAGE after printing. */
+int make_filter(const char *verb, const char *focus, const char *ignore, struct cp_filter **f);
+/* Apply a filter: p itself when f is NULL, else a filtered copy (p is freed);
+ * NULL after printing. */
+struct cp_profile *apply_filter(const char *verb, struct cp_profile *p, struct cp_filter *f);
+
+/* Output: standard output, or -o FILE written atomically at the end. */
+struct output {
+	const char *verb;
+	const char *path; /* NULL = stdout */
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+int output_open(struct output *o, const char *verb, const char *path, bool binary);
+/* Finish: checks for write errors and renames into place. Returns an exit code. */
+int output_close(struct output *o, int status);
+/* Write an encoded pprof profile to the output. 0 or -errno. */
+int write_pprof(struct output *o, const struct cp_profile *p);
+
+#endif

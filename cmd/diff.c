@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof diff: compare two profiles. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/error.h"
+#include "../lib/folded.h"
+#include "../lib/render/render.h"
+#include "cmd.h"
+
+enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE };
+
+static const struct option options[] = {
+	{ "format", required_argument, NULL, 'f' },
+	{ "sample-type", required_argument, NULL, 't' },
+	{ "normalize", no_argument, NULL, OPT_NORMALIZE },
+	{ "focus", required_argument, NULL, OPT_FOCUS },
+	{ "ignore", required_argument, NULL, OPT_IGNORE },
+	{ "limit", required_argument, NULL, 'n' },
+	{ "title", required_argument, NULL, OPT_TITLE },
+	{ "output", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int run_diff(int argc, char **argv);
+
+const struct cmd cmd_diff = {
+	"diff", "compare two profiles (table, differential flame graph, pprof)", run_diff, options, "f:t:n:o:h",
+	"usage: cprof diff [OPTIONS] BEFORE AFTER\n"
+	"\n"
+	"Compare two profiles (pprof or folded files), function by function.\n"
+	"\n"
+	"  -f, --format FMT      table (default), flamegraph, folded, json or pprof\n"
+	"  -t, --sample-type T   the value to compare (default: the profile's default)\n"
+	"      --normalize       scale BEFORE to AFTER's total (and sort by that delta)\n"
+	"      --focus RE        keep samples with a frame matching RE, in both\n"
+	"      --ignore RE       drop samples with a frame matching RE, in both\n"
+	"  -n, --limit N         at most N rows in the table\n"
+	"      --title TEXT      the flame graph's title\n"
+	"  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
+	"  -h, --help            show this help\n",
+};
+
+struct diff_opts {
+	const char *format, *sample_type, *focus, *ignore, *title, *output;
+	bool normalize;
+	int limit;
+};
+
+static int render(struct output *out, const struct diff_opts *o, struct cp_profile *before, int vb,
+		  struct cp_profile *after, int va)
+{
+	const char *unit = cp_profile_string(after, after->sample_types[va].unit);
+	struct cp_merge_opts mo = { 0 };
+	struct cp_fn_table *ft = NULL;
+	struct cp_profile *scaled = NULL, *res = NULL;
+	struct cp_tree *t = NULL;
+	int err = -ENOMEM;
+
+	if (o->normalize) {
+		int64_t tb = cp_profile_total(before, vb), ta = cp_profile_total(after, va);
+
+		mo.scale = tb ? (double)ta / (double)tb : 1;
+		if (!(scaled = cp_profile_copy(before, &mo)))
+			goto out;
+		before = scaled;
+	}
+	if (!strcmp(o->format, "table") || !strcmp(o->format, "json")) {
+		struct cp_diff_opts d = { o->limit, o->normalize, unit };
+
+		if (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
+		    (err = cp_fn_table_add(ft, after, va, 1)))
+			goto out;
+		err = !strcmp(o->format, "table") ? cp_render_diff_table(out->f, ft, &d) : cp_render_diff_json(out->f, ft, &d);
+	} else if (!strcmp(o->format, "folded")) {
+		err = cp_folded_write_diff(out->f, before, after, vb, va);
+	} else if (!strcmp(o->format, "flamegraph")) {
+		struct cp_flame_opts fo = { 0 };
+
+		fo.title = o->title ? o->title : "Differential Flame Graph";
+		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
+		fo.unit = unit;
+		fo.diff = true;
+		if (!(t = cp_tree_new()) || (err = cp_tree_add(t, before, vb, 0, false)) ||
+		    (err = cp_tree_add(t, after, va, 1, false)) || (err = cp_tree_sort(t)))
+			goto out;
+		err = cp_render_flame(out->f, t, &fo);
+	} else { /* pprof: -diff_base form */
+		mo.scale = -1;
+		mo.tag_key = "pprof::base";
+		mo.tag_value = "true";
+		if ((err = cp_profile_compatible(after, before)) || !(res = cp_profile_copy(after, NULL))) {
+			err = err ? err : -errno;
+			goto out;
+		}
+		if ((err = cp_profile_merge(res, before, &mo)))
+			goto out;
+		err = write_pprof(out, res);
+	}
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory");
+	cp_fn_table_free(ft);
+	cp_tree_free(t);
+	cp_profile_free(scaled);
+	cp_profile_free(res);
+	return err;
+}
+
+static int run_diff(int argc, char **argv)
+{
+	static const char *formats[] = { "table", "flamegraph", "folded", "json", "pprof", NULL };
+	struct diff_opts o = { .format = "table" };
+	struct cp_profile *before = NULL, *after = NULL;
+	struct cp_filter *filter = NULL;
+	struct output out = { 0 };
+	const char *type;
+	int opt, status = EXIT_OK, vb, va, err;
+	size_t i;
+
+	while ((opt = next_option(&cmd_diff, argc, argv)) != -1) {
+		switch (opt) {
+		case 'f': o.format = optarg; break;
+		case 't': o.sample_type = optarg; break;
+		case OPT_NORMALIZE: o.normalize = true; break;
+		case OPT_FOCUS: o.focus = optarg; break;
+		case OPT_IGNORE: o.ignore = optarg; break;
+		case OPT_TITLE: o.title = optarg; break;
+		case 'o': o.output = optarg; break;
+		case 'n':
+			if ((status = parse_count("diff", "--limit", optarg, &o.limit)))
+				return status;
+			break;
+		case 'h': return show_usage(&cmd_diff);
+		default: return EXIT_USAGE;
+		}
+	}
+	for (i = 0; formats[i] && strcmp(formats[i], o.format); i++)
+		;
+	if (!formats[i])
+		return usage_error("diff", "unknown format '%s' (choose table, flamegraph, folded, json or pprof)", o.format);
+	if (argc - optind != 2)
+		return usage_error("diff", "give two profiles: BEFORE AFTER");
+	if ((status = make_filter("diff", o.focus, o.ignore, &filter)))
+		return status;
+	status = EXIT_FAIL;
+	before = load_inputs("diff", argv + optind, 1);
+	after = before ? load_inputs("diff", argv + optind + 1, 1) : NULL;
+	if (!before || !after || (va = pick_sample_type("diff", after, o.sample_type)) < 0)
+		goto out;
+	/* compare like with like: the before value of the same type as after's */
+	type = o.sample_type ? o.sample_type : cp_profile_string(after, after->sample_types[va].type);
+	if ((vb = pick_sample_type("diff", before, type)) < 0)
+		goto out;
+	if (!(before = apply_filter("diff", before, filter)) || !(after = apply_filter("diff", after, filter)))
+		goto out;
+	if ((status = output_open(&out, "diff", o.output, !strcmp(o.format, "pprof"))))
+		goto out;
+	err = render(&out, &o, before, vb, after, va);
+	status = err ? fail("diff", "%s", cp_errmsg(err)) : EXIT_OK;
+	status = output_close(&out, status);
+out:
+	cp_filter_free(filter);
+	cp_profile_free(before);
+	cp_profile_free(after);
+	return status;
+}

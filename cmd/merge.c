@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof merge: merge profiles with pprof semantics. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/error.h"
+#include "../lib/folded.h"
+#include "../lib/render/render.h"
+#include "cmd.h"
+
+static const struct option options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "sample-type", required_argument, NULL, 't' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int run_merge(int argc, char **argv);
+
+const struct cmd cmd_merge = {
+	"merge", "merge profiles with pprof semantics", run_merge, options, "o:f:t:h",
+	"usage: cprof merge [OPTIONS] FILE...\n"
+	"\n"
+	"Merge pprof or folded profiles (as go tool pprof -proto A B does): same\n"
+	"period and sample types required; values of identical samples are summed.\n"
+	"\n"
+	"  -o, --output FILE     write to FILE (atomically); default: standard output\n"
+	"  -f, --format FMT      pprof (default), folded, json or top\n"
+	"  -t, --sample-type T   the value for folded, json and top\n"
+	"  -h, --help            show this help\n",
+};
+
+static int run_merge(int argc, char **argv)
+{
+	const char *output = NULL, *format = "pprof", *sample_type = NULL;
+	struct cp_profile *p = NULL;
+	struct output out = { 0 };
+	int opt, status, vidx, err = 0;
+
+	while ((opt = next_option(&cmd_merge, argc, argv)) != -1) {
+		switch (opt) {
+		case 'o': output = optarg; break;
+		case 'f': format = optarg; break;
+		case 't': sample_type = optarg; break;
+		case 'h': return show_usage(&cmd_merge);
+		default: return EXIT_USAGE;
+		}
+	}
+	if (strcmp(format, "pprof") && strcmp(format, "folded") && strcmp(format, "json") && strcmp(format, "top"))
+		return usage_error("merge", "unknown format '%s' (choose pprof, folded, json or top)", format);
+	if (optind >= argc)
+		return usage_error("merge", "no input: give the profile files to merge");
+	p = load_inputs("merge", argv + optind, argc - optind);
+	if (!p)
+		return EXIT_FAIL;
+	if ((vidx = pick_sample_type("merge", p, sample_type)) < 0) {
+		status = EXIT_FAIL;
+		goto out;
+	}
+	if ((status = output_open(&out, "merge", output, !strcmp(format, "pprof"))))
+		goto out;
+	if (!strcmp(format, "pprof")) {
+		err = write_pprof(&out, p);
+	} else if (!strcmp(format, "folded")) {
+		err = cp_folded_write(out.f, p, vidx, false);
+	} else if (!strcmp(format, "json")) {
+		err = cp_render_json(out.f, p, vidx, false);
+	} else {
+		struct cp_top_opts t = { 0 };
+
+		err = cp_render_top(out.f, p, vidx, &t);
+	}
+	if (err)
+		status = fail("merge", "%s", cp_errmsg(err));
+	status = output_close(&out, status);
+out:
+	cp_profile_free(p);
+	return status;
+}

@@ -1,0 +1,194 @@
+# bash completion for cprof                                    -*- shell-script -*-
+#
+# Install as $(datadir)/bash-completion/completions/cprof, or source it from
+# ~/.bashrc.  Works with or without the bash-completion package (only compgen,
+# compopt and complete are used).
+#
+# Command and option names come from the cprof being completed, through its
+# hidden helpers `cprof --list-commands` and `cprof --list-options COMMAND`;
+# the answers are cached per program and command, so that pressing TAB again
+# does not run cprof again.  The values of --format are listed here.
+
+# cache: "PROGRAM<TAB>COMMAND" (or "PROGRAM<TAB>" for the command list) -> words
+declare -gA _cprof_cache 2>/dev/null || declare -A _cprof_cache
+
+# _cprof_prog: the cprof being completed, in $_cprof_bin
+_cprof_prog()
+{
+	local p=${COMP_WORDS[0]}
+	case $p in
+	\~/*) p=$HOME/${p#\~/} ;;
+	esac
+	if [[ $p == */* ]]; then
+		[[ -x $p && ! -d $p ]] || p=cprof
+	else
+		type -P -- "$p" >/dev/null 2>&1 || p=cprof
+	fi
+	_cprof_bin=$p
+}
+
+# _cprof_words [COMMAND]: the command names (no argument) or COMMAND's options,
+# in $_cprof_list, one per line
+_cprof_words()
+{
+	local key="$_cprof_bin"$'\t'"${1-}" words
+	if [[ -n ${_cprof_cache[$key]+set} ]]; then
+		_cprof_list=${_cprof_cache[$key]}
+		return
+	fi
+	if [[ $# -eq 0 ]]; then
+		words=$("$_cprof_bin" --list-commands 2>/dev/null)
+	else
+		words=$("$_cprof_bin" --list-options "$1" 2>/dev/null)
+	fi
+	if [[ $? -ne 0 || -z $words ]]; then
+		# no usable cprof: do not cache, so that a later TAB tries again
+		if [[ $# -eq 0 ]]; then
+			words=$'record\nserve\nscrape\nquery\nmerge\ndiff\ntop\nhelp'
+		else
+			words=$'-h\n--help'
+		fi
+		_cprof_list=$words
+		return
+	fi
+	_cprof_cache[$key]=$words
+	_cprof_list=$words
+}
+
+# _cprof_reply WORDLIST: COMPREPLY = the words of WORDLIST (one a line) that
+# start with $cur, each with $pre in front
+_cprof_reply()
+{
+	local w
+	COMPREPLY=()
+	while IFS= read -r w; do
+		[[ -n $w && $w == "$cur"* ]] && COMPREPLY+=("$pre$w")
+	done <<<"$1"
+}
+
+# _cprof_files: COMPREPLY = the names of files that start with $cur
+_cprof_files()
+{
+	compopt -o filenames 2>/dev/null
+	mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	[[ -n $pre ]] && COMPREPLY=("${COMPREPLY[@]/#/$pre}")
+}
+
+# _cprof_formats COMMAND: the values of COMMAND's --format, one a line
+_cprof_formats()
+{
+	case $1 in
+	query) printf '%s\n' top folded flamegraph json pprof ;;
+	merge) printf '%s\n' pprof folded json top ;;
+	diff) printf '%s\n' table flamegraph folded json pprof ;;
+	esac
+}
+
+# _cprof_takes_arg OPTION: does OPTION take an argument?
+_cprof_takes_arg()
+{
+	case $1 in
+	-i | --input | -o | --output | -f | --format | -t | --sample-type | \
+		--focus | --ignore | -n | --limit | --title) return 0 ;;
+	esac
+	return 1
+}
+
+_cprof()
+{
+	local cur=${COMP_WORDS[COMP_CWORD]} pre='' _cprof_bin _cprof_list
+	local cmd='' cmdi=0 i w opt='' ddash=0
+	COMPREPLY=()
+	_cprof_prog
+
+	# the command: the first word that is not a global option
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		if [[ $w != -* ]]; then
+			cmd=$w
+			cmdi=$i
+			break
+		fi
+	done
+
+	if [[ -z $cmd ]]; then
+		if [[ $cur == -* ]]; then
+			_cprof_reply $'--version\n-h\n--help'
+		else
+			_cprof_words
+			_cprof_reply "$_cprof_list"
+		fi
+		return 0
+	fi
+
+	if [[ $cmd == help ]]; then
+		if ((COMP_CWORD == cmdi + 1)) && [[ $cur != -* ]]; then
+			_cprof_words
+			_cprof_reply "$_cprof_list"
+		fi
+		return 0
+	fi
+
+	# walk the command's words before the current one: is the current word
+	# the argument of an option, or after "--"?
+	for ((i = cmdi + 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		if [[ $w == -- ]]; then
+			ddash=1
+			break
+		fi
+		if _cprof_takes_arg "$w"; then
+			# "--opt=value" is split by readline into "--opt" "=" "value"
+			if [[ ${COMP_WORDS[i + 1]-} == = ]]; then
+				if ((i + 1 == COMP_CWORD)); then
+					opt=$w # completing "--opt="
+					cur=
+				elif ((i + 2 == COMP_CWORD)); then
+					opt=$w # completing "--opt=val"
+				fi
+				((i += 2))
+			else
+				((i + 1 == COMP_CWORD)) && opt=$w
+				((i += 1))
+			fi
+		fi
+	done
+	if [[ -z $opt && $ddash == 0 && $cur == --*=* ]]; then
+		# "--opt=val" as one word ('=' not in COMP_WORDBREAKS)
+		if _cprof_takes_arg "${cur%%=*}"; then
+			opt=${cur%%=*}
+			pre=$opt=
+			cur=${cur#*=}
+		fi
+	fi
+
+	if [[ -n $opt ]]; then
+		case $opt in
+		-i | --input | -o | --output) _cprof_files ;;
+		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
+		esac
+		# -t, --focus, --ignore, -n, --limit, --title: nothing to offer
+		return 0
+	fi
+
+	if [[ $cur == -* && $ddash == 0 ]]; then
+		_cprof_words "$cmd"
+		_cprof_reply "$_cprof_list"
+		return 0
+	fi
+
+	case $cmd in
+	merge | diff) _cprof_files ;;
+	*)
+		# query takes its inputs with -i, and the other commands are not
+		# built yet: offer their options
+		if ((!ddash)); then
+			_cprof_words "$cmd"
+			_cprof_reply "$_cprof_list"
+		fi
+		;;
+	esac
+	return 0
+}
+
+complete -F _cprof cprof

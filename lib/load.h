@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Loading a profile from a file whose format is sniffed: pprof (gzip or raw
+ * protobuf) or folded-stack text (optionally gzipped). */
+#ifndef CP_LOAD_H
+#define CP_LOAD_H
+
+#include <stddef.h>
+
+#include "profile.h"
+
+enum cp_format { CP_FORMAT_PPROF, CP_FORMAT_FOLDED };
+
+/* The format of decompressed data: text without control bytes is folded. */
+enum cp_format cp_sniff_format(const void *data, size_t len);
+/* Decode data of a sniffed format. NULL + errno, reason in cp_errmsg(). */
+struct cp_profile *cp_profile_decode(const void *data, size_t len);
+/* Read and decode path ("-" = stdin); the message names the file. */
+struct cp_profile *cp_profile_load(const char *path);
+
+#endif

@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: MIT */
+/* pprof decode/encode: protobuf-c does the wire format (packed and unpacked
+ * repeated fields alike), this file checks every index a file may carry and
+ * converts to and from struct cp_profile. */
+#include "pprof.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "error.h"
+#include "profile.pb-c.h"
+#include "util.h"
+
+typedef Perftools__Profiles__Profile PB;
+
+/* ---- gzip ---- */
+
+int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen)
+{
+	z_stream z = { 0 };
+	uint8_t *buf = NULL;
+	size_t cap;
+	int err = 0;
+
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return cp_error(ENOMEM, "cannot start gzip compression");
+	cap = deflateBound(&z, len) + 32;
+	buf = malloc(cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	z.next_in = (Bytef *)in;
+	z.next_out = buf;
+	/* zlib counts in uInt: feed in slices */
+	for (;;) {
+		size_t in_left = len - (size_t)((const uint8_t *)z.next_in - (const uint8_t *)in);
+		int r;
+
+		z.avail_in = in_left > 1u << 30 ? 1u << 30 : (uInt)in_left;
+		z.avail_out = cap - (size_t)(z.next_out - buf) > 1u << 30 ? 1u << 30 : (uInt)(cap - (size_t)(z.next_out - buf));
+		r = deflate(&z, z.avail_in == in_left ? Z_FINISH : Z_NO_FLUSH);
+		if (r == Z_STREAM_END)
+			break;
+		if (r != Z_OK && r != Z_BUF_ERROR) {
+			err = cp_error(EIO, "gzip compression failed");
+			goto out;
+		}
+	}
+	*outlen = (size_t)(z.next_out - buf);
+	*out = buf;
+	buf = NULL;
+out:
+	deflateEnd(&z);
+	free(buf);
+	return err;
+}
+
+int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
+{
+	const uint8_t *src = in;
+	z_stream z = { 0 };
+	uint8_t *buf = NULL;
+	size_t cap = 0, n = 0, used = 0;
+	int err = 0, r;
+
+	if (inflateInit2(&z, 15 + 16) != Z_OK)
+		return cp_error(ENOMEM, "cannot start gzip decompression");
+	for (;;) {
+		if (n == cap) {
+			if (cap > max) {
+				err = cp_error(EFBIG, "decompressed data exceeds the %zu MiB limit", max >> 20);
+				goto out;
+			}
+			if (cp_grow((void **)&buf, &cap, cap ? cap * 2 : len * 4 + 4096, 1)) {
+				err = cp_error(ENOMEM, "out of memory decompressing");
+				goto out;
+			}
+		}
+		z.next_in = (Bytef *)(src + used);
+		z.avail_in = len - used > 1u << 30 ? 1u << 30 : (uInt)(len - used);
+		z.next_out = buf + n;
+		z.avail_out = cap - n > 1u << 30 ? 1u << 30 : (uInt)(cap - n);
+		r = inflate(&z, Z_NO_FLUSH);
+		used = (size_t)(z.next_in - src);
+		n = (size_t)(z.next_out - buf);
+		if (n > max) {
+			err = cp_error(EFBIG, "decompressed data exceeds the %zu MiB limit", max >> 20);
+			goto out;
+		}
+		if (r == Z_STREAM_END) {
+			if (used == len)
+				break;
+			if (!cp_is_gzip(src + used, len - used)) {
+				err = cp_error(EINVAL, "unexpected data after the end of the gzip stream");
+				goto out;
+			}
+			inflateReset(&z); /* another gzip member follows */
+			continue;
+		}
+		if (r == Z_BUF_ERROR && used == len && z.avail_out) {
+			err = cp_error(EINVAL, "truncated gzip data (the file is incomplete)");
+			goto out;
+		}
+		if (r != Z_OK && r != Z_BUF_ERROR) {
+			err = cp_error(EINVAL, "corrupt gzip data: %s", z.msg ? z.msg : "inflate failed");
+			goto out;
+		}
+	}
+	*out = buf;
+	*outlen = n;
+	buf = NULL;
+out:
+	inflateEnd(&z);
+	free(buf);
+	return err;
+}
+
+/* ---- decode ---- */
+
+/* id -> index of the entity in the file, for ids that need not be dense */
+struct idmap {
+	uint64_t *ids; /* sorted (id << 0) with index in idx */
+	uint32_t *idx;
+	size_t n;
+	int dense; /* ids are 1..n in order */
+};
+
+struct idpair {
+	uint64_t id;
+	uint32_t idx;
+};
+
+static int idpair_cmp(const void *a, const void *b)
+{
+	const struct idpair *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int idmap_build(struct idmap *m, const char *what, size_t n, uint64_t (*get)(const PB *, size_t), const PB *pb)
+{
+	struct idpair *pairs = NULL;
+	size_t i;
+	int err = 0;
+
+	m->n = n;
+	m->dense = 1;
+	for (i = 0; i < n; i++) {
+		if (get(pb, i) != i + 1) {
+			m->dense = 0;
+			break;
+		}
+	}
+	if (m->dense)
+		return 0;
+	pairs = malloc(n * sizeof(*pairs));
+	m->ids = malloc(n * sizeof(*m->ids));
+	m->idx = malloc(n * sizeof(*m->idx));
+	if (!pairs || !m->ids || !m->idx) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		pairs[i].id = get(pb, i);
+		pairs[i].idx = (uint32_t)i;
+		if (!pairs[i].id) {
+			err = cp_error(EINVAL, "%s %zu has id 0 (ids must be non-zero)", what, i);
+			goto out;
+		}
+	}
+	qsort(pairs, n, sizeof(*pairs), idpair_cmp);
+	for (i = 0; i < n; i++) {
+		if (i && pairs[i].id == pairs[i - 1].id) {
+			err = cp_error(EINVAL, "duplicate %s id %llu", what, (unsigned long long)pairs[i].id);
+			goto out;
+		}
+		m->ids[i] = pairs[i].id;
+		m->idx[i] = pairs[i].idx;
+	}
+out:
+	free(pairs);
+	return err;
+}
+
+/* index of id, or -1 */
+static long idmap_find(const struct idmap *m, uint64_t id)
+{
+	size_t lo = 0, hi = m->n;
+
+	if (m->dense)
+		return id >= 1 && id <= m->n ? (long)(id - 1) : -1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->ids[mid] == id)
+			return m->idx[mid];
+		if (m->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+static void idmap_release(struct idmap *m)
+{
+	free(m->ids);
+	free(m->idx);
+}
+
+static uint64_t fn_id(const PB *pb, size_t i) { return pb->function[i]->id; }
+static uint64_t map_id(const PB *pb, size_t i) { return pb->mapping[i]->id; }
+static uint64_t loc_id(const PB *pb, size_t i) { return pb->location[i]->id; }
+
+struct decoder {
+	const PB *pb;
+	struct cp_profile *p;
+	uint32_t *strs;     /* file string index -> profile string id */
+	struct idmap fns, maps, locs;
+	uint32_t *fn_new;   /* file function index -> profile id */
+	uint32_t *map_new;
+	uint64_t *map_delta;
+	uint32_t *loc_new;
+};
+
+static int str(struct decoder *d, int64_t idx, const char *what, uint32_t *out)
+{
+	if (idx < 0 || (uint64_t)idx >= d->pb->n_string_table)
+		return cp_error(EINVAL, "%s refers to string %lld, but the string table has %zu entries", what,
+				(long long)idx, d->pb->n_string_table);
+	*out = d->strs[idx];
+	return 0;
+}
+
+static int decode_tables(struct decoder *d)
+{
+	const PB *pb = d->pb;
+	struct cp_line *lines = NULL;
+	size_t lcap = 0, i, j;
+	int err = 0;
+
+	for (i = 0; i < pb->n_function; i++) {
+		const Perftools__Profiles__Function *f = pb->function[i];
+		struct cp_function nf;
+		int64_t id;
+
+		if ((err = str(d, f->name, "a function name", &nf.name)) ||
+		    (err = str(d, f->system_name, "a function system name", &nf.system_name)) ||
+		    (err = str(d, f->filename, "a function file name", &nf.filename)))
+			goto out;
+		nf.start_line = f->start_line;
+		if ((id = cp_profile_function(d->p, &nf)) < 0) {
+			err = (int)id;
+			goto out;
+		}
+		d->fn_new[i] = (uint32_t)id;
+	}
+	for (i = 0; i < pb->n_mapping; i++) {
+		const Perftools__Profiles__Mapping *m = pb->mapping[i];
+		struct cp_mapping nm = { m->memory_start, m->memory_limit, m->file_offset, 0, 0,
+					 m->has_functions, m->has_filenames, m->has_line_numbers, m->has_inline_frames };
+		int64_t id;
+
+		if ((err = str(d, m->filename, "a mapping file name", &nm.filename)) ||
+		    (err = str(d, m->build_id, "a mapping build id", &nm.build_id)))
+			goto out;
+		if ((id = cp_profile_mapping(d->p, &nm)) < 0) {
+			err = (int)id;
+			goto out;
+		}
+		d->map_new[i] = (uint32_t)id;
+		d->map_delta[i] = d->p->mappings[id - 1].start - nm.start;
+	}
+	for (i = 0; i < pb->n_location; i++) {
+		const Perftools__Profiles__Location *l = pb->location[i];
+		uint32_t mapping = 0;
+		uint64_t delta = 0;
+		int64_t id;
+
+		if (l->mapping_id) {
+			long mi = idmap_find(&d->maps, l->mapping_id);
+
+			if (mi < 0) {
+				err = cp_error(EINVAL, "location %llu refers to mapping %llu, which the profile does not define",
+					       (unsigned long long)l->id, (unsigned long long)l->mapping_id);
+				goto out;
+			}
+			mapping = d->map_new[mi];
+			delta = d->map_delta[mi];
+		}
+		if (cp_grow((void **)&lines, &lcap, l->n_line + 1, sizeof(*lines))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < l->n_line; j++) {
+			const Perftools__Profiles__Line *ln = l->line[j];
+			long fi = 0;
+
+			if (ln->function_id && (fi = idmap_find(&d->fns, ln->function_id)) < 0) {
+				err = cp_error(EINVAL, "location %llu refers to function %llu, which the profile does not define",
+					       (unsigned long long)l->id, (unsigned long long)ln->function_id);
+				goto out;
+			}
+			lines[j].function = ln->function_id ? d->fn_new[fi] : 0;
+			lines[j].line = ln->line;
+			lines[j].column = ln->column;
+		}
+		if ((id = cp_profile_location(d->p, mapping, l->address + delta, lines, l->n_line, l->is_folded)) < 0) {
+			err = (int)id;
+			goto out;
+		}
+		d->loc_new[i] = (uint32_t)id;
+	}
+out:
+	free(lines);
+	return err;
+}
+
+static int decode_samples(struct decoder *d)
+{
+	const PB *pb = d->pb;
+	uint32_t *locs = NULL;
+	struct cp_label *labels = NULL;
+	size_t lcap = 0, labcap = 0, i, j;
+	int err = 0;
+
+	for (i = 0; i < pb->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pb->sample[i];
+		size_t nl = 0;
+		int64_t stack, ls;
+
+		if (s->n_value != d->p->ntypes) {
+			err = cp_error(EINVAL, "sample %zu has %zu values, but the profile has %zu sample types", i,
+				       s->n_value, d->p->ntypes);
+			goto out;
+		}
+		if (cp_grow((void **)&locs, &lcap, s->n_location_id + 1, sizeof(*locs)) ||
+		    cp_grow((void **)&labels, &labcap, s->n_label + 1, sizeof(*labels))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < s->n_location_id; j++) {
+			long li = idmap_find(&d->locs, s->location_id[j]);
+
+			if (li < 0) {
+				err = cp_error(EINVAL, "sample %zu refers to location %llu, which the profile does not define",
+					       i, (unsigned long long)s->location_id[j]);
+				goto out;
+			}
+			locs[j] = d->loc_new[li];
+		}
+		for (j = 0; j < s->n_label; j++) {
+			const Perftools__Profiles__Label *l = s->label[j];
+			struct cp_label *nl2 = &labels[nl];
+
+			if ((err = str(d, l->key, "a label key", &nl2->key)) ||
+			    (err = str(d, l->str, "a label value", &nl2->str)) ||
+			    (err = str(d, l->num_unit, "a label unit", &nl2->num_unit)))
+				goto out;
+			if (l->str) {
+				nl2->num = 0;
+				nl2->num_unit = 0;
+			} else if (l->num || l->num_unit) {
+				nl2->num = l->num;
+			} else {
+				continue; /* neither a string nor a number: pprof drops it too */
+			}
+			nl++;
+		}
+		stack = cp_profile_stack(d->p, locs, s->n_location_id);
+		ls = cp_profile_labelset(d->p, labels, nl);
+		if (stack < 0 || ls < 0) {
+			err = (int)(stack < 0 ? stack : ls);
+			goto out;
+		}
+		if ((err = cp_profile_add_sample(d->p, (uint32_t)stack, (uint32_t)ls, s->value)))
+			goto out;
+	}
+out:
+	free(locs);
+	free(labels);
+	return err;
+}
+
+static int decode_header(struct decoder *d)
+{
+	const PB *pb = d->pb;
+	struct cp_profile *p = d->p;
+	size_t i;
+	int err;
+
+	if (!pb->n_sample_type)
+		return cp_error(EINVAL, "the profile has no sample types");
+	p->sample_types = calloc(pb->n_sample_type, sizeof(*p->sample_types));
+	p->comments = calloc(pb->n_comment + 1, sizeof(*p->comments));
+	if (!p->sample_types || !p->comments)
+		return -ENOMEM;
+	for (i = 0; i < pb->n_sample_type; i++)
+		if ((err = str(d, pb->sample_type[i]->type, "a sample type", &p->sample_types[i].type)) ||
+		    (err = str(d, pb->sample_type[i]->unit, "a sample unit", &p->sample_types[i].unit)))
+			return err;
+	p->ntypes = pb->n_sample_type;
+	if (pb->period_type &&
+	    ((err = str(d, pb->period_type->type, "the period type", &p->period_type.type)) ||
+	     (err = str(d, pb->period_type->unit, "the period unit", &p->period_type.unit))))
+		return err;
+	for (i = 0; i < pb->n_comment; i++)
+		if ((err = str(d, pb->comment[i], "a comment", &p->comments[i])))
+			return err;
+	p->ncomments = pb->n_comment;
+	if ((err = str(d, pb->drop_frames, "drop_frames", &p->drop_frames)) ||
+	    (err = str(d, pb->keep_frames, "keep_frames", &p->keep_frames)) ||
+	    (err = str(d, pb->default_sample_type, "default_sample_type", &p->default_sample_type)) ||
+	    (err = str(d, pb->doc_url, "doc_url", &p->doc_url)))
+		return err;
+	p->period = pb->period;
+	p->time_nanos = pb->time_nanos;
+	p->duration_nanos = pb->duration_nanos;
+	return 0;
+}
+
+static struct cp_profile *decode_pb(const PB *pb)
+{
+	struct decoder d = { .pb = pb };
+	int err = 0;
+	size_t i;
+
+	if (!pb->n_string_table || pb->string_table[0][0])
+		return errno = EINVAL, cp_error(EINVAL, "not a pprof profile: the string table must start with \"\""), NULL;
+	d.p = cp_profile_new();
+	d.strs = malloc(pb->n_string_table * sizeof(*d.strs));
+	d.fn_new = calloc(pb->n_function + 1, sizeof(*d.fn_new));
+	d.map_new = calloc(pb->n_mapping + 1, sizeof(*d.map_new));
+	d.map_delta = calloc(pb->n_mapping + 1, sizeof(*d.map_delta));
+	d.loc_new = calloc(pb->n_location + 1, sizeof(*d.loc_new));
+	if (!d.p || !d.strs || !d.fn_new || !d.map_new || !d.map_delta || !d.loc_new) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < pb->n_string_table; i++) {
+		int64_t id = cp_profile_str(d.p, pb->string_table[i]);
+
+		if (id < 0) {
+			err = (int)id;
+			goto out;
+		}
+		d.strs[i] = (uint32_t)id;
+	}
+	if ((err = idmap_build(&d.fns, "function", pb->n_function, fn_id, pb)) ||
+	    (err = idmap_build(&d.maps, "mapping", pb->n_mapping, map_id, pb)) ||
+	    (err = idmap_build(&d.locs, "location", pb->n_location, loc_id, pb)))
+		goto out;
+	if ((err = decode_header(&d)) || (err = decode_tables(&d)) || (err = decode_samples(&d)))
+		goto out;
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory decoding the profile");
+	else if (err == -EOVERFLOW)
+		cp_error(EOVERFLOW, "the profile is too large (more than 2^32 entries in a table)");
+	free(d.strs);
+	free(d.fn_new);
+	free(d.map_new);
+	free(d.map_delta);
+	free(d.loc_new);
+	idmap_release(&d.fns);
+	idmap_release(&d.maps);
+	idmap_release(&d.locs);
+	if (err) {
+		cp_profile_free(d.p);
+		errno = -err;
+		return NULL;
+	}
+	return d.p;
+}
+
+struct cp_profile *cp_pprof_decode(const void *data, size_t len)
+{
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	struct cp_profile *p = NULL;
+	PB *pb = NULL;
+	int err;
+
+	if (cp_is_gzip(data, len)) {
+		err = cp_gunzip(data, len, CP_PPROF_MAX_SIZE, &raw, &rawlen);
+		if (err) {
+			errno = -err;
+			return NULL;
+		}
+		data = raw;
+		len = rawlen;
+	} else if (len > CP_PPROF_MAX_SIZE) {
+		cp_error(EFBIG, "the profile exceeds the %zu MiB limit", CP_PPROF_MAX_SIZE >> 20);
+		errno = EFBIG;
+		return NULL;
+	}
+	if (!len) {
+		cp_error(EINVAL, "empty profile (no data)");
+		errno = EINVAL;
+		goto out;
+	}
+	pb = perftools__profiles__profile__unpack(NULL, len, data);
+	if (!pb) {
+		cp_error(EINVAL, "not a pprof profile (the protobuf data is malformed or truncated)");
+		errno = EINVAL;
+		goto out;
+	}
+	p = decode_pb(pb);
+out:
+	if (pb)
+		perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(raw);
+	return p;
+}
+
+/* ---- encode ---- */
+
+int cp_pprof_encode(const struct cp_profile *p, int gzip, uint8_t **out, size_t *outlen)
+{
+	PB pb = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__ValueType *vt = NULL, **vtp = NULL, period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	Perftools__Profiles__Sample *smp = NULL, **smpp = NULL;
+	Perftools__Profiles__Label *lab = NULL, **labp = NULL;
+	Perftools__Profiles__Mapping *map = NULL, **mapp = NULL;
+	Perftools__Profiles__Location *loc = NULL, **locp = NULL;
+	Perftools__Profiles__Line *line = NULL, **linep = NULL;
+	Perftools__Profiles__Function *fn = NULL, **fnp = NULL;
+	int64_t *comments = NULL;
+	uint64_t *locids = NULL;
+	char **strs = NULL;
+	uint8_t *buf = NULL;
+	size_t i, j, nlabels = 0, nlocids = 0, li = 0, lab_i = 0, size;
+	int err = -ENOMEM;
+
+	for (i = 0; i < p->nsamples; i++) {
+		nlabels += p->labelsets[p->samples[i].labels].len;
+		nlocids += p->stacks[p->samples[i].stack].len;
+	}
+	strs = malloc(p->strs.n * sizeof(*strs));
+	vt = calloc(p->ntypes + 1, sizeof(*vt));
+	vtp = calloc(p->ntypes + 1, sizeof(*vtp));
+	smp = calloc(p->nsamples + 1, sizeof(*smp));
+	smpp = calloc(p->nsamples + 1, sizeof(*smpp));
+	lab = calloc(nlabels + 1, sizeof(*lab));
+	labp = calloc(nlabels + 1, sizeof(*labp));
+	locids = calloc(nlocids + 1, sizeof(*locids));
+	map = calloc(p->nmappings + 1, sizeof(*map));
+	mapp = calloc(p->nmappings + 1, sizeof(*mapp));
+	loc = calloc(p->nlocations + 1, sizeof(*loc));
+	locp = calloc(p->nlocations + 1, sizeof(*locp));
+	line = calloc(p->nlines + 1, sizeof(*line));
+	linep = calloc(p->nlines + 1, sizeof(*linep));
+	fn = calloc(p->nfunctions + 1, sizeof(*fn));
+	fnp = calloc(p->nfunctions + 1, sizeof(*fnp));
+	comments = calloc(p->ncomments + 1, sizeof(*comments));
+	if (!strs || !vt || !vtp || !smp || !smpp || !lab || !labp || !locids || !map || !mapp || !loc ||
+	    !locp || !line || !linep || !fn || !fnp || !comments)
+		goto out;
+	for (i = 0; i < p->strs.n; i++)
+		strs[i] = (char *)cp_profile_string(p, (uint32_t)i);
+	pb.n_string_table = p->strs.n;
+	pb.string_table = strs;
+	for (i = 0; i < p->ntypes; i++) {
+		perftools__profiles__value_type__init(&vt[i]);
+		vt[i].type = p->sample_types[i].type;
+		vt[i].unit = p->sample_types[i].unit;
+		vtp[i] = &vt[i];
+	}
+	pb.n_sample_type = p->ntypes;
+	pb.sample_type = vtp;
+	period.type = p->period_type.type;
+	period.unit = p->period_type.unit;
+	pb.period_type = &period;
+	pb.period = p->period;
+	pb.time_nanos = p->time_nanos;
+	pb.duration_nanos = p->duration_nanos;
+	pb.drop_frames = p->drop_frames;
+	pb.keep_frames = p->keep_frames;
+	pb.default_sample_type = p->default_sample_type;
+	pb.doc_url = p->doc_url;
+	for (i = 0; i < p->ncomments; i++)
+		comments[i] = p->comments[i];
+	pb.n_comment = p->ncomments;
+	pb.comment = comments;
+	for (i = 0; i < p->nsamples; i++) {
+		const struct cp_span *st = &p->stacks[p->samples[i].stack];
+		const struct cp_span *ls = &p->labelsets[p->samples[i].labels];
+
+		perftools__profiles__sample__init(&smp[i]);
+		smp[i].n_location_id = st->len;
+		smp[i].location_id = locids + li;
+		for (j = 0; j < st->len; j++)
+			locids[li++] = p->stack_locs[st->off + j];
+		smp[i].n_value = p->ntypes;
+		smp[i].value = (int64_t *)cp_profile_values(p, (uint32_t)i);
+		smp[i].n_label = ls->len;
+		smp[i].label = labp + lab_i;
+		for (j = 0; j < ls->len; j++, lab_i++) {
+			const struct cp_label *l = &p->labels[ls->off + j];
+
+			perftools__profiles__label__init(&lab[lab_i]);
+			lab[lab_i].key = l->key;
+			lab[lab_i].str = l->str;
+			lab[lab_i].num = l->str ? 0 : l->num;
+			lab[lab_i].num_unit = l->str ? 0 : l->num_unit;
+			labp[lab_i] = &lab[lab_i];
+		}
+		smpp[i] = &smp[i];
+	}
+	pb.n_sample = p->nsamples;
+	pb.sample = smpp;
+	for (i = 0; i < p->nmappings; i++) {
+		const struct cp_mapping *m = &p->mappings[i];
+
+		perftools__profiles__mapping__init(&map[i]);
+		map[i].id = i + 1;
+		map[i].memory_start = m->start;
+		map[i].memory_limit = m->limit;
+		map[i].file_offset = m->offset;
+		map[i].filename = m->filename;
+		map[i].build_id = m->build_id;
+		map[i].has_functions = m->has_functions;
+		map[i].has_filenames = m->has_filenames;
+		map[i].has_line_numbers = m->has_line_numbers;
+		map[i].has_inline_frames = m->has_inline_frames;
+		mapp[i] = &map[i];
+	}
+	pb.n_mapping = p->nmappings;
+	pb.mapping = mapp;
+	for (i = 0; i < p->nlines; i++) {
+		perftools__profiles__line__init(&line[i]);
+		line[i].function_id = p->lines[i].function;
+		line[i].line = p->lines[i].line;
+		line[i].column = p->lines[i].column;
+		linep[i] = &line[i];
+	}
+	for (i = 0; i < p->nlocations; i++) {
+		const struct cp_location *l = &p->locations[i];
+
+		perftools__profiles__location__init(&loc[i]);
+		loc[i].id = i + 1;
+		loc[i].mapping_id = l->mapping;
+		loc[i].address = l->address;
+		loc[i].n_line = l->nlines;
+		loc[i].line = linep + l->line_off;
+		loc[i].is_folded = l->is_folded;
+		locp[i] = &loc[i];
+	}
+	pb.n_location = p->nlocations;
+	pb.location = locp;
+	for (i = 0; i < p->nfunctions; i++) {
+		const struct cp_function *f = &p->functions[i];
+
+		perftools__profiles__function__init(&fn[i]);
+		fn[i].id = i + 1;
+		fn[i].name = f->name;
+		fn[i].system_name = f->system_name;
+		fn[i].filename = f->filename;
+		fn[i].start_line = f->start_line;
+		fnp[i] = &fn[i];
+	}
+	pb.n_function = p->nfunctions;
+	pb.function = fnp;
+
+	size = perftools__profiles__profile__get_packed_size(&pb);
+	buf = malloc(size + 1);
+	if (!buf)
+		goto out;
+	perftools__profiles__profile__pack(&pb, buf);
+	if (gzip) {
+		err = cp_gzip(buf, size, out, outlen);
+		goto out;
+	}
+	*out = buf;
+	*outlen = size;
+	buf = NULL;
+	err = 0;
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory encoding the profile");
+	free(buf);
+	free(strs);
+	free(vt);
+	free(vtp);
+	free(smp);
+	free(smpp);
+	free(lab);
+	free(labp);
+	free(locids);
+	free(map);
+	free(mapp);
+	free(loc);
+	free(locp);
+	free(line);
+	free(linep);
+	free(fn);
+	free(fnp);
+	free(comments);
+	return err;
+}

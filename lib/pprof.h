@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* pprof (perftools.profiles.Profile) decode and encode, gzip or raw. */
+#ifndef CP_PPROF_H
+#define CP_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+/* Largest decompressed profile accepted (absurd sizes are refused). */
+#define CP_PPROF_MAX_SIZE ((size_t)1 << 30)
+
+/* Decode a profile from memory (gzip sniffed by its magic). NULL + errno,
+ * with the reason in cp_errmsg(). */
+struct cp_profile *cp_pprof_decode(const void *data, size_t len);
+/* Encode; *out is malloc'ed. gzip: compress. 0 or -errno. */
+int cp_pprof_encode(const struct cp_profile *p, int gzip, uint8_t **out, size_t *outlen);
+
+/* gzip helpers (zlib). cp_gunzip accepts concatenated members and refuses
+ * output above max. */
+int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen);
+int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+static inline int cp_is_gzip(const void *data, size_t len)
+{
+	const unsigned char *d = data;
+	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+}
+
+#endif

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* JSON output (jansson): a profile's top rows and call tree, or a diff table. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "render.h"
+
+uint32_t *cp_fn_table_sorted(const struct cp_fn_table *t, int mode, uint32_t *n);
+
+static json_t *tree_json(const struct cp_tree *t, uint32_t id)
+{
+	const struct cp_tree_node *n = &t->nodes[id];
+	json_t *o = json_object(), *kids = json_array();
+	uint32_t c;
+
+	if (!o || !kids)
+		goto fail;
+	if (json_object_set_new(o, "name", json_string(id ? cp_tree_name(t, id) : "root")) ||
+	    json_object_set_new(o, "value", json_integer(n->total[0])) ||
+	    json_object_set_new(o, "self", json_integer(n->self[0])))
+		goto fail;
+	for (c = n->child; c; c = t->nodes[c].sibling) {
+		json_t *k = tree_json(t, c);
+
+		if (!k || json_array_append_new(kids, k))
+			goto fail;
+	}
+	if (json_object_set_new(o, "children", kids))
+		goto fail_o;
+	return o;
+fail:
+	json_decref(kids);
+fail_o:
+	json_decref(o);
+	return NULL;
+}
+
+static int dump(FILE *out, json_t *root)
+{
+	int err;
+
+	if (!root)
+		return cp_error(ENOMEM, "out of memory building JSON");
+	err = json_dumpf(root, out, JSON_INDENT(1) | JSON_ENSURE_ASCII) ? cp_error(EIO, "cannot write JSON") : 0;
+	json_decref(root);
+	if (!err)
+		fputc('\n', out);
+	return err ? err : cp_stream_check(out, "the output");
+}
+
+int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
+{
+	struct cp_fn_table *ft = cp_fn_table_new();
+	struct cp_tree *tree = cp_tree_new();
+	json_t *root = NULL, *top = NULL, *types = NULL;
+	uint32_t *order = NULL, n = 0, i;
+	int err = -ENOMEM;
+	size_t k;
+
+	if (!ft || !tree || cp_fn_table_add(ft, p, vidx, 0) || cp_tree_add(tree, p, vidx, 0, invert) ||
+	    cp_tree_sort(tree) || !(order = cp_fn_table_sorted(ft, 0, &n)))
+		goto out;
+	root = json_object();
+	top = json_array();
+	types = json_array();
+	if (!root || !top || !types)
+		goto out;
+	for (k = 0; k < p->ntypes; k++)
+		json_array_append_new(types, json_pack("{s:s,s:s}", "type", cp_profile_string(p, p->sample_types[k].type),
+						       "unit", cp_profile_string(p, p->sample_types[k].unit)));
+	for (i = 0; i < n; i++) {
+		const struct cp_fn_row *r = &ft->rows[order[i]];
+
+		json_array_append_new(top, json_pack("{s:s,s:s,s:I,s:I}", "name", cp_strtab_get(&ft->names, r->name),
+						     "file", cp_strtab_get(&ft->names, r->file), "flat",
+						     (json_int_t)r->flat[0], "cum", (json_int_t)r->cum[0]));
+	}
+	json_object_set_new(root, "type", json_string(cp_profile_string(p, p->sample_types[vidx].type)));
+	json_object_set_new(root, "unit", json_string(cp_profile_string(p, p->sample_types[vidx].unit)));
+	json_object_set_new(root, "total", json_integer(ft->total[0]));
+	json_object_set_new(root, "sample_types", types);
+	types = NULL;
+	json_object_set_new(root, "time_nanos", json_integer(p->time_nanos));
+	json_object_set_new(root, "duration_nanos", json_integer(p->duration_nanos));
+	json_object_set_new(root, "top", top);
+	top = NULL;
+	json_object_set_new(root, "tree", tree_json(tree, 0));
+	err = dump(out, root);
+	root = NULL;
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory building JSON");
+	json_decref(root);
+	json_decref(top);
+	json_decref(types);
+	free(order);
+	cp_fn_table_free(ft);
+	cp_tree_free(tree);
+	return err;
+}
+
+int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o)
+{
+	double norm = t->total[0] ? (double)t->total[1] / (double)t->total[0] : 1;
+	uint32_t n = 0, i, *order = cp_fn_table_sorted(t, o->normalize ? 2 : 1, &n);
+	json_t *root = json_object(), *rows = json_array();
+
+	if (!order || !root || !rows) {
+		free(order);
+		json_decref(root);
+		json_decref(rows);
+		return cp_error(ENOMEM, "out of memory building JSON");
+	}
+	if (o->limit > 0 && (uint32_t)o->limit < n)
+		n = (uint32_t)o->limit;
+	for (i = 0; i < n; i++) {
+		const struct cp_fn_row *r = &t->rows[order[i]];
+		double nb = (double)r->flat[0] * norm;
+		json_t *row = json_pack("{s:s,s:I,s:I,s:I,s:f}", "name", cp_strtab_get(&t->names, r->name), "before",
+					(json_int_t)r->flat[0], "after", (json_int_t)r->flat[1], "delta",
+					(json_int_t)(r->flat[1] - r->flat[0]), "norm_delta", (double)r->flat[1] - nb);
+
+		if (row && r->flat[0]) {
+			json_object_set_new(row, "delta_pct", json_real(100.0 * (double)(r->flat[1] - r->flat[0]) / (double)r->flat[0]));
+			json_object_set_new(row, "norm_pct", json_real(100.0 * ((double)r->flat[1] - nb) / nb));
+		}
+		json_array_append_new(rows, row);
+	}
+	free(order);
+	json_object_set_new(root, "unit", json_string(o->unit ? o->unit : ""));
+	json_object_set_new(root, "total_before", json_integer(t->total[0]));
+	json_object_set_new(root, "total_after", json_integer(t->total[1]));
+	json_object_set_new(root, "rows", rows);
+	return dump(out, root);
+}

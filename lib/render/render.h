@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Renderers: each writes to a stdio stream and returns 0 or -errno (a write
+ * error on the stream is reported as -EIO with the reason in cp_errmsg). */
+#ifndef CP_RENDER_H
+#define CP_RENDER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../profile.h"
+#include "tree.h"
+
+/* Values in a unit, scaled the way pprof prints them: nanoseconds as
+ * ns/us/ms/s/mins/hrs, bytes as B/kB/MB/GB/TB (1024-based), counts plain. */
+const char *cp_format_value(int64_t v, const char *unit, char *buf, size_t len);
+
+struct cp_top_opts {
+	int limit; /* rows; 0 = all */
+};
+/* pprof's top table: flat flat% sum% cum cum% name */
+int cp_render_top(FILE *out, const struct cp_profile *p, int vidx, const struct cp_top_opts *o);
+
+/* JSON: type, unit, total, top rows, and the call tree. */
+int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert);
+
+struct cp_flame_opts {
+	const char *title;    /* NULL: "Flame Graph" */
+	const char *subtitle; /* NULL: none */
+	const char *unit;     /* the unit of values, for the tooltip */
+	bool diff;            /* widths from side 1 (after); colour from self after - before */
+	bool icicle;          /* root at the top */
+	int width;            /* pixels; 0 = 1200 */
+};
+/* A self-contained interactive SVG (hover: name, value, percent; click to
+ * zoom; search).  For a plain graph the tree has side 0 only. */
+int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_opts *o);
+
+struct cp_diff_opts {
+	int limit;      /* rows; 0 = all */
+	bool normalize; /* sort by the normalised delta */
+	const char *unit;
+};
+/* Per function: before, after, delta, delta%, and the same normalised to
+ * equal totals; sorted by the largest |delta|. */
+int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o);
+int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o);
+
+#endif

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* pprof's top table, and the diff table built on the same function table. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "render.h"
+#include "units.h"
+
+struct sort_ctx {
+	const struct cp_fn_table *t;
+	int mode; /* 0: flat desc; 1: |delta| desc; 2: |norm delta| desc */
+	double norm;
+};
+
+static double sort_key(const struct sort_ctx *c, const struct cp_fn_row *r)
+{
+	switch (c->mode) {
+	case 1:
+		return fabs((double)(r->flat[1] - r->flat[0]));
+	case 2:
+		return fabs((double)r->flat[1] - (double)r->flat[0] * c->norm);
+	default:
+		return (double)r->flat[0];
+	}
+}
+
+static int row_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *c = arg;
+	const struct cp_fn_row *x = &c->t->rows[*(const uint32_t *)a], *y = &c->t->rows[*(const uint32_t *)b];
+	double kx = sort_key(c, x), ky = sort_key(c, y);
+
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->cum[c->mode ? 1 : 0] != y->cum[c->mode ? 1 : 0])
+		return x->cum[c->mode ? 1 : 0] > y->cum[c->mode ? 1 : 0] ? -1 : 1;
+	return strcmp(cp_strtab_get(&c->t->names, x->name), cp_strtab_get(&c->t->names, y->name));
+}
+
+/* Row ids worth showing, sorted; *n is their count. */
+static uint32_t *sorted_rows(const struct cp_fn_table *t, int mode, double norm, uint32_t *n)
+{
+	struct sort_ctx c = { t, mode, norm };
+	uint32_t *order = malloc(((size_t)t->nrows + 1) * sizeof(*order)), i;
+
+	if (!order)
+		return NULL;
+	*n = 0;
+	for (i = 0; i < t->nrows; i++) {
+		const struct cp_fn_row *r = &t->rows[i];
+
+		if (r->flat[0] || r->cum[0] || r->flat[1] || r->cum[1])
+			order[(*n)++] = i;
+	}
+	qsort_r(order, *n, sizeof(*order), row_cmp, &c);
+	return order;
+}
+
+int cp_render_top(FILE *out, const struct cp_profile *p, int vidx, const struct cp_top_opts *o)
+{
+	struct cp_fn_table *t = cp_fn_table_new();
+	const char *type = cp_profile_string(p, p->sample_types[vidx].type);
+	const char *unit = cp_profile_string(p, p->sample_types[vidx].unit);
+	uint32_t *order = NULL, n = 0, shown, i;
+	struct cp_unit_scale sc;
+	char a[32], b[32], c[32], d[32], e[32];
+	int64_t total, sum = 0;
+	int err = -ENOMEM;
+
+	if (!t || (err = cp_fn_table_add(t, p, vidx, 0)) || !(order = sorted_rows(t, 0, 1, &n))) {
+		err = err ? err : -ENOMEM;
+		goto out;
+	}
+	total = t->total[0];
+	sc = cp_unit_scale_for(total, unit);
+	shown = o && o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
+	for (i = 0; i < shown; i++)
+		sum += t->rows[order[i]].flat[0];
+	if (p->nmappings && p->mappings[0].filename) {
+		const char *file = cp_profile_string(p, p->mappings[0].filename), *base = strrchr(file, '/');
+
+		fprintf(out, "File: %s\n", base ? base + 1 : file);
+	}
+	fprintf(out, "Type: %s\n", type);
+	if (p->time_nanos) {
+		time_t secs = (time_t)(p->time_nanos / 1000000000);
+		struct tm tm;
+
+		if (gmtime_r(&secs, &tm) && strftime(a, sizeof(a), "%Y-%m-%d %H:%M:%S UTC", &tm))
+			fprintf(out, "Time: %s\n", a);
+	}
+	if (p->duration_nanos && strcmp(unit, "nanoseconds"))
+		fprintf(out, "Duration: %s\n", cp_format_value(p->duration_nanos, "nanoseconds", a, sizeof(a)));
+	else if (p->duration_nanos)
+		fprintf(out, "Duration: %s, Total samples = %s (%s)\n",
+			cp_format_value(p->duration_nanos, "nanoseconds", a, sizeof(a)),
+			cp_format_scaled(total, sc, b, sizeof(b)),
+			cp_format_percent((double)total, (double)p->duration_nanos, c, sizeof(c)));
+	fprintf(out, "Showing nodes accounting for %s, %s of %s total\n", cp_format_scaled(sum, sc, a, sizeof(a)),
+		cp_format_percent((double)sum, (double)total, b, sizeof(b)), cp_format_scaled(total, sc, c, sizeof(c)));
+	if (shown < n)
+		fprintf(out, "Showing top %u nodes out of %u\n", shown, n);
+	fprintf(out, "%10s %6s %6s %10s %6s\n", "flat", "flat%", "sum%", "cum", "cum%");
+	sum = 0;
+	for (i = 0; i < shown; i++) {
+		const struct cp_fn_row *r = &t->rows[order[i]];
+
+		sum += r->flat[0];
+		fprintf(out, "%10s %6s %6s %10s %6s  %s\n", cp_format_scaled(r->flat[0], sc, a, sizeof(a)),
+			cp_format_percent((double)r->flat[0], (double)total, b, sizeof(b)),
+			cp_format_percent((double)sum, (double)total, c, sizeof(c)),
+			cp_format_scaled(r->cum[0], sc, d, sizeof(d)),
+			cp_format_percent((double)r->cum[0], (double)total, e, sizeof(e)),
+			cp_strtab_get(&t->names, r->name));
+	}
+	err = cp_stream_check(out, "the output");
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory rendering the table");
+	free(order);
+	cp_fn_table_free(t);
+	return err;
+}
+
+static const char *delta_pct(double before, double delta, char *buf, size_t len)
+{
+	if (before == 0)
+		snprintf(buf, len, delta ? "new" : "0%%");
+	else
+		snprintf(buf, len, "%+.2f%%", 100.0 * delta / (double)before);
+	return buf;
+}
+
+int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o)
+{
+	double norm = t->total[0] ? (double)t->total[1] / (double)t->total[0] : 1;
+	int64_t max = llabs(t->total[0]) > llabs(t->total[1]) ? t->total[0] : t->total[1];
+	struct cp_unit_scale sc = cp_unit_scale_for(max, o->unit);
+	uint32_t n = 0, shown, i, *order = sorted_rows(t, o->normalize ? 2 : 1, norm, &n);
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+	int err;
+
+	if (!order)
+		return cp_error(ENOMEM, "out of memory rendering the table");
+	shown = o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
+	fprintf(out, "Before: %s total   After: %s total   Change: %s (%s)\n", cp_format_scaled(t->total[0], sc, a, sizeof(a)),
+		cp_format_scaled(t->total[1], sc, b, sizeof(b)), cp_format_scaled(t->total[1] - t->total[0], sc, c, sizeof(c)),
+		delta_pct((double)t->total[0], (double)(t->total[1] - t->total[0]), d, sizeof(d)));
+	fprintf(out, "Sorted by %s; norm.: before scaled to the after total (x%.4f)\n",
+		o->normalize ? "|norm.delta|" : "|delta|", norm);
+	if (shown < n)
+		fprintf(out, "Showing top %u functions out of %u\n", shown, n);
+	fprintf(out, "%10s %10s %10s %8s %10s %8s\n", "before", "after", "delta", "delta%", "norm.delta", "norm%");
+	for (i = 0; i < shown; i++) {
+		const struct cp_fn_row *r = &t->rows[order[i]];
+		double nb = (double)r->flat[0] * norm, nd = (double)r->flat[1] - nb;
+
+		fprintf(out, "%10s %10s %10s %8s %10s %8s  %s\n", cp_format_scaled(r->flat[0], sc, a, sizeof(a)),
+			cp_format_scaled(r->flat[1], sc, b, sizeof(b)),
+			cp_format_scaled(r->flat[1] - r->flat[0], sc, c, sizeof(c)),
+			delta_pct((double)r->flat[0], (double)(r->flat[1] - r->flat[0]), d, sizeof(d)),
+			cp_format_scaled((int64_t)llround(nd), sc, e, sizeof(e)),
+			delta_pct(nb, nd, f, sizeof(f)),
+			cp_strtab_get(&t->names, r->name));
+	}
+	free(order);
+	err = cp_stream_check(out, "the output");
+	return err;
+}
+
+/* exported for json.c */
+uint32_t *cp_fn_table_sorted(const struct cp_fn_table *t, int mode, uint32_t *n)
+{
+	double norm = t->total[0] ? (double)t->total[1] / (double)t->total[0] : 1;
+
+	return sorted_rows(t, mode, norm, n);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* An interning string table: id 0 is always "". */
+#ifndef CP_STRTAB_H
+#define CP_STRTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index.h"
+
+struct cp_strtab {
+	char *buf; /* NUL-terminated strings, back to back */
+	size_t len, cap;
+	uint32_t *off;
+	uint32_t n, offcap;
+	struct cp_index idx;
+};
+
+int cp_strtab_init(struct cp_strtab *t);
+void cp_strtab_release(struct cp_strtab *t);
+/* The id of s (interned on first use), or -ENOMEM / -EOVERFLOW. */
+int64_t cp_strtab_intern(struct cp_strtab *t, const char *s, size_t len);
+/* The id of s if present, else -ENOENT. */
+int64_t cp_strtab_find(const struct cp_strtab *t, const char *s, size_t len);
+static inline const char *cp_strtab_get(const struct cp_strtab *t, uint32_t id)
+{
+	return t->buf + t->off[id];
+}
+
+#endif

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+int cp_grow(void **arr, size_t *cap, size_t need, size_t sz)
+{
+	size_t n;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	n = *cap ? *cap : 16;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / sz)
+			return -ENOMEM;
+		n *= 2;
+	}
+	p = realloc(*arr, n * sz);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
+{
+	int fd = -1, err = 0;
+	uint8_t *buf = NULL;
+	size_t cap = 0, n = 0;
+	struct stat st;
+
+	if (strcmp(path, "-") == 0) {
+		fd = STDIN_FILENO;
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return cp_error(errno, "cannot open %s: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		err = cp_error(EISDIR, "%s is a directory, not a profile file", path);
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			if (cap >= max + 1) {
+				err = cp_error(EFBIG, "%s is larger than the %zu MiB limit", path, max >> 20);
+				goto out;
+			}
+			err = cp_grow((void **)&buf, &cap, n + 65536, 1);
+			if (err) {
+				err = cp_error(ENOMEM, "out of memory reading %s", path);
+				goto out;
+			}
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = cp_error(errno, "cannot read %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max) {
+			err = cp_error(EFBIG, "%s is larger than the %zu MiB limit", path, max >> 20);
+			goto out;
+		}
+	}
+	*data = buf;
+	*len = n;
+	buf = NULL;
+out:
+	if (fd > STDIN_FILENO)
+		close(fd);
+	free(buf);
+	return err;
+}
+
+int cp_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	char *tmp = NULL;
+	const char *p = data;
+	int fd = -1, err = 0;
+	size_t plen = strlen(path);
+
+	tmp = malloc(plen + 16);
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = cp_error(errno, "cannot create %s: %s", path, strerror(errno));
+		free(tmp);
+		return err;
+	}
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
+			goto out;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
+		err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0)
+		err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
+out:
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
+}
+
+int cp_stream_check(FILE *f, const char *what)
+{
+	int e;
+
+	errno = 0;
+	if (fflush(f) == 0 && !ferror(f))
+		return 0;
+	e = errno ? errno : EIO;
+	return cp_error(e, "write error on %s: %s", what, strerror(e));
+}

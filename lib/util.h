@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CP_UTIL_H
+#define CP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Read a whole file ("-" = stdin), refusing more than max bytes. 0 or -errno. */
+int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
+/* Write data to path atomically: a temporary file in the same directory,
+ * fsync, rename.  Nothing half-written is ever left at path. 0 or -errno. */
+int cp_write_file_atomic(const char *path, const void *data, size_t len);
+/* Check a stream for write errors after flushing: 0 or -errno (EIO if unknown). */
+int cp_stream_check(FILE *f, const char *what);
+
+/* Growable array helper: ensures *cap >= need (elements of size sz). */
+int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);
+
+#endif

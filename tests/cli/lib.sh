@@ -1,0 +1,48 @@
+# Shared helpers for the CLI tests: TAP output, assertions, a scratch dir.
+# Each test script: `. "$srcdir/tests/cli/lib.sh"`, assertions, then `done_testing`.
+set -u
+: "${srcdir:=.}"
+: "${top_builddir:=.}"
+CPROF=${CPROF:-$(cd "$top_builddir" && pwd)/cprof}
+FIXTURES=$(cd "$srcdir/tests/fixtures" && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/cprof-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+_n=0
+_failed=0
+
+_result() { # status description
+	_n=$((_n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $_n - $2"
+	else
+		echo "not ok $_n - $2"
+		_failed=$((_failed + 1))
+	fi
+}
+# ok DESCRIPTION COMMAND...: passes when the command succeeds
+ok() { d=$1; shift; if "$@" >/dev/null 2>&1; then _result 0 "$d"; else _result 1 "$d"; fi; }
+# is ACTUAL EXPECTED DESCRIPTION
+is() {
+	if [ "$1" = "$2" ]; then _result 0 "$3"; else
+		_result 1 "$3"; printf '#   got:      %s\n#   expected: %s\n' "$1" "$2"; fi
+}
+# like TEXT EXTENDED-REGEX DESCRIPTION
+like() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then _result 0 "$3"; else
+		_result 1 "$3"; printf '#   %s\n' "$1" | head -n 20; printf '#   does not match: %s\n' "$2"; fi
+}
+unlike() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		_result 1 "$3"; printf '#   %s\n' "$1" | head -n 20; printf '#   matches: %s\n' "$2"; else _result 0 "$3"; fi
+}
+# run COMMAND...: sets $out (stdout), $err (stderr), $rc (exit status)
+run() {
+	"$@" >"$T/.out" 2>"$T/.err"
+	rc=$?
+	out=$(cat "$T/.out")
+	err=$(cat "$T/.err")
+}
+# skip_all REASON: for tests that need what this machine lacks (never a missing feature)
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+diag() { printf '# %s\n' "$*"; }
+done_testing() { echo "1..$_n"; [ "$_failed" = 0 ]; }

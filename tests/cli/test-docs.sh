@@ -1,0 +1,167 @@
+#!/bin/sh
+# The manual pages and the shell completions: the pages are clean for groff and
+# man, they document every option and command that the real binary lists, and
+# the bash and zsh completions complete what the binary offers.
+. "$srcdir/tests/cli/lib.sh"
+
+command -v groff >/dev/null 2>&1 || skip_all "groff is not installed (apt-get install groff)"
+
+MAN=$(cd "$srcdir/man" && pwd)
+COMPL=$(cd "$srcdir/completions" && pwd)
+CMDS="query merge diff" # the commands that have a manual page
+
+# render PAGE: the page as plain text, in lines long enough not to be broken
+render() { groff -man -Tascii -P-c -P-b -P-u -rLL=250n "$1" 2>/dev/null; }
+# section NAME: from rendered text on stdin, the lines of section NAME
+section() { awk -v s="$1" '/^[A-Z]/ { on = ($0 == s) ; next } on'; }
+# has_line TEXT REGEX: does a line of TEXT match REGEX?
+has_line() { printf '%s\n' "$1" | grep -Eq -- "$2"; }
+
+ok "cprof is executable ($CPROF)" test -x "$CPROF"
+run "$CPROF" --list-commands
+is "$rc" 0 "cprof --list-commands exits 0"
+commands=$out
+like "$commands" '^query$' "--list-commands lists query"
+
+# --- man pages ----------------------------------------------------------
+has_man_db=no
+if command -v man >/dev/null 2>&1 && man --version 2>/dev/null | grep -q .; then
+	man --help 2>&1 | grep -q -- '--warnings' && has_man_db=yes
+fi
+
+for page in cprof $(for c in $CMDS; do echo "cprof-$c"; done); do
+	f=$MAN/$page.1
+	ok "man/$page.1 exists" test -f "$f"
+	[ -f "$f" ] || continue
+	run groff -man -ww -z "$f"
+	is "$rc:$out$err" "0:" "groff -man -ww -z man/$page.1: no warnings"
+	if [ "$has_man_db" = yes ]; then
+		run env MANWIDTH=80 man --warnings -l "$f"
+		is "$rc:$err" "0:" "man --warnings -l man/$page.1: no warnings"
+		like "$out" '^SYNOPSIS' "man -l man/$page.1 renders"
+	else
+		_result 0 "man --warnings -l man/$page.1 # SKIP man-db is not installed"
+	fi
+	like "$(sed -n 1p "$f")" '^\.TH .*"cprof 0\.1"' "man/$page.1: .TH names cprof 0.1"
+	text=$(render "$f")
+	for s in NAME SYNOPSIS DESCRIPTION "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+		like "$text" "^$s\$" "man/$page.1 has a $s section"
+	done
+done
+
+for c in $CMDS; do
+	f=$MAN/cprof-$c.1
+	[ -f "$f" ] || continue
+	run "$CPROF" --list-options "$c"
+	is "$rc" 0 "cprof --list-options $c exits 0"
+	like "$out" '^--help$' "cprof --list-options $c lists --help"
+	opts=$out
+	# the entries of OPTIONS: the tag lines, indented by 7 spaces
+	tags=$(render "$f" | section OPTIONS | grep -E '^       [^ ]')
+	for o in $opts; do
+		# the option as a whole word: "-f" is not "--format", "-i" not "-in"
+		re=$(printf '%s' "$o" | sed 's/[.[\*^$]/\\&/g')
+		if has_line "$tags" "(^|[^-[:alnum:]_])$re([^-[:alnum:]_=]|\$)"; then
+			_result 0 "cprof-$c.1 documents $o under OPTIONS"
+		else
+			_result 1 "cprof-$c.1 documents $o under OPTIONS"
+			diag "OPTIONS entries:"; printf '%s\n' "$tags" | sed 's/^/#   /'
+		fi
+	done
+	like "$(render "$MAN/cprof.1")" "cprof-$c\\(1\\)" "cprof.1 refers to cprof-$c(1)"
+done
+
+text=$(render "$MAN/cprof.1")
+entries=$(printf '%s\n' "$text" | section COMMANDS | grep -E '^       [^ ]')
+for c in $commands; do
+	if has_line "$entries" "^       $c( |\$)"; then
+		_result 0 "cprof.1 lists the command $c"
+	else
+		_result 1 "cprof.1 lists the command $c"
+	fi
+done
+for o in --version -h --help; do
+	like "$(printf '%s\n' "$text" | section OPTIONS | grep -E '^       [^ ]')" \
+		"(^|[ ,])$o(,|\$)" "cprof.1 documents the global option $o"
+done
+
+# --- bash completion ----------------------------------------------------
+# complete_bash DIR WORD...: COMPREPLY, one a line, for the command line WORD...
+# (the last word is the one being completed) in a bash run in DIR without
+# bash-completion; the program being completed is $CPROF
+complete_bash() {
+	_dir=$1; shift
+	(cd "$_dir" && PATH="$(dirname "$CPROF"):$PATH" bash --norc --noprofile -c '
+		. "$1" || exit 1
+		shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_cprof
+		printf "%s\n" "${COMPREPLY[@]}"' bash "$COMPL/cprof.bash" "$@")
+}
+# completes DESCRIPTION EXPECTED [NOT-EXPECTED] -- WORD...
+completes() {
+	_d=$1 _want=$2 _not=$3; shift 4
+	run complete_bash "$T" "$@"
+	if [ "$rc" != 0 ] || [ -n "$err" ]; then
+		_result 1 "bash: $_d"; diag "rc=$rc stderr: $err"; return
+	fi
+	if ! has_line "$out" "^$_want\$"; then
+		_result 1 "bash: $_d"; diag "COMPREPLY: $(printf '%s' "$out" | tr '\n' ' ')"; return
+	fi
+	if [ -n "$_not" ] && has_line "$out" "^$_not\$"; then
+		_result 1 "bash: $_d"; diag "COMPREPLY has $_not: $(printf '%s' "$out" | tr '\n' ' ')"; return
+	fi
+	_result 0 "bash: $_d"
+}
+
+if command -v bash >/dev/null 2>&1; then
+	ok "bash -n completions/cprof.bash" bash -n "$COMPL/cprof.bash"
+	mkdir "$T/files" && : >"$T/cpu.pb.gz"
+	completes "'cprof qu' completes query" query '' -- "$CPROF" qu
+	completes "'cprof ' offers merge" merge '' -- "$CPROF" ''
+	completes "'cprof query --fo' completes --format" --format '' -- "$CPROF" query --fo
+	completes "'cprof query --format ' offers flamegraph" flamegraph table -- "$CPROF" query --format ''
+	completes "'cprof query --format=fl' completes flamegraph" flamegraph '' -- "$CPROF" query --format = fl
+	completes "'cprof merge -f ' offers pprof" pprof flamegraph -- "$CPROF" merge -f ''
+	completes "'cprof diff -f ' offers table" table top -- "$CPROF" diff -f ''
+	completes "'cprof diff --n' completes --normalize" --normalize '' -- "$CPROF" diff --n
+	completes "'cprof help m' completes merge" merge '' -- "$CPROF" help m
+	completes "'cprof query -i ' completes file names" cpu.pb.gz '' -- "$CPROF" query -i ''
+	completes "'cprof query -o cp' completes file names" cpu.pb.gz '' -- "$CPROF" query -o cp
+	completes "'cprof merge ' completes file names" cpu.pb.gz '' -- "$CPROF" merge ''
+	completes "'cprof diff a.pb.gz ' completes file names" cpu.pb.gz '' -- "$CPROF" diff a.pb.gz ''
+	completes "'cprof query -t cpu -f ' offers json" json '' -- "$CPROF" query -t cpu -f ''
+
+	# the lists come from the binary once per command, however often TAB is pressed
+	cat >"$T/cprof" <<-EOF
+	#!/bin/sh
+	echo "\$*" >>"$T/calls"
+	exec "$CPROF" "\$@"
+	EOF
+	chmod +x "$T/cprof"
+	run bash --norc --noprofile -c '
+		. "$1" || exit 1
+		for line in "qu" "query --f" "query --i" "diff --n" "query -" "qu"; do
+			read -ra COMP_WORDS <<<"$2 $line"
+			COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+			_cprof
+			printf "%s\n" "${COMPREPLY[@]}"
+		done' bash "$COMPL/cprof.bash" "$T/cprof"
+	like "$out" '^--invert$' "bash: the wrapped cprof (COMP_WORDS[0]) is asked"
+	is "$(sort "$T/calls" 2>/dev/null | tr '\n' ,)" \
+		"--list-commands,--list-options diff,--list-options query," \
+		"bash: cprof is run once per list, then the answer is cached"
+else
+	_result 0 "bash completion # SKIP bash is not installed"
+fi
+
+# --- zsh completion -----------------------------------------------------
+if command -v zsh >/dev/null 2>&1; then
+	ok "zsh -n completions/_cprof" zsh -n "$COMPL/_cprof"
+else
+	_result 0 "zsh -n completions/_cprof # SKIP zsh not installed"
+fi
+like "$(sed -n 1p "$COMPL/_cprof")" '^#compdef cprof$' "completions/_cprof starts with #compdef cprof"
+
+done_testing

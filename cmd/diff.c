@@ -148,12 +148,18 @@ static int run_diff(int argc, char **argv)
 	status = EXIT_FAIL;
 	before = load_inputs("diff", argv + optind, 1);
 	after = before ? load_inputs("diff", argv + optind + 1, 1) : NULL;
-	if (!before || !after || (va = pick_sample_type("diff", after, o.sample_type)) < 0)
+	if (!before || !after)
 		goto out;
+	if ((va = cp_profile_sample_index(after, o.sample_type)) < 0) {
+		fail("diff", "%s: %s", argv[optind + 1], cp_errmsg(va));
+		goto out;
+	}
 	/* compare like with like: the before value of the same type as after's */
 	type = o.sample_type ? o.sample_type : cp_profile_string(after, after->sample_types[va].type);
-	if ((vb = pick_sample_type("diff", before, type)) < 0)
+	if ((vb = cp_profile_sample_index(before, type)) < 0) {
+		fail("diff", "%s: %s", argv[optind], cp_errmsg(vb));
 		goto out;
+	}
 	if (!(before = apply_filter("diff", before, filter)) || !(after = apply_filter("diff", after, filter)))
 		goto out;
 	if ((status = output_open(&out, "diff", o.output, !strcmp(o.format, "pprof"))))

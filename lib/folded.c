@@ -201,7 +201,7 @@ static int write_set(FILE *out, struct folded_set *fs, int sides)
 				fs->vals[order[i]][0], fs->vals[order[i]][1]);
 	}
 	free(order);
-	return cp_stream_check(out, "the output");
+	return cp_stream_check(out, NULL);
 }
 
 static void set_release(struct folded_set *fs)

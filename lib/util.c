@@ -147,5 +147,7 @@ int cp_stream_check(FILE *f, const char *what)
 	if (fflush(f) == 0 && !ferror(f))
 		return 0;
 	e = errno ? errno : EIO;
+	if (!what)
+		what = f == stdout ? "standard output" : "the output";
 	return cp_error(e, "write error on %s: %s", what, strerror(e));
 }

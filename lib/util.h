@@ -11,7 +11,8 @@ int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
 /* Write data to path atomically: a temporary file in the same directory,
  * fsync, rename.  Nothing half-written is ever left at path. 0 or -errno. */
 int cp_write_file_atomic(const char *path, const void *data, size_t len);
-/* Check a stream for write errors after flushing: 0 or -errno (EIO if unknown). */
+/* Check a stream for write errors after flushing: 0 or -errno (EIO if unknown).
+ * what names the stream in the message; NULL: "standard output" or "the output". */
 int cp_stream_check(FILE *f, const char *what);
 
 /* Growable array helper: ensures *cap >= need (elements of size sz). */

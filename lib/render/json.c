@@ -49,7 +49,7 @@ static int dump(FILE *out, json_t *root)
 	json_decref(root);
 	if (!err)
 		fputc('\n', out);
-	return err ? err : cp_stream_check(out, "the output");
+	return err ? err : cp_stream_check(out, NULL);
 }
 
 int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)

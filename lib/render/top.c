@@ -118,7 +118,7 @@ int cp_render_top(FILE *out, const struct cp_profile *p, int vidx, const struct 
 			cp_format_percent((double)r->cum[0], (double)total, e, sizeof(e)),
 			cp_strtab_get(&t->names, r->name));
 	}
-	err = cp_stream_check(out, "the output");
+	err = cp_stream_check(out, NULL);
 out:
 	if (err == -ENOMEM)
 		cp_error(ENOMEM, "out of memory rendering the table");
@@ -169,7 +169,7 @@ int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp
 			cp_strtab_get(&t->names, r->name));
 	}
 	free(order);
-	err = cp_stream_check(out, "the output");
+	err = cp_stream_check(out, NULL);
 	return err;
 }
 

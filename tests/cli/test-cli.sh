@@ -1,3 +1,71 @@
+# The multiplexer: dispatch, help, version, exit codes, write errors.
 . "$srcdir/tests/cli/lib.sh"
-ok placeholder true
+
+run "$CPROF" --version
+is "$rc" 0 "--version exits 0"
+like "$out" '^cprof [0-9]+\.[0-9]+\.[0-9]+$' "--version prints the version"
+
+run "$CPROF"
+is "$rc" 2 "no command is a usage error"
+like "$out" 'query' "no command lists the commands"
+
+run "$CPROF" help
+is "$rc" 0 "help exits 0"
+for c in record serve scrape query merge diff top help; do
+	like "$out" "^   $c " "help lists $c"
+done
+
+run "$CPROF" help query
+is "$rc" 0 "help query exits 0 (no terminal: usage)"
+like "$out" '^usage: cprof query' "help query shows the query usage"
+
+run "$CPROF" help nosuch
+is "$rc" 2 "help of an unknown command is a usage error"
+
+for c in query merge diff help; do
+	run "$CPROF" "$c" -h
+	is "$rc" 0 "$c -h exits 0"
+	like "$out" "^usage: cprof $c" "$c -h prints its usage"
+	run "$CPROF" "$c" --help
+	is "$rc" 0 "$c --help exits 0"
+done
+
+for c in record serve scrape top; do
+	run "$CPROF" "$c"
+	is "$rc" 1 "$c (not built yet) exits 1"
+	like "$err" "^cprof: '$c' is not built yet" "$c says clearly that it is not built yet"
+done
+
+run "$CPROF" qurey
+is "$rc" 2 "an unknown command is a usage error"
+like "$err" "Did you mean 'query'\?" "an unknown command suggests the closest name"
+run "$CPROF" mrege -h
+like "$err" "Did you mean 'merge'\?" "a transposition suggests merge"
+run "$CPROF" zzzzzz
+unlike "$err" "Did you mean" "nothing close: no suggestion"
+
+run "$CPROF" --bogus
+is "$rc" 2 "an unknown global option is a usage error"
+run "$CPROF" query --bogus -i x
+is "$rc" 2 "an unknown command option is a usage error"
+like "$err" "^cprof query: unknown or incomplete option '--bogus'" "the error names the option"
+run "$CPROF" query -i
+is "$rc" 2 "a missing option value is a usage error"
+like "$err" "needs a value" "the error says a value is needed"
+
+run "$CPROF" --list-commands
+is "$(echo "$out" | tr '\n' ' ')" "record serve scrape query merge diff top help " "--list-commands prints every command"
+run "$CPROF" --list-options query
+like "$out" '^--focus$' "--list-options lists long options"
+like "$out" '^-i$' "--list-options lists short options"
+
+# A full disk on standard output is an error, not silence
+run sh -c "\"$CPROF\" help > /dev/full"
+is "$rc" 1 "help to a full disk exits 1"
+like "$err" 'No space left on device' "and says why"
+run sh -c "\"$CPROF\" query -i \"$FIXTURES/cpu-before.pb.gz\" > /dev/full"
+is "$rc" 1 "query to a full disk exits 1"
+like "$err" '^cprof query: write error on standard output: No space left on device' "with a one-line reason"
+run sh -c "\"$CPROF\" --version > /dev/full"
+is "$rc" 1 "--version to a full disk exits 1"
 done_testing

@@ -182,9 +182,9 @@ START_TEST(test_structure)
 	ck_assert_ptr_null(strstr(svg, "no samples"));
 	/* five frames, the root shown as "all", tooltips with value and percent */
 	ck_assert_uint_eq(count(svg, "<rect "), 6); /* + the background */
-	ck_assert_ptr_nonnull(strstr(svg, "<title>all (1000 ns, 100.00%)</title>"));
-	ck_assert_ptr_nonnull(strstr(svg, "<title>a (500 ns, 50.00%)</title>"));
-	ck_assert_ptr_nonnull(strstr(svg, "<title>c (250 ns, 25.00%)</title>"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>all (1us, 100.00%)</title>"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>a (500ns, 50.00%)</title>"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>c (250ns, 25.00%)</title>"));
 	free(svg);
 	tree_free(t);
 }
@@ -387,8 +387,8 @@ START_TEST(test_diff)
 	ck_assert_int_gt(r2, b); /* half the change, paler */
 	fill(same, &r, &g, &b);
 	ck_assert(r == g && g == b && r >= 240); /* no change: white-ish */
-	ck_assert_ptr_nonnull(strstr(svg, "<title>grew (before 20 ns, after 100 ns, delta +80 ns +400.00%"));
-	ck_assert_ptr_nonnull(strstr(svg, "<title>shrank (before 60 ns, after 20 ns, delta -40 ns -66.67%"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>grew (before 20ns, after 100ns, delta +80ns +400.00%"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>shrank (before 60ns, after 20ns, delta -40ns -66.67%"));
 	ck_assert_ptr_nonnull(strstr(svg, ">Diff</text>"));
 	free(svg);
 	tree_free(t);

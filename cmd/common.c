@@ -83,30 +83,11 @@ int parse_count(const char *verb, const char *opt, const char *s, int *out)
 
 struct cp_profile *load_inputs(const char *verb, char **paths, int n)
 {
-	struct cp_profile *p = NULL, *q;
-	int i, err;
+	struct cp_profile *p = cp_profile_load_many(paths, n, 0);
 
-	for (i = 0; i < n; i++) {
-		q = cp_profile_load(paths[i]);
-		if (!q) {
-			fail(verb, "%s", cp_errmsg(errno));
-			goto fail;
-		}
-		if (!p) {
-			p = q;
-			continue;
-		}
-		err = cp_profile_merge(p, q, NULL);
-		cp_profile_free(q);
-		if (err) {
-			fail(verb, "cannot merge %s with %s: %s", paths[i], paths[0], cp_errmsg(err));
-			goto fail;
-		}
-	}
+	if (!p)
+		fail(verb, "%s", cp_errmsg(errno));
 	return p;
-fail:
-	cp_profile_free(p);
-	return NULL;
 }
 
 int pick_sample_type(const char *verb, const struct cp_profile *p, const char *name)

@@ -2,6 +2,10 @@
 #include "load.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "error.h"
@@ -68,5 +72,152 @@ struct cp_profile *cp_profile_load(const char *path)
 		errno = err;
 	}
 	free(data);
+	return p;
+}
+
+/* Adds one file to *acc (creating it from the first file). */
+static int load_into(struct cp_profile **acc, const char *path, const char *first)
+{
+	struct cp_profile *q = NULL;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int err;
+
+	err = cp_read_file(path, CP_PPROF_MAX_SIZE, &data, &len);
+	if (err)
+		return err;
+	if (!*acc) {
+		*acc = cp_profile_decode(data, len);
+		err = *acc ? 0 : -errno;
+		if (err)
+			cp_error_ctx(err, "%s", path);
+		goto out;
+	}
+	if (cp_is_gzip(data, len) && len > 2) {
+		/* pprof straight into the accumulator; folded text via a profile */
+		uint8_t *raw = NULL;
+		size_t rawlen;
+
+		err = cp_gunzip(data, len, CP_PPROF_MAX_SIZE, &raw, &rawlen);
+		if (err) {
+			cp_error_ctx(err, "%s", path);
+			goto out;
+		}
+		free(data);
+		data = raw;
+		len = rawlen;
+	}
+	if (cp_sniff_format(data, len) == CP_FORMAT_PPROF) {
+		err = cp_pprof_decode_into(*acc, data, len);
+		if (err == -EINVAL && strstr(cp_errmsg(err), "incompatible"))
+			cp_error_ctx(err, "cannot merge %s with %s", path, first);
+		else if (err)
+			cp_error_ctx(err, "%s", path);
+		goto out;
+	}
+	q = cp_folded_decode((const char *)data, len);
+	if (!q) {
+		err = cp_error_ctx(errno, "%s", path);
+		goto out;
+	}
+	err = cp_profile_merge(*acc, q, NULL);
+	if (err)
+		cp_error_ctx(err, "cannot merge %s with %s", path, first);
+out:
+	cp_profile_free(q);
+	free(data);
+	return err;
+}
+
+struct chunk {
+	char *const *paths;
+	int n;
+	const char *first;
+	struct cp_profile *acc;
+	int err;
+	char msg[512];
+};
+
+static void *load_chunk(void *arg)
+{
+	struct chunk *c = arg;
+	int i;
+
+	for (i = 0; i < c->n && !c->err; i++)
+		c->err = load_into(&c->acc, c->paths[i], c->first);
+	if (c->err)
+		snprintf(c->msg, sizeof(c->msg), "%s", cp_errmsg(c->err));
+	return NULL;
+}
+
+struct cp_profile *cp_profile_load_many(char *const *paths, int n, int nthreads)
+{
+	struct chunk *chunks;
+	pthread_t *tids;
+	struct cp_profile *p = NULL;
+	int i, err = 0, started = 0;
+
+	if (n <= 0) {
+		cp_error(EINVAL, "no profiles to load");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (nthreads <= 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		nthreads = cpus > 0 ? (int)cpus : 1;
+	}
+	if (nthreads > n / 2)
+		nthreads = n / 2 ? n / 2 : 1; /* a thread is worth it for two files or more */
+	if (nthreads > 64)
+		nthreads = 64;
+	chunks = calloc((size_t)nthreads, sizeof(*chunks));
+	tids = calloc((size_t)nthreads, sizeof(*tids));
+	if (!chunks || !tids) {
+		free(chunks);
+		free(tids);
+		cp_error(ENOMEM, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < nthreads; i++) {
+		int from = (int)((long)n * i / nthreads), to = (int)((long)n * (i + 1) / nthreads);
+
+		chunks[i].paths = paths + from;
+		chunks[i].n = to - from;
+		chunks[i].first = paths[0];
+	}
+	for (i = 1; i < nthreads; i++) {
+		if (pthread_create(&tids[i], NULL, load_chunk, &chunks[i]))
+			break;
+		started = i;
+	}
+	/* the calling thread takes the first chunk, and any that did not start */
+	load_chunk(&chunks[0]);
+	for (i = started + 1; i < nthreads; i++)
+		load_chunk(&chunks[i]);
+	for (i = 1; i <= started; i++)
+		pthread_join(tids[i], NULL);
+	for (i = 0; i < nthreads; i++) {
+		if (!err && chunks[i].err) {
+			err = chunks[i].err;
+			cp_error(err, "%s", chunks[i].msg);
+		}
+		if (!err && i > 0) {
+			err = cp_profile_merge(chunks[0].acc, chunks[i].acc, NULL);
+			if (err)
+				cp_error_ctx(err, "cannot merge %s with %s", chunks[i].paths[0], paths[0]);
+		}
+		if (i > 0)
+			cp_profile_free(chunks[i].acc);
+	}
+	if (!err)
+		p = chunks[0].acc;
+	else
+		cp_profile_free(chunks[0].acc);
+	free(chunks);
+	free(tids);
+	if (!p)
+		errno = -err;
 	return p;
 }

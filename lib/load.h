@@ -17,4 +17,11 @@ struct cp_profile *cp_profile_decode(const void *data, size_t len);
 /* Read and decode path ("-" = stdin); the message names the file. */
 struct cp_profile *cp_profile_load(const char *path);
 
+
+
+/* Load and merge several files (pprof merge semantics) using up to nthreads
+ * threads (0: the number of online CPUs).  Each thread merges a contiguous
+ * run of files; the runs are then merged in order, so the result does not
+ * depend on timing.  NULL + errno, with a message naming the file. */
+struct cp_profile *cp_profile_load_many(char *const *paths, int n, int nthreads);
 #endif

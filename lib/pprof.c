@@ -5,6 +5,7 @@
 #include "pprof.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -224,6 +225,7 @@ struct decoder {
 	uint32_t *map_new;
 	uint64_t *map_delta;
 	uint32_t *loc_new;
+	bool drop_zero;
 };
 
 static int str(struct decoder *d, int64_t idx, const char *what, uint32_t *out)
@@ -370,6 +372,12 @@ static int decode_samples(struct decoder *d)
 			}
 			nl++;
 		}
+		if (d->drop_zero) {
+			for (j = 0; j < s->n_value && !s->value[j]; j++)
+				;
+			if (j == s->n_value)
+				continue;
+		}
 		stack = cp_profile_stack(d->p, locs, s->n_location_id);
 		ls = cp_profile_labelset(d->p, labels, nl);
 		if (stack < 0 || ls < 0) {
@@ -385,63 +393,83 @@ out:
 	return err;
 }
 
-static int decode_header(struct decoder *d)
+/* The header goes into its own small profile first, so that
+ * cp_profile_merge can check it against dst and combine it (period, time,
+ * duration, comments) the one way merging always does. */
+static int hstr(struct decoder *d, struct cp_profile *h, int64_t idx, const char *what, uint32_t *out)
+{
+	int64_t id;
+	int err = str(d, idx, what, out);
+
+	if (err)
+		return err;
+	id = cp_profile_str(h, d->pb->string_table[idx]);
+	if (id < 0)
+		return (int)id;
+	*out = (uint32_t)id;
+	return 0;
+}
+
+static int decode_header(struct decoder *d, struct cp_profile *h)
 {
 	const PB *pb = d->pb;
-	struct cp_profile *p = d->p;
 	size_t i;
 	int err;
 
 	if (!pb->n_sample_type)
 		return cp_error(EINVAL, "the profile has no sample types");
-	p->sample_types = calloc(pb->n_sample_type, sizeof(*p->sample_types));
-	p->comments = calloc(pb->n_comment + 1, sizeof(*p->comments));
-	if (!p->sample_types || !p->comments)
+	h->sample_types = calloc(pb->n_sample_type, sizeof(*h->sample_types));
+	h->comments = calloc(pb->n_comment + 1, sizeof(*h->comments));
+	if (!h->sample_types || !h->comments)
 		return -ENOMEM;
 	for (i = 0; i < pb->n_sample_type; i++)
-		if ((err = str(d, pb->sample_type[i]->type, "a sample type", &p->sample_types[i].type)) ||
-		    (err = str(d, pb->sample_type[i]->unit, "a sample unit", &p->sample_types[i].unit)))
+		if ((err = hstr(d, h, pb->sample_type[i]->type, "a sample type", &h->sample_types[i].type)) ||
+		    (err = hstr(d, h, pb->sample_type[i]->unit, "a sample unit", &h->sample_types[i].unit)))
 			return err;
-	p->ntypes = pb->n_sample_type;
+	h->ntypes = pb->n_sample_type;
 	if (pb->period_type &&
-	    ((err = str(d, pb->period_type->type, "the period type", &p->period_type.type)) ||
-	     (err = str(d, pb->period_type->unit, "the period unit", &p->period_type.unit))))
+	    ((err = hstr(d, h, pb->period_type->type, "the period type", &h->period_type.type)) ||
+	     (err = hstr(d, h, pb->period_type->unit, "the period unit", &h->period_type.unit))))
 		return err;
 	for (i = 0; i < pb->n_comment; i++)
-		if ((err = str(d, pb->comment[i], "a comment", &p->comments[i])))
+		if ((err = hstr(d, h, pb->comment[i], "a comment", &h->comments[i])))
 			return err;
-	p->ncomments = pb->n_comment;
-	if ((err = str(d, pb->drop_frames, "drop_frames", &p->drop_frames)) ||
-	    (err = str(d, pb->keep_frames, "keep_frames", &p->keep_frames)) ||
-	    (err = str(d, pb->default_sample_type, "default_sample_type", &p->default_sample_type)) ||
-	    (err = str(d, pb->doc_url, "doc_url", &p->doc_url)))
+	h->ncomments = pb->n_comment;
+	if ((err = hstr(d, h, pb->drop_frames, "drop_frames", &h->drop_frames)) ||
+	    (err = hstr(d, h, pb->keep_frames, "keep_frames", &h->keep_frames)) ||
+	    (err = hstr(d, h, pb->default_sample_type, "default_sample_type", &h->default_sample_type)) ||
+	    (err = hstr(d, h, pb->doc_url, "doc_url", &h->doc_url)))
 		return err;
-	p->period = pb->period;
-	p->time_nanos = pb->time_nanos;
-	p->duration_nanos = pb->duration_nanos;
-	return 0;
+	h->period = pb->period;
+	h->time_nanos = pb->time_nanos;
+	h->duration_nanos = pb->duration_nanos;
+	return cp_profile_merge(d->p, h, NULL);
 }
 
-static struct cp_profile *decode_pb(const PB *pb)
+static int decode_into(struct cp_profile *dst, const PB *pb)
 {
-	struct decoder d = { .pb = pb };
+	struct decoder d = { .pb = pb, .p = dst };
+	struct cp_profile *hdr = NULL;
 	int err = 0;
 	size_t i;
 
 	if (!pb->n_string_table || pb->string_table[0][0])
-		return errno = EINVAL, cp_error(EINVAL, "not a pprof profile: the string table must start with \"\""), NULL;
-	d.p = cp_profile_new();
+		return cp_error(EINVAL, "not a pprof profile: the string table must start with \"\"");
+	d.drop_zero = dst->ntypes != 0; /* merging: all-zero samples go, as in pprof */
+	hdr = cp_profile_new();
 	d.strs = malloc(pb->n_string_table * sizeof(*d.strs));
 	d.fn_new = calloc(pb->n_function + 1, sizeof(*d.fn_new));
 	d.map_new = calloc(pb->n_mapping + 1, sizeof(*d.map_new));
 	d.map_delta = calloc(pb->n_mapping + 1, sizeof(*d.map_delta));
 	d.loc_new = calloc(pb->n_location + 1, sizeof(*d.loc_new));
-	if (!d.p || !d.strs || !d.fn_new || !d.map_new || !d.map_delta || !d.loc_new) {
+	if (!hdr || !d.strs || !d.fn_new || !d.map_new || !d.map_delta || !d.loc_new) {
 		err = -ENOMEM;
 		goto out;
 	}
+	if ((err = decode_header(&d, hdr)))
+		goto out;
 	for (i = 0; i < pb->n_string_table; i++) {
-		int64_t id = cp_profile_str(d.p, pb->string_table[i]);
+		int64_t id = cp_profile_str(dst, pb->string_table[i]);
 
 		if (id < 0) {
 			err = (int)id;
@@ -453,13 +481,14 @@ static struct cp_profile *decode_pb(const PB *pb)
 	    (err = idmap_build(&d.maps, "mapping", pb->n_mapping, map_id, pb)) ||
 	    (err = idmap_build(&d.locs, "location", pb->n_location, loc_id, pb)))
 		goto out;
-	if ((err = decode_header(&d)) || (err = decode_tables(&d)) || (err = decode_samples(&d)))
+	if ((err = decode_tables(&d)) || (err = decode_samples(&d)))
 		goto out;
 out:
 	if (err == -ENOMEM)
 		cp_error(ENOMEM, "out of memory decoding the profile");
 	else if (err == -EOVERFLOW)
 		cp_error(EOVERFLOW, "the profile is too large (more than 2^32 entries in a table)");
+	cp_profile_free(hdr);
 	free(d.strs);
 	free(d.fn_new);
 	free(d.map_new);
@@ -468,51 +497,108 @@ out:
 	idmap_release(&d.fns);
 	idmap_release(&d.maps);
 	idmap_release(&d.locs);
-	if (err) {
-		cp_profile_free(d.p);
-		errno = -err;
-		return NULL;
-	}
-	return d.p;
+	return err;
 }
 
-struct cp_profile *cp_pprof_decode(const void *data, size_t len)
+/* protobuf-c allocates every sub-message on its own: give it an arena that
+ * is released at once instead (a pprof file has tens of thousands of them). */
+struct arena {
+	struct arena_block *head;
+};
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+static void *arena_alloc(void *ctx, size_t size)
 {
+	struct arena *a = ctx;
+	struct arena_block *b = a->head;
+	size_t align = sizeof(max_align_t);
+
+	size = (size + align - 1) / align * align;
+	if (!b || b->size - b->used < size) {
+		size_t bsize = size > (1u << 20) ? size : (1u << 20);
+
+		b = malloc(sizeof(*b) + bsize);
+		if (!b)
+			return NULL;
+		b->next = a->head;
+		b->used = 0;
+		b->size = bsize;
+		a->head = b;
+	}
+	b->used += size;
+	return (char *)b->data + b->used - size;
+}
+
+static void arena_free(void *ctx, void *ptr)
+{
+	(void)ctx;
+	(void)ptr; /* everything goes with arena_release */
+}
+
+static void arena_release(struct arena *a)
+{
+	while (a->head) {
+		struct arena_block *b = a->head;
+
+		a->head = b->next;
+		free(b);
+	}
+}
+
+int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len)
+{
+	struct arena arena = { NULL };
+	ProtobufCAllocator alloc = { arena_alloc, arena_free, &arena };
 	uint8_t *raw = NULL;
 	size_t rawlen = 0;
-	struct cp_profile *p = NULL;
 	PB *pb = NULL;
 	int err;
 
 	if (cp_is_gzip(data, len)) {
 		err = cp_gunzip(data, len, CP_PPROF_MAX_SIZE, &raw, &rawlen);
-		if (err) {
-			errno = -err;
-			return NULL;
-		}
+		if (err)
+			return err;
 		data = raw;
 		len = rawlen;
 	} else if (len > CP_PPROF_MAX_SIZE) {
-		cp_error(EFBIG, "the profile exceeds the %zu MiB limit", CP_PPROF_MAX_SIZE >> 20);
-		errno = EFBIG;
-		return NULL;
+		return cp_error(EFBIG, "the profile exceeds the %zu MiB limit", CP_PPROF_MAX_SIZE >> 20);
 	}
 	if (!len) {
-		cp_error(EINVAL, "empty profile (no data)");
-		errno = EINVAL;
+		err = cp_error(EINVAL, "empty profile (no data)");
 		goto out;
 	}
-	pb = perftools__profiles__profile__unpack(NULL, len, data);
+	pb = perftools__profiles__profile__unpack(&alloc, len, data);
 	if (!pb) {
-		cp_error(EINVAL, "not a pprof profile (the protobuf data is malformed or truncated)");
-		errno = EINVAL;
+		err = cp_error(EINVAL, "not a pprof profile (the protobuf data is malformed or truncated)");
 		goto out;
 	}
-	p = decode_pb(pb);
+	err = decode_into(dst, pb);
 out:
-	if (pb)
-		perftools__profiles__profile__free_unpacked(pb, NULL);
+	arena_release(&arena);
 	free(raw);
+	return err;
+}
+
+struct cp_profile *cp_pprof_decode(const void *data, size_t len)
+{
+	struct cp_profile *p = cp_profile_new();
+	int err;
+
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = cp_pprof_decode_into(p, data, len);
+	if (err) {
+		cp_profile_free(p);
+		errno = -err;
+		return NULL;
+	}
 	return p;
 }
 

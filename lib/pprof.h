@@ -15,6 +15,9 @@
 /* Decode a profile from memory (gzip sniffed by its magic). NULL + errno,
  * with the reason in cp_errmsg(). */
 struct cp_profile *cp_pprof_decode(const void *data, size_t len);
+/* Decode and merge into dst (pprof merge semantics; an empty dst takes the
+ * file's header).  On error dst may hold part of the file: discard it. */
+int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len);
 /* Encode; *out is malloc'ed. gzip: compress. 0 or -errno. */
 int cp_pprof_encode(const struct cp_profile *p, int gzip, uint8_t **out, size_t *outlen);
 

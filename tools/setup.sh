@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs what cprof needs on Debian 12 (as root) and builds it in build/.
+# Safe to run again: it installs only what is missing and rebuilds what changed.
+set -eu
+cd "$(dirname "$0")/.."
+PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
+libjansson-dev libpcre2-dev check clang golang-go jq libxml2-utils groff man-db zsh time"
+missing=
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup: installing$missing"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+[ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] || autoreconf -fi
+mkdir -p build
+cd build
+[ -f Makefile ] || ../configure -q --enable-werror
+make -s -j"$(nproc)"
+echo "setup: built $(pwd)/cprof"

@@ -12,8 +12,10 @@
 struct cp_filter {
 	pcre2_code *focus, *ignore;
 	pcre2_match_data *md;
-	/* per-location verdicts for the profile last seen: bit0 known, bit1 focus, bit2 ignore */
-	const struct cp_profile *seen;
+	/* per-location verdicts for the profile last seen (by serial, as its
+	 * address may be another profile's once it is freed): bit0 known,
+	 * bit1 focus, bit2 ignore */
+	uint64_t seen;
 	uint8_t *verdict;
 	uint32_t nverdict;
 	struct cp_frame *frames;
@@ -112,7 +114,7 @@ bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *arg)
 	bool focused = !f->focus;
 	uint32_t i;
 
-	if (f->seen != p || f->nverdict != p->nlocations + 1) {
+	if (f->seen != p->serial || f->nverdict != p->nlocations + 1) {
 		uint8_t *v = calloc((size_t)p->nlocations + 1, 1);
 
 		if (!v)
@@ -120,7 +122,7 @@ bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *arg)
 		free(f->verdict);
 		f->verdict = v;
 		f->nverdict = p->nlocations + 1;
-		f->seen = p;
+		f->seen = p->serial;
 	}
 	for (i = 0; i < st->len; i++) {
 		uint8_t v = verdict(f, p, p->stack_locs[st->off + i]);

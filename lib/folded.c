@@ -176,10 +176,9 @@ static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vi
 	return 0;
 }
 
-static const struct cp_strtab *sort_keys;
-static int key_cmp(const void *a, const void *b)
+static int key_cmp(const void *a, const void *b, void *keys)
 {
-	return strcmp(cp_strtab_get(sort_keys, *(const uint32_t *)a), cp_strtab_get(sort_keys, *(const uint32_t *)b));
+	return strcmp(cp_strtab_get(keys, *(const uint32_t *)a), cp_strtab_get(keys, *(const uint32_t *)b));
 }
 
 static int write_set(FILE *out, struct folded_set *fs, int sides)
@@ -191,8 +190,7 @@ static int write_set(FILE *out, struct folded_set *fs, int sides)
 	for (i = 1; i < fs->keys.n; i++)
 		if (fs->vals[i][0] || fs->vals[i][1])
 			order[n++] = i;
-	sort_keys = &fs->keys;
-	qsort(order, n, sizeof(*order), key_cmp);
+	qsort_r(order, n, sizeof(*order), key_cmp, &fs->keys);
 	for (i = 0; i < n; i++) {
 		if (sides == 1)
 			fprintf(out, "%s %" PRId64 "\n", cp_strtab_get(&fs->keys, order[i]), fs->vals[order[i]][0]);

@@ -66,13 +66,14 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 	uint8_t *buf = NULL;
 	size_t cap = 0, n = 0, used = 0;
 	int err = 0, r;
+	char sz[32];
 
 	if (inflateInit2(&z, 15 + 16) != Z_OK)
 		return cp_error(ENOMEM, "cannot start gzip decompression");
 	for (;;) {
 		if (n == cap) {
 			if (cap > max) {
-				err = cp_error(EFBIG, "decompressed data exceeds the %zu MiB limit", max >> 20);
+				err = cp_error(EFBIG, "decompressed data exceeds the %s limit", cp_size_str(max, sz, sizeof(sz)));
 				goto out;
 			}
 			if (cp_grow((void **)&buf, &cap, cap ? cap * 2 : len * 4 + 4096, 1)) {
@@ -88,7 +89,7 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 		used = (size_t)(z.next_in - src);
 		n = (size_t)(z.next_out - buf);
 		if (n > max) {
-			err = cp_error(EFBIG, "decompressed data exceeds the %zu MiB limit", max >> 20);
+			err = cp_error(EFBIG, "decompressed data exceeds the %s limit", cp_size_str(max, sz, sizeof(sz)));
 			goto out;
 		}
 		if (r == Z_STREAM_END) {
@@ -557,6 +558,7 @@ int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len)
 	uint8_t *raw = NULL;
 	size_t rawlen = 0;
 	PB *pb = NULL;
+	char sz[32];
 	int err;
 
 	if (cp_is_gzip(data, len)) {
@@ -566,7 +568,7 @@ int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len)
 		data = raw;
 		len = rawlen;
 	} else if (len > CP_PPROF_MAX_SIZE) {
-		return cp_error(EFBIG, "the profile exceeds the %zu MiB limit", CP_PPROF_MAX_SIZE >> 20);
+		return cp_error(EFBIG, "the profile exceeds the %s limit", cp_size_str(CP_PPROF_MAX_SIZE, sz, sizeof(sz)));
 	}
 	if (!len) {
 		err = cp_error(EINVAL, "empty profile (no data)");

@@ -15,10 +15,12 @@
 
 struct cp_profile *cp_profile_new(void)
 {
+	static uint64_t serials;
 	struct cp_profile *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
+	p->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	if (cp_strtab_init(&p->strs) < 0 || cp_profile_stack(p, NULL, 0) != 0 ||
 	    cp_profile_labelset(p, NULL, 0) != 0) {
 		cp_profile_free(p);
@@ -372,18 +374,26 @@ int cp_profile_add_sample(struct cp_profile *p, uint32_t stack, uint32_t labels,
 	if (stack >= p->nstacks || labels >= p->nlabelsets)
 		return cp_error(EINVAL, "sample refers to a missing stack or label set");
 	if (id == UINT32_MAX) {
+		size_t oldcap = p->sacap;
+
 		if (p->nsamples == UINT32_MAX - 1)
 			return -EOVERFLOW;
-		if (GROW(p->samples, p->sacap, (size_t)p->nsamples + 1) ||
-		    cp_index_add(&p->saidx, h, p->nsamples))
+		if (GROW(p->samples, p->sacap, (size_t)p->nsamples + 1))
 			return -ENOMEM;
-		if (p->ntypes) {
+		/* values has room for sacap samples: grow it only with samples
+		 * (a realloc per sample copies the whole array with some
+		 * allocators), and before the index refers to the new sample */
+		if (p->ntypes && (p->sacap != oldcap || !p->values)) {
 			int64_t *nv = realloc(p->values, p->sacap * p->ntypes * sizeof(*nv));
 
-			if (!nv)
+			if (!nv) {
+				p->sacap = oldcap;
 				return -ENOMEM;
+			}
 			p->values = nv;
 		}
+		if (cp_index_add(&p->saidx, h, p->nsamples))
+			return -ENOMEM;
 		id = p->nsamples++;
 		p->samples[id] = k;
 		memset(p->values + (size_t)id * p->ntypes, 0, p->ntypes * sizeof(int64_t));

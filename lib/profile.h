@@ -107,6 +107,10 @@ struct cp_profile {
 	uint32_t nsamples;
 	size_t sacap;
 	struct cp_index saidx;
+
+	/* unique per cp_profile_new(): identifies the profile to caches that
+	 * outlive it (its address may be reused once it is freed) */
+	uint64_t serial;
 };
 
 struct cp_profile *cp_profile_new(void);

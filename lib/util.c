@@ -32,12 +32,22 @@ int cp_grow(void **arr, size_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
+const char *cp_size_str(size_t n, char *buf, size_t len)
+{
+	if (n && n % (1u << 20) == 0)
+		snprintf(buf, len, "%zu MiB", n >> 20);
+	else
+		snprintf(buf, len, "%zu bytes", n);
+	return buf;
+}
+
 int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 {
 	int fd = -1, err = 0;
 	uint8_t *buf = NULL;
 	size_t cap = 0, n = 0;
 	struct stat st;
+	char sz[32];
 
 	if (strcmp(path, "-") == 0) {
 		fd = STDIN_FILENO;
@@ -54,8 +64,8 @@ int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 		ssize_t r;
 
 		if (n == cap) {
-			if (cap >= max + 1) {
-				err = cp_error(EFBIG, "%s is larger than the %zu MiB limit", path, max >> 20);
+			if (cap > max) { /* not cap >= max + 1: max may be SIZE_MAX */
+				err = cp_error(EFBIG, "%s is larger than the %s limit", path, cp_size_str(max, sz, sizeof(sz)));
 				goto out;
 			}
 			err = cp_grow((void **)&buf, &cap, n + 65536, 1);
@@ -75,7 +85,7 @@ int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 			break;
 		n += (size_t)r;
 		if (n > max) {
-			err = cp_error(EFBIG, "%s is larger than the %zu MiB limit", path, max >> 20);
+			err = cp_error(EFBIG, "%s is larger than the %s limit", path, cp_size_str(max, sz, sizeof(sz)));
 			goto out;
 		}
 	}

@@ -15,6 +15,9 @@ int cp_write_file_atomic(const char *path, const void *data, size_t len);
  * what names the stream in the message; NULL: "standard output" or "the output". */
 int cp_stream_check(FILE *f, const char *what);
 
+/* "1 MiB" for whole mebibytes, else "1000 bytes". */
+const char *cp_size_str(size_t n, char *buf, size_t len);
+
 /* Growable array helper: ensures *cap >= need (elements of size sz). */
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);
 

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/util.c (files, streams, growable arrays) and lib/error.c (messages). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+
+#define ck_assert_contains(h, n)                                                                   \
+	do {                                                                                       \
+		const char *h_ = (h), *n_ = (n);                                                   \
+		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
+	} while (0)
+
+/* ---- a scratch directory per test ---- */
+
+static char dir[PATH_MAX];
+
+static void dir_setup(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, sizeof(dir), "%s/cprof-util-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void rm_rf(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return;
+	if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			char sub[PATH_MAX];
+
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) < (int)sizeof(sub))
+				rm_rf(sub);
+		}
+		if (d)
+			closedir(d);
+		rmdir(path);
+	} else {
+		unlink(path);
+	}
+}
+
+static void dir_teardown(void)
+{
+	rm_rf(dir);
+}
+
+static const char *in_dir(const char *name, char *buf, size_t len)
+{
+	ck_assert_int_lt(snprintf(buf, len, "%s/%s", dir, name), (int)len);
+	return buf;
+}
+
+/* The entries of path (without . and ..), joined by '|' in sorted order. */
+static int count_entries(const char *path, char *names, size_t len)
+{
+	struct dirent **list = NULL;
+	int n = scandir(path, &list, NULL, alphasort), i, count = 0;
+
+	ck_assert_int_ge(n, 0);
+	names[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
+			if (count++)
+				strncat(names, "|", len - strlen(names) - 1);
+			strncat(names, list[i]->d_name, len - strlen(names) - 1);
+		}
+		free(list[i]);
+	}
+	free(list);
+	return count;
+}
+
+static void put_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* ---- cp_read_file ---- */
+
+START_TEST(test_read_file)
+{
+	static const char text[] = "hello\0world\n";
+	char path[PATH_MAX];
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	put_file(in_dir("a.txt", path, sizeof(path)), text, sizeof(text) - 1);
+	ck_assert_int_eq(cp_read_file(path, 1024, &data, &len), 0);
+	ck_assert_uint_eq(len, sizeof(text) - 1);
+	ck_assert_mem_eq(data, text, len);
+	free(data);
+
+	/* an empty file reads as zero bytes */
+	put_file(in_dir("empty", path, sizeof(path)), "", 0);
+	data = NULL;
+	len = 99;
+	ck_assert_int_eq(cp_read_file(path, 1024, &data, &len), 0);
+	ck_assert_uint_eq(len, 0);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_read_file_large)
+{
+	/* more than the first 64 KiB read, to exercise growing the buffer */
+	size_t n = 300000, i, len = 0;
+	uint8_t *buf = malloc(n), *data = NULL;
+	char path[PATH_MAX];
+
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < n; i++)
+		buf[i] = (uint8_t)(i * 7 + (i >> 9));
+	put_file(in_dir("big.bin", path, sizeof(path)), buf, n);
+	ck_assert_int_eq(cp_read_file(path, n, &data, &len), 0); /* exactly at the limit is fine */
+	ck_assert_uint_eq(len, n);
+	ck_assert_mem_eq(data, buf, n);
+	free(data);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_read_file_missing)
+{
+	char path[PATH_MAX];
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	cp_error_clear();
+	in_dir("no-such-file.pb.gz", path, sizeof(path));
+	ck_assert_int_eq(cp_read_file(path, 1024, &data, &len), -ENOENT);
+	ck_assert_ptr_null(data);
+	ck_assert_contains(cp_errmsg(ENOENT), path);
+	ck_assert_contains(cp_errmsg(ENOENT), strerror(ENOENT));
+}
+END_TEST
+
+START_TEST(test_read_file_directory)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	cp_error_clear();
+	ck_assert_int_eq(cp_read_file(dir, 1024, &data, &len), -EISDIR);
+	ck_assert_ptr_null(data);
+	ck_assert_contains(cp_errmsg(EISDIR), dir);
+	ck_assert_contains(cp_errmsg(EISDIR), "is a directory");
+}
+END_TEST
+
+START_TEST(test_read_file_limit)
+{
+	size_t max = (size_t)1 << 20, len = 0;
+	uint8_t *buf = calloc(1, max + 1), *data = NULL;
+	char path[PATH_MAX];
+
+	ck_assert_ptr_nonnull(buf);
+	put_file(in_dir("over", path, sizeof(path)), buf, max + 1);
+	cp_error_clear();
+	ck_assert_int_eq(cp_read_file(path, max, &data, &len), -EFBIG);
+	ck_assert_ptr_null(data);
+	ck_assert_contains(cp_errmsg(EFBIG), path);
+	ck_assert_contains(cp_errmsg(EFBIG), "1 MiB");
+
+	/* one byte less is within the limit */
+	put_file(path, buf, max);
+	ck_assert_int_eq(cp_read_file(path, max, &data, &len), 0);
+	ck_assert_uint_eq(len, max);
+	free(data);
+
+	/* a small file against a tiny limit */
+	put_file(path, "0123456789", 10);
+	data = NULL;
+	ck_assert_int_eq(cp_read_file(path, 9, &data, &len), -EFBIG);
+	ck_assert_ptr_null(data);
+	ck_assert_int_eq(cp_read_file(path, 10, &data, &len), 0);
+	ck_assert_uint_eq(len, 10);
+	ck_assert_mem_eq(data, "0123456789", 10);
+	free(data);
+	/* no limit at all */
+	data = NULL;
+	ck_assert_int_eq(cp_read_file(path, SIZE_MAX, &data, &len), 0);
+	ck_assert_uint_eq(len, 10);
+	ck_assert_mem_eq(data, "0123456789", 10);
+	free(data);
+	free(buf);
+}
+END_TEST
+
+/* ---- cp_write_file_atomic ---- */
+
+START_TEST(test_write_atomic)
+{
+	char path[PATH_MAX], names[1024];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	in_dir("out.pb.gz", path, sizeof(path));
+	ck_assert_int_eq(cp_write_file_atomic(path, "first version", 13), 0);
+	ck_assert_int_eq(cp_read_file(path, 1024, &data, &len), 0);
+	ck_assert_uint_eq(len, 13);
+	ck_assert_mem_eq(data, "first version", 13);
+	free(data);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0644);
+
+	/* replacing: the new content, whole, and still one file in the directory */
+	ck_assert_int_eq(cp_write_file_atomic(path, "v2", 2), 0);
+	ck_assert_int_eq(cp_read_file(path, 1024, &data, &len), 0);
+	ck_assert_uint_eq(len, 2);
+	ck_assert_mem_eq(data, "v2", 2);
+	free(data);
+
+	/* empty content gives an empty file */
+	ck_assert_int_eq(cp_write_file_atomic(in_dir("empty", path, sizeof(path)), "", 0), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+
+	/* no temporary files left behind */
+	ck_assert_int_eq(count_entries(dir, names, sizeof(names)), 2);
+	ck_assert_str_eq(names, "empty|out.pb.gz");
+}
+END_TEST
+
+START_TEST(test_write_atomic_missing_dir)
+{
+	char path[PATH_MAX], names[1024];
+	struct stat st;
+
+	in_dir("no-such-dir/out.pb", path, sizeof(path));
+	cp_error_clear();
+	ck_assert_int_eq(cp_write_file_atomic(path, "data", 4), -ENOENT);
+	ck_assert_contains(cp_errmsg(ENOENT), path);
+	ck_assert_int_lt(stat(path, &st), 0);
+	ck_assert_int_eq(count_entries(dir, names, sizeof(names)), 0);
+}
+END_TEST
+
+START_TEST(test_write_atomic_failure_cleans_up)
+{
+	char path[PATH_MAX], inner[PATH_MAX], names[1024];
+	struct stat st;
+	int err;
+
+	/* the target is a non-empty directory: the temporary file is written,
+	 * then the rename fails; it must be removed and the target untouched */
+	in_dir("target", path, sizeof(path));
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	ck_assert_int_lt(snprintf(inner, sizeof(inner), "%s/keep", path), (int)sizeof(inner));
+	put_file(inner, "x", 1);
+	cp_error_clear();
+	err = cp_write_file_atomic(path, "data", 4);
+	ck_assert_int_lt(err, 0);
+	ck_assert_contains(cp_errmsg(err), path);
+	ck_assert_int_eq(count_entries(dir, names, sizeof(names)), 1);
+	ck_assert_str_eq(names, "target");
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(count_entries(path, names, sizeof(names)), 1);
+	ck_assert_str_eq(names, "keep");
+}
+END_TEST
+
+/* ---- cp_stream_check ---- */
+
+START_TEST(test_stream_check)
+{
+	FILE *f = tmpfile();
+	int err;
+
+	ck_assert_ptr_nonnull(f);
+	fputs("fine\n", f);
+	ck_assert_int_eq(cp_stream_check(f, "the temporary file"), 0);
+	fclose(f);
+
+	f = fopen("/dev/full", "w");
+	if (!f)
+		return; /* no /dev/full here: nothing to test */
+	fputs("this cannot be written\n", f);
+	cp_error_clear();
+	err = cp_stream_check(f, "the output");
+	ck_assert_int_eq(err, -ENOSPC);
+	ck_assert_contains(cp_errmsg(err), "write error on the output");
+	ck_assert_contains(cp_errmsg(err), strerror(ENOSPC));
+	/* the error indicator sticks: checking again still fails */
+	ck_assert_int_lt(cp_stream_check(f, "the output"), 0);
+	fclose(f);
+}
+END_TEST
+
+/* ---- cp_grow ---- */
+
+START_TEST(test_grow)
+{
+	uint32_t *arr = NULL, *before;
+	size_t cap = 0, i;
+
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, 1, sizeof(*arr)), 0);
+	ck_assert_ptr_nonnull(arr);
+	ck_assert_uint_eq(cap, 16);
+	for (i = 0; i < cap; i++)
+		arr[i] = (uint32_t)i;
+	/* no change when the capacity suffices */
+	before = arr;
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, 16, sizeof(*arr)), 0);
+	ck_assert_ptr_eq(arr, before);
+	ck_assert_uint_eq(cap, 16);
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, 0, sizeof(*arr)), 0);
+	ck_assert_uint_eq(cap, 16);
+	/* doubling until enough, keeping the contents */
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, 100, sizeof(*arr)), 0);
+	ck_assert_uint_eq(cap, 128);
+	for (i = 0; i < 16; i++)
+		ck_assert_uint_eq(arr[i], i);
+	arr[127] = 42; /* the whole capacity is usable */
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, 129, sizeof(*arr)), 0);
+	ck_assert_uint_eq(cap, 256);
+	ck_assert_uint_eq(arr[127], 42);
+	/* sizes that cannot be represented: refused, the array kept */
+	before = arr;
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, SIZE_MAX / 2, 16), -ENOMEM);
+	ck_assert_ptr_eq(arr, before);
+	ck_assert_uint_eq(cap, 256);
+	ck_assert_int_eq(cp_grow((void **)&arr, &cap, SIZE_MAX, 1), -ENOMEM);
+	ck_assert_uint_eq(cap, 256);
+	free(arr);
+}
+END_TEST
+
+/* ---- cp_error and friends ---- */
+
+START_TEST(test_error_format)
+{
+	char longs[1200];
+
+	cp_error_clear();
+	ck_assert_str_eq(cp_errmsg(ENOENT), strerror(ENOENT));
+	ck_assert_str_eq(cp_errmsg(-ENOENT), strerror(ENOENT));
+
+	ck_assert_int_eq(cp_error(EINVAL, "bad %s at line %d", "frame", 7), -EINVAL);
+	ck_assert_str_eq(cp_errmsg(EINVAL), "bad frame at line 7");
+	/* the message stays, whatever err asks for later */
+	ck_assert_str_eq(cp_errmsg(ENOMEM), "bad frame at line 7");
+	/* negative err works the same */
+	ck_assert_int_eq(cp_error(-EIO, "disk on fire"), -EIO);
+	ck_assert_str_eq(cp_errmsg(EIO), "disk on fire");
+
+	ck_assert_int_eq(cp_error_ctx(EIO, "%s", "prof.pb.gz"), -EIO);
+	ck_assert_str_eq(cp_errmsg(EIO), "prof.pb.gz: disk on fire");
+	ck_assert_int_eq(cp_error_ctx(-EIO, "merge %d", 2), -EIO);
+	ck_assert_str_eq(cp_errmsg(EIO), "merge 2: prof.pb.gz: disk on fire");
+
+	/* without a message, the context is put before strerror */
+	cp_error_clear();
+	ck_assert_int_eq(cp_error_ctx(ENOENT, "x.pb"), -ENOENT);
+	ck_assert_str_eq(cp_errmsg(ENOENT), "x.pb: No such file or directory");
+
+	/* long messages are cut, never overflowed */
+	memset(longs, 'a', sizeof(longs) - 1);
+	longs[sizeof(longs) - 1] = '\0';
+	cp_error(E2BIG, "%s", longs);
+	ck_assert_uint_eq(strlen(cp_errmsg(E2BIG)), 511);
+	cp_error_ctx(E2BIG, "ctx");
+	ck_assert_uint_lt(strlen(cp_errmsg(E2BIG)), 512);
+	ck_assert(!strncmp(cp_errmsg(E2BIG), "ctx: aaa", 8));
+	cp_error_ctx(E2BIG, "%s", longs); /* a long context is cut too */
+	ck_assert_uint_lt(strlen(cp_errmsg(E2BIG)), 512);
+	ck_assert_contains(cp_errmsg(E2BIG), "aaaa: ctx: aaa");
+	cp_error_clear();
+}
+END_TEST
+
+static void *other_thread(void *arg)
+{
+	char *out = arg;
+
+	/* a fresh thread has no message of its own */
+	snprintf(out, 256, "%s", cp_errmsg(EPERM));
+	cp_error(EAGAIN, "set in the other thread");
+	return NULL;
+}
+
+START_TEST(test_error_per_thread)
+{
+	char seen[256];
+	pthread_t t;
+
+	cp_error(EINVAL, "main thread message");
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, seen), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_str_eq(seen, strerror(EPERM));
+	ck_assert_str_eq(cp_errmsg(EINVAL), "main thread message");
+	cp_error_clear();
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *files = tcase_create("files"), *misc = tcase_create("misc");
+
+	tcase_add_checked_fixture(files, dir_setup, dir_teardown);
+	tcase_add_test(files, test_read_file);
+	tcase_add_test(files, test_read_file_large);
+	tcase_add_test(files, test_read_file_missing);
+	tcase_add_test(files, test_read_file_directory);
+	tcase_add_test(files, test_read_file_limit);
+	tcase_add_test(files, test_write_atomic);
+	tcase_add_test(files, test_write_atomic_missing_dir);
+	tcase_add_test(files, test_write_atomic_failure_cleans_up);
+	suite_add_tcase(s, files);
+
+	tcase_add_test(misc, test_stream_check);
+	tcase_add_test(misc, test_grow);
+	tcase_add_test(misc, test_error_format);
+	tcase_add_test(misc, test_error_per_thread);
+	suite_add_tcase(s, misc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(util_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

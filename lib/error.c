@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static __thread char msg[512];
+static __thread char msg[CP_ERRMSG_MAX];
 
 int cp_error(int err, const char *fmt, ...)
 {
@@ -19,7 +19,7 @@ int cp_error(int err, const char *fmt, ...)
 
 int cp_error_ctx(int err, const char *fmt, ...)
 {
-	char prefix[128], old[sizeof(msg) - sizeof(prefix) - 4];
+	char prefix[512], old[sizeof(msg) - sizeof(prefix) - 4];
 	size_t n;
 	va_list ap;
 

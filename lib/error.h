@@ -7,6 +7,9 @@
 
 #include <stdarg.h>
 
+/* the longest message kept, with its NUL; longer ones are cut */
+#define CP_ERRMSG_MAX 1024
+
 /* Record a one-line message for the last failure of this thread.  Returns -err
  * so callers can write `return cp_error(EINVAL, "bad %s", x);`. */
 int cp_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

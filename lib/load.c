@@ -135,7 +135,7 @@ struct chunk {
 	const char *first;
 	struct cp_profile *acc;
 	int err;
-	char msg[512];
+	char msg[1024];
 };
 
 static void *load_chunk(void *arg)

@@ -641,13 +641,15 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 	int64_t *vals = NULL;
 	size_t lcap = 0, labcap = 0, i;
 	double scale;
+	bool dict;
 	uint32_t s;
 	int err;
 
 	if (!opts)
 		opts = &none;
 	scale = opts->scale ? opts->scale : 1.0;
-	err = cp_profile_compatible(dst, src);
+	dict = opts->out_stack != NULL;
+	err = dict ? 0 : cp_profile_compatible(dst, src);
 	if (err)
 		return err;
 	err = -ENOMEM;
@@ -661,7 +663,7 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 		goto out;
 	memset(m.strs, 0xff, (size_t)src->strs.n * sizeof(*m.strs));
 	m.strs[0] = 0;
-	err = merge_header(dst, src, &m);
+	err = dict ? 0 : merge_header(dst, src, &m);
 	if (err)
 		goto out;
 	if (opts->tag_key) {
@@ -680,6 +682,8 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 		int64_t stack, labels;
 		bool nonzero = false;
 
+		if (dict)
+			opts->out_stack[s] = opts->out_labels[s] = UINT32_MAX;
 		if (opts->keep && !opts->keep(src, s, opts->keep_arg))
 			continue;
 		for (i = 0; i < src->ntypes; i++) {
@@ -725,6 +729,11 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 			err = (int)(stack < 0 ? stack : labels);
 			goto out;
 		}
+		if (dict) {
+			opts->out_stack[s] = (uint32_t)stack;
+			opts->out_labels[s] = (uint32_t)labels;
+			continue;
+		}
 		err = cp_profile_add_sample(dst, (uint32_t)stack, (uint32_t)labels, vals);
 		if (err)
 			goto out;
@@ -759,6 +768,23 @@ struct cp_profile *cp_profile_copy(const struct cp_profile *src, const struct cp
 		return NULL;
 	}
 	return p;
+}
+
+void cp_profile_clear_samples(struct cp_profile *p)
+{
+	free(p->samples);
+	free(p->values);
+	free(p->sample_types);
+	cp_index_release(&p->saidx);
+	p->samples = NULL;
+	p->values = NULL;
+	p->sample_types = NULL;
+	p->nsamples = 0;
+	p->sacap = 0;
+	p->ntypes = 0;
+	p->period = p->time_nanos = p->duration_nanos = 0;
+	p->default_sample_type = 0;
+	memset(&p->period_type, 0, sizeof(p->period_type));
 }
 
 /* ---- frames ---- */

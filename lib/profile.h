@@ -161,6 +161,11 @@ struct cp_merge_opts {
 	/* keep only samples for which this returns true */
 	bool (*keep)(const struct cp_profile *src, uint32_t sample, void *arg);
 	void *keep_arg;
+	/* Dictionary mode (the store): map src's stacks and label sets into dst
+	 * without checking or merging headers and without adding samples;
+	 * out_stack[i] / out_labels[i] receive sample i's ids in dst, UINT32_MAX
+	 * for samples left out (keep() refused, or all values zero). */
+	uint32_t *out_stack, *out_labels;
 };
 /* Checks that src is compatible with dst (period type and sample types); an
  * empty dst (no sample types) takes src's header. */
@@ -169,6 +174,10 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src,
 		     const struct cp_merge_opts *opts);
 /* A new profile with only the samples that pass; NULL + errno on error. */
 struct cp_profile *cp_profile_copy(const struct cp_profile *src, const struct cp_merge_opts *opts);
+
+/* Drop samples and sample types (the dictionary stays): the profile can take
+ * another set of samples of other types. */
+void cp_profile_clear_samples(struct cp_profile *p);
 
 /* Frames of a stack, leaf first, with inline frames expanded.  A frame with
  * no function has name 0; then the location identifies it. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "../lib/profile.h"
+#include "../lib/store/store.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -24,7 +25,7 @@ struct cmd {
 /* NULL-terminated, in the order help lists them */
 extern const struct cmd *const commands[];
 const struct cmd *find_cmd(const char *name);
-extern const struct cmd cmd_query, cmd_merge, cmd_diff;
+extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import;
 
 /* "cprof VERB: message" on stderr; return EXIT_FAIL. */
 int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -63,5 +64,38 @@ int output_open(struct output *o, const char *verb, const char *path, bool binar
 int output_close(struct output *o, int status);
 /* Write an encoded pprof profile to the output. 0 or -errno. */
 int write_pprof(struct output *o, const struct cp_profile *p);
+
+/* The store: --data DIR and a time range, shared by the commands that read it. */
+enum { OPT_DATA = 1000, OPT_SINCE, OPT_FROM, OPT_TO };
+#define STORE_OPTIONS                                          \
+	{ "data", required_argument, NULL, OPT_DATA },         \
+	{ "since", required_argument, NULL, OPT_SINCE },       \
+	{ "from", required_argument, NULL, OPT_FROM },         \
+	{ "to", required_argument, NULL, OPT_TO }
+#define STORE_USAGE                                                                              \
+	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"      \
+	"                        else ~/.local/share/cprof)\n"                                    \
+	"      --since DURATION  stored data of the last DURATION (default 1h)\n"                \
+	"      --from TIME       from TIME: RFC 3339, unix seconds, or now-30m\n"                 \
+	"      --to TIME         until TIME (default: now)\n"
+
+struct store_args {
+	const char *data, *since, *from, *to;
+	struct cp_store *store; /* opened on first use */
+	int64_t t_from, t_to;
+};
+/* Takes OPT_DATA..OPT_TO; returns true when opt was one of them. */
+bool store_option(struct store_args *a, int opt, const char *arg);
+/* Checks the range options: EXIT_OK or a usage error (printed). */
+int store_range(const char *verb, struct store_args *a);
+/* Opens the store for reading (once); NULL after printing the error. */
+struct cp_store *store_get(const char *verb, struct store_args *a);
+void store_args_release(struct store_args *a);
+/* A FILE (pprof or folded) or a stored SELECTOR over the range, merged into
+ * one profile; NULL after printing, with *status the exit code. */
+struct cp_profile *load_selection(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
+				  int *status);
+/* Is arg a profile file rather than a selector? */
+bool is_file_arg(const char *arg);
 
 #endif

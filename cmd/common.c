@@ -9,6 +9,7 @@
 #include "../lib/error.h"
 #include "../lib/load.h"
 #include "../lib/pprof.h"
+#include "../lib/selector.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -179,4 +180,102 @@ int write_pprof(struct output *o, const struct cp_profile *p)
 		err = cp_stream_check(o->f, o->path ? o->path : "standard output");
 	free(buf);
 	return err;
+}
+
+bool store_option(struct store_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_DATA: a->data = arg; return true;
+	case OPT_SINCE: a->since = arg; return true;
+	case OPT_FROM: a->from = arg; return true;
+	case OPT_TO: a->to = arg; return true;
+	default: return false;
+	}
+}
+
+int store_range(const char *verb, struct store_args *a)
+{
+	int64_t now = cp_now_ns(), d;
+	int err;
+
+	if (a->since && a->from)
+		return usage_error(verb, "give --since or --from, not both");
+	a->t_to = now;
+	if (a->to && (err = cp_parse_time(a->to, now, &a->t_to)))
+		return usage_error(verb, "--to: %s", cp_errmsg(err));
+	if (a->from) {
+		if ((err = cp_parse_time(a->from, now, &a->t_from)))
+			return usage_error(verb, "--from: %s", cp_errmsg(err));
+	} else {
+		if ((err = cp_parse_duration(a->since ? a->since : "1h", &d)))
+			return usage_error(verb, "--since: %s", cp_errmsg(err));
+		a->t_from = a->t_to - d;
+	}
+	if (a->t_from > a->t_to)
+		return usage_error(verb, "the time range is empty: --from is after --to");
+	return EXIT_OK;
+}
+
+struct cp_store *store_get(const char *verb, struct store_args *a)
+{
+	char dir[4096];
+
+	if (a->store)
+		return a->store;
+	if (!a->data)
+		a->data = cp_store_default_dir(dir, sizeof(dir));
+	a->store = cp_store_open(a->data, CP_STORE_READ);
+	if (!a->store)
+		fail(verb, "%s", cp_errmsg(errno));
+	a->data = NULL; /* dir was on the stack */
+	return a->store;
+}
+
+void store_args_release(struct store_args *a)
+{
+	cp_store_close(a->store);
+	a->store = NULL;
+}
+
+bool is_file_arg(const char *arg)
+{
+	size_t n = strlen(arg);
+
+	if (!strcmp(arg, "-") || access(arg, F_OK) == 0 || strchr(arg, '/'))
+		return true;
+	/* names that look like files: better "cannot open" than "no series" */
+	return (n > 3 && !strcmp(arg + n - 3, ".gz")) || (n > 3 && !strcmp(arg + n - 3, ".pb")) ||
+	       (n > 7 && !strcmp(arg + n - 7, ".folded")) || (n > 4 && !strcmp(arg + n - 4, ".txt"));
+}
+
+struct cp_profile *load_selection(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
+				  int *status)
+{
+	struct cp_store_query q = { NULL, from, to, NULL };
+	struct cp_store_result *res = NULL;
+	struct cp_selector *sel = NULL;
+	struct cp_profile *p = NULL;
+	size_t n = 0;
+	int err;
+
+	*status = EXIT_FAIL;
+	if (is_file_arg(arg))
+		return load_inputs(verb, (char **)&arg, 1);
+	if ((err = cp_selector_parse(arg, &sel))) {
+		*status = usage_error(verb, "'%s' is neither a file nor a selector: %s", arg, cp_errmsg(err));
+		return NULL;
+	}
+	q.sel = sel;
+	if (store_get(verb, a)) {
+		err = cp_store_select(a->store, &q, &res, &n);
+		if (err)
+			fail(verb, "%s: %s", arg, cp_errmsg(err));
+		else {
+			p = res[0].profile;
+			res[0].profile = NULL;
+		}
+	}
+	cp_store_results_free(res, n);
+	cp_selector_free(sel);
+	return p;
 }

@@ -31,7 +31,7 @@ static const struct cmd cmd_help = {
 };
 
 const struct cmd *const commands[] = {
-	&cmd_record, &cmd_serve, &cmd_scrape, &cmd_query, &cmd_merge, &cmd_diff, &cmd_top, &cmd_help, NULL,
+	&cmd_record, &cmd_serve, &cmd_scrape, &cmd_import, &cmd_query, &cmd_merge, &cmd_diff, &cmd_top, &cmd_help, NULL,
 };
 
 static const char main_usage[] =
@@ -141,7 +141,7 @@ static int run_help(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[optind]);
 	if (!c->run)
-		return fail(NULL, "'%s' is not built yet in this version; the commands that work are query, merge and diff",
+		return fail(NULL, "'%s' is not built yet in this version; the commands that work are import, query, merge and diff",
 			    c->name);
 	if (isatty(STDOUT_FILENO)) {
 		snprintf(page, sizeof(page), "cprof-%s", c->name);
@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[1]);
 	if (!c->run)
-		return fail(NULL, "'%s' is not built yet in this version; the commands that work are query, merge and diff",
+		return fail(NULL, "'%s' is not built yet in this version; the commands that work are import, query, merge and diff",
 			    c->name);
 	optind = 1;
 	return c->run(argc - 1, argv + 1);

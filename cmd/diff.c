@@ -9,7 +9,7 @@
 #include "../lib/render/render.h"
 #include "cmd.h"
 
-enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE };
+enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE, OPT_BEFORE_RANGE, OPT_AFTER_RANGE };
 
 static const struct option options[] = {
 	{ "format", required_argument, NULL, 'f' },
@@ -20,6 +20,9 @@ static const struct option options[] = {
 	{ "limit", required_argument, NULL, 'n' },
 	{ "title", required_argument, NULL, OPT_TITLE },
 	{ "output", required_argument, NULL, 'o' },
+	STORE_OPTIONS,
+	{ "before-range", required_argument, NULL, OPT_BEFORE_RANGE },
+	{ "after-range", required_argument, NULL, OPT_AFTER_RANGE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -29,8 +32,12 @@ static int run_diff(int argc, char **argv);
 const struct cmd cmd_diff = {
 	"diff", "compare two profiles (table, differential flame graph, pprof)", run_diff, options, "f:t:n:o:h",
 	"usage: cprof diff [OPTIONS] BEFORE AFTER\n"
+	"       cprof diff [OPTIONS] --before-range FROM..TO --after-range FROM..TO SELECTOR\n"
 	"\n"
-	"Compare two profiles (pprof or folded files), function by function.\n"
+	"Compare two profiles function by function. BEFORE and AFTER are files\n"
+	"(pprof or folded) or selectors of stored profiles, e.g.\n"
+	"  cprof diff 'process_cpu:cpu{version=\"1.2\"}' 'process_cpu:cpu{version=\"1.3\"}'\n"
+	"or one selector at two time ranges.\n"
 	"\n"
 	"  -f, --format FMT      table (default), flamegraph, folded, json or pprof\n"
 	"  -t, --sample-type T   the value to compare (default: the profile's default)\n"
@@ -40,11 +47,14 @@ const struct cmd cmd_diff = {
 	"  -n, --limit N         at most N rows in the table\n"
 	"      --title TEXT      the flame graph's title\n"
 	"  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
+	STORE_USAGE
+	"      --before-range R  the time range of BEFORE, FROM..TO (e.g. now-2h..now-1h)\n"
+	"      --after-range R   the time range of AFTER (e.g. now-1h..now)\n"
 	"  -h, --help            show this help\n",
 };
 
 struct diff_opts {
-	const char *format, *sample_type, *focus, *ignore, *title, *output;
+	const char *format, *sample_type, *focus, *ignore, *title, *output, *before_range, *after_range;
 	bool normalize;
 	int limit;
 };
@@ -109,19 +119,48 @@ out:
 	return err;
 }
 
+/* FROM..TO -> nanoseconds; NULL keeps the store's range */
+static int parse_range(const char *opt, const char *r, const struct store_args *sa, int64_t *from, int64_t *to)
+{
+	const char *dots;
+	char a[128];
+	int err;
+
+	*from = sa->t_from;
+	*to = sa->t_to;
+	if (!r)
+		return EXIT_OK;
+	dots = strstr(r, "..");
+	if (!dots || (size_t)(dots - r) >= sizeof(a))
+		return usage_error("diff", "%s wants FROM..TO (e.g. now-2h..now-1h), not '%s'", opt, r);
+	memcpy(a, r, (size_t)(dots - r));
+	a[dots - r] = '\0';
+	if ((err = cp_parse_time(a, cp_now_ns(), from)) || (err = cp_parse_time(dots + 2, cp_now_ns(), to)))
+		return usage_error("diff", "%s: %s", opt, cp_errmsg(err));
+	if (*from > *to)
+		return usage_error("diff", "%s: the range is empty (FROM is after TO)", opt);
+	return EXIT_OK;
+}
+
 static int run_diff(int argc, char **argv)
 {
 	static const char *formats[] = { "table", "flamegraph", "folded", "json", "pprof", NULL };
 	struct diff_opts o = { .format = "table" };
 	struct cp_profile *before = NULL, *after = NULL;
 	struct cp_filter *filter = NULL;
+	struct store_args sa = { 0 };
 	struct output out = { 0 };
-	const char *type;
+	const char *type, *bname, *aname;
+	int64_t bf, bt, af, at;
 	int opt, status = EXIT_OK, vb, va, err;
 	size_t i;
 
 	while ((opt = next_option(&cmd_diff, argc, argv)) != -1) {
+		if (store_option(&sa, opt, optarg))
+			continue;
 		switch (opt) {
+		case OPT_BEFORE_RANGE: o.before_range = optarg; break;
+		case OPT_AFTER_RANGE: o.after_range = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 't': o.sample_type = optarg; break;
 		case OPT_NORMALIZE: o.normalize = true; break;
@@ -141,23 +180,34 @@ static int run_diff(int argc, char **argv)
 		;
 	if (!formats[i])
 		return usage_error("diff", "unknown format '%s' (choose table, flamegraph, folded, json or pprof)", o.format);
-	if (argc - optind != 2)
-		return usage_error("diff", "give two profiles: BEFORE AFTER");
+	if (argc - optind == 1 && o.before_range && o.after_range) {
+		bname = aname = argv[optind]; /* one selector at two times */
+		if (is_file_arg(bname))
+			return usage_error("diff", "time ranges compare a stored selector, not the file %s", bname);
+	} else if (argc - optind == 2) {
+		bname = argv[optind];
+		aname = argv[optind + 1];
+	} else {
+		return usage_error("diff", "give two profiles: BEFORE AFTER (or one selector with --before-range and "
+					   "--after-range)");
+	}
+	if ((status = store_range("diff", &sa)) || (status = parse_range("--before-range", o.before_range, &sa, &bf, &bt)) ||
+	    (status = parse_range("--after-range", o.after_range, &sa, &af, &at)))
+		return status;
 	if ((status = make_filter("diff", o.focus, o.ignore, &filter)))
 		return status;
-	status = EXIT_FAIL;
-	before = load_inputs("diff", argv + optind, 1);
-	after = before ? load_inputs("diff", argv + optind + 1, 1) : NULL;
-	if (!before || !after)
+	if (!(before = load_selection("diff", bname, &sa, bf, bt, &status)) ||
+	    !(after = load_selection("diff", aname, &sa, af, at, &status)))
 		goto out;
+	status = EXIT_FAIL;
 	if ((va = cp_profile_sample_index(after, o.sample_type)) < 0) {
-		fail("diff", "%s: %s", argv[optind + 1], cp_errmsg(va));
+		fail("diff", "%s: %s", aname, cp_errmsg(va));
 		goto out;
 	}
 	/* compare like with like: the before value of the same type as after's */
 	type = o.sample_type ? o.sample_type : cp_profile_string(after, after->sample_types[va].type);
 	if ((vb = cp_profile_sample_index(before, type)) < 0) {
-		fail("diff", "%s: %s", argv[optind], cp_errmsg(vb));
+		fail("diff", "%s: %s", bname, cp_errmsg(vb));
 		goto out;
 	}
 	if (!(before = apply_filter("diff", before, filter)) || !(after = apply_filter("diff", after, filter)))
@@ -171,5 +221,6 @@ out:
 	cp_filter_free(filter);
 	cp_profile_free(before);
 	cp_profile_free(after);
+	store_args_release(&sa);
 	return status;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* cprof query: select, filter and render profiles. */
+/* cprof query: select profiles (files, or the store by selector and time),
+ * filter and render them. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +8,11 @@
 #include "../lib/error.h"
 #include "../lib/folded.h"
 #include "../lib/render/render.h"
+#include "../lib/selector.h"
 #include "cmd.h"
 
-enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_INVERT, OPT_TITLE };
+enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_INVERT, OPT_TITLE, OPT_GROUP_BY, OPT_TYPES, OPT_LABELS, OPT_VALUES,
+       OPT_SERIES, OPT_OVER_TIME, OPT_STEP };
 
 static const struct option options[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -21,6 +24,14 @@ static const struct option options[] = {
 	{ "limit", required_argument, NULL, 'n' },
 	{ "title", required_argument, NULL, OPT_TITLE },
 	{ "output", required_argument, NULL, 'o' },
+	STORE_OPTIONS,
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+	{ "types", no_argument, NULL, OPT_TYPES },
+	{ "labels", no_argument, NULL, OPT_LABELS },
+	{ "values", required_argument, NULL, OPT_VALUES },
+	{ "series", no_argument, NULL, OPT_SERIES },
+	{ "over-time", no_argument, NULL, OPT_OVER_TIME },
+	{ "step", required_argument, NULL, OPT_STEP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -30,13 +41,16 @@ static int run_query(int argc, char **argv);
 const struct cmd cmd_query = {
 	"query", "select, filter and render profiles (top, folded, flame graph, JSON, pprof)", run_query, options,
 	"i:f:t:n:o:h",
-	"usage: cprof query [OPTIONS] -i FILE [-i FILE]...\n"
+	"usage: cprof query [OPTIONS] [SELECTOR]\n"
+	"       cprof query [OPTIONS] -i FILE [-i FILE]...\n"
 	"\n"
-	"Render pprof or folded-stack profiles; several inputs are merged first.\n"
+	"Render stored profiles chosen by SELECTOR and time, TYPE{label=\"v\", l!=\"v\",\n"
+	"l=~\"re\", l!~\"re\"} (TYPE may be left out when only one type matches), or\n"
+	"pprof and folded-stack files; what matches is merged into one profile.\n"
 	"\n"
 	"  -i, --input FILE      a profile: pprof (gzip or raw) or folded stacks; '-' is stdin\n"
 	"  -f, --format FMT      top (default), folded, flamegraph, json or pprof\n"
-	"  -t, --sample-type T   the value to show: a name (cpu, samples, alloc_space...),\n"
+	"  -t, --sample-type T   the value to show (files): a name (cpu, alloc_space...),\n"
 	"                        type/unit, or an index; default: the profile's default\n"
 	"      --focus RE        keep samples with a frame matching RE (PCRE2)\n"
 	"      --ignore RE       drop samples with a frame matching RE\n"
@@ -44,15 +58,24 @@ const struct cmd cmd_query = {
 	"  -n, --limit N         at most N rows in the top table\n"
 	"      --title TEXT      the flame graph's title\n"
 	"  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
+	STORE_USAGE
+	"      --group-by LABEL  one report per value of LABEL (top and folded)\n"
+	"      --types           list the stored profile types\n"
+	"      --labels          list the label names of the matching series\n"
+	"      --values LABEL    list the values of LABEL in the matching series\n"
+	"      --series          list the matching series\n"
+	"      --over-time       the total per step over the range, with a sparkline\n"
+	"      --step DURATION   the step for --over-time (default: the range / 60)\n"
 	"  -h, --help            show this help\n",
 };
 
 struct query_opts {
 	char **inputs;
 	int ninputs;
-	const char *format, *sample_type, *focus, *ignore, *title, *output;
-	bool invert;
+	const char *format, *sample_type, *focus, *ignore, *title, *output, *group_by, *values, *step;
+	bool invert, types, labels, series, over_time;
 	int limit;
+	struct store_args store;
 };
 
 static int render(struct output *out, const struct query_opts *o, const struct cp_profile *p, int vidx)
@@ -89,20 +112,114 @@ static int render(struct output *out, const struct query_opts *o, const struct c
 	}
 }
 
+static int run_lists(struct output *out, const struct query_opts *o, struct cp_store *store, const struct cp_selector *sel)
+{
+	struct cp_store_series *ser = NULL;
+	const char **items = NULL;
+	size_t n = 0, nitems = 0;
+	bool json = !strcmp(o->format, "json");
+	int err = cp_store_series(store, sel, &ser, &n);
+
+	if (!err && o->series)
+		err = cp_render_series(out->f, ser, n, json);
+	else if (!err && !(err = cp_store_distinct(ser, n, o->types ? CP_LIST_TYPES : o->labels ? CP_LIST_LABELS : CP_LIST_VALUES,
+						   o->values, &items, &nitems)))
+		err = cp_render_strings(out->f, items, nitems, json);
+	free(items);
+	cp_store_series_free(ser, n);
+	return err;
+}
+
+static int run_over_time(struct output *out, const struct query_opts *o, struct cp_store *store,
+			 const struct cp_selector *sel)
+{
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL };
+	struct cp_over_time ot = { 0 };
+	int64_t step, *totals = NULL;
+	char *type = NULL, parts[256];
+	size_t n = 0;
+	int err;
+
+	if (o->step) {
+		if ((err = cp_parse_duration(o->step, &step)) || step <= 0)
+			return cp_error(EINVAL, "--step: %s", err ? cp_errmsg(err) : "must be positive");
+	} else {
+		step = (q.to - q.from) / 60;
+		step = step < 1000000000 ? 1000000000 : step / 1000000000 * 1000000000;
+	}
+	if ((err = cp_store_over_time(store, &q, step, &totals, &n, &type)))
+		return err;
+	/* the unit is the third component of the type name */
+	snprintf(parts, sizeof(parts), "%s", type);
+	{
+		char *u = strchr(parts, ':');
+
+		u = u ? strchr(u + 1, ':') : NULL;
+		ot.unit = u ? u + 1 : "";
+		if (u && strchr(u + 1, ':'))
+			*strchr(u + 1, ':') = '\0';
+	}
+	ot.type = type;
+	ot.from = q.from;
+	ot.step = step;
+	ot.totals = totals;
+	ot.n = n;
+	err = !strcmp(o->format, "json") ? cp_render_over_time_json(out->f, &ot) : cp_render_over_time(out->f, &ot);
+	free(totals);
+	free(type);
+	return err;
+}
+
+static int run_select(struct output *out, const struct query_opts *o, struct cp_store *store,
+		      const struct cp_selector *sel, struct cp_filter *filter)
+{
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, o->group_by };
+	struct cp_store_result *res = NULL;
+	size_t n = 0, i;
+	int err = cp_store_select(store, &q, &res, &n);
+
+	for (i = 0; !err && i < n; i++) {
+		struct cp_profile *p = res[i].profile;
+
+		res[i].profile = NULL;
+		if (!(p = apply_filter("query", p, filter)))
+			return cp_store_results_free(res, n), -EINVAL;
+		if (o->group_by && !strcmp(o->format, "top"))
+			fprintf(out->f, "%s== %s=\"%s\"\n", i ? "\n" : "", o->group_by, res[i].group);
+		if (o->group_by && !strcmp(o->format, "folded")) {
+			/* the group is the root frame: a flame graph of groups */
+			struct cp_profile *g = p;
+			char root[512];
+
+			snprintf(root, sizeof(root), "%s=%s", o->group_by, res[i].group);
+			err = cp_folded_write_rooted(out->f, g, 0, o->invert, root);
+		} else {
+			err = render(out, o, p, 0);
+		}
+		cp_profile_free(p);
+	}
+	cp_store_results_free(res, n);
+	return err;
+}
+
 static int run_query(int argc, char **argv)
 {
 	static const char *formats[] = { "top", "folded", "flamegraph", "json", "pprof", NULL };
 	struct query_opts o = { .format = "top" };
+	struct cp_selector *sel = NULL;
 	struct cp_profile *p = NULL;
 	struct cp_filter *filter = NULL;
 	struct output out = { 0 };
-	int opt, status = EXIT_OK, vidx, err;
+	const char *selector = NULL;
+	int opt, status = EXIT_OK, vidx, err, modes;
 	size_t i;
 
 	o.inputs = calloc((size_t)argc + 1, sizeof(*o.inputs));
 	if (!o.inputs)
 		return fail("query", "out of memory");
 	while ((opt = next_option(&cmd_query, argc, argv)) != -1) {
+		if (store_option(&o.store, opt, optarg))
+			continue;
 		switch (opt) {
 		case 'i': o.inputs[o.ninputs++] = optarg; break;
 		case 'f': o.format = optarg; break;
@@ -112,6 +229,13 @@ static int run_query(int argc, char **argv)
 		case OPT_INVERT: o.invert = true; break;
 		case OPT_TITLE: o.title = optarg; break;
 		case 'o': o.output = optarg; break;
+		case OPT_GROUP_BY: o.group_by = optarg; break;
+		case OPT_TYPES: o.types = true; break;
+		case OPT_LABELS: o.labels = true; break;
+		case OPT_VALUES: o.values = optarg; break;
+		case OPT_SERIES: o.series = true; break;
+		case OPT_OVER_TIME: o.over_time = true; break;
+		case OPT_STEP: o.step = optarg; break;
 		case 'n':
 			if ((status = parse_count("query", "--limit", optarg, &o.limit)))
 				goto out;
@@ -126,16 +250,63 @@ static int run_query(int argc, char **argv)
 		status = usage_error("query", "unknown format '%s' (choose top, folded, flamegraph, json or pprof)", o.format);
 		goto out;
 	}
-	if (optind < argc) {
-		status = usage_error("query", "unexpected argument '%s': give profile files with -i FILE", argv[optind]);
+	if (argc - optind > 1) {
+		status = usage_error("query", "unexpected argument '%s': give one selector, or files with -i FILE",
+				     argv[optind + 1]);
 		goto out;
 	}
-	if (!o.ninputs) {
-		status = usage_error("query", "no input: give a profile file with -i FILE");
+	selector = optind < argc ? argv[optind] : NULL;
+	modes = o.types + o.labels + (o.values != NULL) + o.series + o.over_time;
+	if (modes > 1) {
+		status = usage_error("query", "--types, --labels, --values, --series and --over-time go one at a time");
+		goto out;
+	}
+	if (o.ninputs && (selector || modes || o.group_by || o.store.data || o.store.since || o.store.from || o.store.to)) {
+		status = usage_error("query", "-i FILE reads files; selectors, --group-by, --data, time ranges and lists "
+					      "are for the store");
+		goto out;
+	}
+	if (o.group_by && strcmp(o.format, "top") && strcmp(o.format, "folded")) {
+		status = usage_error("query", "--group-by works with --format top or folded");
+		goto out;
+	}
+	if (!o.ninputs && o.sample_type) {
+		status = usage_error("query", "--sample-type is for files; in the store, name the type in the selector "
+					      "(e.g. process_cpu:cpu)");
 		goto out;
 	}
 	if ((status = make_filter("query", o.focus, o.ignore, &filter)))
 		goto out;
+	if (selector && is_file_arg(selector) && !strchr(selector, '{')) {
+		status = usage_error("query", "'%s' looks like a file: read files with -i FILE", selector);
+		goto out;
+	}
+	if (selector && (err = cp_selector_parse(selector, &sel))) {
+		status = usage_error("query", "%s", cp_errmsg(err));
+		goto out;
+	}
+	if (!o.ninputs) {
+		struct cp_store *store;
+
+		if ((status = store_range("query", &o.store)))
+			goto out;
+		if (!(store = store_get("query", &o.store))) {
+			status = EXIT_FAIL;
+			goto out;
+		}
+		if ((status = output_open(&out, "query", o.output, !strcmp(o.format, "pprof") && !modes)))
+			goto out;
+		if (modes && !o.over_time)
+			err = run_lists(&out, &o, store, sel);
+		else if (o.over_time)
+			err = run_over_time(&out, &o, store, sel);
+		else
+			err = run_select(&out, &o, store, sel, filter);
+		if (err)
+			status = fail("query", "%s", cp_errmsg(err));
+		status = output_close(&out, status);
+		goto out;
+	}
 	p = load_inputs("query", o.inputs, o.ninputs);
 	if (!p || (vidx = pick_sample_type("query", p, o.sample_type)) < 0 || !(p = apply_filter("query", p, filter))) {
 		status = EXIT_FAIL;
@@ -148,8 +319,10 @@ static int run_query(int argc, char **argv)
 		status = fail("query", "%s", cp_errmsg(err));
 	status = output_close(&out, status);
 out:
+	cp_selector_free(sel);
 	cp_filter_free(filter);
 	cp_profile_free(p);
+	store_args_release(&o.store);
 	free(o.inputs);
 	return status;
 }

@@ -130,7 +130,8 @@ struct folded_set {
 	size_t fcap;
 };
 
-static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vidx, int side, bool invert)
+static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vidx, int side, bool invert,
+		       const char *root)
 {
 	char buf[128];
 	uint32_t s;
@@ -145,6 +146,14 @@ static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vi
 			return n;
 		if (!v)
 			continue;
+		if (root) {
+			size_t rl = strlen(root);
+
+			if (cp_grow((void **)&fs->line, &fs->linecap, rl + 2, 1))
+				return -ENOMEM;
+			memcpy(fs->line, root, rl);
+			len = rl;
+		}
 		for (i = 0; i < n; i++) {
 			/* root first unless inverted */
 			const struct cp_frame *f = &fs->frames[invert ? i : n - 1 - i];
@@ -153,12 +162,12 @@ static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vi
 
 			if (cp_grow((void **)&fs->line, &fs->linecap, len + nl + 2, 1))
 				return -ENOMEM;
-			if (i)
+			if (i || root)
 				fs->line[len++] = ';';
 			memcpy(fs->line + len, name, nl);
 			len += nl;
 		}
-		if (!n) {
+		if (!n && !root) {
 			if (cp_grow((void **)&fs->line, &fs->linecap, 16, 1))
 				return -ENOMEM;
 			len = (size_t)snprintf(fs->line, 16, "[unknown]");
@@ -210,17 +219,22 @@ static void set_release(struct folded_set *fs)
 	free(fs->frames);
 }
 
-int cp_folded_write(FILE *out, const struct cp_profile *p, int vidx, bool invert)
+int cp_folded_write_rooted(FILE *out, const struct cp_profile *p, int vidx, bool invert, const char *root)
 {
 	struct folded_set fs = { 0 };
 	int err = cp_strtab_init(&fs.keys);
 
 	if (!err)
-		err = add_profile(&fs, p, vidx, 0, invert);
+		err = add_profile(&fs, p, vidx, 0, invert, root);
 	if (!err)
 		err = write_set(out, &fs, 1);
 	set_release(&fs);
 	return err;
+}
+
+int cp_folded_write(FILE *out, const struct cp_profile *p, int vidx, bool invert)
+{
+	return cp_folded_write_rooted(out, p, vidx, invert, NULL);
 }
 
 int cp_folded_write_diff(FILE *out, const struct cp_profile *before, const struct cp_profile *after,
@@ -230,9 +244,9 @@ int cp_folded_write_diff(FILE *out, const struct cp_profile *before, const struc
 	int err = cp_strtab_init(&fs.keys);
 
 	if (!err)
-		err = add_profile(&fs, before, vidx_before, 0, false);
+		err = add_profile(&fs, before, vidx_before, 0, false, NULL);
 	if (!err)
-		err = add_profile(&fs, after, vidx_after, 1, false);
+		err = add_profile(&fs, after, vidx_after, 1, false, NULL);
 	if (!err)
 		err = write_set(out, &fs, 2);
 	set_release(&fs);

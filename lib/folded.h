@@ -16,6 +16,8 @@ struct cp_profile *cp_folded_decode(const char *text, size_t len);
 /* Write value index vidx as folded stacks, root first (invert: leaf first).
  * Lines are sorted; zero-valued stacks are left out. */
 int cp_folded_write(FILE *out, const struct cp_profile *p, int vidx, bool invert);
+/* The same with an extra root frame (e.g. "comm=nginx" for --group-by). */
+int cp_folded_write_rooted(FILE *out, const struct cp_profile *p, int vidx, bool invert, const char *root);
 /* Differential folded: "stack before after" (Gregg's difffolded). */
 int cp_folded_write_diff(FILE *out, const struct cp_profile *before, const struct cp_profile *after,
 			 int vidx_before, int vidx_after);

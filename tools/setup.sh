@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
-libjansson-dev libpcre2-dev check clang golang-go jq libxml2-utils groff man-db zsh time"
+libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

@@ -9,6 +9,7 @@
 
 #include "../profile.h"
 #include "tree.h"
+#include "../store/store.h"
 
 /* Values in a unit, scaled the way pprof prints them: nanoseconds as
  * ns/us/ms/s/mins/hrs, bytes as B/kB/MB/GB/TB (1024-based), counts plain. */
@@ -44,5 +45,20 @@ struct cp_diff_opts {
  * equal totals; sorted by the largest |delta|. */
 int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o);
 int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o);
+
+struct cp_over_time {
+	const char *type, *unit;
+	int64_t from, step; /* nanoseconds */
+	const int64_t *totals;
+	size_t n;
+};
+/* Total per step: a table with bars, then a sparkline. */
+int cp_render_over_time(FILE *out, const struct cp_over_time *o);
+int cp_render_over_time_json(FILE *out, const struct cp_over_time *o);
+
+/* One string a line, or a JSON array. */
+int cp_render_strings(FILE *out, const char *const *items, size_t n, bool json);
+/* Series as selectors (TYPE{k="v", ...}) a line, or JSON objects. */
+int cp_render_series(FILE *out, const struct cp_store_series *ser, size_t n, bool json);
 
 #endif

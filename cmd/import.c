@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof import: load pprof and folded files into the store. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/error.h"
+#include "../lib/load.h"
+#include "../lib/selector.h"
+#include "cmd.h"
+
+enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION };
+
+static const struct option options[] = {
+	{ "data", required_argument, NULL, OPT_DATA },
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "time", required_argument, NULL, OPT_TIME },
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "retention", required_argument, NULL, OPT_RETENTION },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int run_import(int argc, char **argv);
+
+const struct cmd cmd_import = {
+	"import", "load pprof and folded profiles into the store", run_import, options, "l:h",
+	"usage: cprof import [OPTIONS] FILE...\n"
+	"\n"
+	"Store profiles (pprof, gzip or raw, and folded stacks) so that query,\n"
+	"merge and diff can select them by type, labels and time. All files are\n"
+	"stored in one transaction: if one cannot be read, none is stored.\n"
+	"\n"
+	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
+	"                        else ~/.local/share/cprof)\n"
+	"  -l, --label K=V       a series label for every file (repeatable)\n"
+	"      --time TIME       the profiles' time (default: each file's own, else now)\n"
+	"      --name NAME       the profile type's name (default: from the profile:\n"
+	"                        process_cpu, memory, goroutine...)\n"
+	"      --retention DUR   then delete stored data older than DUR (e.g. 15d)\n"
+	"  -h, --help            show this help\n",
+};
+
+static bool valid_label_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+		return false;
+	for (i = 1; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+static int run_import(int argc, char **argv)
+{
+	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL;
+	struct cp_kv *labels = calloc((size_t)argc + 1, sizeof(*labels));
+	struct cp_store_append *batch = NULL;
+	struct cp_store *store = NULL;
+	int64_t t = 0, keep = 0;
+	size_t nlabels = 0, nfiles = 0, i;
+	int opt, status = EXIT_OK, err;
+	char dir[4096];
+
+	if (!labels)
+		return fail("import", "out of memory");
+	while ((opt = next_option(&cmd_import, argc, argv)) != -1) {
+		switch (opt) {
+		case OPT_DATA: data = optarg; break;
+		case 'l':
+		case OPT_LABEL: {
+			char *eq = strchr(optarg, '=');
+
+			if (!eq || !valid_label_name(optarg, (size_t)(eq - optarg))) {
+				status = usage_error("import", "bad label '%s': want NAME=VALUE, the name of letters, digits and _",
+						     optarg);
+				goto out;
+			}
+			*eq = '\0';
+			labels[nlabels].name = optarg;
+			labels[nlabels++].value = eq + 1;
+			break;
+		}
+		case OPT_TIME: when = optarg; break;
+		case OPT_NAME: name = optarg; break;
+		case OPT_RETENTION: retention = optarg; break;
+		case 'h': status = show_usage(&cmd_import); goto out;
+		default: status = EXIT_USAGE; goto out;
+		}
+	}
+	if (when && (err = cp_parse_time(when, cp_now_ns(), &t))) {
+		status = usage_error("import", "--time: %s", cp_errmsg(err));
+		goto out;
+	}
+	if (retention && (err = cp_parse_duration(retention, &keep))) {
+		status = usage_error("import", "--retention: %s", cp_errmsg(err));
+		goto out;
+	}
+	if (name && (!*name || strpbrk(name, ":{}\" "))) {
+		status = usage_error("import", "bad --name '%s': no ':', braces, quotes or spaces", name);
+		goto out;
+	}
+	if (optind >= argc) {
+		status = usage_error("import", "no input: give the profile files to import");
+		goto out;
+	}
+	/* read everything first: a bad file stores nothing */
+	nfiles = (size_t)(argc - optind);
+	batch = calloc(nfiles, sizeof(*batch));
+	if (!batch) {
+		status = fail("import", "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nfiles; i++) {
+		struct cp_profile *p = cp_profile_load(argv[optind + (int)i]);
+
+		if (!p) {
+			status = fail("import", "%s (nothing was imported)", cp_errmsg(errno));
+			goto out;
+		}
+		batch[i].profile = p;
+		batch[i].name = name;
+		batch[i].labels = labels;
+		batch[i].nlabels = nlabels;
+		batch[i].time_ns = t;
+	}
+	if (!data)
+		data = cp_store_default_dir(dir, sizeof(dir));
+	store = cp_store_open(data, CP_STORE_WRITE);
+	if (!store) {
+		status = fail("import", "%s", cp_errmsg(errno));
+		goto out;
+	}
+	if ((err = cp_store_append(store, batch, nfiles))) {
+		status = fail("import", "%s (nothing was imported)", cp_errmsg(err));
+		goto out;
+	}
+	if (retention && (err = cp_store_retain(store, keep)) < 0) {
+		status = fail("import", "imported, but retention failed: %s", cp_errmsg(err));
+		goto out;
+	}
+	printf("imported %zu profile%s into %s\n", nfiles, nfiles == 1 ? "" : "s", data);
+	status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
+out:
+	for (i = 0; batch && i < nfiles; i++)
+		cp_profile_free((struct cp_profile *)batch[i].profile);
+	free(batch);
+	cp_store_close(store);
+	free(labels);
+	return status;
+}

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "selector.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+
+struct parser {
+	const char *s, *p;
+};
+
+static int perr(const struct parser *ps, const char *what)
+{
+	return cp_error(EINVAL, "bad selector at column %zu: %s", (size_t)(ps->p - ps->s) + 1, what);
+}
+
+static void skip_ws(struct parser *ps)
+{
+	while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n')
+		ps->p++;
+}
+
+static int is_name_char(int c, bool first)
+{
+	return c == '_' || isalpha(c) || (!first && isdigit(c));
+}
+
+static int parse_string(struct parser *ps, char **out)
+{
+	char quote = *ps->p, *buf, *w;
+	const char *start;
+
+	if (quote != '"' && quote != '\'' && quote != '`')
+		return perr(ps, "expected a quoted value");
+	start = ++ps->p;
+	buf = malloc(strlen(start) + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (w = buf; *ps->p && *ps->p != quote; ps->p++) {
+		if (*ps->p == '\\' && quote != '`') {
+			ps->p++;
+			switch (*ps->p) {
+			case 'n': *w++ = '\n'; break;
+			case 't': *w++ = '\t'; break;
+			case '\\': case '"': case '\'': *w++ = *ps->p; break;
+			default:
+				free(buf);
+				return perr(ps, "unknown escape in a quoted value (use \\\\, \\\", \\n or \\t)");
+			}
+			continue;
+		}
+		*w++ = *ps->p;
+	}
+	if (*ps->p != quote) {
+		free(buf);
+		ps->p = start - 1;
+		return perr(ps, "unterminated quoted value");
+	}
+	ps->p++;
+	*w = '\0';
+	*out = buf;
+	return 0;
+}
+
+static int compile_re(struct parser *ps, struct cp_matcher *m)
+{
+	PCRE2_UCHAR msg[160];
+	PCRE2_SIZE off;
+	size_t len = strlen(m->value) + 8;
+	char *anchored = malloc(len), buf[256];
+	int code;
+
+	if (!anchored)
+		return -ENOMEM;
+	snprintf(anchored, len, "^(?:%s)$", m->value);
+	m->re = pcre2_compile((PCRE2_SPTR)anchored, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOTALL, &code, &off, NULL);
+	free(anchored);
+	if (!m->re) {
+		pcre2_get_error_message(code, msg, sizeof(msg));
+		snprintf(buf, sizeof(buf), "bad regex \"%s\" for label %s: %s", m->value, m->name, msg);
+		return perr(ps, buf);
+	}
+	return 0;
+}
+
+static int parse_matcher(struct parser *ps, struct cp_matcher *m)
+{
+	const char *start = ps->p;
+	int err;
+
+	if (!is_name_char((unsigned char)*ps->p, true))
+		return perr(ps, "expected a label name");
+	while (is_name_char((unsigned char)*ps->p, false))
+		ps->p++;
+	m->name = strndup(start, (size_t)(ps->p - start));
+	if (!m->name)
+		return -ENOMEM;
+	skip_ws(ps);
+	if (!strncmp(ps->p, "=~", 2)) {
+		m->op = CP_MATCH_RE;
+		ps->p += 2;
+	} else if (!strncmp(ps->p, "!~", 2)) {
+		m->op = CP_MATCH_NRE;
+		ps->p += 2;
+	} else if (!strncmp(ps->p, "!=", 2)) {
+		m->op = CP_MATCH_NE;
+		ps->p += 2;
+	} else if (*ps->p == '=') {
+		m->op = CP_MATCH_EQ;
+		ps->p++;
+	} else {
+		return perr(ps, "expected =, !=, =~ or !~ after the label name");
+	}
+	skip_ws(ps);
+	err = parse_string(ps, &m->value);
+	if (!err && (m->op == CP_MATCH_RE || m->op == CP_MATCH_NRE))
+		err = compile_re(ps, m);
+	return err;
+}
+
+int cp_selector_parse(const char *s, struct cp_selector **out)
+{
+	struct parser ps = { s, s };
+	struct cp_selector *sel = calloc(1, sizeof(*sel));
+	const char *start;
+	int err = 0;
+
+	if (!sel)
+		return -ENOMEM;
+	skip_ws(&ps);
+	start = ps.p;
+	while (*ps.p && *ps.p != '{' && *ps.p != ' ' && *ps.p != '\t') {
+		if (!is_name_char((unsigned char)*ps.p, false) && *ps.p != ':' && *ps.p != '.' && *ps.p != '-') {
+			err = perr(&ps, "unexpected character in the profile type");
+			goto out;
+		}
+		ps.p++;
+	}
+	if (ps.p > start && !(sel->type = strndup(start, (size_t)(ps.p - start)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	skip_ws(&ps);
+	if (*ps.p == '{') {
+		ps.p++;
+		skip_ws(&ps);
+		while (*ps.p != '}') {
+			struct cp_matcher *nm = realloc(sel->matchers, (sel->n + 1) * sizeof(*nm));
+
+			if (!nm) {
+				err = -ENOMEM;
+				goto out;
+			}
+			sel->matchers = nm;
+			memset(&nm[sel->n], 0, sizeof(*nm));
+			sel->n++;
+			if ((err = parse_matcher(&ps, &nm[sel->n - 1])))
+				goto out;
+			skip_ws(&ps);
+			if (*ps.p == ',') {
+				ps.p++;
+				skip_ws(&ps);
+			} else if (*ps.p != '}') {
+				err = perr(&ps, *ps.p ? "expected ',' or '}'" : "missing '}'");
+				goto out;
+			}
+		}
+		ps.p++;
+		skip_ws(&ps);
+	}
+	if (*ps.p) {
+		err = perr(&ps, "unexpected text after the selector");
+		goto out;
+	}
+	*out = sel;
+	sel = NULL;
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory");
+	cp_selector_free(sel);
+	return err;
+}
+
+void cp_selector_free(struct cp_selector *sel)
+{
+	size_t i;
+
+	if (!sel)
+		return;
+	for (i = 0; i < sel->n; i++) {
+		free(sel->matchers[i].name);
+		free(sel->matchers[i].value);
+		pcre2_code_free(sel->matchers[i].re);
+	}
+	free(sel->matchers);
+	free(sel->type);
+	free(sel);
+}
+
+bool cp_selector_match_type(const struct cp_selector *sel, const char *type)
+{
+	size_t n;
+
+	if (!sel->type)
+		return true;
+	n = strlen(sel->type);
+	return !strncmp(type, sel->type, n) && (type[n] == '\0' || type[n] == ':');
+}
+
+bool cp_matcher_match(const struct cp_matcher *m, const char *value)
+{
+	pcre2_match_data *md;
+	bool hit;
+
+	if (!value)
+		value = "";
+	switch (m->op) {
+	case CP_MATCH_EQ:
+		return !strcmp(value, m->value);
+	case CP_MATCH_NE:
+		return strcmp(value, m->value) != 0;
+	default:
+		md = pcre2_match_data_create_from_pattern(m->re, NULL);
+		hit = md && pcre2_match(m->re, (PCRE2_SPTR)value, strlen(value), 0, 0, md, NULL) >= 0;
+		pcre2_match_data_free(md);
+		return m->op == CP_MATCH_RE ? hit : !hit;
+	}
+}
+
+bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *names,
+			      const char *const *values, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < sel->n; i++) {
+		const char *v = NULL;
+
+		for (j = 0; j < n; j++)
+			if (!strcmp(names[j], sel->matchers[i].name)) {
+				v = values[j];
+				break;
+			}
+		if (!cp_matcher_match(&sel->matchers[i], v))
+			return false;
+	}
+	return true;
+}
+
+int cp_parse_duration(const char *s, int64_t *nanos)
+{
+	static const struct {
+		const char *unit;
+		int64_t ns;
+	} units[] = {
+		{ "ms", 1000000LL }, { "s", 1000000000LL }, { "m", 60000000000LL }, { "h", 3600000000000LL },
+		{ "d", 86400000000000LL }, { "w", 604800000000000LL }, { "y", 31536000000000000LL },
+	};
+	const char *p = s;
+	int64_t total = 0;
+
+	if (!*p)
+		return cp_error(EINVAL, "empty duration (expected e.g. 30s, 15m, 1h30m, 7d)");
+	while (*p) {
+		char *end;
+		unsigned long long v;
+		size_t i, best = 0, bestlen = 0;
+
+		if (!isdigit((unsigned char)*p))
+			return cp_error(EINVAL, "bad duration '%s' (expected e.g. 30s, 15m, 1h30m, 7d)", s);
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			size_t l = strlen(units[i].unit);
+
+			if (!strncmp(end, units[i].unit, l) && l > bestlen) {
+				best = i;
+				bestlen = l;
+			}
+		}
+		if (errno || !bestlen)
+			return cp_error(EINVAL, "bad duration '%s': a number needs a unit (ms, s, m, h, d, w, y)", s);
+		if (v > (unsigned long long)(INT64_MAX / units[best].ns) || total > INT64_MAX - (int64_t)v * units[best].ns)
+			return cp_error(ERANGE, "duration '%s' is too long", s);
+		total += (int64_t)v * units[best].ns;
+		p = end + bestlen;
+	}
+	*nanos = total;
+	return 0;
+}
+
+int64_t cp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
+{
+	struct tm tm;
+	const char *p;
+	char *end;
+	int64_t d;
+	long frac_ns = 0;
+	time_t t;
+	size_t digits;
+
+	if (!strncmp(s, "now", 3)) {
+		if (!s[3]) {
+			*ns = now_ns;
+			return 0;
+		}
+		if ((s[3] == '-' || s[3] == '+') && !cp_parse_duration(s + 4, &d)) {
+			*ns = s[3] == '-' ? now_ns - d : now_ns + d;
+			return 0;
+		}
+		return cp_error(EINVAL, "bad time '%s' (expected now, now-30m, RFC 3339 or unix seconds)", s);
+	}
+	for (digits = 0; isdigit((unsigned char)s[digits]); digits++)
+		;
+	if (digits && !s[digits]) {
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno || digits > 19)
+			return cp_error(EINVAL, "bad time '%s': too many digits", s);
+		if (digits <= 10)
+			*ns = (int64_t)v * 1000000000LL;
+		else if (digits <= 13)
+			*ns = (int64_t)v * 1000000LL;
+		else if (digits <= 16)
+			*ns = (int64_t)v * 1000LL;
+		else
+			*ns = (int64_t)v;
+		return 0;
+	}
+	memset(&tm, 0, sizeof(tm));
+	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		p = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
+	if (!p) {
+		memset(&tm, 0, sizeof(tm));
+		p = strptime(s, "%Y-%m-%d", &tm);
+		if (p && *p)
+			p = NULL;
+	}
+	if (!p)
+		return cp_error(EINVAL, "bad time '%s' (expected RFC 3339 like 2026-11-22T10:00:00Z, unix seconds, or now-30m)", s);
+	if (*p == '.') {
+		long scale = 100000000;
+
+		for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+			frac_ns += (*p - '0') * scale;
+	}
+	t = timegm(&tm);
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&
+		   p[3] == ':' && isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5])) {
+		long off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+
+		t -= *p == '+' ? off : -off;
+		p += 6;
+	}
+	if (*p)
+		return cp_error(EINVAL, "bad time '%s': unexpected '%s' at the end", s, p);
+	*ns = (int64_t)t * 1000000000LL + frac_ns;
+	return 0;
+}

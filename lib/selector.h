@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Profile selectors and time ranges, with Prometheus semantics:
+ *   TYPE{label="v", l!="v", l=~"re", l!~"re"}
+ * Regexes are fully anchored; a missing label matches as "". TYPE is a
+ * profile type name:sample_type:sample_unit:period_type:period_unit[:delta]
+ * or a prefix of its components ("cpu", "memory:alloc_space"). */
+#ifndef CP_SELECTOR_H
+#define CP_SELECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cp_match_op { CP_MATCH_EQ, CP_MATCH_NE, CP_MATCH_RE, CP_MATCH_NRE };
+
+struct cp_matcher {
+	char *name, *value;
+	enum cp_match_op op;
+	void *re; /* pcre2_code for =~ and !~ */
+};
+
+struct cp_selector {
+	char *type; /* NULL: any type */
+	struct cp_matcher *matchers;
+	size_t n;
+};
+
+/* Parse; on error -EINVAL with a message naming the column. */
+int cp_selector_parse(const char *s, struct cp_selector **out);
+void cp_selector_free(struct cp_selector *sel);
+/* Does the type (full name) match the selector's TYPE (exactly or by a
+ * prefix of whole components)? */
+bool cp_selector_match_type(const struct cp_selector *sel, const char *type);
+/* Labels as parallel name/value arrays; missing labels count as "". */
+bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *names,
+			      const char *const *values, size_t n);
+/* Does one matcher accept value (NULL = the label is missing)? */
+bool cp_matcher_match(const struct cp_matcher *m, const char *value);
+
+/* Durations: "90s", "1h30m", "15d", "2w", "500ms" (Prometheus units: ms s m
+ * h d w y). 0 or -EINVAL with a message. */
+int cp_parse_duration(const char *s, int64_t *nanos);
+/* Times: RFC 3339 ("2026-11-22T10:00:00Z", offsets too), unix seconds
+ * (13 digits: ms, 16: us, 19: ns), "now", "now-30m", "now+5m". */
+int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns);
+int64_t cp_now_ns(void);
+
+#endif

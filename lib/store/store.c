@@ -1,0 +1,1573 @@
+/* SPDX-License-Identifier: MIT */
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <zlib.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "../varint.h"
+
+#define SCHEMA_VERSION "1"
+#define NPARTS 8
+
+static const char index_schema[] =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS strings(id INTEGER PRIMARY KEY, s TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS functions(id INTEGER PRIMARY KEY, name INTEGER NOT NULL,"
+	" system_name INTEGER NOT NULL, filename INTEGER NOT NULL, start_line INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS mappings(id INTEGER PRIMARY KEY, start INTEGER NOT NULL, lim INTEGER NOT NULL,"
+	" off INTEGER NOT NULL, filename INTEGER NOT NULL, build_id INTEGER NOT NULL, flags INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS locations(id INTEGER PRIMARY KEY, mapping INTEGER NOT NULL,"
+	" address INTEGER NOT NULL, folded INTEGER NOT NULL, lines BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, locs BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS labelsets(id INTEGER PRIMARY KEY, labels BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, type TEXT NOT NULL, labels TEXT NOT NULL,"
+	" UNIQUE(type, labels));"
+	"CREATE TABLE IF NOT EXISTS partitions(name TEXT PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL);";
+
+static const char part_schema[] =
+	"CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
+	" entries INTEGER NOT NULL, samples INTEGER NOT NULL, rawlen INTEGER NOT NULL, series BLOB NOT NULL,"
+	" data BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS blocks_time ON blocks(t_max, t_min);";
+
+struct part {
+	char name[16];
+	sqlite3 *db;
+};
+
+struct cp_store {
+	char *dir;
+	enum cp_store_mode mode;
+	sqlite3 *db;
+	/* the dictionary as persisted: ids in dict are the rows' ids */
+	struct cp_profile *dict;
+	uint32_t nstr, nfn, nmap, nloc, nstack, nls;
+	/* series cache: "type\x1elabels-json" -> id */
+	struct cp_strtab skeys;
+	int64_t *sids;
+	size_t scap;
+	struct part parts[NPARTS];
+};
+
+/* ---- sqlite helpers ---- */
+
+static int dberr(sqlite3 *db, const char *what)
+{
+	int code = sqlite3_extended_errcode(db);
+	int e = (code & 0xff) == SQLITE_FULL ? ENOSPC : (code & 0xff) == SQLITE_BUSY ? EBUSY :
+		(code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB ? EBADMSG : EIO;
+
+	if (e == EBADMSG)
+		return cp_error(e, "%s: the store is corrupt (%s); restore it from a backup or move it away",
+				what, sqlite3_errmsg(db));
+	if (e == ENOSPC)
+		return cp_error(e, "%s: no space left on device; free disk space or lower --retention", what);
+	return cp_error(e, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+static int exec(sqlite3 *db, const char *sql, const char *what)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : dberr(db, what);
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : dberr(db, "preparing a query");
+}
+
+static int open_db(const char *path, bool write, sqlite3 **out)
+{
+	int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE;
+	sqlite3 *db = NULL;
+	int err;
+
+	if (sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		err = db ? dberr(db, path) : cp_error(ENOMEM, "out of memory");
+		sqlite3_close(db);
+		return err;
+	}
+	sqlite3_busy_timeout(db, 30000);
+	if ((err = exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path))) {
+		sqlite3_close(db);
+		return err;
+	}
+	*out = db;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+const char *cp_store_default_dir(char *buf, size_t len)
+{
+	const char *env = getenv("CPROF_DATA"), *home;
+
+	if (env && *env)
+		snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		snprintf(buf, len, "/var/lib/cprof");
+	else if ((env = getenv("XDG_DATA_HOME")) && *env)
+		snprintf(buf, len, "%s/cprof", env);
+	else if ((home = getenv("HOME")) && *home)
+		snprintf(buf, len, "%s/.local/share/cprof", home);
+	else
+		snprintf(buf, len, ".cprof");
+	return buf;
+}
+
+static int mkdirs(const char *path)
+{
+	char *p = strdup(path), *s;
+	int err = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = p + 1;; s++) {
+		if (*s == '/' || !*s) {
+			char c = *s;
+
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+				err = cp_error(errno, "cannot create %s: %s", p, strerror(errno));
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	free(p);
+	return err;
+}
+
+static int reset_dict(struct cp_store *s)
+{
+	cp_profile_free(s->dict);
+	s->dict = cp_profile_new();
+	s->nstr = s->nfn = s->nmap = s->nloc = s->nstack = s->nls = 0;
+	return s->dict ? 0 : -ENOMEM;
+}
+
+struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+{
+	struct cp_store *s = calloc(1, sizeof(*s));
+	char path[PATH_MAX];
+	sqlite3_stmt *st = NULL;
+	int err = 0;
+
+	if (!s || !(s->dir = strdup(dir)) || cp_strtab_init(&s->skeys) || reset_dict(s)) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	s->mode = mode;
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	if (mode == CP_STORE_READ && access(path, F_OK) < 0) {
+		err = cp_error(ENOENT, "no store at %s: import or record profiles first (cprof import FILE), or give --data DIR",
+			       dir);
+		goto out;
+	}
+	if (mode == CP_STORE_WRITE) {
+		snprintf(path, sizeof(path), "%s/parts", dir);
+		if ((err = mkdirs(path)))
+			goto out;
+		snprintf(path, sizeof(path), "%s/index.db", dir);
+	}
+	if ((err = open_db(path, mode == CP_STORE_WRITE, &s->db)))
+		goto out;
+	if (mode == CP_STORE_WRITE &&
+	    ((err = exec(s->db, index_schema, path)) ||
+	     (err = exec(s->db, "INSERT OR IGNORE INTO meta VALUES('schema', '" SCHEMA_VERSION "')", path))))
+		goto out;
+	if ((err = prepare(s->db, "SELECT value FROM meta WHERE key = 'schema'", &st)))
+		goto out;
+	if (sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), SCHEMA_VERSION)) {
+		err = cp_error(EPROTO, "%s: not a cprof store of schema version " SCHEMA_VERSION
+				       " (written by another cprof version?)", path);
+		goto out;
+	}
+out:
+	sqlite3_finalize(st);
+	if (err) {
+		if (err == -ENOTDIR || err == -EBADMSG || err == -EIO)
+			cp_error_ctx(err, "cannot open the store at %s", dir);
+		cp_store_close(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
+void cp_store_close(struct cp_store *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < NPARTS; i++)
+		sqlite3_close(s->parts[i].db);
+	sqlite3_close(s->db);
+	cp_profile_free(s->dict);
+	cp_strtab_release(&s->skeys);
+	free(s->sids);
+	free(s->dir);
+	free(s);
+}
+
+/* ---- the dictionary: load what others wrote, write what we added ---- */
+
+static int bad_row(const char *table, int64_t id)
+{
+	return cp_error(EBADMSG, "the store's dictionary is inconsistent (%s row %" PRId64
+				 "); restore the store from a backup or move it away", table, id);
+}
+
+static int load_dict(struct cp_store *s)
+{
+	struct cp_profile *d = s->dict;
+	sqlite3_stmt *st = NULL;
+	struct cp_line *lines = NULL;
+	struct cp_label *labels = NULL;
+	uint32_t *locs = NULL;
+	size_t lcap = 0, labcap = 0, loccap = 0;
+	int err = 0, rc;
+	bool own_tx = sqlite3_get_autocommit(s->db); /* else the caller's write transaction */
+
+#define QUERY(sql, from)                                                      \
+	do {                                                                  \
+		sqlite3_finalize(st);                                         \
+		st = NULL;                                                    \
+		if ((err = prepare(s->db, sql, &st)))                         \
+			goto out;                                             \
+		sqlite3_bind_int64(st, 1, from);                              \
+	} while (0)
+#define CHECK(cond, table, id) \
+	if (!(cond)) {          \
+		err = bad_row(table, id); \
+		goto out;       \
+	}
+
+	if (own_tx && (err = exec(s->db, "BEGIN", "reading the store")))
+		return err;
+	QUERY("SELECT id, s FROM strings WHERE id > ? ORDER BY id", s->nstr);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *v = (const char *)sqlite3_column_text(st, 1);
+
+		CHECK(v && cp_profile_str(d, v) == id && id == (int64_t)s->nstr + 1, "strings", id);
+		s->nstr++;
+	}
+	QUERY("SELECT id, name, system_name, filename, start_line FROM functions WHERE id > ? ORDER BY id", s->nfn);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		struct cp_function f = { (uint32_t)sqlite3_column_int64(st, 1), (uint32_t)sqlite3_column_int64(st, 2),
+					 (uint32_t)sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4) };
+
+		CHECK(f.name <= s->nstr && f.system_name <= s->nstr && f.filename <= s->nstr &&
+			      cp_profile_function(d, &f) == id && id == (int64_t)s->nfn + 1,
+		      "functions", id);
+		s->nfn++;
+	}
+	QUERY("SELECT id, start, lim, off, filename, build_id, flags FROM mappings WHERE id > ? ORDER BY id", s->nmap);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0), flags = sqlite3_column_int64(st, 6);
+		struct cp_mapping m = { (uint64_t)sqlite3_column_int64(st, 1), (uint64_t)sqlite3_column_int64(st, 2),
+					(uint64_t)sqlite3_column_int64(st, 3), (uint32_t)sqlite3_column_int64(st, 4),
+					(uint32_t)sqlite3_column_int64(st, 5), flags & 1, flags & 2, flags & 4, flags & 8 };
+
+		CHECK(m.filename <= s->nstr && m.build_id <= s->nstr && cp_profile_mapping(d, &m) == id &&
+			      id == (int64_t)s->nmap + 1,
+		      "mappings", id);
+		s->nmap++;
+	}
+	QUERY("SELECT id, mapping, address, folded, lines FROM locations WHERE id > ? ORDER BY id", s->nloc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0), mapping = sqlite3_column_int64(st, 1);
+		const uint8_t *p = sqlite3_column_blob(st, 4), *end = p + sqlite3_column_bytes(st, 4);
+		uint64_t n = 0, f, l, c;
+		size_t k, used;
+
+		CHECK(mapping >= 0 && mapping <= s->nmap && (used = cp_get_uvarint(p, end, &n)) && n < 4096, "locations", id);
+		p += used;
+		if (cp_grow((void **)&lines, &lcap, n + 1, sizeof(*lines))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (k = 0; k < n; k++) {
+			size_t a = cp_get_uvarint(p, end, &f), b = a ? cp_get_uvarint(p + a, end, &l) : 0,
+			       e = b ? cp_get_uvarint(p + a + b, end, &c) : 0;
+
+			CHECK(e && f <= s->nfn, "locations", id);
+			p += a + b + e;
+			lines[k].function = (uint32_t)f;
+			lines[k].line = cp_unzigzag(l);
+			lines[k].column = cp_unzigzag(c);
+		}
+		CHECK(cp_profile_location(d, (uint32_t)mapping, (uint64_t)sqlite3_column_int64(st, 2), lines, n,
+					  sqlite3_column_int(st, 3)) == id && id == (int64_t)s->nloc + 1,
+		      "locations", id);
+		s->nloc++;
+	}
+	QUERY("SELECT id, locs FROM stacks WHERE id > ? ORDER BY id", s->nstack);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const uint8_t *p = sqlite3_column_blob(st, 1), *end = p + sqlite3_column_bytes(st, 1);
+		size_t n = 0, used;
+		uint64_t v;
+
+		for (; p < end; p += used) {
+			CHECK((used = cp_get_uvarint(p, end, &v)) && v >= 1 && v <= s->nloc, "stacks", id);
+			if (cp_grow((void **)&locs, &loccap, n + 1, sizeof(*locs))) {
+				err = -ENOMEM;
+				goto out;
+			}
+			locs[n++] = (uint32_t)v;
+		}
+		CHECK(cp_profile_stack(d, locs, n) == id && id == (int64_t)s->nstack + 1, "stacks", id);
+		s->nstack++;
+	}
+	QUERY("SELECT id, labels FROM labelsets WHERE id > ? ORDER BY id", s->nls);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const uint8_t *p = sqlite3_column_blob(st, 1), *end = p + sqlite3_column_bytes(st, 1);
+		size_t n = 0;
+
+		while (p < end) {
+			uint64_t k, v, num, unit;
+			size_t a = cp_get_uvarint(p, end, &k), b = a ? cp_get_uvarint(p + a, end, &v) : 0,
+			       c = b ? cp_get_uvarint(p + a + b, end, &num) : 0,
+			       e = c ? cp_get_uvarint(p + a + b + c, end, &unit) : 0;
+
+			CHECK(e && k <= s->nstr && v <= s->nstr && unit <= s->nstr, "labelsets", id);
+			p += a + b + c + e;
+			if (cp_grow((void **)&labels, &labcap, n + 1, sizeof(*labels))) {
+				err = -ENOMEM;
+				goto out;
+			}
+			labels[n].key = (uint32_t)k;
+			labels[n].str = (uint32_t)v;
+			labels[n].num = cp_unzigzag(num);
+			labels[n].num_unit = (uint32_t)unit;
+			n++;
+		}
+		CHECK(cp_profile_labelset(d, labels, n) == id && id == (int64_t)s->nls + 1, "labelsets", id);
+		s->nls++;
+	}
+	if (rc != SQLITE_DONE)
+		err = dberr(s->db, "reading the store");
+#undef QUERY
+#undef CHECK
+out:
+	sqlite3_finalize(st);
+	free(lines);
+	free(labels);
+	free(locs);
+	if (own_tx)
+		exec(s->db, "COMMIT", "reading the store");
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory reading the store");
+	if (err)
+		reset_dict(s);
+	return err;
+}
+
+static int bind_exec(sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : dberr(sqlite3_db_handle(st), what);
+}
+
+/* Writes the dictionary entries added since the last sync. */
+static int save_dict(struct cp_store *s)
+{
+	struct cp_profile *d = s->dict;
+	sqlite3_stmt *st[6] = { NULL };
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	uint32_t i, j;
+	int err = 0;
+
+	if ((err = prepare(s->db, "INSERT INTO strings(id, s) VALUES(?, ?)", &st[0])) ||
+	    (err = prepare(s->db, "INSERT INTO functions VALUES(?, ?, ?, ?, ?)", &st[1])) ||
+	    (err = prepare(s->db, "INSERT INTO mappings VALUES(?, ?, ?, ?, ?, ?, ?)", &st[2])) ||
+	    (err = prepare(s->db, "INSERT INTO locations VALUES(?, ?, ?, ?, ?)", &st[3])) ||
+	    (err = prepare(s->db, "INSERT INTO stacks VALUES(?, ?)", &st[4])) ||
+	    (err = prepare(s->db, "INSERT INTO labelsets VALUES(?, ?)", &st[5])))
+		goto out;
+	for (i = s->nstr + 1; i < d->strs.n; i++) {
+		sqlite3_bind_int64(st[0], 1, i);
+		sqlite3_bind_text(st[0], 2, cp_profile_string(d, i), -1, SQLITE_STATIC);
+		if ((err = bind_exec(st[0], "writing strings")))
+			goto out;
+	}
+	for (i = s->nfn; i < d->nfunctions; i++) {
+		const struct cp_function *f = &d->functions[i];
+
+		sqlite3_bind_int64(st[1], 1, i + 1);
+		sqlite3_bind_int64(st[1], 2, f->name);
+		sqlite3_bind_int64(st[1], 3, f->system_name);
+		sqlite3_bind_int64(st[1], 4, f->filename);
+		sqlite3_bind_int64(st[1], 5, f->start_line);
+		if ((err = bind_exec(st[1], "writing functions")))
+			goto out;
+	}
+	for (i = s->nmap; i < d->nmappings; i++) {
+		const struct cp_mapping *m = &d->mappings[i];
+
+		sqlite3_bind_int64(st[2], 1, i + 1);
+		sqlite3_bind_int64(st[2], 2, (int64_t)m->start);
+		sqlite3_bind_int64(st[2], 3, (int64_t)m->limit);
+		sqlite3_bind_int64(st[2], 4, (int64_t)m->offset);
+		sqlite3_bind_int64(st[2], 5, m->filename);
+		sqlite3_bind_int64(st[2], 6, m->build_id);
+		sqlite3_bind_int64(st[2], 7, m->has_functions | m->has_filenames << 1 | m->has_line_numbers << 2 |
+						     m->has_inline_frames << 3);
+		if ((err = bind_exec(st[2], "writing mappings")))
+			goto out;
+	}
+	for (i = s->nloc; i < d->nlocations; i++) {
+		const struct cp_location *l = &d->locations[i];
+		size_t n;
+
+		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * (3 * (size_t)l->nlines + 1), 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		n = cp_put_uvarint(buf, l->nlines);
+		for (j = 0; j < l->nlines; j++) {
+			const struct cp_line *ln = &d->lines[l->line_off + j];
+
+			n += cp_put_uvarint(buf + n, ln->function);
+			n += cp_put_uvarint(buf + n, cp_zigzag(ln->line));
+			n += cp_put_uvarint(buf + n, cp_zigzag(ln->column));
+		}
+		sqlite3_bind_int64(st[3], 1, i + 1);
+		sqlite3_bind_int64(st[3], 2, l->mapping);
+		sqlite3_bind_int64(st[3], 3, (int64_t)l->address);
+		sqlite3_bind_int(st[3], 4, l->is_folded);
+		sqlite3_bind_blob(st[3], 5, buf, (int)n, SQLITE_STATIC);
+		if ((err = bind_exec(st[3], "writing locations")))
+			goto out;
+	}
+	for (i = s->nstack + 1; i < d->nstacks; i++) {
+		const struct cp_span *sp = &d->stacks[i];
+		size_t n = 0;
+
+		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * ((size_t)sp->len + 1), 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < sp->len; j++)
+			n += cp_put_uvarint(buf + n, d->stack_locs[sp->off + j]);
+		sqlite3_bind_int64(st[4], 1, i);
+		sqlite3_bind_blob(st[4], 2, buf, (int)n, SQLITE_STATIC);
+		if ((err = bind_exec(st[4], "writing stacks")))
+			goto out;
+	}
+	for (i = s->nls + 1; i < d->nlabelsets; i++) {
+		const struct cp_span *sp = &d->labelsets[i];
+		size_t n = 0;
+
+		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * 4 * ((size_t)sp->len + 1), 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < sp->len; j++) {
+			const struct cp_label *l = &d->labels[sp->off + j];
+
+			n += cp_put_uvarint(buf + n, l->key);
+			n += cp_put_uvarint(buf + n, l->str);
+			n += cp_put_uvarint(buf + n, cp_zigzag(l->num));
+			n += cp_put_uvarint(buf + n, l->num_unit);
+		}
+		sqlite3_bind_int64(st[5], 1, i);
+		sqlite3_bind_blob(st[5], 2, buf, (int)n, SQLITE_STATIC);
+		if ((err = bind_exec(st[5], "writing label sets")))
+			goto out;
+	}
+	s->nstr = d->strs.n - 1;
+	s->nfn = d->nfunctions;
+	s->nmap = d->nmappings;
+	s->nloc = d->nlocations;
+	s->nstack = d->nstacks - 1;
+	s->nls = d->nlabelsets - 1;
+out:
+	for (i = 0; i < 6; i++)
+		sqlite3_finalize(st[i]);
+	free(buf);
+	return err;
+}
+
+/* ---- series ---- */
+
+int cp_store_type_name(const struct cp_profile *p, int vidx, const char *name, char *buf, size_t len)
+{
+	const char *pt = cp_profile_string(p, p->period_type.type), *pu = cp_profile_string(p, p->period_type.unit);
+	int n;
+
+	if (!name || !*name) {
+		if (!strcmp(pt, "cpu"))
+			name = "process_cpu";
+		else if (!strcmp(pt, "space"))
+			name = "memory";
+		else if (*pt)
+			name = pt;
+		else
+			name = "profile";
+	}
+	n = snprintf(buf, len, "%s:%s:%s:%s:%s%s", name, cp_profile_string(p, p->sample_types[vidx].type),
+		     cp_profile_string(p, p->sample_types[vidx].unit), pt, pu, p->duration_nanos ? ":delta" : "");
+	return n < 0 || (size_t)n >= len ? cp_error(ENAMETOOLONG, "profile type name too long") : 0;
+}
+
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cp_kv *)a)->name, ((const struct cp_kv *)b)->name);
+}
+
+/* Labels as canonical JSON (keys sorted), the form kept in series.labels. */
+static char *labels_json(const struct cp_kv *labels, size_t n)
+{
+	json_t *o = json_object();
+	char *s = NULL;
+	size_t i;
+
+	if (!o)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (json_object_set_new(o, labels[i].name, json_string(labels[i].value)))
+			goto out;
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+out:
+	json_decref(o);
+	return s;
+}
+
+static int64_t series_id(struct cp_store *s, const char *type, const char *labels)
+{
+	size_t tl = strlen(type), ll = strlen(labels);
+	char *key = malloc(tl + ll + 2);
+	sqlite3_stmt *st = NULL;
+	int64_t id = -ENOMEM, k;
+	size_t cap = s->scap;
+
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, type, tl);
+	key[tl] = '\x1e';
+	memcpy(key + tl + 1, labels, ll + 1);
+	if ((k = cp_strtab_find(&s->skeys, key, tl + ll + 1)) >= 0) {
+		id = s->sids[k];
+		goto out;
+	}
+	if (prepare(s->db, "INSERT INTO series(type, labels) VALUES(?1, ?2) ON CONFLICT DO NOTHING", &st))
+		goto fail;
+	sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(st);
+	if (prepare(s->db, "SELECT id FROM series WHERE type = ?1 AND labels = ?2", &st))
+		goto fail;
+	sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto fail;
+	id = sqlite3_column_int64(st, 0);
+	k = cp_strtab_intern(&s->skeys, key, tl + ll + 1);
+	if (k < 0 || cp_grow((void **)&s->sids, &cap, (size_t)k + 1, sizeof(*s->sids))) {
+		id = -ENOMEM;
+		goto out;
+	}
+	s->scap = cap;
+	s->sids[k] = id;
+	goto out;
+fail:
+	id = dberr(s->db, "writing series");
+out:
+	sqlite3_finalize(st);
+	free(key);
+	return id;
+}
+
+/* ---- partitions ---- */
+
+static void part_name(int64_t t, char *buf, size_t len)
+{
+	time_t secs = (time_t)(t / 1000000000);
+	struct tm tm;
+
+	if (t < 0 || !gmtime_r(&secs, &tm))
+		secs = 0, gmtime_r(&secs, &tm);
+	strftime(buf, len, "%Y%m%d", &tm);
+}
+
+static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
+{
+	char path[PATH_MAX];
+	int i, err, slot = 0;
+
+	for (i = 0; i < NPARTS; i++) {
+		if (s->parts[i].db && !strcmp(s->parts[i].name, name)) {
+			*out = s->parts[i].db;
+			return 0;
+		}
+		if (!s->parts[i].db)
+			slot = i;
+	}
+	if (s->parts[slot].db) { /* all slots used: reuse the first */
+		sqlite3_close(s->parts[0].db);
+		s->parts[0].db = NULL;
+		slot = 0;
+	}
+	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	if (s->mode == CP_STORE_READ && access(path, F_OK) < 0)
+		return cp_error(ENOENT, "partition %s is missing", path);
+	if ((err = open_db(path, s->mode == CP_STORE_WRITE, &s->parts[slot].db)))
+		return err;
+	if (s->mode == CP_STORE_WRITE && (err = exec(s->parts[slot].db, part_schema, path))) {
+		sqlite3_close(s->parts[slot].db);
+		s->parts[slot].db = NULL;
+		return err;
+	}
+	snprintf(s->parts[slot].name, sizeof(s->parts[slot].name), "%s", name);
+	*out = s->parts[slot].db;
+	return 0;
+}
+
+static void part_forget(struct cp_store *s, const char *name)
+{
+	int i;
+
+	for (i = 0; i < NPARTS; i++)
+		if (s->parts[i].db && !strcmp(s->parts[i].name, name)) {
+			sqlite3_close(s->parts[i].db);
+			s->parts[i].db = NULL;
+		}
+}
+
+/* ---- appending ---- */
+
+struct entry {
+	char part[16];
+	int64_t series, t;
+	uint32_t stack, labels;
+	int64_t value;
+};
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->part, y->part);
+
+	if (c)
+		return c;
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->labels < y->labels ? -1 : x->labels > y->labels;
+}
+
+/* Writes entries [from, to) (one partition, sorted) as one block. */
+static int write_block(struct cp_store *s, const struct entry *e, size_t from, size_t to)
+{
+	uint8_t *raw = NULL, *sbuf = NULL, *z = NULL;
+	size_t rn = 0, sn = 0, i, j, nseries = 0;
+	int64_t tmin = INT64_MAX, tmax = INT64_MIN, samples = 0, prev = 0;
+	uLongf zlen;
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	if ((err = part_open(s, e[from].part, &db)))
+		return err;
+	for (i = from; i < to; i++) {
+		tmin = e[i].t < tmin ? e[i].t : tmin;
+		tmax = e[i].t > tmax ? e[i].t : tmax;
+		samples += e[i].value;
+		nseries += i == from || e[i].series != e[i - 1].series;
+	}
+	raw = malloc((to - from) * 4 * CP_VARINT_MAX + nseries * CP_VARINT_MAX + 16);
+	sbuf = malloc((nseries + 1) * CP_VARINT_MAX);
+	if (!raw || !sbuf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	sn = cp_put_uvarint(sbuf, nseries);
+	for (i = from; i < to; i = j) {
+		int64_t pt = tmin, ps = 0;
+
+		for (j = i; j < to && e[j].series == e[i].series; j++)
+			;
+		sn += cp_put_uvarint(sbuf + sn, (uint64_t)(e[i].series - prev));
+		prev = e[i].series;
+		rn += cp_put_uvarint(raw + rn, j - i);
+		for (size_t k = i; k < j; k++) {
+			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].t - pt));
+			rn += cp_put_uvarint(raw + rn, cp_zigzag((int64_t)e[k].stack - ps));
+			rn += cp_put_uvarint(raw + rn, e[k].labels);
+			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value));
+			pt = e[k].t;
+			ps = e[k].stack;
+		}
+	}
+	zlen = compressBound(rn);
+	if (!(z = malloc(zlen))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (compress2(z, &zlen, raw, rn, 6) != Z_OK) {
+		err = cp_error(EIO, "compressing a sample block failed");
+		goto out;
+	}
+	if ((err = exec(db, "BEGIN IMMEDIATE", "writing samples")) ||
+	    (err = prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data)"
+			       " VALUES(?, ?, ?, ?, ?, ?, ?)", &st)))
+		goto out;
+	sqlite3_bind_int64(st, 1, tmin);
+	sqlite3_bind_int64(st, 2, tmax);
+	sqlite3_bind_int64(st, 3, (int64_t)(to - from));
+	sqlite3_bind_int64(st, 4, samples);
+	sqlite3_bind_int64(st, 5, (int64_t)rn);
+	sqlite3_bind_blob(st, 6, sbuf, (int)sn, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 7, z, (int)zlen, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		err = dberr(db, "writing samples");
+		goto out;
+	}
+	err = exec(db, "COMMIT", "writing samples");
+out:
+	sqlite3_finalize(st);
+	if (err)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory writing samples");
+	free(raw);
+	free(sbuf);
+	free(z);
+	return err;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n)
+{
+	struct entry *e = NULL;
+	size_t ne = 0, ecap = 0, i, j, k;
+	uint32_t *ostack = NULL, *olabels = NULL;
+	sqlite3_stmt *pst = NULL;
+	bool in_tx = false;
+	int err = 0;
+
+	if (s->mode != CP_STORE_WRITE)
+		return cp_error(EPERM, "the store was opened read-only");
+	if ((err = exec(s->db, "BEGIN IMMEDIATE", "writing to the store")))
+		return err;
+	in_tx = true;
+	/* under the write lock: take in what other writers added, then ours */
+	if ((err = load_dict(s)))
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct cp_profile *p = a[i].profile;
+		struct cp_merge_opts mo = { 0 };
+		struct cp_kv *sorted = NULL;
+		char type[512], *lj = NULL;
+		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : now_ns();
+
+		free(ostack);
+		free(olabels);
+		ostack = malloc(((size_t)p->nsamples + 1) * sizeof(*ostack));
+		olabels = malloc(((size_t)p->nsamples + 1) * sizeof(*olabels));
+		sorted = malloc((a[i].nlabels + 1) * sizeof(*sorted));
+		if (!ostack || !olabels || !sorted) {
+			free(sorted);
+			err = -ENOMEM;
+			goto out;
+		}
+		memcpy(sorted, a[i].labels, a[i].nlabels * sizeof(*sorted));
+		qsort(sorted, a[i].nlabels, sizeof(*sorted), kv_cmp);
+		lj = labels_json(sorted, a[i].nlabels);
+		free(sorted);
+		mo.out_stack = ostack;
+		mo.out_labels = olabels;
+		if (!lj || (err = cp_profile_merge(s->dict, p, &mo))) {
+			free(lj);
+			err = err ? err : -ENOMEM;
+			goto out;
+		}
+		for (k = 0; k < p->ntypes; k++) {
+			int64_t sid;
+
+			if ((err = cp_store_type_name(p, (int)k, a[i].name, type, sizeof(type))) ||
+			    (sid = series_id(s, type, lj)) < 0) {
+				err = err ? err : (int)sid;
+				break;
+			}
+			for (j = 0; j < p->nsamples; j++) {
+				int64_t v = cp_profile_values(p, (uint32_t)j)[k];
+
+				if (!v || ostack[j] == UINT32_MAX)
+					continue;
+				if (cp_grow((void **)&e, &ecap, ne + 1, sizeof(*e))) {
+					err = -ENOMEM;
+					break;
+				}
+				part_name(t, e[ne].part, sizeof(e[ne].part));
+				e[ne].series = sid;
+				e[ne].t = t;
+				e[ne].stack = ostack[j];
+				e[ne].labels = olabels[j];
+				e[ne].value = v;
+				ne++;
+			}
+			if (err)
+				break;
+		}
+		free(lj);
+		if (err)
+			goto out;
+	}
+	if ((err = save_dict(s)))
+		goto out;
+	qsort(e, ne, sizeof(*e), entry_cmp);
+	/* identical keys (two profiles of one series at one time) add up */
+	for (i = 0, j = 0; i < ne; i++) {
+		if (j && !entry_cmp(&e[j - 1], &e[i]))
+			e[j - 1].value += e[i].value;
+		else
+			e[j++] = e[i];
+	}
+	ne = j;
+	if ((err = prepare(s->db, "INSERT INTO partitions VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE SET"
+				  " t_min = min(t_min, ?2), t_max = max(t_max, ?3)", &pst)))
+		goto out;
+	for (i = 0; i < ne; i = j) {
+		int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+
+		for (j = i; j < ne && !strcmp(e[j].part, e[i].part); j++) {
+			tmin = e[j].t < tmin ? e[j].t : tmin;
+			tmax = e[j].t > tmax ? e[j].t : tmax;
+		}
+		sqlite3_bind_text(pst, 1, e[i].part, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(pst, 2, tmin);
+		sqlite3_bind_int64(pst, 3, tmax);
+		if ((err = bind_exec(pst, "writing partitions")))
+			goto out;
+	}
+	if ((err = exec(s->db, "COMMIT", "writing to the store")))
+		goto out;
+	in_tx = false;
+	/* the dictionary is committed: now the samples, one block per partition.
+	 * A crash in between leaves unused dictionary rows, never dangling ids. */
+	for (i = 0; i < ne; i = j) {
+		for (j = i; j < ne && !strcmp(e[j].part, e[i].part); j++)
+			;
+		if ((err = write_block(s, e, i, j)))
+			goto out;
+	}
+out:
+	sqlite3_finalize(pst);
+	if (in_tx)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	if (err) {
+		if (err == -ENOMEM)
+			cp_error(ENOMEM, "out of memory writing to the store");
+		reset_dict(s); /* what is in memory may not be what was committed */
+	}
+	free(e);
+	free(ostack);
+	free(olabels);
+	return err;
+}
+
+int cp_store_retain(struct cp_store *s, int64_t keep_ns)
+{
+	int64_t cutoff = now_ns() - keep_ns;
+	sqlite3_stmt *st = NULL;
+	char (*names)[16] = NULL, path[PATH_MAX];
+	size_t n = 0, cap = 0, i;
+	int err;
+
+	if ((err = exec(s->db, "BEGIN IMMEDIATE", "applying retention")) ||
+	    (err = prepare(s->db, "SELECT name FROM partitions WHERE t_max < ?", &st)))
+		goto out;
+	sqlite3_bind_int64(st, 1, cutoff);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (cp_grow((void **)&names, &cap, n + 1, sizeof(*names))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		snprintf(names[n++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(st, 0));
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((err = prepare(s->db, "DELETE FROM partitions WHERE t_max < ?", &st)))
+		goto out;
+	sqlite3_bind_int64(st, 1, cutoff);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		err = dberr(s->db, "applying retention");
+		goto out;
+	}
+	if ((err = exec(s->db, "COMMIT", "applying retention")))
+		goto out;
+	for (i = 0; i < n; i++) {
+		static const char *const sfx[] = { "", "-wal", "-shm" };
+
+		part_forget(s, names[i]);
+		for (size_t k = 0; k < 3; k++) {
+			snprintf(path, sizeof(path), "%s/parts/%s.db%s", s->dir, names[i], sfx[k]);
+			unlink(path);
+		}
+	}
+	err = (int)n;
+out:
+	sqlite3_finalize(st);
+	if (err < 0)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	free(names);
+	return err;
+}
+
+/* ---- reading ---- */
+
+static void series_release(struct cp_store_series *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nlabels; i++) {
+		free(r->names[i]);
+		free(r->values[i]);
+	}
+	free(r->names);
+	free(r->values);
+	free(r->type);
+}
+
+void cp_store_series_free(struct cp_store_series *ser, size_t n)
+{
+	size_t i;
+
+	for (i = 0; ser && i < n; i++)
+		series_release(&ser[i]);
+	free(ser);
+}
+
+static int parse_labels(const char *json, struct cp_store_series *r)
+{
+	json_t *o = json_loads(json, 0, NULL), *v;
+	const char *k;
+	size_t i = 0;
+
+	if (!o || !json_is_object(o)) {
+		json_decref(o);
+		return cp_error(EBADMSG, "the store has a series with malformed labels: %s", json);
+	}
+	r->names = calloc(json_object_size(o) + 1, sizeof(char *));
+	r->values = calloc(json_object_size(o) + 1, sizeof(char *));
+	if (!r->names || !r->values) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	json_object_foreach(o, k, v) {
+		r->names[i] = strdup(k);
+		r->values[i] = strdup(json_is_string(v) ? json_string_value(v) : "");
+		r->nlabels = ++i;
+		if (!r->names[i - 1] || !r->values[i - 1]) {
+			json_decref(o);
+			return -ENOMEM;
+		}
+	}
+	json_decref(o);
+	return 0;
+}
+
+int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+{
+	struct cp_store_series *r = NULL;
+	size_t cnt = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int err, rc;
+
+	if ((err = prepare(s->db, "SELECT id, type, labels FROM series ORDER BY type, labels", &st)))
+		return err;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cp_store_series x = { 0 };
+
+		x.id = sqlite3_column_int64(st, 0);
+		x.type = strdup((const char *)sqlite3_column_text(st, 1));
+		if (!x.type || (err = parse_labels((const char *)sqlite3_column_text(st, 2), &x))) {
+			err = err ? err : -ENOMEM;
+			series_release(&x);
+			goto out;
+		}
+		if (sel && (!cp_selector_match_type(sel, x.type) ||
+			    !cp_selector_match_labels(sel, (const char *const *)x.names, (const char *const *)x.values,
+						      x.nlabels))) {
+			series_release(&x);
+			continue;
+		}
+		if (cp_grow((void **)&r, &cap, cnt + 1, sizeof(*r))) {
+			series_release(&x);
+			err = -ENOMEM;
+			goto out;
+		}
+		r[cnt++] = x;
+	}
+	if (rc != SQLITE_DONE)
+		err = dberr(s->db, "reading series");
+out:
+	sqlite3_finalize(st);
+	if (err) {
+		if (err == -ENOMEM)
+			cp_error(ENOMEM, "out of memory reading series");
+		cp_store_series_free(r, cnt);
+		return err;
+	}
+	*out = r;
+	*n = cnt;
+	return 0;
+}
+
+/* The matching series, which must be of one type. */
+static int resolve(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **ser, size_t *n)
+{
+	char list[512] = "";
+	size_t i, used = 0, ntypes = 0;
+	int err = cp_store_series(s, sel, ser, n);
+
+	if (err)
+		return err;
+	if (!*n) {
+		cp_store_series_free(*ser, *n);
+		*ser = NULL;
+		return cp_error(ENOENT, "no stored series match the selector (cprof query --series lists them)");
+	}
+	for (i = 0; i < *n; i++) {
+		if (i && !strcmp((*ser)[i].type, (*ser)[i - 1].type))
+			continue;
+		ntypes++;
+		if (used < sizeof(list) - 1)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "", (*ser)[i].type);
+	}
+	if (ntypes > 1) {
+		cp_store_series_free(*ser, *n);
+		*ser = NULL;
+		*n = 0;
+		return cp_error(EINVAL, "the selector matches %zu profile types; name one: %s", ntypes, list);
+	}
+	return 0;
+}
+
+struct agg_entry {
+	uint32_t stack, labels;
+	int64_t value;
+};
+
+struct agg {
+	struct agg_entry *e;
+	size_t n, cap;
+	struct cp_index idx;
+	int64_t tmin, tmax;
+};
+
+static int agg_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct agg_entry *a = &((const struct agg *)ctx)->e[id], *b = key;
+
+	return a->stack == b->stack && a->labels == b->labels;
+}
+
+static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, int64_t t)
+{
+	struct agg_entry k = { stack, labels, v };
+	uint32_t h = (uint32_t)cp_hash_u64(((uint64_t)stack << 32) | labels, 9);
+	uint32_t id = cp_index_find(&g->idx, h, agg_eq, g, &k);
+
+	g->tmin = t < g->tmin ? t : g->tmin;
+	g->tmax = t > g->tmax ? t : g->tmax;
+	if (id != UINT32_MAX) {
+		g->e[id].value += v;
+		return 0;
+	}
+	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)) || cp_index_add(&g->idx, h, (uint32_t)g->n))
+		return -ENOMEM;
+	g->e[g->n++] = k;
+	return 0;
+}
+
+/* Visits every entry of the wanted series (want[i]: series id, sorted) in
+ * [from, to]; fn returns 0 to go on. */
+typedef int (*visit_fn)(void *ctx, size_t series_index, int64_t t, uint32_t stack, uint32_t labels, int64_t v);
+
+static long find_series(const int64_t *want, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (want[mid] == id)
+			return (long)mid;
+		if (want[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx)
+{
+	sqlite3_stmt *pst = NULL, *bst = NULL;
+	uint8_t *raw = NULL;
+	size_t rawcap = 0;
+	int err = 0, rc;
+
+	if ((err = prepare(s->db, "SELECT name FROM partitions WHERE t_max >= ? AND t_min <= ? ORDER BY name", &pst)))
+		return err;
+	sqlite3_bind_int64(pst, 1, from);
+	sqlite3_bind_int64(pst, 2, to);
+	while (!err && (rc = sqlite3_step(pst)) == SQLITE_ROW) {
+		sqlite3 *db;
+
+		if ((err = part_open(s, (const char *)sqlite3_column_text(pst, 0), &db))) {
+			if (err == -ENOENT) { /* removed by retention since we listed it */
+				err = 0;
+				continue;
+			}
+			break;
+		}
+		if ((err = prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE t_max >= ? AND t_min <= ?"
+				       " ORDER BY id", &bst)))
+			break;
+		sqlite3_bind_int64(bst, 1, from);
+		sqlite3_bind_int64(bst, 2, to);
+		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW) {
+			const uint8_t *sp = sqlite3_column_blob(bst, 1), *send = sp + sqlite3_column_bytes(bst, 1);
+			const uint8_t *p, *end;
+			uint64_t ns = 0, v, rawlen = (uint64_t)sqlite3_column_int64(bst, 0);
+			long *idx = NULL;
+			int64_t sid = 0;
+			bool any = false;
+			size_t used, i;
+			uLongf dlen;
+
+			if (!(used = cp_get_uvarint(sp, send, &ns)) || ns > (uint64_t)(send - sp) ||
+			    !(idx = calloc(ns + 1, sizeof(*idx)))) {
+				err = used ? -ENOMEM : cp_error(EBADMSG, "a sample block is corrupt (series list)");
+				break;
+			}
+			sp += used;
+			for (i = 0; i < ns; i++) {
+				if (!(used = cp_get_uvarint(sp, send, &v))) {
+					err = cp_error(EBADMSG, "a sample block is corrupt (series list)");
+					break;
+				}
+				sp += used;
+				sid += (int64_t)v;
+				idx[i] = find_series(want, nwant, sid);
+				any |= idx[i] >= 0;
+			}
+			if (err || !any) {
+				free(idx);
+				continue;
+			}
+			if (rawlen > (1u << 30) || cp_grow((void **)&raw, &rawcap, rawlen + 1, 1)) {
+				free(idx);
+				err = rawlen > (1u << 30) ? cp_error(EBADMSG, "a sample block is corrupt (size)") : -ENOMEM;
+				break;
+			}
+			dlen = rawlen;
+			if (uncompress(raw, &dlen, sqlite3_column_blob(bst, 2), (uLong)sqlite3_column_bytes(bst, 2)) != Z_OK ||
+			    dlen != rawlen) {
+				free(idx);
+				err = cp_error(EBADMSG, "a sample block is corrupt (compressed data)");
+				break;
+			}
+			p = raw;
+			end = raw + rawlen;
+			for (i = 0; i < ns && !err; i++) {
+				uint64_t cnt = 0, a, b, c, d;
+				int64_t t, stack = 0;
+				size_t k;
+
+				/* every series's times start again from the block's t_min */
+				if (!(used = cp_get_uvarint(p, end, &cnt))) {
+					err = cp_error(EBADMSG, "a sample block is corrupt (entries)");
+					break;
+				}
+				p += used;
+				t = sqlite3_column_int64(bst, 3);
+				for (k = 0; k < cnt; k++) {
+					size_t u1 = cp_get_uvarint(p, end, &a), u2 = u1 ? cp_get_uvarint(p + u1, end, &b) : 0,
+					       u3 = u2 ? cp_get_uvarint(p + u1 + u2, end, &c) : 0,
+					       u4 = u3 ? cp_get_uvarint(p + u1 + u2 + u3, end, &d) : 0;
+
+					if (!u4) {
+						err = cp_error(EBADMSG, "a sample block is corrupt (entries)");
+						break;
+					}
+					p += u1 + u2 + u3 + u4;
+					t += cp_unzigzag(a);
+					stack += cp_unzigzag(b);
+					if (idx[i] < 0)
+						continue;
+					if (stack < 0 || (uint64_t)stack > s->nstack || c > s->nls) {
+						err = cp_error(EBADMSG, "a sample block refers to a stack the store does not have");
+						break;
+					}
+					if (t < from || t > to)
+						continue;
+					if ((err = fn(ctx, (size_t)idx[i], t, (uint32_t)stack, (uint32_t)c,
+						      cp_unzigzag(d))))
+						break;
+				}
+			}
+			free(idx);
+		}
+		sqlite3_finalize(bst);
+		bst = NULL;
+	}
+	sqlite3_finalize(pst);
+	free(raw);
+	return err;
+}
+
+struct select_ctx {
+	struct agg *groups;
+	size_t *group_of; /* series index -> group */
+};
+
+static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
+{
+	struct select_ctx *c = ctx;
+
+	return agg_add(&c->groups[c->group_of[si]], stack, labels, v, t);
+}
+
+/* sample_type:sample_unit and period_type:period_unit from a type name */
+static int type_parts(const char *type, char parts[5][128])
+{
+	const char *p = type;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		const char *c = strchr(p, ':');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+
+		if (n >= 128)
+			n = 127;
+		memcpy(parts[i], p, n);
+		parts[i][n] = '\0';
+		if (!c) {
+			for (i++; i < 5; i++)
+				parts[i][0] = '\0';
+			break;
+		}
+		p = c + 1;
+	}
+	return 0;
+}
+
+static struct cp_profile *build(struct cp_store *s, const char *type, struct agg *g)
+{
+	char parts[5][128];
+	struct cp_profile *p = NULL;
+	size_t i;
+	int err;
+
+	type_parts(type, parts);
+	cp_profile_clear_samples(s->dict);
+	if ((err = cp_profile_add_sample_type(s->dict, parts[1], parts[2])) ||
+	    (err = cp_profile_set_period_type(s->dict, parts[3], parts[4], 0)))
+		goto out;
+	for (i = 0; i < g->n; i++)
+		if (g->e[i].value && (err = cp_profile_add_sample(s->dict, g->e[i].stack, g->e[i].labels, &g->e[i].value)))
+			goto out;
+	if (g->n) {
+		s->dict->time_nanos = g->tmin;
+		s->dict->duration_nanos = g->tmax - g->tmin;
+	}
+	p = cp_profile_copy(s->dict, NULL); /* only what the samples use */
+	err = p ? 0 : -errno;
+out:
+	cp_profile_clear_samples(s->dict);
+	if (err)
+		errno = -err;
+	return p;
+}
+
+struct series_group {
+	int64_t id;
+	size_t group;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct series_group *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void cp_store_results_free(struct cp_store_result *r, size_t n)
+{
+	size_t i;
+
+	for (i = 0; r && i < n; i++) {
+		free(r[i].group);
+		cp_profile_free(r[i].profile);
+	}
+	free(r);
+}
+
+int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
+{
+	struct cp_store_series *ser = NULL;
+	struct cp_store_result *res = NULL;
+	struct select_ctx c = { NULL, NULL };
+	struct series_group *pairs = NULL;
+	int64_t *want = NULL;
+	size_t nser = 0, ngroups = 0, i, j;
+	int err;
+
+	if ((err = resolve(s, q->sel, &ser, &nser)) || (err = load_dict(s)))
+		goto out;
+	want = calloc(nser, sizeof(*want));
+	pairs = calloc(nser, sizeof(*pairs));
+	c.group_of = calloc(nser, sizeof(*c.group_of));
+	res = calloc(nser + 1, sizeof(*res));
+	c.groups = calloc(nser + 1, sizeof(*c.groups));
+	if (!want || !pairs || !c.group_of || !res || !c.groups) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* groups by the label's value, in order of first appearance */
+	for (i = 0; i < nser; i++) {
+		const char *gv = "";
+
+		if (q->group_by)
+			for (j = 0; j < ser[i].nlabels; j++)
+				if (!strcmp(ser[i].names[j], q->group_by))
+					gv = ser[i].values[j];
+		for (j = 0; j < ngroups && strcmp(res[j].group, gv); j++)
+			;
+		if (j == ngroups) {
+			if (!(res[j].group = strdup(gv))) {
+				err = -ENOMEM;
+				goto out;
+			}
+			c.groups[j].tmin = INT64_MAX;
+			c.groups[j].tmax = INT64_MIN;
+			ngroups++;
+		}
+		pairs[i].id = ser[i].id;
+		pairs[i].group = j;
+	}
+	/* the scan wants series ids sorted */
+	qsort(pairs, nser, sizeof(*pairs), pair_cmp);
+	for (i = 0; i < nser; i++) {
+		want[i] = pairs[i].id;
+		c.group_of[i] = pairs[i].group;
+	}
+	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c)))
+		goto out;
+	for (i = 0; i < ngroups; i++)
+		if (!(res[i].profile = build(s, ser[0].type, &c.groups[i]))) {
+			err = -errno;
+			goto out;
+		}
+	*out = res;
+	*n = ngroups;
+	res = NULL;
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory reading the store");
+	for (i = 0; c.groups && i < nser + 1; i++) {
+		free(c.groups[i].e);
+		cp_index_release(&c.groups[i].idx);
+	}
+	free(c.groups);
+	free(c.group_of);
+	free(want);
+	free(pairs);
+	cp_store_results_free(res, ngroups);
+	cp_store_series_free(ser, nser);
+	return err;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct over_ctx {
+	int64_t from, step, *totals;
+	size_t n;
+};
+
+static int add_to_step(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
+{
+	struct over_ctx *c = ctx;
+	size_t k = (size_t)((t - c->from) / c->step);
+
+	(void)si;
+	(void)stack;
+	(void)labels;
+	if (k < c->n)
+		c->totals[k] += v;
+	return 0;
+}
+
+int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+		       size_t *nsteps, char **type)
+{
+	struct cp_store_series *ser = NULL;
+	struct over_ctx c = { q->from, step, NULL, 0 };
+	int64_t *want = NULL;
+	size_t nser = 0, i;
+	int err;
+
+	if (step <= 0 || q->to < q->from)
+		return cp_error(EINVAL, "the step must be positive and the range not empty");
+	if ((uint64_t)(q->to - q->from) / (uint64_t)step > 100000)
+		return cp_error(EINVAL, "that is more than 100000 steps: use a larger --step");
+	if ((err = resolve(s, q->sel, &ser, &nser)) || (err = load_dict(s)))
+		goto out;
+	c.n = (size_t)((q->to - q->from) / step) + 1;
+	c.totals = calloc(c.n, sizeof(*c.totals));
+	want = malloc(nser * sizeof(*want));
+	if (!c.totals || !want || !(*type = strdup(ser[0].type))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nser; i++)
+		want[i] = ser[i].id;
+	qsort(want, nser, sizeof(*want), id_cmp);
+	if ((err = scan(s, want, nser, q->from, q->to, add_to_step, &c))) {
+		free(*type);
+		*type = NULL;
+		goto out;
+	}
+	*totals = c.totals;
+	*nsteps = c.n;
+	c.totals = NULL;
+out:
+	free(c.totals);
+	free(want);
+	cp_store_series_free(ser, nser);
+	return err;
+}
+
+static int64_t count(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int cp_store_stats(struct cp_store *s, struct cp_store_stats *st)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	struct dirent *de;
+	sqlite3_stmt *ps = NULL;
+	DIR *d;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	st->series = count(s->db, "SELECT count(*) FROM series");
+	st->stacks = count(s->db, "SELECT count(*) FROM stacks");
+	st->locations = count(s->db, "SELECT count(*) FROM locations");
+	st->functions = count(s->db, "SELECT count(*) FROM functions");
+	if ((err = prepare(s->db, "SELECT name FROM partitions", &ps)))
+		return err;
+	while (sqlite3_step(ps) == SQLITE_ROW) {
+		sqlite3 *db;
+
+		if (part_open(s, (const char *)sqlite3_column_text(ps, 0), &db))
+			continue;
+		st->blocks += count(db, "SELECT count(*) FROM blocks");
+		st->entries += count(db, "SELECT coalesce(sum(entries), 0) FROM blocks");
+		st->samples += count(db, "SELECT coalesce(sum(samples), 0) FROM blocks");
+	}
+	sqlite3_finalize(ps);
+	/* bytes: every file of the store, as du would count them */
+	for (int pass = 0; pass < 2; pass++) {
+		snprintf(path, sizeof(path), pass ? "%s/parts" : "%s", s->dir);
+		if (!(d = opendir(path)))
+			continue;
+		while ((de = readdir(d))) {
+			char f[PATH_MAX + 256];
+
+			snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+			if (!stat(f, &sb) && S_ISREG(sb.st_mode))
+				st->bytes += sb.st_size;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+static int str_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int cp_store_distinct(const struct cp_store_series *ser, size_t n, enum cp_store_list what, const char *label,
+		      const char ***items, size_t *nitems)
+{
+	const char **it = NULL;
+	size_t cnt = 0, cap = 0, i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < (what == CP_LIST_TYPES ? 1 : ser[i].nlabels); j++) {
+			const char *v = what == CP_LIST_TYPES ? ser[i].type :
+					what == CP_LIST_LABELS ? ser[i].names[j] :
+					!strcmp(ser[i].names[j], label) ? ser[i].values[j] : NULL;
+
+			if (!v)
+				continue;
+			if (cp_grow((void **)&it, &cap, cnt + 1, sizeof(*it))) {
+				free(it);
+				return cp_error(ENOMEM, "out of memory");
+			}
+			it[cnt++] = v;
+		}
+	}
+	qsort(it, cnt, sizeof(*it), str_ptr_cmp);
+	for (i = 0, j = 0; i < cnt; i++)
+		if (!j || strcmp(it[j - 1], it[i]))
+			it[j++] = it[i];
+	*items = it;
+	*nitems = j;
+	return 0;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* The local store: every profile that record, scrape, serve or import gets,
+ * indexed by time and labels (docs/STORE.md has the on-disk schema).
+ *
+ * DIR/index.db (SQLite, WAL): the dictionary (strings, functions, mappings,
+ * locations, stacks, label sets: each stored once, for all time and series),
+ * the series, and the list of partitions.  DIR/parts/YYYYMMDD.db: one SQLite
+ * file per UTC day holding compressed sample blocks; retention deletes whole
+ * files.  A sample is (series, timestamp, stack, label set, value). */
+#ifndef CP_STORE_H
+#define CP_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../profile.h"
+#include "../selector.h"
+
+struct cp_store;
+
+enum cp_store_mode { CP_STORE_READ, CP_STORE_WRITE };
+
+/* $CPROF_DATA, else /var/lib/cprof for root, else $XDG_DATA_HOME/cprof or
+ * ~/.local/share/cprof. */
+const char *cp_store_default_dir(char *buf, size_t len);
+/* Opens (WRITE: creates) the store. NULL + errno, message in cp_errmsg(). */
+struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode);
+void cp_store_close(struct cp_store *s);
+
+struct cp_kv {
+	const char *name, *value;
+};
+
+struct cp_store_append {
+	const struct cp_profile *profile;
+	const char *name;          /* type name; NULL: from the profile (process_cpu, memory, ...) */
+	const struct cp_kv *labels; /* series labels */
+	size_t nlabels;
+	int64_t time_ns;           /* 0: the profile's time_nanos, else now */
+};
+
+/* Appends profiles as one batch (one transaction, one block): each sample
+ * type of each profile is its own series.  All or nothing. */
+int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n);
+/* Deletes partitions entirely older than now - keep_ns. Returns how many. */
+int cp_store_retain(struct cp_store *s, int64_t keep_ns);
+
+/* The profile type name cprof gives a profile without --name:
+ * name:sample_type:sample_unit:period_type:period_unit[:delta] for value vidx. */
+int cp_store_type_name(const struct cp_profile *p, int vidx, const char *name, char *buf, size_t len);
+
+struct cp_store_series {
+	int64_t id;
+	char *type;
+	size_t nlabels;
+	char **names, **values; /* sorted by name */
+};
+/* Series matching sel (NULL: all), sorted by type then labels. */
+int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
+void cp_store_series_free(struct cp_store_series *ser, size_t n);
+
+enum cp_store_list { CP_LIST_TYPES, CP_LIST_LABELS, CP_LIST_VALUES };
+/* The distinct types, label names, or values of label among series, sorted;
+ * *items (malloc'ed) point into ser. */
+int cp_store_distinct(const struct cp_store_series *ser, size_t n, enum cp_store_list what, const char *label,
+		      const char ***items, size_t *nitems);
+
+struct cp_store_query {
+	const struct cp_selector *sel;
+	int64_t from, to;     /* nanoseconds, inclusive */
+	const char *group_by; /* NULL: one profile */
+};
+
+struct cp_store_result {
+	char *group;          /* the group_by label's value ("" when missing) */
+	struct cp_profile *profile;
+};
+/* Merge every matching sample into one profile per group.  The selector
+ * must resolve to one profile type (an error lists them otherwise).  No
+ * matching series is an error; no samples in the range gives empty profiles. */
+int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
+void cp_store_results_free(struct cp_store_result *r, size_t n);
+
+/* Total value per step over [from, to] for the matching series (one type). */
+int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+		       size_t *nsteps, char **type);
+
+/* Figures for `query --stats` and benchmarks. */
+struct cp_store_stats {
+	int64_t series, stacks, locations, functions, blocks, entries, samples, bytes;
+};
+int cp_store_stats(struct cp_store *s, struct cp_store_stats *st);
+
+#endif

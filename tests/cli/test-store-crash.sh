@@ -1,0 +1,71 @@
+# Crash safety and concurrency: a writer killed with SIGKILL at random
+# moments leaves a store that opens and answers, missing at most the batch
+# being written; readers read while a writer writes.
+. "$srcdir/tests/cli/lib.sh"
+D=$T/store
+b="$FIXTURES/cpu-before.pb.gz"
+unit=$("$CPROF" query -i "$b" -f json | jq .total)
+# a batch: the same profile 5 times, so a partial batch would show as a total
+# that is not a multiple of 5 x unit
+set -- "$b" "$b" "$b" "$b" "$b"
+writer() {
+	i=0
+	while :; do
+		i=$((i + 1))
+		"$CPROF" import --data "$D" --time "now-${i}s" "$@" >/dev/null 2>&1 || exit 1
+	done
+}
+
+bad=0
+for round in $(seq 1 25); do
+	writer "$@" &
+	pid=$!
+	sleep "0.$(shuf -i 5-40 -n 1)"
+	kill -9 $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	pkill -9 -f "cprof import --data $D" 2>/dev/null
+	t=$("$CPROF" query --data "$D" --since 1d process_cpu:cpu -f json 2>"$T/err" | jq .total)
+	if [ -z "$t" ] || [ $((t % (5 * unit))) != 0 ]; then
+		bad=$((bad + 1))
+		diag "round $round: total '$t' is not a whole number of batches: $(cat "$T/err")"
+	fi
+done
+is "$bad" 0 "after 25 kill -9s the store opens and holds only whole batches"
+batches=$(( $("$CPROF" query --data "$D" --since 1d process_cpu:cpu -f json | jq .total) / (5 * unit) ))
+ok "the writers got batches in before being killed ($batches)" test "$batches" -gt 0
+run sqlite3 "$D/index.db" 'pragma integrity_check'
+is "$out" ok "index.db passes SQLite's integrity check"
+for p in "$D"/parts/*.db; do
+	is "$(sqlite3 "$p" 'pragma integrity_check')" ok "$(basename "$p") passes the integrity check"
+done
+
+# concurrent readers while one writer writes
+writer "$@" &
+wpid=$!
+fails=0; last=0; decreasing=0
+for i in $(seq 1 40); do
+	t=$("$CPROF" query --data "$D" --since 1d process_cpu:cpu -f json 2>"$T/err" | jq .total)
+	if [ -z "$t" ] || [ $((t % (5 * unit))) != 0 ]; then
+		fails=$((fails + 1)); diag "read $i: '$t' $(cat "$T/err")"
+	elif [ "$t" -lt "$last" ]; then
+		decreasing=$((decreasing + 1))
+	else
+		last=$t
+	fi
+done
+kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null
+is "$fails" 0 "40 reads during writes all succeed with whole batches"
+is "$decreasing" 0 "and never go back in time"
+
+# two writers at once take turns
+writer "$@" & w1=$!
+writer "$@" & w2=$!
+sleep 2
+kill -9 $w1 $w2 2>/dev/null; wait $w1 $w2 2>/dev/null
+t=$("$CPROF" query --data "$D" --since 1d process_cpu:cpu -f json | jq .total)
+is "$((t % (5 * unit)))" 0 "two writers at once: still whole batches"
+run sqlite3 "$D/index.db" 'select count(*) from stacks'
+s=$out
+run sqlite3 "$D/index.db" 'select count(*) from (select locs from stacks group by locs)'
+is "$out" "$s" "and no stack was stored twice"
+done_testing

@@ -1,0 +1,138 @@
+# The store: import, selectors, time ranges, lists, group-by, over-time,
+# merge and diff of stored selections, retention, errors.
+. "$srcdir/tests/cli/lib.sh"
+D=$T/store
+b="$FIXTURES/cpu-before.pb.gz"
+a="$FIXTURES/cpu-after.pb.gz"
+h="$FIXTURES/heap.pb.gz"
+total() { "$CPROF" query "$@" -f json | jq .total; }
+cpu_b=$("$CPROF" query -i "$b" -f json | jq .total)
+cpu_a=$("$CPROF" query -i "$a" -f json | jq .total)
+
+run "$CPROF" import --data "$D" -l host=a -l version=1.2 --time now-3h "$b" "$h"
+is "$rc" 0 "import exits 0"
+like "$out" "^imported 2 profiles into $D$" "import says what it did"
+ok "the store has an index" test -f "$D/index.db"
+ok "and a partition for the profiles' day" test -n "$(ls "$D/parts/"*.db)"
+"$CPROF" import --data "$D" -l host=b -l version=1.3 --time now-10m "$a" >/dev/null
+
+run "$CPROF" query --data "$D" --types
+like "$out" '^process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta$' "--types: the CPU time series type"
+like "$out" '^memory:inuse_space:bytes:space:bytes$' "--types: heap types, one per sample type"
+is "$(printf '%s\n' "$out" | wc -l | tr -d ' ')" 6 "--types: 2 CPU + 4 heap types"
+run "$CPROF" query --data "$D" --labels
+is "$(printf '%s\n' "$out" | tr '\n' ' ')" "host version " "--labels"
+run "$CPROF" query --data "$D" --values host
+is "$(printf '%s\n' "$out" | tr '\n' ' ')" "a b " "--values host"
+run "$CPROF" query --data "$D" --series 'process_cpu:cpu{host=~"a|b"}'
+is "$(printf '%s\n' "$out" | wc -l | tr -d ' ')" 2 "--series filtered by a selector"
+like "$out" '^process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta\{host="b", version="1\.3"\}$' "--series prints selectors"
+run "$CPROF" query --data "$D" --values host -f json
+is "$(printf '%s' "$out" | jq -c .)" '["a","b"]' "lists as JSON"
+
+# selection: totals as in the files
+is "$(total --data "$D" --since 1000d 'process_cpu:cpu{host="a"}')" "$cpu_b" "a selector gives the stored profile's total"
+is "$(total --data "$D" --since 1000d 'process_cpu:cpu')" "$((cpu_b + cpu_a))" "a selector over two series merges them"
+is "$(total --data "$D" --since 1000d 'process_cpu:cpu{version!="1.2"}')" "$cpu_a" "!= matcher"
+is "$(total --data "$D" --since 1000d 'process_cpu:cpu{version=~"1\\.[3-9]"}')" "$cpu_a" "=~ matcher (anchored)"
+run "$CPROF" query --data "$D" --since 1000d 'process_cpu:cpu{host=~"b.+"}'
+like "$err" 'no stored series match' "anchored: b.+ does not match b"
+is "$(total --data "$D" --since 30m 'process_cpu:cpu')" "$cpu_a" "--since 30m: only the profile imported at now-10m"
+is "$(total --data "$D" --from now-1h --to now-5m 'process_cpu:cpu')" "$cpu_a" "--from/--to with now-..."
+from=$(date -u -d '3 hours ago 2 minutes ago' +%Y-%m-%dT%H:%M:%SZ)
+to=$(date -u -d '3 hours ago 2 minutes' +%Y-%m-%dT%H:%M:%SZ)
+is "$(total --data "$D" --from "$from" --to "$to" 'process_cpu:cpu')" "$cpu_b" "--from/--to in RFC 3339"
+"$CPROF" import --data "$T/own" "$b" >/dev/null
+bt=$("$CPROF" query -i "$b" -f json | jq .time_nanos)
+is "$(total --data "$T/own" --from "$((bt / 1000000000 - 1))" --to "$((bt / 1000000000 + 1))" 'process_cpu:cpu')" "$cpu_b" \
+	"without --time a profile is stored at its own time (unix seconds in --from/--to)"
+run "$CPROF" query --data "$D" --since 1000d 'process_cpu:cpu{host="a"}' -f folded
+is "$out" "$("$CPROF" query -i "$b" -t cpu -f folded)" "stored stacks come back as they went in"
+run "$CPROF" query --data "$D" --since 1000d 'memory:inuse_space' -n 3
+like "$out" '4MB .*main\.allocBig' "heap series keep their values"
+run "$CPROF" query --data "$D" --since 1000d 'process_cpu:cpu{host="a"}' --focus gamma -f folded
+unlike "$out" 'alpha' "--focus works on stored profiles"
+
+# group-by
+run "$CPROF" query --data "$D" --since 1000d process_cpu:cpu --group-by host -n 1
+like "$out" '^== host="a"$' "--group-by: a report per value (a)"
+like "$out" '^== host="b"$' "--group-by: a report per value (b)"
+run "$CPROF" query --data "$D" --since 1000d process_cpu:cpu --group-by version -f folded
+like "$out" '^version=1\.3;runtime\.main;main\.main;main\.work;main\.viaDelta;main\.gamma [0-9]+$' \
+	"--group-by with folded: the value is the root frame"
+
+# over time
+run "$CPROF" query --data "$D" --since 1h process_cpu:cpu --over-time --step 5m
+is "$rc" 0 "--over-time exits 0"
+like "$out" '^Sparkline: ' "--over-time draws a sparkline"
+like "$out" 'step 5mins' "--over-time names the step"
+run "$CPROF" query --data "$D" --since 1h process_cpu:cpu --over-time --step 5m -f json
+is "$(printf '%s' "$out" | jq '[.points[].value] | add')" "$cpu_a" "--over-time: the steps add up to the total in range"
+
+# merge and diff of selections
+run "$CPROF" merge --data "$D" --since 1000d 'process_cpu:cpu{host="a"}' 'process_cpu:cpu{host="b"}' -f json
+is "$(printf '%s' "$out" | jq .total)" "$((cpu_a + cpu_b))" "merge of two selectors"
+run "$CPROF" diff --data "$D" --since 1000d 'process_cpu:cpu{version="1.2"}' 'process_cpu:cpu{version="1.3"}' -f json
+mine=$(printf '%s' "$out" | jq -c '[.rows[] | select(.name | startswith("main.")) | [.name, .delta]] | sort')
+theirs=$("$CPROF" diff -t cpu -f json "$b" "$a" | jq -c '[.rows[] | select(.name | startswith("main.")) | [.name, .delta]] | sort')
+is "$mine" "$theirs" "diff of two stored selections = diff of the files"
+run "$CPROF" diff --data "$D" --before-range now-1000d..now-30m --after-range now-30m..now -f json process_cpu:cpu
+is "$(printf '%s' "$out" | jq -c '[.rows[] | select(.name | startswith("main.")) | [.name, .delta]] | sort')" "$theirs" \
+	"diff of one selector at two time ranges"
+
+# errors
+run "$CPROF" query --data "$D" 'process_cpu{host="a"'
+is "$rc" 2 "a bad selector is a usage error"
+like "$err" "bad selector at column 21: missing '}'" "and names the column"
+run "$CPROF" query --data "$D" --since 1000d process_cpu
+is "$rc" 1 "an ambiguous type fails"
+like "$err" 'matches 2 profile types; name one: process_cpu:cpu:nanoseconds' "and lists the types"
+run "$CPROF" query --data "$D" 'nosuch'
+like "$err" 'no stored series match' "nothing matching says so"
+run "$CPROF" query --data "$T/nowhere" --types
+is "$rc" 1 "a missing store fails"
+like "$err" "no store at $T/nowhere: import or record profiles first" "and says what to do"
+run "$CPROF" query --data "$D" --since yesterday x
+is "$rc" 2 "a bad duration is a usage error"
+run "$CPROF" query --data "$D" --from 2026-13-45 x
+like "$err" "bad time '2026-13-45'" "a bad time names it"
+run "$CPROF" query --data "$D" -i "$b" x
+is "$rc" 2 "files and selectors do not mix in query"
+run "$CPROF" query --data "$D" --since 1000d process_cpu:cpu --group-by host -f pprof
+is "$rc" 2 "--group-by with pprof is refused"
+
+# import is all or nothing
+printf 'junk\001' > "$T/junk.pb"
+n0=$("$CPROF" query --data "$D" --series | wc -l)
+run "$CPROF" import --data "$D" "$a" "$T/junk.pb"
+is "$rc" 1 "importing a corrupt file fails"
+like "$err" 'junk\.pb: .*\(nothing was imported\)' "and says nothing was imported"
+is "$("$CPROF" query --data "$D" --series | wc -l)" "$n0" "no series were added"
+run "$CPROF" import --data "$D" -l 'bad-name=x' "$a"
+is "$rc" 2 "a bad label name is a usage error"
+run "$CPROF" import --data /proc/cprof-test "$a"
+is "$rc" 1 "an unwritable store fails"
+like "$err" 'cannot create /proc/cprof-test' "and names the directory"
+
+# folded files import too, and CPROF_DATA picks the store
+printf 'main;a 3\nmain;b 1\n' > "$T/x.folded"
+run env CPROF_DATA="$T/env" "$CPROF" import --name app --time now "$T/x.folded"
+is "$rc" 0 "CPROF_DATA: import"
+run env CPROF_DATA="$T/env" "$CPROF" query 'app' -f folded
+is "$out" "$(printf 'main;a 3\nmain;b 1')" "CPROF_DATA: query; --name sets the type name"
+
+# retention drops whole old days
+"$CPROF" import --data "$T/ret" --time now-40d "$a" >/dev/null
+"$CPROF" import --data "$T/ret" --time now "$b" >/dev/null
+is "$(ls "$T/ret/parts" | grep -c '\.db$')" 2 "two days, two partitions"
+run "$CPROF" import --data "$T/ret" --retention 30d --time now "$b"
+is "$(ls "$T/ret/parts" | grep -c '\.db$')" 1 "--retention 30d deletes the 40-day-old partition"
+is "$(total --data "$T/ret" --since 1000d process_cpu:cpu)" "$((2 * cpu_b))" "and keeps the recent data"
+
+# dedup: the same profile ten times adds samples, not stacks
+for i in 1 2 3 4 5 6 7 8 9 10; do "$CPROF" import --data "$T/dd" --time "now-${i}m" "$b" >/dev/null; done
+s1=$(sqlite3 "$T/dd/index.db" 'select count(*) from stacks')
+"$CPROF" import --data "$T/dd" --time now "$b" >/dev/null
+is "$(sqlite3 "$T/dd/index.db" 'select count(*) from stacks')" "$s1" "stacks are stored once"
+is "$(total --data "$T/dd" --since 1h process_cpu:cpu)" "$((11 * cpu_b))" "samples add up over imports"
+done_testing

@@ -80,7 +80,9 @@ static int compile_re(struct parser *ps, struct cp_matcher *m)
 	if (!anchored)
 		return -ENOMEM;
 	snprintf(anchored, len, "^(?:%s)$", m->value);
-	m->re = pcre2_compile((PCRE2_SPTR)anchored, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOTALL, &code, &off, NULL);
+	/* DOLLAR_ENDONLY: $ only at the very end, not before a final newline (as RE2) */
+	m->re = pcre2_compile((PCRE2_SPTR)anchored, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY,
+			      &code, &off, NULL);
 	free(anchored);
 	if (!m->re) {
 		pcre2_get_error_message(code, msg, sizeof(msg));
@@ -136,7 +138,7 @@ int cp_selector_parse(const char *s, struct cp_selector **out)
 		return -ENOMEM;
 	skip_ws(&ps);
 	start = ps.p;
-	while (*ps.p && *ps.p != '{' && *ps.p != ' ' && *ps.p != '\t') {
+	while (*ps.p && *ps.p != '{' && *ps.p != ' ' && *ps.p != '\t' && *ps.p != '\n') {
 		if (!is_name_char((unsigned char)*ps.p, false) && *ps.p != ':' && *ps.p != '.' && *ps.p != '-') {
 			err = perr(&ps, "unexpected character in the profile type");
 			goto out;
@@ -152,8 +154,13 @@ int cp_selector_parse(const char *s, struct cp_selector **out)
 		ps.p++;
 		skip_ws(&ps);
 		while (*ps.p != '}') {
-			struct cp_matcher *nm = realloc(sel->matchers, (sel->n + 1) * sizeof(*nm));
+			struct cp_matcher *nm;
 
+			if (!*ps.p) {
+				err = perr(&ps, "missing '}'");
+				goto out;
+			}
+			nm = realloc(sel->matchers, (sel->n + 1) * sizeof(*nm));
 			if (!nm) {
 				err = -ENOMEM;
 				goto out;
@@ -284,9 +291,10 @@ int cp_parse_duration(const char *s, int64_t *nanos)
 				bestlen = l;
 			}
 		}
-		if (errno || !bestlen)
+		if (!bestlen)
 			return cp_error(EINVAL, "bad duration '%s': a number needs a unit (ms, s, m, h, d, w, y)", s);
-		if (v > (unsigned long long)(INT64_MAX / units[best].ns) || total > INT64_MAX - (int64_t)v * units[best].ns)
+		if (errno || v > (unsigned long long)(INT64_MAX / units[best].ns) ||
+		    total > INT64_MAX - (int64_t)v * units[best].ns)
 			return cp_error(ERANGE, "duration '%s' is too long", s);
 		total += (int64_t)v * units[best].ns;
 		p = end + bestlen;
@@ -319,6 +327,8 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 			return 0;
 		}
 		if ((s[3] == '-' || s[3] == '+') && !cp_parse_duration(s + 4, &d)) {
+			if (s[3] == '-' ? now_ns < INT64_MIN + d : now_ns > INT64_MAX - d)
+				return cp_error(ERANGE, "time '%s' is out of range", s);
 			*ns = s[3] == '-' ? now_ns - d : now_ns + d;
 			return 0;
 		}
@@ -328,23 +338,21 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 		;
 	if (digits && !s[digits]) {
 		unsigned long long v;
+		int64_t scale = digits <= 10 ? 1000000000LL : digits <= 13 ? 1000000LL : digits <= 16 ? 1000LL : 1;
 
 		errno = 0;
 		v = strtoull(s, &end, 10);
 		if (errno || digits > 19)
 			return cp_error(EINVAL, "bad time '%s': too many digits", s);
-		if (digits <= 10)
-			*ns = (int64_t)v * 1000000000LL;
-		else if (digits <= 13)
-			*ns = (int64_t)v * 1000000LL;
-		else if (digits <= 16)
-			*ns = (int64_t)v * 1000LL;
-		else
-			*ns = (int64_t)v;
+		if (v > (unsigned long long)(INT64_MAX / scale))
+			return cp_error(ERANGE, "time '%s' is out of range", s);
+		*ns = (int64_t)v * scale;
 		return 0;
 	}
 	memset(&tm, 0, sizeof(tm));
 	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		p = strptime(s, "%Y-%m-%dt%H:%M:%S", &tm);
 	if (!p)
 		p = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
 	if (!p) {
@@ -373,6 +381,8 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 	}
 	if (*p)
 		return cp_error(EINVAL, "bad time '%s': unexpected '%s' at the end", s, p);
+	if (t >= INT64_MAX / 1000000000LL || t <= INT64_MIN / 1000000000LL)
+		return cp_error(ERANGE, "time '%s' is out of range", s);
 	*ns = (int64_t)t * 1000000000LL + frac_ns;
 	return 0;
 }

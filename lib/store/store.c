@@ -241,11 +241,16 @@ static int load_dict(struct cp_store *s)
 	struct cp_label *labels = NULL;
 	uint32_t *locs = NULL;
 	size_t lcap = 0, labcap = 0, loccap = 0;
-	int err = 0, rc;
+	int err = 0, rc = SQLITE_DONE;
 	bool own_tx = sqlite3_get_autocommit(s->db); /* else the caller's write transaction */
 
+	/* each table's rows must all be read, not up to a failing step */
 #define QUERY(sql, from)                                                      \
 	do {                                                                  \
+		if (st && rc != SQLITE_DONE) {                                \
+			err = dberr(s->db, "reading the store");              \
+			goto out;                                             \
+		}                                                             \
 		sqlite3_finalize(st);                                         \
 		st = NULL;                                                    \
 		if ((err = prepare(s->db, sql, &st)))                         \
@@ -258,6 +263,13 @@ static int load_dict(struct cp_store *s)
 		goto out;       \
 	}
 
+	/* strings only in memory (build() adds the names of sample types) would
+	 * take the ids of the rows other writers added: start over */
+	if (d->strs.n - 1 != s->nstr) {
+		if (reset_dict(s))
+			return cp_error(ENOMEM, "out of memory reading the store");
+		d = s->dict;
+	}
 	if (own_tx && (err = exec(s->db, "BEGIN", "reading the store")))
 		return err;
 	QUERY("SELECT id, s FROM strings WHERE id > ? ORDER BY id", s->nstr);
@@ -539,19 +551,36 @@ static int kv_cmp(const void *a, const void *b)
 	return strcmp(((const struct cp_kv *)a)->name, ((const struct cp_kv *)b)->name);
 }
 
-/* Labels as canonical JSON (keys sorted), the form kept in series.labels. */
-static char *labels_json(const struct cp_kv *labels, size_t n)
+static bool is_text(const char *v)
+{
+	json_t *j = v ? json_string(v) : NULL; /* NULL unless UTF-8 */
+
+	json_decref(j);
+	return j != NULL;
+}
+
+/* Labels as canonical JSON (keys sorted), the form kept in series.labels.
+ * NULL with the error in *err. */
+static char *labels_json(const struct cp_kv *labels, size_t n, int *err)
 {
 	json_t *o = json_object();
 	char *s = NULL;
 	size_t i;
 
+	*err = -ENOMEM;
 	if (!o)
 		return NULL;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (!is_text(labels[i].name) || !is_text(labels[i].value)) {
+			*err = cp_error(EINVAL, "label %s: names and values must be UTF-8 text",
+					labels[i].name ? labels[i].name : "(null)");
+			goto out;
+		}
 		if (json_object_set_new(o, labels[i].name, json_string(labels[i].value)))
 			goto out;
+	}
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	*err = s ? 0 : -ENOMEM;
 out:
 	json_decref(o);
 	return s;
@@ -807,15 +836,31 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 			err = -ENOMEM;
 			goto out;
 		}
-		memcpy(sorted, a[i].labels, a[i].nlabels * sizeof(*sorted));
+		if (a[i].nlabels) /* labels may be NULL when there are none */
+			memcpy(sorted, a[i].labels, a[i].nlabels * sizeof(*sorted));
 		qsort(sorted, a[i].nlabels, sizeof(*sorted), kv_cmp);
-		lj = labels_json(sorted, a[i].nlabels);
+		lj = labels_json(sorted, a[i].nlabels, &err);
 		free(sorted);
 		mo.out_stack = ostack;
 		mo.out_labels = olabels;
 		if (!lj || (err = cp_profile_merge(s->dict, p, &mo))) {
 			free(lj);
-			err = err ? err : -ENOMEM;
+			goto out;
+		}
+		/* the names build() gives a selected profile's header: stored with
+		 * the dictionary, a select adds no strings of its own */
+		for (k = 0; k <= p->ntypes; k++) {
+			const struct cp_valuetype *vt = k < p->ntypes ? &p->sample_types[k] : &p->period_type;
+			int64_t r1 = cp_profile_str(s->dict, cp_profile_string(p, vt->type));
+			int64_t r2 = cp_profile_str(s->dict, cp_profile_string(p, vt->unit));
+
+			if (r1 < 0 || r2 < 0) {
+				err = (int)(r1 < 0 ? r1 : r2);
+				break;
+			}
+		}
+		if (err) {
+			free(lj);
 			goto out;
 		}
 		for (k = 0; k < p->ntypes; k++) {
@@ -890,8 +935,13 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	}
 out:
 	sqlite3_finalize(pst);
-	if (in_tx)
+	if (in_tx) {
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		/* the series this batch added are gone again: forget their ids */
+		cp_strtab_release(&s->skeys);
+		if (cp_strtab_init(&s->skeys) && !err)
+			err = -ENOMEM;
+	}
 	if (err) {
 		if (err == -ENOMEM)
 			cp_error(ENOMEM, "out of memory writing to the store");
@@ -909,18 +959,23 @@ int cp_store_retain(struct cp_store *s, int64_t keep_ns)
 	sqlite3_stmt *st = NULL;
 	char (*names)[16] = NULL, path[PATH_MAX];
 	size_t n = 0, cap = 0, i;
-	int err;
+	int err, rc;
 
 	if ((err = exec(s->db, "BEGIN IMMEDIATE", "applying retention")) ||
 	    (err = prepare(s->db, "SELECT name FROM partitions WHERE t_max < ?", &st)))
 		goto out;
 	sqlite3_bind_int64(st, 1, cutoff);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (cp_grow((void **)&names, &cap, n + 1, sizeof(*names))) {
 			err = -ENOMEM;
 			goto out;
 		}
 		snprintf(names[n++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(st, 0));
+	}
+	/* a partition left off the list would lose its row but keep its file */
+	if (rc != SQLITE_DONE) {
+		err = dberr(s->db, "applying retention");
+		goto out;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
@@ -1143,17 +1198,30 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 {
 	sqlite3_stmt *pst = NULL, *bst = NULL;
 	uint8_t *raw = NULL;
-	size_t rawcap = 0;
+	char (*names)[16] = NULL;
+	size_t rawcap = 0, nnames = 0, namecap = 0, pi;
 	int err = 0, rc;
 
+	/* the partitions first: no statement of the index stays open during the
+	 * scan, so that load_dict() below sees what writers committed since */
 	if ((err = prepare(s->db, "SELECT name FROM partitions WHERE t_max >= ? AND t_min <= ? ORDER BY name", &pst)))
 		return err;
 	sqlite3_bind_int64(pst, 1, from);
 	sqlite3_bind_int64(pst, 2, to);
-	while (!err && (rc = sqlite3_step(pst)) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(pst)) == SQLITE_ROW) {
+		if (cp_grow((void **)&names, &namecap, nnames + 1, sizeof(*names))) {
+			err = cp_error(ENOMEM, "out of memory reading the store");
+			break;
+		}
+		snprintf(names[nnames++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(pst, 0));
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = dberr(s->db, "reading partitions");
+	sqlite3_finalize(pst);
+	for (pi = 0; !err && pi < nnames; pi++) {
 		sqlite3 *db;
 
-		if ((err = part_open(s, (const char *)sqlite3_column_text(pst, 0), &db))) {
+		if ((err = part_open(s, names[pi], &db))) {
 			if (err == -ENOENT) { /* removed by retention since we listed it */
 				err = 0;
 				continue;
@@ -1235,8 +1303,13 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 					stack += cp_unzigzag(b);
 					if (idx[i] < 0)
 						continue;
-					if (stack < 0 || (uint64_t)stack > s->nstack || c > s->nls) {
-						err = cp_error(EBADMSG, "a sample block refers to a stack the store does not have");
+					/* a block written after load_dict() may use newer
+					 * dictionary entries (committed before the block) */
+					if ((stack < 0 || (uint64_t)stack > s->nstack || c > s->nls) &&
+					    (stack < 0 || (err = load_dict(s)) || (uint64_t)stack > s->nstack ||
+					     c > s->nls)) {
+						if (!err)
+							err = cp_error(EBADMSG, "a sample block refers to a stack the store does not have");
 						break;
 					}
 					if (t < from || t > to)
@@ -1248,10 +1321,12 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 			}
 			free(idx);
 		}
+		if (!err && rc != SQLITE_DONE)
+			err = dberr(db, "reading samples");
 		sqlite3_finalize(bst);
 		bst = NULL;
 	}
-	sqlite3_finalize(pst);
+	free(names);
 	free(raw);
 	return err;
 }

@@ -40,8 +40,10 @@ struct cp_store_append {
 	int64_t time_ns;           /* 0: the profile's time_nanos, else now */
 };
 
-/* Appends profiles as one batch (one transaction, one block): each sample
- * type of each profile is its own series.  All or nothing. */
+/* Appends profiles as one batch: each sample type of each profile is its own
+ * series.  The dictionary and series go in one transaction, the samples in
+ * one block per day: all or nothing for a batch within one UTC day (a batch
+ * spanning days that fails part-way keeps the days already written). */
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n);
 /* Deletes partitions entirely older than now - keep_ns. Returns how many. */
 int cp_store_retain(struct cp_store *s, int64_t keep_ns);

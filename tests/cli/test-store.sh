@@ -135,4 +135,15 @@ s1=$(sqlite3 "$T/dd/index.db" 'select count(*) from stacks')
 "$CPROF" import --data "$T/dd" --time now "$b" >/dev/null
 is "$(sqlite3 "$T/dd/index.db" 'select count(*) from stacks')" "$s1" "stacks are stored once"
 is "$(total --data "$T/dd" --since 1h process_cpu:cpu)" "$((11 * cpu_b))" "samples add up over imports"
+# a corrupt store: a clear error, never a crash
+mkdir -p "$T/bad"
+head -c 4096 /dev/urandom > "$T/bad/index.db"
+run "$CPROF" query --data "$T/bad" --types
+is "$rc" 1 "a corrupt index.db fails with 1"
+like "$err" "^cprof query: .*$T/bad" "and names the store"
+cp -r "$T/dd" "$T/dd2"
+for p in "$T/dd2"/parts/*.db; do head -c 3000 "$p" > "$p.x" && mv "$p.x" "$p"; rm -f "$p-wal" "$p-shm"; done
+run "$CPROF" query --data "$T/dd2" --since 1h process_cpu:cpu
+is "$rc" 1 "a truncated partition fails with 1"
+like "$err" "^cprof query: " "with a one-line error"
 done_testing

@@ -5,13 +5,17 @@
 . "$srcdir/tests/cli/lib.sh"
 seconds=${FUZZ_SECONDS:-15}
 fuzz="$top_builddir/tests/fuzz"
-mkdir -p "$T/seeds-pprof" "$T/seeds-folded"
+mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector"
 cp "$FIXTURES"/*.pb.gz "$T/seeds-pprof/"
 for f in "$FIXTURES"/*.pb.gz; do gzip -dc "$f" > "$T/seeds-pprof/raw-$(basename "$f" .gz)"; done
 printf 'main;work;alpha 30\nmain;work;beta 20\nmain;viaDelta;gamma 10\n' > "$T/seeds-folded/a.folded"
 printf '# comment\n\nroot 1\nx;y;z 1234567\n' > "$T/seeds-folded/b.folded"
 
-for target in pprof folded; do
+printf 'process_cpu:cpu{comm="burn", pid!="1", host=~"a.*", x!~"b|c"}' > "$T/seeds-selector/a"
+printf 'now-1h30m' > "$T/seeds-selector/b"
+printf '2026-11-22T10:00:00.123+02:00' > "$T/seeds-selector/c"
+printf "{a='x\\n', b=\`raw\`,}" > "$T/seeds-selector/d"
+for target in pprof folded selector; do
 	bin="$fuzz/fuzz_$target"
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then
 		mkdir -p "$T/corpus-$target"

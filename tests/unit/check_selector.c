@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/selector.c: selectors (Prometheus semantics), durations and times. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "selector.h"
+
+#define ck_assert_contains(h, n)                                                                   \
+	do {                                                                                       \
+		const char *h_ = (h), *n_ = (n);                                                   \
+		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
+	} while (0)
+
+#define NS 1000000000LL
+#define FULL_CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+
+/* ---- helpers ---- */
+
+static struct cp_selector *parse_ok(const char *s)
+{
+	struct cp_selector *sel = NULL;
+	int r = cp_selector_parse(s, &sel);
+
+	ck_assert_msg(r == 0, "parsing '%s' failed: %d %s", s, r, cp_errmsg(r));
+	ck_assert_ptr_nonnull(sel);
+	return sel;
+}
+
+/* Parse must fail with -EINVAL; returns the message. */
+static const char *parse_err(const char *s)
+{
+	struct cp_selector *sel = (struct cp_selector *)(uintptr_t)1;
+	int r;
+
+	cp_error_clear();
+	r = cp_selector_parse(s, &sel);
+	ck_assert_msg(r == -EINVAL, "parsing '%s' gave %d, not -EINVAL", s, r);
+	ck_assert_ptr_eq(sel, (struct cp_selector *)(uintptr_t)1); /* untouched */
+	return cp_errmsg(r);
+}
+
+/* Does the selector text match the labels "k=v,k=v" (values without commas)? */
+static bool matches(const char *s, const char *labels)
+{
+	struct cp_selector *sel = parse_ok(s);
+	const char *names[16], *values[16];
+	char buf[256], *save = NULL, *tok;
+	size_t n = 0;
+	bool r;
+
+	snprintf(buf, sizeof(buf), "%s", labels);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		ck_assert_ptr_nonnull(eq);
+		ck_assert_uint_lt(n, 16);
+		*eq = '\0';
+		names[n] = tok;
+		values[n++] = eq + 1;
+	}
+	r = cp_selector_match_labels(sel, names, values, n);
+	cp_selector_free(sel);
+	return r;
+}
+
+static bool type_matches(const char *s, const char *type)
+{
+	struct cp_selector *sel = parse_ok(s);
+	bool r = cp_selector_match_type(sel, type);
+
+	cp_selector_free(sel);
+	return r;
+}
+
+static int64_t dur(const char *s)
+{
+	int64_t ns = -1;
+	int r = cp_parse_duration(s, &ns);
+
+	ck_assert_msg(r == 0, "duration '%s' failed: %s", s, cp_errmsg(r));
+	return ns;
+}
+
+static void dur_err(const char *s)
+{
+	int64_t ns = 12345;
+	int r;
+
+	cp_error_clear();
+	r = cp_parse_duration(s, &ns);
+	ck_assert_msg(r < 0, "duration '%s' should fail", s);
+	ck_assert_msg(r == -EINVAL || r == -ERANGE, "duration '%s': %d", s, r);
+	ck_assert_int_eq(ns, 12345);
+	ck_assert_contains(cp_errmsg(r), "duration");
+}
+
+static const int64_t NOW = 1795000000LL * NS + 123456789; /* 2026-11-18T... */
+
+static int64_t tm_ok(const char *s)
+{
+	int64_t ns = -1;
+	int r = cp_parse_time(s, NOW, &ns);
+
+	ck_assert_msg(r == 0, "time '%s' failed: %s", s, cp_errmsg(r));
+	return ns;
+}
+
+static void tm_err(const char *s)
+{
+	int64_t ns = 12345;
+	int r;
+
+	cp_error_clear();
+	r = cp_parse_time(s, NOW, &ns);
+	ck_assert_msg(r < 0, "time '%s' should fail (got %lld)", s, (long long)ns);
+	ck_assert_int_eq(ns, 12345);
+	ck_assert_msg(strlen(cp_errmsg(r)) > 0, "no message");
+}
+
+/* ---- parsing ---- */
+
+START_TEST(test_parse_type_only)
+{
+	struct cp_selector *sel = parse_ok("process_cpu:cpu:nanoseconds");
+
+	ck_assert_str_eq(sel->type, "process_cpu:cpu:nanoseconds");
+	ck_assert_uint_eq(sel->n, 0);
+	cp_selector_free(sel);
+
+	sel = parse_ok("  memory:alloc_space  ");
+	ck_assert_str_eq(sel->type, "memory:alloc_space");
+	ck_assert_uint_eq(sel->n, 0);
+	cp_selector_free(sel);
+
+	/* dots and dashes appear in custom names */
+	sel = parse_ok("my-app.cpu");
+	ck_assert_str_eq(sel->type, "my-app.cpu");
+	cp_selector_free(sel);
+
+	sel = parse_ok("");
+	ck_assert_ptr_null(sel->type);
+	ck_assert_uint_eq(sel->n, 0);
+	cp_selector_free(sel);
+	cp_selector_free(NULL);
+}
+END_TEST
+
+START_TEST(test_parse_empty_braces)
+{
+	struct cp_selector *sel = parse_ok("{}");
+
+	ck_assert_ptr_null(sel->type);
+	ck_assert_uint_eq(sel->n, 0);
+	ck_assert(cp_selector_match_type(sel, FULL_CPU));
+	cp_selector_free(sel);
+
+	sel = parse_ok("cpu{ }");
+	ck_assert_str_eq(sel->type, "cpu");
+	ck_assert_uint_eq(sel->n, 0);
+	cp_selector_free(sel);
+
+	sel = parse_ok("cpu {}");
+	ck_assert_str_eq(sel->type, "cpu");
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_parse_operators)
+{
+	struct cp_selector *sel = parse_ok("process_cpu{comm=\"burn\", pid!=\"1\", host=~\"web.*\", zone!~\"eu-.*\"}");
+
+	ck_assert_str_eq(sel->type, "process_cpu");
+	ck_assert_uint_eq(sel->n, 4);
+	ck_assert_str_eq(sel->matchers[0].name, "comm");
+	ck_assert_str_eq(sel->matchers[0].value, "burn");
+	ck_assert_int_eq(sel->matchers[0].op, CP_MATCH_EQ);
+	ck_assert_ptr_null(sel->matchers[0].re);
+	ck_assert_str_eq(sel->matchers[1].name, "pid");
+	ck_assert_str_eq(sel->matchers[1].value, "1");
+	ck_assert_int_eq(sel->matchers[1].op, CP_MATCH_NE);
+	ck_assert_str_eq(sel->matchers[2].name, "host");
+	ck_assert_str_eq(sel->matchers[2].value, "web.*");
+	ck_assert_int_eq(sel->matchers[2].op, CP_MATCH_RE);
+	ck_assert_ptr_nonnull(sel->matchers[2].re);
+	ck_assert_str_eq(sel->matchers[3].name, "zone");
+	ck_assert_int_eq(sel->matchers[3].op, CP_MATCH_NRE);
+	ck_assert_ptr_nonnull(sel->matchers[3].re);
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_parse_whitespace_and_trailing_comma)
+{
+	struct cp_selector *sel = parse_ok("\t cpu \t{ \n comm \t = \"a\" ,\n pid != \"2\" , } \n");
+
+	ck_assert_str_eq(sel->type, "cpu");
+	ck_assert_uint_eq(sel->n, 2);
+	ck_assert_str_eq(sel->matchers[0].name, "comm");
+	ck_assert_str_eq(sel->matchers[0].value, "a");
+	ck_assert_str_eq(sel->matchers[1].name, "pid");
+	ck_assert_int_eq(sel->matchers[1].op, CP_MATCH_NE);
+	cp_selector_free(sel);
+
+	sel = parse_ok("{a=\"1\",}");
+	ck_assert_ptr_null(sel->type);
+	ck_assert_uint_eq(sel->n, 1);
+	cp_selector_free(sel);
+
+	/* a newline may separate the type from its braces, as any other blank */
+	sel = parse_ok("cpu\n{a=\"1\"}");
+	ck_assert_str_eq(sel->type, "cpu");
+	ck_assert_uint_eq(sel->n, 1);
+	cp_selector_free(sel);
+
+	/* label names: letters, digits (not first), underscores */
+	sel = parse_ok("{_x9=\"\", A_b=\"v\"}");
+	ck_assert_str_eq(sel->matchers[0].name, "_x9");
+	ck_assert_str_eq(sel->matchers[0].value, "");
+	ck_assert_str_eq(sel->matchers[1].name, "A_b");
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_parse_quotes_and_escapes)
+{
+	struct cp_selector *sel = parse_ok("{a='single', b=\"dq \\\"x\\\"\", c='it\\'s', d=\"t\\tn\\nb\\\\\","
+					   " e=\"it's\", f='say \"hi\"', g=`raw\\n`}");
+
+	ck_assert_uint_eq(sel->n, 7);
+	ck_assert_str_eq(sel->matchers[0].value, "single");
+	ck_assert_str_eq(sel->matchers[1].value, "dq \"x\"");
+	ck_assert_str_eq(sel->matchers[2].value, "it's");
+	ck_assert_str_eq(sel->matchers[3].value, "t\tn\nb\\");
+	ck_assert_str_eq(sel->matchers[4].value, "it's");
+	ck_assert_str_eq(sel->matchers[5].value, "say \"hi\"");
+	ck_assert_str_eq(sel->matchers[6].value, "raw\\n"); /* backquotes: no escapes */
+	cp_selector_free(sel);
+
+	/* UTF-8 passes through */
+	sel = parse_ok("{comm=\"caf\xc3\xa9\"}");
+	ck_assert_str_eq(sel->matchers[0].value, "caf\xc3\xa9");
+	cp_selector_free(sel);
+
+	/* a comma or brace inside quotes is text */
+	sel = parse_ok("{a=\"x,}y\"}");
+	ck_assert_str_eq(sel->matchers[0].value, "x,}y");
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_parse_errors)
+{
+	const char *m;
+
+	m = parse_err("cpu{comm=\"x\"");
+	ck_assert_contains(m, "column 13");
+	ck_assert_contains(m, "missing '}'");
+
+	m = parse_err("cpu{comm~\"x\"}");
+	ck_assert_contains(m, "column 9");
+	ck_assert_contains(m, "=, !=, =~ or !~");
+
+	m = parse_err("cpu{=\"x\"}");
+	ck_assert_contains(m, "column 5");
+	ck_assert_contains(m, "label name");
+
+	m = parse_err("cpu{a=~\"(\"}");
+	ck_assert_contains(m, "column");
+	ck_assert_contains(m, "bad regex \"(\"");
+	ck_assert_contains(m, "label a");
+
+	m = parse_err("cpu{a!~\"[z-a]\"}");
+	ck_assert_contains(m, "bad regex \"[z-a]\"");
+
+	m = parse_err("cpu{comm=\"x}");
+	ck_assert_contains(m, "column 10"); /* the opening quote */
+	ck_assert_contains(m, "unterminated");
+
+	m = parse_err("cpu{comm=x}");
+	ck_assert_contains(m, "column 10");
+	ck_assert_contains(m, "quoted");
+
+	m = parse_err("cpu{comm=\"x\" pid=\"1\"}");
+	ck_assert_contains(m, "column 14");
+	ck_assert_contains(m, "expected ',' or '}'");
+
+	m = parse_err("cpu{comm=\"\\q\"}");
+	ck_assert_contains(m, "column");
+	ck_assert_contains(m, "escape");
+
+	m = parse_err("cpu{a=\"x\"} extra");
+	ck_assert_contains(m, "column 12");
+	ck_assert_contains(m, "unexpected text");
+
+	m = parse_err("cpu}");
+	ck_assert_contains(m, "column 4");
+
+	m = parse_err("cp*u");
+	ck_assert_contains(m, "column 3");
+	ck_assert_contains(m, "profile type");
+
+	m = parse_err("cpu{9a=\"x\"}");
+	ck_assert_contains(m, "column 5");
+
+	/* the end of the text inside braces */
+	m = parse_err("cpu{");
+	ck_assert_contains(m, "missing '}'");
+	m = parse_err("cpu{a=\"1\",");
+	ck_assert_contains(m, "missing '}'");
+	m = parse_err("cpu{a=");
+	ck_assert_contains(m, "quoted");
+	m = parse_err("cpu{a=\"\\");
+	ck_assert_contains(m, "column");
+}
+END_TEST
+
+/* ---- matching ---- */
+
+START_TEST(test_match_eq_ne)
+{
+	ck_assert(matches("{comm=\"burn\"}", "comm=burn,pid=1"));
+	ck_assert(!matches("{comm=\"burn\"}", "comm=burner,pid=1"));
+	ck_assert(!matches("{comm=\"burn\"}", "pid=1"));
+	ck_assert(matches("{comm!=\"burn\"}", "comm=idle"));
+	ck_assert(!matches("{comm!=\"burn\"}", "comm=burn"));
+	ck_assert(matches("{comm!=\"burn\"}", "pid=1")); /* missing != "burn" */
+	ck_assert(matches("{comm=\"burn\", pid=\"1\"}", "pid=1,comm=burn"));
+	ck_assert(!matches("{comm=\"burn\", pid=\"1\"}", "pid=2,comm=burn"));
+	ck_assert(matches("{}", ""));
+	ck_assert(matches("{}", "a=b"));
+}
+END_TEST
+
+START_TEST(test_match_regex_anchored)
+{
+	ck_assert(!matches("{comm=~\"bur\"}", "comm=burn"));
+	ck_assert(matches("{comm=~\"bur.*\"}", "comm=burn"));
+	ck_assert(!matches("{comm=~\"urn\"}", "comm=burn"));
+	ck_assert(matches("{comm=~\".urn\"}", "comm=burn"));
+	ck_assert(matches("{comm=~\"a|burn\"}", "comm=burn")); /* alternation inside the anchors */
+	ck_assert(!matches("{comm=~\"a|bur\"}", "comm=burn"));
+	ck_assert(!matches("{comm=~\"burn|a\"}", "comm=xburn"));
+	ck_assert(matches("{comm!~\"bur\"}", "comm=burn"));
+	ck_assert(!matches("{comm!~\"bur.*\"}", "comm=burn"));
+	ck_assert(matches("{comm=~\"\"}", "pid=1"));      /* missing matches "" */
+	ck_assert(matches("{comm=~\".*\"}", "pid=1"));
+	ck_assert(!matches("{comm=~\".+\"}", "pid=1"));
+	ck_assert(matches("{comm!~\".+\"}", "pid=1"));
+	ck_assert(matches("{comm=~\"caf.\"}", "comm=caf\xc3\xa9")); /* . is one character */
+}
+END_TEST
+
+START_TEST(test_match_regex_newline)
+{
+	struct cp_selector *sel = parse_ok("{comm=~\"bur\"}");
+
+	/* $ must not match before a trailing newline (RE2 semantics) */
+	ck_assert(!cp_matcher_match(&sel->matchers[0], "bur\n"));
+	ck_assert(cp_matcher_match(&sel->matchers[0], "bur"));
+	cp_selector_free(sel);
+	sel = parse_ok("{comm=~\"a.b\"}");
+	ck_assert(cp_matcher_match(&sel->matchers[0], "a\nb")); /* . matches newlines */
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_match_missing_label)
+{
+	ck_assert(matches("{x=\"\"}", "comm=a"));
+	ck_assert(!matches("{x!=\"\"}", "comm=a"));
+	ck_assert(!matches("{x=\"\"}", "x=1"));
+	ck_assert(matches("{x!=\"\"}", "x=1"));
+	ck_assert(matches("{x=\"\"}", ""));
+
+	struct cp_selector *sel = parse_ok("{x=\"\"}");
+
+	ck_assert(cp_matcher_match(&sel->matchers[0], NULL));
+	ck_assert(cp_matcher_match(&sel->matchers[0], ""));
+	ck_assert(!cp_matcher_match(&sel->matchers[0], "y"));
+	ck_assert(cp_selector_match_labels(sel, NULL, NULL, 0));
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_match_type)
+{
+	ck_assert(type_matches(FULL_CPU, FULL_CPU));
+	ck_assert(type_matches("process_cpu", FULL_CPU));
+	ck_assert(type_matches("process_cpu:cpu", FULL_CPU));
+	ck_assert(type_matches("process_cpu:cpu:nanoseconds:cpu:nanoseconds", FULL_CPU));
+	ck_assert(!type_matches("process", FULL_CPU));
+	ck_assert(!type_matches("process_cpu:cp", FULL_CPU));
+	ck_assert(!type_matches("process_cpu:samples", FULL_CPU));
+	ck_assert(!type_matches(FULL_CPU ":x", FULL_CPU));
+	ck_assert(!type_matches("memory", FULL_CPU));
+	ck_assert(type_matches("", FULL_CPU));
+	ck_assert(type_matches("{}", FULL_CPU));
+	ck_assert(type_matches("{comm=\"x\"}", "anything:at:all"));
+}
+END_TEST
+
+/* ---- durations ---- */
+
+START_TEST(test_duration)
+{
+	ck_assert_int_eq(dur("90s"), 90 * NS);
+	ck_assert_int_eq(dur("1h30m"), 5400 * NS);
+	ck_assert_int_eq(dur("15d"), 15 * 86400 * NS);
+	ck_assert_int_eq(dur("2w"), 14 * 86400 * NS);
+	ck_assert_int_eq(dur("500ms"), 500000000LL);
+	ck_assert_int_eq(dur("1y"), 365 * 86400 * NS);
+	ck_assert_int_eq(dur("0s"), 0);
+	ck_assert_int_eq(dur("1m1ms"), 60 * NS + 1000000);
+	ck_assert_int_eq(dur("1d2h3m4s5ms"), ((26 * 60 + 3) * 60 + 4) * NS + 5000000);
+	ck_assert_int_eq(dur("292y"), 292LL * 365 * 86400 * NS);
+}
+END_TEST
+
+START_TEST(test_duration_errors)
+{
+	dur_err("");
+	dur_err("10");
+	dur_err("h");
+	dur_err("5x");
+	dur_err("1h30");
+	dur_err("-5m");
+	dur_err("5 m");
+	dur_err("1.5h");
+	dur_err("300y");                  /* more than int64 nanoseconds */
+	dur_err("9223372036854775807s");  /* the multiplication overflows */
+	dur_err("99999999999999999999s"); /* the number itself overflows */
+	dur_err("292y292y");              /* the sum overflows */
+	ck_assert_contains(cp_errmsg(ERANGE), "too long");
+	dur_err("99999999999999999999s");
+	ck_assert_contains(cp_errmsg(ERANGE), "too long");
+}
+END_TEST
+
+/* ---- times ---- */
+
+START_TEST(test_time_relative)
+{
+	ck_assert_int_eq(tm_ok("now"), NOW);
+	ck_assert_int_eq(tm_ok("now-30m"), NOW - 1800 * NS);
+	ck_assert_int_eq(tm_ok("now+5m"), NOW + 300 * NS);
+	ck_assert_int_eq(tm_ok("now-1h30m"), NOW - 5400 * NS);
+	ck_assert(cp_now_ns() > 1700000000LL * NS);
+}
+END_TEST
+
+START_TEST(test_time_unix)
+{
+	ck_assert_int_eq(tm_ok("1795000000"), 1795000000LL * NS);
+	ck_assert_int_eq(tm_ok("1795000000123"), 1795000000123LL * 1000000);
+	ck_assert_int_eq(tm_ok("1795000000123456"), 1795000000123456LL * 1000);
+	ck_assert_int_eq(tm_ok("1795000000123456789"), 1795000000123456789LL);
+	ck_assert_int_eq(tm_ok("0"), 0);
+	ck_assert_int_eq(tm_ok("60"), 60 * NS);
+}
+END_TEST
+
+START_TEST(test_time_rfc3339)
+{
+	/* 2026-11-22T10:00:00Z = 1795341600 */
+	ck_assert_int_eq(tm_ok("2026-11-22T10:00:00Z"), 1795341600LL * NS);
+	ck_assert_int_eq(tm_ok("2026-11-22t10:00:00z"), 1795341600LL * NS);
+	ck_assert_int_eq(tm_ok("2026-11-22T12:00:00+02:00"), 1795341600LL * NS);
+	ck_assert_int_eq(tm_ok("2026-11-22T05:30:00-04:30"), 1795341600LL * NS);
+	ck_assert_int_eq(tm_ok("2026-11-22T10:00:00.5Z"), 1795341600LL * NS + 500000000);
+	ck_assert_int_eq(tm_ok("2026-11-22T10:00:00.123456789Z"), 1795341600LL * NS + 123456789);
+	ck_assert_int_eq(tm_ok("2026-11-22T12:00:00.25+02:00"), 1795341600LL * NS + 250000000);
+	ck_assert_int_eq(tm_ok("2026-11-22"), 1795305600LL * NS);
+	ck_assert_int_eq(tm_ok("2026-11-22 10:00:00Z"), 1795341600LL * NS);
+	ck_assert_int_eq(tm_ok("1970-01-01T00:00:00Z"), 0);
+}
+END_TEST
+
+START_TEST(test_time_errors)
+{
+	tm_err("");
+	tm_err("yesterday");
+	tm_err("nowish");
+	tm_err("now-");
+	tm_err("now-5");
+	tm_err("now*5m");
+	tm_err("2026-11-22T10:00");
+	tm_err("2026-11-22T10:00:00Zjunk");
+	tm_err("2026-11-22T10:00:00+2");
+	tm_err("2026-13-01");
+	tm_err("2026-11-22x");
+	tm_err("12345678901234567890"); /* 20 digits */
+	tm_err("9999999999");           /* seconds beyond int64 nanoseconds */
+	tm_err("9999999999999");        /* milliseconds, likewise */
+	tm_err("9999999999999999");     /* microseconds, likewise */
+	tm_err("9999999999999999999");  /* nanoseconds beyond int64 */
+	tm_err("now+300y");
+	tm_err("now+292y"); /* the duration fits, the sum does not */
+	tm_err("9999-12-31T23:59:59Z");
+	tm_err("-5");
+	tm_err("12ab");
+}
+END_TEST
+
+static Suite *selector_suite(void)
+{
+	Suite *s = suite_create("selector");
+	TCase *parse = tcase_create("parse"), *match = tcase_create("match"), *times = tcase_create("times");
+
+	tcase_add_test(parse, test_parse_type_only);
+	tcase_add_test(parse, test_parse_empty_braces);
+	tcase_add_test(parse, test_parse_operators);
+	tcase_add_test(parse, test_parse_whitespace_and_trailing_comma);
+	tcase_add_test(parse, test_parse_quotes_and_escapes);
+	tcase_add_test(parse, test_parse_errors);
+	suite_add_tcase(s, parse);
+	tcase_add_test(match, test_match_eq_ne);
+	tcase_add_test(match, test_match_regex_anchored);
+	tcase_add_test(match, test_match_regex_newline);
+	tcase_add_test(match, test_match_missing_label);
+	tcase_add_test(match, test_match_type);
+	suite_add_tcase(s, match);
+	tcase_add_test(times, test_duration);
+	tcase_add_test(times, test_duration_errors);
+	tcase_add_test(times, test_time_relative);
+	tcase_add_test(times, test_time_unix);
+	tcase_add_test(times, test_time_rfc3339);
+	tcase_add_test(times, test_time_errors);
+	suite_add_tcase(s, times);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(selector_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1428 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/store/store.c: the local profile store (index, partitions, queries). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "folded.h"
+#include "profile.h"
+#include "selector.h"
+#include "store/store.h"
+
+#define ck_assert_contains(h, n)                                                                   \
+	do {                                                                                       \
+		const char *h_ = (h), *n_ = (n);                                                   \
+		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
+	} while (0)
+
+#define NS 1000000000LL
+#define MS 1000000LL
+/* 2026-11-18T11:06:40Z */
+#define T0 (1795000000LL * NS)
+#define PERIOD (10 * MS)
+#define CPU_TYPE "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define COUNT_TYPE "process_cpu:samples:count:cpu:nanoseconds:delta"
+
+/* ---- a scratch directory per test ---- */
+
+static char dir[PATH_MAX];
+
+static void rm_rf(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return;
+	if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			char sub[PATH_MAX];
+
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) < (int)sizeof(sub))
+				rm_rf(sub);
+		}
+		if (d)
+			closedir(d);
+		rmdir(path);
+	} else {
+		unlink(path);
+	}
+}
+
+static void dir_setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cprof-store-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void dir_teardown(void)
+{
+	rm_rf(dir);
+}
+
+/* Does DIR/name exist? */
+static bool exists(const char *name)
+{
+	char path[2 * PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* The partition file of time t: DIR/parts/YYYYMMDD.db. */
+static void part_path(int64_t t, char *buf, size_t len)
+{
+	time_t secs = (time_t)(t / NS);
+	struct tm tm;
+	char day[16];
+
+	gmtime_r(&secs, &tm);
+	strftime(day, sizeof(day), "%Y%m%d", &tm);
+	snprintf(buf, len, "%s/parts/%s.db", dir, day);
+}
+
+/* ---- profiles ---- */
+
+static uint32_t str(struct cp_profile *p, const char *s)
+{
+	int64_t id = cp_profile_str(p, s);
+
+	ck_assert_int_ge(id, 0);
+	return (uint32_t)id;
+}
+
+/* samples/count and cpu/nanoseconds, period cpu/nanoseconds, one mapping. */
+static struct cp_profile *new_profile(int64_t duration)
+{
+	struct cp_profile *p = cp_profile_new();
+	struct cp_mapping m = { 0x400000, 0x500000, 0, 0, 0, true, true, true, false };
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(cp_profile_add_sample_type(p, "samples", "count"), 0);
+	ck_assert_int_eq(cp_profile_add_sample_type(p, "cpu", "nanoseconds"), 0);
+	ck_assert_int_eq(cp_profile_set_period_type(p, "cpu", "nanoseconds", PERIOD), 0);
+	m.filename = str(p, "/usr/bin/prog");
+	m.build_id = str(p, "b1d");
+	ck_assert_int_eq(cp_profile_mapping(p, &m), 1);
+	p->time_nanos = T0;
+	p->duration_nanos = duration;
+	return p;
+}
+
+/* A location in mapping 1 calling `name` (its address derives from the name). */
+static uint32_t fn_loc(struct cp_profile *p, const char *name)
+{
+	struct cp_function f = { str(p, name), str(p, name), str(p, "prog.c"), 1 };
+	struct cp_line line = { 0, 0, 0 };
+	int64_t fid = cp_profile_function(p, &f), lid;
+	uint64_t addr = 0x401000;
+	const char *c;
+
+	for (c = name; *c; c++)
+		addr = addr * 31 + (unsigned char)*c;
+	ck_assert_int_gt(fid, 0);
+	line.function = (uint32_t)fid;
+	line.line = 10 + (int64_t)strlen(name);
+	lid = cp_profile_location(p, 1, 0x400000 + addr % 0xf0000, &line, 1, false);
+	ck_assert_int_gt(lid, 0);
+	return (uint32_t)lid;
+}
+
+/* "a;b;c" (root first) -> a stack id (leaf first). */
+static uint32_t stack_of(struct cp_profile *p, const char *frames)
+{
+	uint32_t locs[64], t;
+	char buf[512], *save = NULL, *tok;
+	size_t n = 0, i;
+	int64_t id;
+
+	snprintf(buf, sizeof(buf), "%s", frames);
+	for (tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		ck_assert_uint_lt(n, 64);
+		locs[n++] = fn_loc(p, tok);
+	}
+	for (i = 0; i < n / 2; i++) {
+		t = locs[i];
+		locs[i] = locs[n - 1 - i];
+		locs[n - 1 - i] = t;
+	}
+	id = cp_profile_stack(p, locs, n);
+	ck_assert_int_ge(id, 0);
+	return (uint32_t)id;
+}
+
+/* count samples, each of PERIOD nanoseconds */
+static void add(struct cp_profile *p, const char *frames, uint32_t labels, int64_t count)
+{
+	int64_t v[2] = { count, count * PERIOD };
+
+	ck_assert_int_eq(cp_profile_add_sample(p, stack_of(p, frames), labels, v), 0);
+}
+
+/* The usual test profile: 6 * k samples over main;work;burn, main;work, main;idle. */
+static struct cp_profile *std_profile(int64_t k)
+{
+	struct cp_profile *p = new_profile(10 * NS);
+
+	add(p, "main;work;burn", 0, 3 * k);
+	add(p, "main;work", 0, 1 * k);
+	add(p, "main;idle", 0, 2 * k);
+	return p;
+}
+
+static char *folded(const struct cp_profile *p, int vidx)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(cp_folded_write(f, p, vidx, false), 0);
+	fclose(f);
+	return buf;
+}
+
+static void assert_same_folded(const struct cp_profile *a, int va, const struct cp_profile *b, int vb)
+{
+	char *x = folded(a, va), *y = folded(b, vb);
+
+	ck_assert_str_eq(x, y);
+	free(x);
+	free(y);
+}
+
+/* ---- the store ---- */
+
+static struct cp_store *open_store(enum cp_store_mode mode)
+{
+	struct cp_store *s;
+
+	cp_error_clear();
+	s = cp_store_open(dir, mode);
+	ck_assert_msg(s != NULL, "opening %s: %s", dir, cp_errmsg(errno));
+	return s;
+}
+
+/* labels as "k=v,k=v" */
+static void append_at(struct cp_store *s, const struct cp_profile *p, int64_t t, const char *labels)
+{
+	struct cp_kv kv[8];
+	char buf[256], *save = NULL, *tok;
+	struct cp_store_append a = { p, NULL, kv, 0, t };
+	int r;
+
+	snprintf(buf, sizeof(buf), "%s", labels);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		ck_assert_ptr_nonnull(eq);
+		*eq = '\0';
+		kv[a.nlabels].name = tok;
+		kv[a.nlabels++].value = eq + 1;
+	}
+	cp_error_clear();
+	r = cp_store_append(s, &a, 1);
+	ck_assert_msg(r == 0, "append: %d %s", r, cp_errmsg(r));
+}
+
+static struct cp_selector *sel_of(const char *text)
+{
+	struct cp_selector *sel = NULL;
+
+	ck_assert_int_eq(cp_selector_parse(text, &sel), 0);
+	return sel;
+}
+
+/* Select; returns the error (0 on success). */
+static int try_select(struct cp_store *s, const char *sel_text, int64_t from, int64_t to, const char *group_by,
+		      struct cp_store_result **res, size_t *n)
+{
+	struct cp_selector *sel = sel_of(sel_text);
+	struct cp_store_query q = { sel, from, to, group_by };
+	int r;
+
+	cp_error_clear();
+	*res = NULL;
+	*n = 0;
+	r = cp_store_select(s, &q, res, n);
+	cp_selector_free(sel);
+	return r;
+}
+
+/* One profile: the merge of sel over [from, to]. */
+static struct cp_profile *select1(struct cp_store *s, const char *sel_text, int64_t from, int64_t to)
+{
+	struct cp_store_result *res;
+	struct cp_profile *p;
+	size_t n;
+	int r = try_select(s, sel_text, from, to, NULL, &res, &n);
+
+	ck_assert_msg(r == 0, "select %s: %d %s", sel_text, r, cp_errmsg(r));
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(res[0].group, "");
+	p = res[0].profile;
+	res[0].profile = NULL;
+	cp_store_results_free(res, n);
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+static int64_t select_total(struct cp_store *s, const char *sel_text, int64_t from, int64_t to)
+{
+	struct cp_profile *p = select1(s, sel_text, from, to);
+	int64_t t = cp_profile_total(p, 0);
+
+	cp_profile_free(p);
+	return t;
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_open_creates)
+{
+	struct cp_store *s;
+
+	ck_assert(!exists("index.db"));
+	s = open_store(CP_STORE_WRITE);
+	ck_assert(exists("index.db"));
+	ck_assert(exists("parts"));
+	cp_store_close(s);
+	/* reopening either way works */
+	s = open_store(CP_STORE_WRITE);
+	cp_store_close(s);
+	s = open_store(CP_STORE_READ);
+	cp_store_close(s);
+	cp_store_close(NULL);
+}
+END_TEST
+
+START_TEST(test_open_read_missing)
+{
+	char sub[PATH_MAX + 16];
+
+	cp_error_clear();
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open(dir, CP_STORE_READ));
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_contains(cp_errmsg(ENOENT), dir);
+	ck_assert_contains(cp_errmsg(ENOENT), "cprof import");
+	ck_assert(!exists("index.db")); /* reading creates nothing */
+	ck_assert(!exists("parts"));
+
+	snprintf(sub, sizeof(sub), "%s/not/there", dir);
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open(sub, CP_STORE_READ));
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_contains(cp_errmsg(ENOENT), "cprof import");
+}
+END_TEST
+
+START_TEST(test_read_only_append)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_append a = { p, NULL, NULL, 0, T0 };
+	int r;
+
+	cp_store_close(s);
+	s = open_store(CP_STORE_READ);
+	r = cp_store_append(s, &a, 1);
+	ck_assert_int_eq(r, -EPERM);
+	ck_assert_contains(cp_errmsg(r), "read-only");
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_default_dir)
+{
+	char buf[PATH_MAX];
+
+	setenv("CPROF_DATA", "/some/where", 1);
+	ck_assert_str_eq(cp_store_default_dir(buf, sizeof(buf)), "/some/where");
+	unsetenv("CPROF_DATA");
+	if (geteuid() != 0) {
+		setenv("XDG_DATA_HOME", "/xdg", 1);
+		ck_assert_str_eq(cp_store_default_dir(buf, sizeof(buf)), "/xdg/cprof");
+		unsetenv("XDG_DATA_HOME");
+		setenv("HOME", "/home/u", 1);
+		ck_assert_str_eq(cp_store_default_dir(buf, sizeof(buf)), "/home/u/.local/share/cprof");
+	} else {
+		ck_assert_str_eq(cp_store_default_dir(buf, sizeof(buf)), "/var/lib/cprof");
+	}
+}
+END_TEST
+
+START_TEST(test_type_name)
+{
+	struct cp_profile *p = std_profile(1);
+	char buf[256];
+
+	ck_assert_int_eq(cp_store_type_name(p, 0, NULL, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, COUNT_TYPE);
+	ck_assert_int_eq(cp_store_type_name(p, 1, NULL, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, CPU_TYPE);
+	ck_assert_int_eq(cp_store_type_name(p, 1, "myapp", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "myapp:cpu:nanoseconds:cpu:nanoseconds:delta");
+	p->duration_nanos = 0;
+	ck_assert_int_eq(cp_store_type_name(p, 1, NULL, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	ck_assert_int_eq(cp_store_type_name(p, 1, NULL, buf, 10), -ENAMETOOLONG);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_append_series_select)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *q;
+	struct cp_store_series *ser;
+	struct cp_selector *sel;
+	size_t n, i;
+
+	append_at(s, p, T0, "pid=1,comm=a");
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	/* sorted by type */
+	ck_assert_str_eq(ser[0].type, CPU_TYPE);
+	ck_assert_str_eq(ser[1].type, COUNT_TYPE);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_gt(ser[i].id, 0);
+		ck_assert_uint_eq(ser[i].nlabels, 2);
+		ck_assert_str_eq(ser[i].names[0], "comm"); /* sorted by name */
+		ck_assert_str_eq(ser[i].values[0], "a");
+		ck_assert_str_eq(ser[i].names[1], "pid");
+		ck_assert_str_eq(ser[i].values[1], "1");
+	}
+	ck_assert_int_ne(ser[0].id, ser[1].id);
+	cp_store_series_free(ser, n);
+
+	/* series with a selector */
+	sel = sel_of("process_cpu:samples{comm=~\"a|b\"}");
+	ck_assert_int_eq(cp_store_series(s, sel, &ser, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(ser[0].type, COUNT_TYPE);
+	cp_store_series_free(ser, n);
+	cp_selector_free(sel);
+	sel = sel_of("{comm=\"b\"}");
+	ck_assert_int_eq(cp_store_series(s, sel, &ser, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	cp_store_series_free(ser, n);
+	cp_selector_free(sel);
+
+	q = select1(s, "process_cpu:cpu", T0 - 1, T0 + 1);
+	ck_assert_uint_eq(q->ntypes, 1);
+	ck_assert_str_eq(cp_profile_string(q, q->sample_types[0].type), "cpu");
+	ck_assert_str_eq(cp_profile_string(q, q->sample_types[0].unit), "nanoseconds");
+	ck_assert_str_eq(cp_profile_string(q, q->period_type.type), "cpu");
+	ck_assert_str_eq(cp_profile_string(q, q->period_type.unit), "nanoseconds");
+	ck_assert_int_eq(cp_profile_total(q, 0), cp_profile_total(p, 1));
+	ck_assert_int_eq(cp_profile_total(q, 0), 6 * PERIOD);
+	ck_assert_int_eq(q->time_nanos, T0);
+	assert_same_folded(q, 0, p, 1);
+	/* the frames keep their mapping, file and line */
+	ck_assert_uint_eq(q->nmappings, 1);
+	ck_assert_str_eq(cp_profile_string(q, q->mappings[0].filename), "/usr/bin/prog");
+	ck_assert_str_eq(cp_profile_string(q, q->mappings[0].build_id), "b1d");
+	ck_assert_uint_eq(q->nfunctions, 4);
+	for (i = 0; i < q->nfunctions; i++)
+		ck_assert_str_eq(cp_profile_string(q, q->functions[i].filename), "prog.c");
+	cp_profile_free(q);
+
+	/* the other type, by its full name */
+	q = select1(s, COUNT_TYPE "{pid=\"1\"}", T0, T0);
+	ck_assert_int_eq(cp_profile_total(q, 0), 6);
+	assert_same_folded(q, 0, p, 0);
+	cp_profile_free(q);
+
+	/* a range without samples: an empty profile, not an error */
+	q = select1(s, "process_cpu:cpu", T0 + 1, T0 + 3600 * NS);
+	ck_assert_uint_eq(q->nsamples, 0);
+	ck_assert_uint_eq(q->ntypes, 1);
+	ck_assert_int_eq(cp_profile_total(q, 0), 0);
+	cp_profile_free(q);
+	q = select1(s, "process_cpu:cpu", 0, T0 - 1);
+	ck_assert_uint_eq(q->nsamples, 0);
+	cp_profile_free(q);
+
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_no_delta_suffix)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_series *ser;
+	struct cp_store_append a = { p, NULL, NULL, 0, 0 };
+	size_t n;
+
+	p->duration_nanos = 0;
+	ck_assert_int_eq(cp_store_append(s, &a, 1), 0); /* time 0: the profile's */
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(ser[0].type, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	ck_assert_str_eq(ser[1].type, "process_cpu:samples:count:cpu:nanoseconds");
+	ck_assert_uint_eq(ser[0].nlabels, 0);
+	cp_store_series_free(ser, n);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0, T0), 6 * PERIOD);
+	/* a name of our own */
+	a.name = "burner";
+	ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
+	ck_assert_int_eq(select_total(s, "burner:cpu", T0, T0), 6 * PERIOD);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_select_errors)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_result *res;
+	int64_t *totals = NULL;
+	char *type = NULL;
+	size_t n;
+	int r;
+
+	/* an empty store: nothing matches */
+	r = try_select(s, "process_cpu:cpu", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -ENOENT);
+
+	append_at(s, p, T0, "comm=a");
+	r = try_select(s, "process_cpu", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -EINVAL);
+	ck_assert_ptr_null(res);
+	ck_assert_contains(cp_errmsg(r), CPU_TYPE);
+	ck_assert_contains(cp_errmsg(r), COUNT_TYPE);
+	r = try_select(s, "", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -EINVAL);
+
+	r = try_select(s, "memory", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -ENOENT);
+	ck_assert_contains(cp_errmsg(r), "no stored series");
+	r = try_select(s, "process_cpu:cpu{comm=\"b\"}", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -ENOENT);
+	r = try_select(s, "process", 0, INT64_MAX, NULL, &res, &n); /* not a whole component */
+	ck_assert_int_eq(r, -ENOENT);
+
+	{
+		struct cp_selector *sel = sel_of("process_cpu");
+		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL };
+
+		ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &n, &type), -EINVAL);
+		ck_assert_contains(cp_errmsg(EINVAL), "name one");
+		cp_selector_free(sel);
+		sel = sel_of("process_cpu:cpu");
+		q.sel = sel;
+		ck_assert_int_eq(cp_store_over_time(s, &q, 0, &totals, &n, &type), -EINVAL);
+		q.to = q.from - 1;
+		ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &n, &type), -EINVAL);
+		q.to = q.from + 1000000;
+		ck_assert_int_eq(cp_store_over_time(s, &q, 1, &totals, &n, &type), -EINVAL); /* too many steps */
+		cp_selector_free(sel);
+		ck_assert_ptr_null(totals);
+		ck_assert_ptr_null(type);
+	}
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+static void group_data(struct cp_store *s)
+{
+	struct cp_profile *p1 = std_profile(1), *p2 = std_profile(2), *p3 = std_profile(3);
+	struct cp_kv a1[] = { { "comm", "a" }, { "pid", "1" } }, b2[] = { { "comm", "b" }, { "pid", "2" } },
+		     a3[] = { { "pid", "3" }, { "comm", "a" } };
+	/* one batch: three series at three times */
+	struct cp_store_append batch[] = {
+		{ p1, NULL, a1, 2, T0 },
+		{ p2, NULL, b2, 2, T0 + 1 * NS },
+		{ p3, NULL, a3, 2, T0 + 2 * NS },
+	};
+
+	ck_assert_int_eq(cp_store_append(s, batch, 3), 0);
+	/* a second sample for pid 1, later */
+	append_at(s, p1, T0 + 3 * NS + 500 * MS, "comm=a,pid=1");
+	cp_profile_free(p1);
+	cp_profile_free(p2);
+	cp_profile_free(p3);
+}
+
+START_TEST(test_group_by)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_store_result *res;
+	struct cp_profile *ref = std_profile(1);
+	size_t n, i;
+	int r;
+
+	group_data(s);
+	r = try_select(s, "process_cpu:cpu", T0, T0 + 10 * NS, "comm", &res, &n);
+	ck_assert_msg(r == 0, "%s", cp_errmsg(r));
+	ck_assert_uint_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		int64_t want = !strcmp(res[i].group, "a") ? (1 + 3 + 1) * 6 * PERIOD : 2 * 6 * PERIOD;
+
+		ck_assert(!strcmp(res[i].group, "a") || !strcmp(res[i].group, "b"));
+		ck_assert_int_eq(cp_profile_total(res[i].profile, 0), want);
+	}
+	ck_assert_str_ne(res[0].group, res[1].group);
+	cp_store_results_free(res, n);
+
+	/* by pid */
+	r = try_select(s, "process_cpu:cpu", T0, T0 + 10 * NS, "pid", &res, &n);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(n, 3);
+	for (i = 0; i < n; i++) {
+		int64_t k = atoi(res[i].group);
+
+		ck_assert_int_eq(cp_profile_total(res[i].profile, 0), (k == 1 ? 2 : k) * 6 * PERIOD);
+	}
+	cp_store_results_free(res, n);
+
+	/* a label no series has: one group "" */
+	r = try_select(s, "process_cpu:cpu", T0, T0 + 10 * NS, "host", &res, &n);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(res[0].group, "");
+	ck_assert_int_eq(cp_profile_total(res[0].profile, 0), 7 * 6 * PERIOD);
+	cp_store_results_free(res, n);
+
+	/* a group with no samples in range is an empty profile */
+	r = try_select(s, "process_cpu:cpu", T0 + 1 * NS, T0 + 1 * NS, "comm", &res, &n);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(n, 2);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(cp_profile_total(res[i].profile, 0), !strcmp(res[i].group, "b") ? 12 * PERIOD : 0);
+	cp_store_results_free(res, n);
+
+	/* filters and the time range */
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu{comm=\"a\"}", 0, INT64_MAX), 5 * 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu{comm!=\"a\"}", 0, INT64_MAX), 2 * 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu{pid=~\"[12]\"}", 0, INT64_MAX), 4 * 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0 + 1 * NS, T0 + 2 * NS), 5 * 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 2 * NS, INT64_MAX), 4 * 6);
+
+	{ /* stacks merge across series */
+		struct cp_profile *q = select1(s, "process_cpu:samples", 0, INT64_MAX);
+		struct cp_profile *want = std_profile(7);
+
+		assert_same_folded(q, 0, want, 0);
+		cp_profile_free(want);
+		cp_profile_free(q);
+	}
+	cp_store_close(s);
+	cp_profile_free(ref);
+}
+END_TEST
+
+START_TEST(test_over_time)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	int64_t *totals = NULL;
+	char *type = NULL;
+	size_t n = 0;
+	int r;
+
+	group_data(s);
+	r = cp_store_over_time(s, &q, NS, &totals, &n, &type);
+	ck_assert_msg(r == 0, "%s", cp_errmsg(r));
+	ck_assert_str_eq(type, COUNT_TYPE);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(totals[0], 6);
+	ck_assert_int_eq(totals[1], 12);
+	ck_assert_int_eq(totals[2], 18);
+	ck_assert_int_eq(totals[3], 6); /* T0 + 3.5s */
+	ck_assert_int_eq(totals[4], 0);
+	free(totals);
+	free(type);
+
+	/* 2 s steps from T0 - 1 s: [T0-1, T0+1), [T0+1, T0+3), [T0+3, ...] */
+	q.from = T0 - NS;
+	q.to = T0 + 5 * NS;
+	r = cp_store_over_time(s, &q, 2 * NS, &totals, &n, &type);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_int_eq(totals[0], 6);
+	ck_assert_int_eq(totals[1], 30);
+	ck_assert_int_eq(totals[2], 6);
+	ck_assert_int_eq(totals[3], 0);
+	free(totals);
+	free(type);
+
+	/* with a label filter */
+	cp_selector_free(sel);
+	sel = sel_of("process_cpu:cpu{comm=\"b\"}");
+	q.sel = sel;
+	q.from = T0;
+	r = cp_store_over_time(s, &q, 10 * NS, &totals, &n, &type);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(totals[0], 12 * PERIOD);
+	ck_assert_str_eq(type, CPU_TYPE);
+	free(totals);
+	free(type);
+	cp_selector_free(sel);
+	cp_store_close(s);
+}
+END_TEST
+
+START_TEST(test_dedup)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_stats st1, st;
+	int i;
+
+	append_at(s, p, T0, "comm=a");
+	ck_assert_int_eq(cp_store_stats(s, &st1), 0);
+	ck_assert_int_eq(st1.series, 2);
+	ck_assert_int_eq(st1.stacks, 3);
+	ck_assert_int_eq(st1.locations, 4);
+	ck_assert_int_eq(st1.functions, 4);
+	ck_assert_int_eq(st1.blocks, 1);
+	ck_assert_int_eq(st1.entries, 6); /* 3 stacks x 2 series */
+	ck_assert_int_gt(st1.samples, 0);
+	ck_assert_int_gt(st1.bytes, 0);
+	for (i = 1; i < 10; i++)
+		append_at(s, p, T0 + i * 10 * NS, "comm=a");
+	ck_assert_int_eq(cp_store_stats(s, &st), 0);
+	ck_assert_int_eq(st.series, st1.series);
+	ck_assert_int_eq(st.stacks, st1.stacks);
+	ck_assert_int_eq(st.locations, st1.locations);
+	ck_assert_int_eq(st.functions, st1.functions);
+	ck_assert_int_eq(st.blocks, 10);
+	ck_assert_int_eq(st.entries, 10 * st1.entries);
+	ck_assert_int_eq(st.samples, 10 * st1.samples);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 60);
+	/* the same profile twice at one time adds up */
+	append_at(s, p, T0, "comm=a");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0, T0), 12);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_persistence)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *q;
+	struct cp_store_stats st;
+
+	append_at(s, p, T0, "comm=a,pid=1");
+	append_at(s, p, T0 + NS, "comm=b,pid=2");
+	cp_store_close(s);
+
+	s = open_store(CP_STORE_READ);
+	q = select1(s, "process_cpu:cpu{comm=\"a\"}", T0 - 1, T0 + 1);
+	ck_assert_int_eq(cp_profile_total(q, 0), 6 * PERIOD);
+	assert_same_folded(q, 0, p, 1);
+	cp_profile_free(q);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 12);
+	ck_assert_int_eq(cp_store_stats(s, &st), 0);
+	ck_assert_int_eq(st.series, 4);
+	ck_assert_int_eq(st.stacks, 3);
+	cp_store_close(s);
+
+	/* and a writer adds to what is there */
+	s = open_store(CP_STORE_WRITE);
+	append_at(s, p, T0 + 2 * NS, "comm=a,pid=1");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 18);
+	ck_assert_int_eq(cp_store_stats(s, &st), 0);
+	ck_assert_int_eq(st.series, 4);
+	ck_assert_int_eq(st.stacks, 3);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* A profile with other functions (so new strings and dictionary rows). */
+static struct cp_profile *other_profile(const char *fn)
+{
+	struct cp_profile *p = new_profile(10 * NS);
+	char buf[128];
+
+	snprintf(buf, sizeof(buf), "main;%s;%s_leaf", fn, fn);
+	add(p, buf, 0, 5);
+	return p;
+}
+
+START_TEST(test_two_handles)
+{
+	struct cp_store *w = open_store(CP_STORE_WRITE), *r, *w2;
+	struct cp_profile *p = std_profile(1), *o = other_profile("other"), *o2 = other_profile("third"), *q;
+	char *text;
+
+	append_at(w, p, T0, "comm=a");
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 6);
+	/* the writer adds a profile with new functions after the reader looked */
+	append_at(w, o, T0 + NS, "comm=a");
+	q = select1(r, "process_cpu:samples", 0, INT64_MAX);
+	ck_assert_int_eq(cp_profile_total(q, 0), 11);
+	text = folded(q, 0);
+	ck_assert_contains(text, "main;other;other_leaf 5\n");
+	ck_assert_contains(text, "main;work;burn 3\n");
+	free(text);
+	cp_profile_free(q);
+	/* and a new series */
+	append_at(w, p, T0 + 2 * NS, "comm=b");
+	ck_assert_int_eq(select_total(r, "process_cpu:samples{comm=\"b\"}", 0, INT64_MAX), 6);
+
+	/* a writer that selected, then another writer appended: it appends still */
+	ck_assert_int_eq(select_total(w, "process_cpu:samples", 0, INT64_MAX), 17);
+	w2 = open_store(CP_STORE_WRITE);
+	append_at(w2, o2, T0 + 3 * NS, "comm=c");
+	append_at(w, o, T0 + 4 * NS, "comm=c");
+	append_at(w2, p, T0 + 5 * NS, "comm=c");
+	ck_assert_int_eq(select_total(w, "process_cpu:samples{comm=\"c\"}", 0, INT64_MAX), 16);
+	ck_assert_int_eq(select_total(w2, "process_cpu:samples{comm=\"c\"}", 0, INT64_MAX), 16);
+	q = select1(r, "process_cpu:samples", 0, INT64_MAX);
+	ck_assert_int_eq(cp_profile_total(q, 0), 33);
+	text = folded(q, 0);
+	ck_assert_contains(text, "main;other;other_leaf 10\n");
+	ck_assert_contains(text, "main;third;third_leaf 5\n");
+	ck_assert_contains(text, "main;work;burn 9\n");
+	free(text);
+	cp_profile_free(q);
+	cp_store_close(w2);
+	cp_store_close(r);
+	cp_store_close(w);
+	cp_profile_free(p);
+	cp_profile_free(o);
+	cp_profile_free(o2);
+}
+END_TEST
+
+/* A reader selecting while a writer keeps adding profiles with new stacks:
+ * every select must succeed. */
+struct writer_arg {
+	int n;
+	int err;
+	int done; /* set (atomically) when the writer is through */
+	char msg[256]; /* the writer's error message (messages are per thread) */
+};
+
+static void *writer(void *arg)
+{
+	struct writer_arg *wa = arg;
+	struct cp_store *w = cp_store_open(dir, CP_STORE_WRITE);
+	int i;
+
+	if (!w) {
+		wa->err = -errno;
+		snprintf(wa->msg, sizeof(wa->msg), "%s", cp_errmsg(errno));
+		__atomic_store_n(&wa->done, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	for (i = 0; i < wa->n && !wa->err; i++) {
+		struct cp_profile *p = new_profile(10 * NS);
+		struct cp_kv kv = { "comm", "a" };
+		struct cp_store_append a = { p, NULL, &kv, 1, T0 + i * MS };
+		char buf[64];
+		int64_t v[2] = { 1, PERIOD };
+		uint32_t locs[2];
+
+		snprintf(buf, sizeof(buf), "fn%d", i);
+		locs[0] = fn_loc(p, buf);
+		locs[1] = fn_loc(p, "main");
+		if (cp_profile_add_sample(p, (uint32_t)cp_profile_stack(p, locs, 2), 0, v))
+			wa->err = -EINVAL;
+		else
+			wa->err = cp_store_append(w, &a, 1);
+		cp_profile_free(p);
+	}
+	if (wa->err)
+		snprintf(wa->msg, sizeof(wa->msg), "%s", cp_errmsg(wa->err));
+	cp_store_close(w);
+	__atomic_store_n(&wa->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+START_TEST(test_concurrent_reader)
+{
+	struct cp_store *w = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	struct writer_arg wa = { 150, 0, 0, "" };
+	pthread_t th;
+	int64_t last = 0;
+	int fails = 0;
+	bool done;
+	char msg[256] = "";
+
+	append_at(w, p, T0 - NS, "comm=a");
+	cp_store_close(w);
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(pthread_create(&th, NULL, writer, &wa), 0);
+	do { /* until a select after the writer is through */
+		struct cp_store_result *res;
+		size_t n;
+		int e;
+
+		done = __atomic_load_n(&wa.done, __ATOMIC_ACQUIRE);
+		e = try_select(r, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+		if (e) {
+			if (!fails++)
+				snprintf(msg, sizeof(msg), "%s", cp_errmsg(e));
+		} else {
+			int64_t t = cp_profile_total(res[0].profile, 0);
+
+			ck_assert_int_ge(t, last);
+			last = t;
+			cp_store_results_free(res, n);
+		}
+	} while (!done);
+	pthread_join(th, NULL);
+	ck_assert_msg(wa.err == 0, "writer: %s", wa.msg);
+	ck_assert_msg(fails == 0, "%d selects failed, the first: %s", fails, msg);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 6 + wa.n);
+	cp_store_close(r);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_retention)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *o = other_profile("old");
+	int64_t now = cp_now_ns(), old = now - 40 * 86400 * NS;
+	char oldpart[PATH_MAX + 32], newpart[PATH_MAX + 32];
+
+	append_at(s, o, old, "comm=a");
+	append_at(s, p, now, "comm=a");
+	part_path(old, oldpart, sizeof(oldpart));
+	part_path(now, newpart, sizeof(newpart));
+	ck_assert_int_eq(access(oldpart, F_OK), 0);
+	ck_assert_int_eq(access(newpart, F_OK), 0);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 11);
+
+	ck_assert_int_eq(cp_store_retain(s, 30 * 86400 * NS), 1);
+	ck_assert_int_ne(access(oldpart, F_OK), 0);
+	ck_assert_int_eq(access(newpart, F_OK), 0);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 6);
+	ck_assert_int_eq(cp_store_retain(s, 30 * 86400 * NS), 0);
+	cp_store_close(s);
+
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 6);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, now - 86400 * NS), 0);
+	cp_store_close(s);
+
+	/* appending to a day that retention removed makes it again */
+	s = open_store(CP_STORE_WRITE);
+	append_at(s, o, old, "comm=a");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, now - 86400 * NS), 5);
+	cp_store_close(s);
+	cp_profile_free(p);
+	cp_profile_free(o);
+}
+END_TEST
+
+START_TEST(test_corrupt_index)
+{
+	char path[PATH_MAX + 16];
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (i = 0; i < 400; i++)
+		fputs("this is not a database at all, just garbage text\n", f);
+	fclose(f);
+
+	cp_error_clear();
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open(dir, CP_STORE_READ));
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_contains(cp_errmsg(errno), "corrupt");
+	ck_assert_contains(cp_errmsg(errno), dir);
+	cp_error_clear();
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open(dir, CP_STORE_WRITE));
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_contains(cp_errmsg(errno), "corrupt");
+}
+END_TEST
+
+START_TEST(test_foreign_sqlite)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	char path[PATH_MAX + 16];
+	FILE *f;
+
+	cp_store_close(s);
+	/* an index of another schema version */
+	{
+		char cmd[PATH_MAX + 128];
+
+		snprintf(path, sizeof(path), "%s/index.db", dir);
+		snprintf(cmd, sizeof(cmd), "command -v sqlite3 >/dev/null && sqlite3 '%s' \"UPDATE meta SET value='99'\"",
+			 path);
+		if (system(cmd) == 0) {
+			errno = 0;
+			ck_assert_ptr_null(cp_store_open(dir, CP_STORE_READ));
+			ck_assert_int_eq(errno, EPROTO);
+			ck_assert_contains(cp_errmsg(errno), "schema version");
+		}
+	}
+	/* an empty index file */
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/index.db-wal", dir);
+	unlink(path);
+	errno = 0;
+	cp_error_clear();
+	ck_assert_ptr_null(cp_store_open(dir, CP_STORE_READ));
+	ck_assert_int_ne(errno, 0);
+	ck_assert(strlen(cp_errmsg(errno)) > 0);
+}
+END_TEST
+
+static void truncate_and_select(off_t size)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_result *res;
+	char path[PATH_MAX + 32];
+	struct stat sb;
+	size_t n;
+	int r, i;
+
+	/* enough samples for a partition of several pages */
+	for (i = 0; i < 200; i++) {
+		char fn[32];
+
+		snprintf(fn, sizeof(fn), "main;f%d", i);
+		add(p, fn, 0, i + 1);
+	}
+	for (i = 0; i < 20; i++)
+		append_at(s, p, T0 + i * NS, "comm=a");
+	cp_store_close(s);
+	part_path(T0, path, sizeof(path));
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(truncate(path, size >= 0 ? size : sb.st_size / 2), 0);
+
+	s = open_store(CP_STORE_READ);
+	r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_msg(r < 0, "select on a truncated partition (%lld of %lld bytes) succeeded",
+		      (long long)(size >= 0 ? size : sb.st_size / 2), (long long)sb.st_size);
+	ck_assert(strlen(cp_errmsg(r)) > 0);
+	ck_assert_ptr_null(res);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+
+/* Garbage over the header of the blocks table's root page (page 2: the
+ * table is created first): SQLite fails the scan midway, which must be an
+ * error, not a short result. */
+START_TEST(test_corrupt_partition_page)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_result *res;
+	char path[PATH_MAX + 32], junk[16];
+	size_t n;
+	FILE *f;
+	int r, i;
+
+	for (i = 0; i < 20; i++)
+		append_at(s, p, T0 + i * NS, "comm=a");
+	cp_store_close(s);
+	part_path(T0, path, sizeof(path));
+	f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	memset(junk, 0xa5, sizeof(junk));
+	ck_assert_int_eq(fseek(f, 4096, SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
+	fclose(f);
+
+	s = open_store(CP_STORE_READ);
+	r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -EBADMSG);
+	ck_assert_contains(cp_errmsg(r), "corrupt");
+	ck_assert_ptr_null(res);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* Garbage over each page header of the index and of the partition in
+ * turn: opening or selecting fails with a message, or the select gives the
+ * whole answer; never a short answer, never a crash. */
+static void corrupt_each_page(const char *file, int64_t want)
+{
+	char path[PATH_MAX + 32];
+	unsigned char *orig, junk[16];
+	struct stat sb;
+	off_t pg;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_msg(sb.st_size >= 3 * 4096, "%s: %lld bytes", file, (long long)sb.st_size);
+	orig = malloc((size_t)sb.st_size);
+	f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(orig, 1, (size_t)sb.st_size, f), (size_t)sb.st_size);
+	fclose(f);
+	memset(junk, 0xa5, sizeof(junk));
+	for (pg = 4096; pg < sb.st_size; pg += 4096) {
+		struct cp_store *s;
+		struct cp_store_result *res;
+		size_t n;
+		int r;
+
+		f = fopen(path, "r+b");
+		ck_assert_ptr_nonnull(f);
+		fseek(f, pg, SEEK_SET);
+		fwrite(junk, 1, sizeof(junk), f);
+		fclose(f);
+
+		cp_error_clear();
+		s = cp_store_open(dir, CP_STORE_READ);
+		if (s) {
+			r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+			if (r) {
+				ck_assert_msg(strlen(cp_errmsg(r)) > 0, "no message");
+				ck_assert_ptr_null(res);
+			} else {
+				ck_assert_msg(cp_profile_total(res[0].profile, 0) == want,
+					      "%s page %lld damaged: select gave %" PRId64 " of %" PRId64, file,
+					      (long long)(pg / 4096 + 1), cp_profile_total(res[0].profile, 0), want);
+				cp_store_results_free(res, n);
+			}
+			cp_store_close(s);
+		} else {
+			ck_assert_int_ne(errno, 0);
+			ck_assert(strlen(cp_errmsg(errno)) > 0);
+		}
+		f = fopen(path, "wb");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(fwrite(orig, 1, (size_t)sb.st_size, f), (size_t)sb.st_size);
+		fclose(f);
+	}
+	free(orig);
+}
+
+START_TEST(test_corrupt_pages)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	char part[PATH_MAX + 32], rel[64];
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		char fn[64];
+
+		snprintf(fn, sizeof(fn), "main;a_rather_long_function_name_%d;leaf_%d", i, i);
+		add(p, fn, 0, 1);
+	}
+	/* enough blocks for a partition of several pages */
+	for (i = 0; i < 100; i++)
+		append_at(s, p, T0 + i * NS, i % 2 ? "comm=a" : "comm=b");
+	cp_store_close(s);
+	part_path(T0, part, sizeof(part));
+	snprintf(rel, sizeof(rel), "parts/%s", strrchr(part, '/') + 1);
+	corrupt_each_page("index.db", 100 * 306);
+	corrupt_each_page(rel, 100 * 306);
+	/* and all is well again */
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 100 * 306);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_truncated_partition_half)
+{
+	truncate_and_select(-1);
+}
+END_TEST
+
+START_TEST(test_truncated_partition_header)
+{
+	truncate_and_select(100);
+}
+END_TEST
+
+START_TEST(test_truncated_partition_empty)
+{
+	truncate_and_select(0);
+}
+END_TEST
+
+START_TEST(test_label_values_roundtrip)
+{
+	static const char *const odd = "he said \"hi\" \\ caf\xc3\xa9 \xe2\x98\x83 \xf0\x9f\x94\xa5\ttab";
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv[] = { { "comm", odd }, { "empty", "" } };
+	struct cp_store_append a = { p, NULL, kv, 2, T0 };
+	struct cp_store_series *ser;
+	struct cp_selector *sel;
+	size_t n;
+
+	ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
+	cp_store_close(s);
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ser[0].nlabels, 2);
+	ck_assert_str_eq(ser[0].names[0], "comm");
+	ck_assert_str_eq(ser[0].values[0], odd);
+	ck_assert_str_eq(ser[0].names[1], "empty");
+	ck_assert_str_eq(ser[0].values[1], "");
+	cp_store_series_free(ser, n);
+
+	sel = sel_of("{comm=\"he said \\\"hi\\\" \\\\ caf\xc3\xa9 \xe2\x98\x83 \xf0\x9f\x94\xa5\\ttab\"}");
+	ck_assert_int_eq(cp_store_series(s, sel, &ser, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	cp_store_series_free(ser, n);
+	cp_selector_free(sel);
+	sel = sel_of("{comm=~\".*caf\xc3\xa9 . .*\"}");
+	ck_assert_int_eq(cp_store_series(s, sel, &ser, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	cp_store_series_free(ser, n);
+	cp_selector_free(sel);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{comm=~\"he said.*\"}", 0, INT64_MAX), 6);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_bad_label_value)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv[] = { { "comm", "bad \xff utf-8" } };
+	struct cp_store_append a = { p, NULL, kv, 1, T0 };
+	struct cp_store_series *ser;
+	size_t n;
+	int r;
+
+	cp_error_clear();
+	r = cp_store_append(s, &a, 1);
+	ck_assert_int_eq(r, -EINVAL);
+	ck_assert_contains(cp_errmsg(r), "comm");
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	cp_store_series_free(ser, n);
+	/* the handle still works */
+	kv[0].value = "good";
+	ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_failed_batch_rolls_back)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *o = other_profile("other");
+	struct cp_kv kv[] = { { "comm", "a" } };
+	char longname[700];
+	struct cp_store_append batch[] = { { p, NULL, kv, 1, T0 }, { o, longname, kv, 1, T0 } };
+	struct cp_store_series *ser;
+	struct cp_store_stats st;
+	size_t n;
+	int r;
+
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	r = cp_store_append(s, batch, 2);
+	ck_assert_int_eq(r, -ENAMETOOLONG);
+	/* all or nothing */
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	cp_store_series_free(ser, n);
+	ck_assert_int_eq(cp_store_stats(s, &st), 0);
+	ck_assert_int_eq(st.stacks, 0);
+	ck_assert_int_eq(st.samples, 0);
+	/* the same series again, in a batch that works */
+	ck_assert_int_eq(cp_store_append(s, batch, 1), 0);
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	cp_store_series_free(ser, n);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX), 6);
+	cp_store_close(s);
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX), 6);
+	cp_store_close(s);
+	cp_profile_free(p);
+	cp_profile_free(o);
+}
+END_TEST
+
+static const struct cp_label *find_label(const struct cp_profile *p, uint32_t ls, const char *key)
+{
+	const struct cp_span *sp = &p->labelsets[ls];
+	uint32_t i;
+
+	for (i = 0; i < sp->len; i++)
+		if (!strcmp(cp_profile_string(p, p->labels[sp->off + i].key), key))
+			return &p->labels[sp->off + i];
+	return NULL;
+}
+
+START_TEST(test_sample_labels)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = new_profile(10 * NS), *q;
+	struct cp_label l[2];
+	int64_t worker, io, seen_worker = 0, seen_io = 0, seen_none = 0;
+	uint32_t i;
+
+	l[0] = (struct cp_label){ str(p, "thread"), str(p, "worker"), 0, 0 };
+	l[1] = (struct cp_label){ str(p, "bytes"), 0, 4096, str(p, "bytes") };
+	worker = cp_profile_labelset(p, l, 2);
+	l[0].str = str(p, "io \"thread\" \xc3\xa9");
+	io = cp_profile_labelset(p, l, 1);
+	ck_assert_int_gt(worker, 0);
+	ck_assert_int_gt(io, 0);
+	add(p, "main;work", (uint32_t)worker, 4);
+	add(p, "main;work", (uint32_t)io, 2);
+	add(p, "main;work", 0, 1);
+	add(p, "main;read", (uint32_t)io, 3);
+	append_at(s, p, T0, "comm=a");
+	append_at(s, p, T0 + NS, "comm=b"); /* the same label sets in another series */
+	cp_store_close(s);
+
+	s = open_store(CP_STORE_READ);
+	q = select1(s, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX);
+	ck_assert_uint_eq(q->nsamples, 4);
+	for (i = 0; i < q->nsamples; i++) {
+		const struct cp_label *t = find_label(q, q->samples[i].labels, "thread");
+		const struct cp_label *b = find_label(q, q->samples[i].labels, "bytes");
+		int64_t v = cp_profile_values(q, i)[0];
+
+		if (!t) {
+			ck_assert_ptr_null(b);
+			seen_none += v;
+		} else if (!strcmp(cp_profile_string(q, t->str), "worker")) {
+			ck_assert_ptr_nonnull(b);
+			ck_assert_int_eq(b->str, 0);
+			ck_assert_int_eq(b->num, 4096);
+			ck_assert_str_eq(cp_profile_string(q, b->num_unit), "bytes");
+			seen_worker += v;
+		} else {
+			ck_assert_str_eq(cp_profile_string(q, t->str), "io \"thread\" \xc3\xa9");
+			ck_assert_ptr_null(b);
+			seen_io += v;
+		}
+	}
+	ck_assert_int_eq(seen_worker, 4);
+	ck_assert_int_eq(seen_io, 5);
+	ck_assert_int_eq(seen_none, 1);
+	cp_profile_free(q);
+
+	/* both series: label sets merge, values add */
+	q = select1(s, "process_cpu:samples", 0, INT64_MAX);
+	ck_assert_uint_eq(q->nsamples, 4);
+	ck_assert_int_eq(cp_profile_total(q, 0), 20);
+	cp_profile_free(q);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_many_partitions)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	int i;
+
+	/* more days than the handle keeps open at once */
+	for (i = 0; i < 12; i++)
+		append_at(s, p, T0 + i * 86400 * NS, "comm=a");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 72);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 86400 * NS, T0 + 3 * 86400 * NS), 18);
+	cp_store_close(s);
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 72);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+	Suite *s = suite_create("store");
+	TCase *open = tcase_create("open"), *query = tcase_create("query"), *life = tcase_create("lifecycle"),
+	      *bad = tcase_create("corrupt");
+
+	tcase_add_checked_fixture(open, dir_setup, dir_teardown);
+	tcase_add_test(open, test_open_creates);
+	tcase_add_test(open, test_open_read_missing);
+	tcase_add_test(open, test_read_only_append);
+	tcase_add_test(open, test_default_dir);
+	tcase_add_test(open, test_type_name);
+	suite_add_tcase(s, open);
+
+	tcase_add_checked_fixture(query, dir_setup, dir_teardown);
+	tcase_add_test(query, test_append_series_select);
+	tcase_add_test(query, test_no_delta_suffix);
+	tcase_add_test(query, test_select_errors);
+	tcase_add_test(query, test_group_by);
+	tcase_add_test(query, test_over_time);
+	tcase_add_test(query, test_label_values_roundtrip);
+	tcase_add_test(query, test_sample_labels);
+	suite_add_tcase(s, query);
+
+	tcase_add_checked_fixture(life, dir_setup, dir_teardown);
+	tcase_set_timeout(life, 120);
+	tcase_add_test(life, test_dedup);
+	tcase_add_test(life, test_persistence);
+	tcase_add_test(life, test_two_handles);
+	tcase_add_test(life, test_concurrent_reader);
+	tcase_add_test(life, test_retention);
+	tcase_add_test(life, test_many_partitions);
+	tcase_add_test(life, test_failed_batch_rolls_back);
+	suite_add_tcase(s, life);
+
+	tcase_add_checked_fixture(bad, dir_setup, dir_teardown);
+	tcase_set_timeout(bad, 60);
+	tcase_add_test(bad, test_corrupt_index);
+	tcase_add_test(bad, test_foreign_sqlite);
+	tcase_add_test(bad, test_corrupt_partition_page);
+	tcase_add_test(bad, test_corrupt_pages);
+	tcase_add_test(bad, test_truncated_partition_half);
+	tcase_add_test(bad, test_truncated_partition_header);
+	tcase_add_test(bad, test_truncated_partition_empty);
+	tcase_add_test(bad, test_bad_label_value);
+	suite_add_tcase(s, bad);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(store_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

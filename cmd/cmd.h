@@ -74,10 +74,10 @@ enum { OPT_DATA = 1000, OPT_SINCE, OPT_FROM, OPT_TO };
 	{ "to", required_argument, NULL, OPT_TO }
 #define STORE_USAGE                                                                              \
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"      \
-	"                        else ~/.local/share/cprof)\n"                                    \
+	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"            \
 	"      --since DURATION  stored data of the last DURATION (default 1h)\n"                \
 	"      --from TIME       from TIME: RFC 3339, unix seconds, or now-30m\n"                 \
-	"      --to TIME         until TIME (default: now)\n"
+	"      --to TIME         until TIME, excluded (default: now)\n"
 
 struct store_args {
 	const char *data, *since, *from, *to;

@@ -241,7 +241,11 @@ bool is_file_arg(const char *arg)
 {
 	size_t n = strlen(arg);
 
-	if (!strcmp(arg, "-") || access(arg, F_OK) == 0 || strchr(arg, '/'))
+	if (!strcmp(arg, "-") || access(arg, F_OK) == 0)
+		return true;
+	if (strchr(arg, '{')) /* a selector, whatever its label values hold */
+		return false;
+	if (strchr(arg, '/'))
 		return true;
 	/* names that look like files: better "cannot open" than "no series" */
 	return (n > 3 && !strcmp(arg + n - 3, ".gz")) || (n > 3 && !strcmp(arg + n - 3, ".pb")) ||

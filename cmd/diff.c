@@ -187,6 +187,8 @@ static int run_diff(int argc, char **argv)
 	} else if (argc - optind == 2) {
 		bname = argv[optind];
 		aname = argv[optind + 1];
+		if ((o.before_range && is_file_arg(bname)) || (o.after_range && is_file_arg(aname)))
+			return usage_error("diff", "--before-range and --after-range select stored profiles, not files");
 	} else {
 		return usage_error("diff", "give two profiles: BEFORE AFTER (or one selector with --before-range and "
 					   "--after-range)");

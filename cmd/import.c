@@ -32,7 +32,7 @@ const struct cmd cmd_import = {
 	"stored in one transaction: if one cannot be read, none is stored.\n"
 	"\n"
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
-	"                        else ~/.local/share/cprof)\n"
+	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
 	"  -l, --label K=V       a series label for every file (repeatable)\n"
 	"      --time TIME       the profiles' time (default: each file's own, else now)\n"
 	"      --name NAME       the profile type's name (default: from the profile:\n"
@@ -80,6 +80,12 @@ static int run_import(int argc, char **argv)
 				goto out;
 			}
 			*eq = '\0';
+			for (i = 0; i < nlabels && strcmp(labels[i].name, optarg); i++)
+				;
+			if (i < nlabels) {
+				status = usage_error("import", "label '%s' is given twice", optarg);
+				goto out;
+			}
 			labels[nlabels].name = optarg;
 			labels[nlabels++].value = eq + 1;
 			break;
@@ -99,8 +105,9 @@ static int run_import(int argc, char **argv)
 		status = usage_error("import", "--retention: %s", cp_errmsg(err));
 		goto out;
 	}
-	if (name && (!*name || strpbrk(name, ":{}\" "))) {
-		status = usage_error("import", "bad --name '%s': no ':', braces, quotes or spaces", name);
+	if (name && (!*name || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+					   strlen(name))) {
+		status = usage_error("import", "bad --name '%s': use letters, digits, '_', '.' and '-'", name);
 		goto out;
 	}
 	if (optind >= argc) {

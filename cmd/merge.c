@@ -58,7 +58,7 @@ static int run_merge(int argc, char **argv)
 	if (strcmp(format, "pprof") && strcmp(format, "folded") && strcmp(format, "json") && strcmp(format, "top"))
 		return usage_error("merge", "unknown format '%s' (choose pprof, folded, json or top)", format);
 	if (optind >= argc)
-		return usage_error("merge", "no input: give the profile files to merge");
+		return usage_error("merge", "no input: give the profile files or stored selectors to merge");
 	if ((status = store_range("merge", &sa)))
 		return status;
 	for (i = optind; i < argc; i++)

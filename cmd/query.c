@@ -161,6 +161,7 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 	}
 	ot.type = type;
 	ot.from = q.from;
+	ot.to = q.to;
 	ot.step = step;
 	ot.totals = totals;
 	ot.n = n;
@@ -264,6 +265,19 @@ static int run_query(int argc, char **argv)
 	if (o.ninputs && (selector || modes || o.group_by || o.store.data || o.store.since || o.store.from || o.store.to)) {
 		status = usage_error("query", "-i FILE reads files; selectors, --group-by, --data, time ranges and lists "
 					      "are for the store");
+		goto out;
+	}
+	if (o.step && !o.over_time) {
+		status = usage_error("query", "--step goes with --over-time");
+		goto out;
+	}
+	if (modes && (o.group_by || o.focus || o.ignore || o.invert || o.limit || o.title)) {
+		status = usage_error("query", "--group-by, --focus, --ignore, --invert, --limit and --title are for "
+					      "profiles, not for lists or --over-time");
+		goto out;
+	}
+	if (modes && strcmp(o.format, "top") && strcmp(o.format, "json")) {
+		status = usage_error("query", "lists and --over-time print as text or -f json");
 		goto out;
 	}
 	if (o.group_by && strcmp(o.format, "top") && strcmp(o.format, "folded")) {

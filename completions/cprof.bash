@@ -7,7 +7,9 @@
 # Command and option names come from the cprof being completed, through its
 # hidden helpers `cprof --list-commands` and `cprof --list-options COMMAND`;
 # the answers are cached per program and command, so that pressing TAB again
-# does not run cprof again.  The values of --format are listed here.
+# does not run cprof again.  Listed here: the values of --format, which
+# options take a value (_cprof_takes_arg), and what is completed for the
+# values and arguments that are files or directories.
 
 # cache: "PROGRAM<TAB>COMMAND" (or "PROGRAM<TAB>" for the command list) -> words
 declare -gA _cprof_cache 2>/dev/null || declare -A _cprof_cache
@@ -44,7 +46,7 @@ _cprof_words()
 	if [[ $? -ne 0 || -z $words ]]; then
 		# no usable cprof: do not cache, so that a later TAB tries again
 		if [[ $# -eq 0 ]]; then
-			words=$'record\nserve\nscrape\nquery\nmerge\ndiff\ntop\nhelp'
+			words=$'record\nserve\nscrape\nimport\nquery\nmerge\ndiff\ntop\nhelp'
 		else
 			words=$'-h\n--help'
 		fi
@@ -74,6 +76,14 @@ _cprof_files()
 	[[ -n $pre ]] && COMPREPLY=("${COMPREPLY[@]/#/$pre}")
 }
 
+# _cprof_dirs: COMPREPLY = the names of directories that start with $cur
+_cprof_dirs()
+{
+	compopt -o filenames 2>/dev/null
+	mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+	[[ -n $pre ]] && COMPREPLY=("${COMPREPLY[@]/#/$pre}")
+}
+
 # _cprof_formats COMMAND: the values of COMMAND's --format, one a line
 _cprof_formats()
 {
@@ -89,7 +99,10 @@ _cprof_takes_arg()
 {
 	case $1 in
 	-i | --input | -o | --output | -f | --format | -t | --sample-type | \
-		--focus | --ignore | -n | --limit | --title) return 0 ;;
+		--focus | --ignore | -n | --limit | --title | \
+		--data | --since | --from | --to | --group-by | --values | --step | \
+		--before-range | --after-range | \
+		-l | --label | --time | --name | --retention) return 0 ;;
 	esac
 	return 1
 }
@@ -165,9 +178,11 @@ _cprof()
 	if [[ -n $opt ]]; then
 		case $opt in
 		-i | --input | -o | --output) _cprof_files ;;
+		--data) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
 		esac
-		# -t, --focus, --ignore, -n, --limit, --title: nothing to offer
+		# the others (-t, --focus, -n, -l, --since, --from, --step, --time,
+		# --retention, --group-by, ...): nothing to offer
 		return 0
 	fi
 
@@ -178,10 +193,10 @@ _cprof()
 	fi
 
 	case $cmd in
-	merge | diff) _cprof_files ;;
+	import | merge | diff) _cprof_files ;; # selectors, for merge and diff, are typed
 	*)
-		# query takes its inputs with -i, and the other commands are not
-		# built yet: offer their options
+		# query takes a selector (typed) or its inputs with -i, and the
+		# other commands are not built yet: offer their options
 		if ((!ddash)); then
 			_cprof_words "$cmd"
 			_cprof_reply "$_cprof_list"

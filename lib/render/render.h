@@ -48,7 +48,7 @@ int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_
 
 struct cp_over_time {
 	const char *type, *unit;
-	int64_t from, step; /* nanoseconds */
+	int64_t from, to, step; /* nanoseconds; [from, to) */
 	const int64_t *totals;
 	size_t n;
 };

@@ -39,7 +39,7 @@ int cp_render_over_time(FILE *out, const struct cp_over_time *o)
 	sc = cp_unit_scale_for(max, o->unit);
 	fprintf(out, "Type: %s\n", o->type);
 	fprintf(out, "From %s to %s UTC, step %s, total %s, peak %s\n", when(o->from, a, sizeof(a)),
-		when(o->from + o->step * (int64_t)o->n, b, sizeof(b)), cp_format_value(o->step, "nanoseconds", c, sizeof(c)),
+		when(o->to, b, sizeof(b)), cp_format_value(o->step, "nanoseconds", c, sizeof(c)),
 		cp_format_scaled(sum, sc, d, sizeof(d)), cp_format_scaled(max, sc, e, sizeof(e)));
 	for (i = 0; i < o->n; i++) {
 		/* a bar of up to 50 cells in eighths */

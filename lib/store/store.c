@@ -1312,7 +1312,7 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 							err = cp_error(EBADMSG, "a sample block refers to a stack the store does not have");
 						break;
 					}
-					if (t < from || t > to)
+					if (t < from || t >= to)
 						continue;
 					if ((err = fn(ctx, (size_t)idx[i], t, (uint32_t)stack, (uint32_t)c,
 						      cp_unzigzag(d))))
@@ -1527,13 +1527,13 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	size_t nser = 0, i;
 	int err;
 
-	if (step <= 0 || q->to < q->from)
+	if (step <= 0 || q->to <= q->from)
 		return cp_error(EINVAL, "the step must be positive and the range not empty");
 	if ((uint64_t)(q->to - q->from) / (uint64_t)step > 100000)
 		return cp_error(EINVAL, "that is more than 100000 steps: use a larger --step");
 	if ((err = resolve(s, q->sel, &ser, &nser)) || (err = load_dict(s)))
 		goto out;
-	c.n = (size_t)((q->to - q->from) / step) + 1;
+	c.n = (size_t)((q->to - q->from + step - 1) / step); /* [from, to) in whole steps */
 	c.totals = calloc(c.n, sizeof(*c.totals));
 	want = malloc(nser * sizeof(*want));
 	if (!c.totals || !want || !(*type = strdup(ser[0].type))) {

@@ -70,7 +70,7 @@ int cp_store_distinct(const struct cp_store_series *ser, size_t n, enum cp_store
 
 struct cp_store_query {
 	const struct cp_selector *sel;
-	int64_t from, to;     /* nanoseconds, inclusive */
+	int64_t from, to;     /* nanoseconds: [from, to) */
 	const char *group_by; /* NULL: one profile */
 };
 
@@ -84,7 +84,7 @@ struct cp_store_result {
 int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 void cp_store_results_free(struct cp_store_result *r, size_t n);
 
-/* Total value per step over [from, to] for the matching series (one type). */
+/* Total value per step over [from, to) for the matching series (one type). */
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       size_t *nsteps, char **type);
 

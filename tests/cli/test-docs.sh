@@ -8,7 +8,7 @@ command -v groff >/dev/null 2>&1 || skip_all "groff is not installed (apt-get in
 
 MAN=$(cd "$srcdir/man" && pwd)
 COMPL=$(cd "$srcdir/completions" && pwd)
-CMDS="query merge diff" # the commands that have a manual page
+CMDS="import query merge diff" # the commands that have a manual page
 
 # render PAGE: the page as plain text, in lines long enough not to be broken
 render() { groff -man -Tascii -P-c -P-b -P-u -rLL=250n "$1" 2>/dev/null; }
@@ -22,6 +22,7 @@ run "$CPROF" --list-commands
 is "$rc" 0 "cprof --list-commands exits 0"
 commands=$out
 like "$commands" '^query$' "--list-commands lists query"
+like "$commands" '^import$' "--list-commands lists import"
 
 # --- man pages ----------------------------------------------------------
 has_man_db=no
@@ -132,6 +133,21 @@ if command -v bash >/dev/null 2>&1; then
 	completes "'cprof merge ' completes file names" cpu.pb.gz '' -- "$CPROF" merge ''
 	completes "'cprof diff a.pb.gz ' completes file names" cpu.pb.gz '' -- "$CPROF" diff a.pb.gz ''
 	completes "'cprof query -t cpu -f ' offers json" json '' -- "$CPROF" query -t cpu -f ''
+	completes "'cprof imp' completes import" import '' -- "$CPROF" imp
+	completes "'cprof import --da' completes --data" --data '' -- "$CPROF" import --da
+	completes "'cprof import ' completes file names" cpu.pb.gz '' -- "$CPROF" import ''
+	completes "'cprof import -l host=a ' completes file names" cpu.pb.gz '' -- "$CPROF" import -l host=a ''
+	completes "'cprof import --data ' completes directories" files cpu.pb.gz -- "$CPROF" import --data ''
+	completes "'cprof query --data=' completes directories" files cpu.pb.gz -- "$CPROF" query --data = ''
+	completes "'cprof diff --before-range now-2h..now-1h --a' completes --after-range" --after-range '' \
+		-- "$CPROF" diff --before-range now-2h..now-1h --a
+	# options that take a value (a duration, a time, a label) offer nothing
+	for _words in "query --since" "query --from" "query --step" "query --group-by" "merge --to" \
+		"diff --before-range" "import --time" "import --retention" "import --label"; do
+		# shellcheck disable=SC2086
+		run complete_bash "$T" "$CPROF" $_words ''
+		is "$rc:$out$err" "0:" "bash: 'cprof $_words ' offers nothing"
+	done
 
 	# the lists come from the binary once per command, however often TAB is pressed
 	cat >"$T/cprof" <<-EOF

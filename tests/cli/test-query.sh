@@ -117,8 +117,9 @@ like "$err" "is a directory" "a directory is refused"
 printf 'a;b 1\nno count here\n' > "$T/bad.folded"
 run "$CPROF" query -i "$T/bad.folded"
 like "$err" "line 2: expected" "bad folded text names the line"
-run "$CPROF" query
-is "$rc" 2 "no input is a usage error"
+run "$CPROF" query --data "$T/nostore"
+is "$rc" 1 "no -i and no store fails"
+like "$err" "no store at $T/nostore: import or record profiles first" "and says what to do"
 run "$CPROF" query -i "$before" -f svg
 is "$rc" 2 "an unknown format is a usage error"
 like "$err" "unknown format 'svg'" "and names it"

@@ -446,7 +446,7 @@ START_TEST(test_append_series_select)
 	cp_profile_free(q);
 
 	/* the other type, by its full name */
-	q = select1(s, COUNT_TYPE "{pid=\"1\"}", T0, T0);
+	q = select1(s, COUNT_TYPE "{pid=\"1\"}", T0, T0 + 1);
 	ck_assert_int_eq(cp_profile_total(q, 0), 6);
 	assert_same_folded(q, 0, p, 0);
 	cp_profile_free(q);
@@ -482,11 +482,11 @@ START_TEST(test_no_delta_suffix)
 	ck_assert_str_eq(ser[1].type, "process_cpu:samples:count:cpu:nanoseconds");
 	ck_assert_uint_eq(ser[0].nlabels, 0);
 	cp_store_series_free(ser, n);
-	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0, T0), 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0, T0 + 1), 6 * PERIOD);
 	/* a name of our own */
 	a.name = "burner";
 	ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
-	ck_assert_int_eq(select_total(s, "burner:cpu", T0, T0), 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "burner:cpu", T0, T0 + 1), 6 * PERIOD);
 	cp_store_close(s);
 	cp_profile_free(p);
 }
@@ -607,7 +607,7 @@ START_TEST(test_group_by)
 	cp_store_results_free(res, n);
 
 	/* a group with no samples in range is an empty profile */
-	r = try_select(s, "process_cpu:cpu", T0 + 1 * NS, T0 + 1 * NS, "comm", &res, &n);
+	r = try_select(s, "process_cpu:cpu", T0 + 1 * NS, T0 + 1 * NS + 1, "comm", &res, &n);
 	ck_assert_int_eq(r, 0);
 	ck_assert_uint_eq(n, 2);
 	for (i = 0; i < n; i++)
@@ -618,7 +618,7 @@ START_TEST(test_group_by)
 	ck_assert_int_eq(select_total(s, "process_cpu:cpu{comm=\"a\"}", 0, INT64_MAX), 5 * 6 * PERIOD);
 	ck_assert_int_eq(select_total(s, "process_cpu:cpu{comm!=\"a\"}", 0, INT64_MAX), 2 * 6 * PERIOD);
 	ck_assert_int_eq(select_total(s, "process_cpu:cpu{pid=~\"[12]\"}", 0, INT64_MAX), 4 * 6 * PERIOD);
-	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0 + 1 * NS, T0 + 2 * NS), 5 * 6 * PERIOD);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0 + 1 * NS, T0 + 2 * NS + 1), 5 * 6 * PERIOD);
 	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 2 * NS, INT64_MAX), 4 * 6);
 
 	{ /* stacks merge across series */
@@ -648,18 +648,17 @@ START_TEST(test_over_time)
 	r = cp_store_over_time(s, &q, NS, &totals, &n, &type);
 	ck_assert_msg(r == 0, "%s", cp_errmsg(r));
 	ck_assert_str_eq(type, COUNT_TYPE);
-	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(n, 4); /* [T0, T0 + 4 s) in 1 s steps */
 	ck_assert_int_eq(totals[0], 6);
 	ck_assert_int_eq(totals[1], 12);
 	ck_assert_int_eq(totals[2], 18);
 	ck_assert_int_eq(totals[3], 6); /* T0 + 3.5s */
-	ck_assert_int_eq(totals[4], 0);
 	free(totals);
 	free(type);
 
-	/* 2 s steps from T0 - 1 s: [T0-1, T0+1), [T0+1, T0+3), [T0+3, ...] */
+	/* 2 s steps from T0 - 1 s: [T0-1, T0+1), [T0+1, T0+3), [T0+3, T0+5), [T0+5, T0+6) */
 	q.from = T0 - NS;
-	q.to = T0 + 5 * NS;
+	q.to = T0 + 6 * NS;
 	r = cp_store_over_time(s, &q, 2 * NS, &totals, &n, &type);
 	ck_assert_int_eq(r, 0);
 	ck_assert_uint_eq(n, 4);
@@ -717,7 +716,7 @@ START_TEST(test_dedup)
 	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 60);
 	/* the same profile twice at one time adds up */
 	append_at(s, p, T0, "comm=a");
-	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0, T0), 12);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0, T0 + 1), 12);
 	cp_store_close(s);
 	cp_profile_free(p);
 }
@@ -1358,7 +1357,7 @@ START_TEST(test_many_partitions)
 	for (i = 0; i < 12; i++)
 		append_at(s, p, T0 + i * 86400 * NS, "comm=a");
 	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 72);
-	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 86400 * NS, T0 + 3 * 86400 * NS), 18);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 86400 * NS, T0 + 3 * 86400 * NS + 1), 18);
 	cp_store_close(s);
 	s = open_store(CP_STORE_READ);
 	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 72);

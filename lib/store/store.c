@@ -88,7 +88,7 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 	return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : dberr(db, "preparing a query");
 }
 
-static int open_db(const char *path, bool write, sqlite3 **out)
+static int open_db(const char *path, bool write, const char *page_size, sqlite3 **out)
 {
 	int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE;
 	sqlite3 *db = NULL;
@@ -100,7 +100,10 @@ static int open_db(const char *path, bool write, sqlite3 **out)
 		return err;
 	}
 	sqlite3_busy_timeout(db, 30000);
-	if ((err = exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path))) {
+	/* partition blocks are a few KiB: small pages waste less of each last
+	 * page (the size takes effect only while the file is new) */
+	if ((err = exec(db, page_size, path)) ||
+	    (err = exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path))) {
 		sqlite3_close(db);
 		return err;
 	}
@@ -184,7 +187,7 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 			goto out;
 		snprintf(path, sizeof(path), "%s/index.db", dir);
 	}
-	if ((err = open_db(path, mode == CP_STORE_WRITE, &s->db)))
+	if ((err = open_db(path, mode == CP_STORE_WRITE, "", &s->db)))
 		goto out;
 	if (mode == CP_STORE_WRITE &&
 	    ((err = exec(s->db, index_schema, path)) ||
@@ -666,7 +669,7 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
 	if (s->mode == CP_STORE_READ && access(path, F_OK) < 0)
 		return cp_error(ENOENT, "partition %s is missing", path);
-	if ((err = open_db(path, s->mode == CP_STORE_WRITE, &s->parts[slot].db)))
+	if ((err = open_db(path, s->mode == CP_STORE_WRITE, "PRAGMA page_size=1024;", &s->parts[slot].db)))
 		return err;
 	if (s->mode == CP_STORE_WRITE && (err = exec(s->parts[slot].db, part_schema, path))) {
 		sqlite3_close(s->parts[slot].db);
@@ -714,12 +717,24 @@ static int entry_cmp(const void *a, const void *b)
 	return x->labels < y->labels ? -1 : x->labels > y->labels;
 }
 
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /* Writes entries [from, to) (one partition, sorted) as one block. */
 static int write_block(struct cp_store *s, const struct entry *e, size_t from, size_t to)
 {
 	uint8_t *raw = NULL, *sbuf = NULL, *z = NULL;
 	size_t rn = 0, sn = 0, i, j, nseries = 0;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN, samples = 0, prev = 0;
+	uint64_t gcd;
 	uLongf zlen;
 	sqlite3 *db;
 	sqlite3_stmt *st = NULL;
@@ -733,7 +748,7 @@ static int write_block(struct cp_store *s, const struct entry *e, size_t from, s
 		samples += e[i].value;
 		nseries += i == from || e[i].series != e[i - 1].series;
 	}
-	raw = malloc((to - from) * 4 * CP_VARINT_MAX + nseries * CP_VARINT_MAX + 16);
+	raw = malloc((to - from) * 4 * CP_VARINT_MAX + nseries * 2 * CP_VARINT_MAX + 16);
 	sbuf = malloc((nseries + 1) * CP_VARINT_MAX);
 	if (!raw || !sbuf) {
 		err = -ENOMEM;
@@ -747,12 +762,18 @@ static int write_block(struct cp_store *s, const struct entry *e, size_t from, s
 			;
 		sn += cp_put_uvarint(sbuf + sn, (uint64_t)(e[i].series - prev));
 		prev = e[i].series;
+		/* values as multiples of their gcd: CPU time is counts x the period */
+		gcd = 0;
+		for (size_t k = i; k < j && gcd != 1; k++)
+			gcd = gcd_u64(gcd, e[k].value < 0 ? -(uint64_t)e[k].value : (uint64_t)e[k].value);
+		gcd = gcd && gcd <= INT64_MAX ? gcd : 1;
 		rn += cp_put_uvarint(raw + rn, j - i);
+		rn += cp_put_uvarint(raw + rn, gcd);
 		for (size_t k = i; k < j; k++) {
 			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].t - pt));
 			rn += cp_put_uvarint(raw + rn, cp_zigzag((int64_t)e[k].stack - ps));
 			rn += cp_put_uvarint(raw + rn, e[k].labels);
-			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value));
+			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value / (int64_t)gcd));
 			pt = e[k].t;
 			ps = e[k].stack;
 		}
@@ -1278,16 +1299,18 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 			p = raw;
 			end = raw + rawlen;
 			for (i = 0; i < ns && !err; i++) {
-				uint64_t cnt = 0, a, b, c, d;
+				uint64_t cnt = 0, a, b, c, d, gcd = 1;
 				int64_t t, stack = 0;
+				size_t u0;
 				size_t k;
 
 				/* every series's times start again from the block's t_min */
-				if (!(used = cp_get_uvarint(p, end, &cnt))) {
+				if (!(used = cp_get_uvarint(p, end, &cnt)) || !(u0 = cp_get_uvarint(p + used, end, &gcd)) ||
+				    !gcd || gcd > INT64_MAX) {
 					err = cp_error(EBADMSG, "a sample block is corrupt (entries)");
 					break;
 				}
-				p += used;
+				p += used + u0;
 				t = sqlite3_column_int64(bst, 3);
 				for (k = 0; k < cnt; k++) {
 					size_t u1 = cp_get_uvarint(p, end, &a), u2 = u1 ? cp_get_uvarint(p + u1, end, &b) : 0,
@@ -1315,7 +1338,7 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 					if (t < from || t >= to)
 						continue;
 					if ((err = fn(ctx, (size_t)idx[i], t, (uint32_t)stack, (uint32_t)c,
-						      cp_unzigzag(d))))
+						      (int64_t)((uint64_t)cp_unzigzag(d) * gcd))))
 						break;
 				}
 			}

@@ -45,7 +45,7 @@ static int dump(FILE *out, json_t *root)
 
 	if (!root)
 		return cp_error(ENOMEM, "out of memory building JSON");
-	err = json_dumpf(root, out, JSON_INDENT(1) | JSON_ENSURE_ASCII) ? cp_error(EIO, "cannot write JSON") : 0;
+	err = json_dumpf(root, out, JSON_COMPACT | JSON_ENSURE_ASCII) ? cp_error(EIO, "cannot write JSON") : 0;
 	json_decref(root);
 	if (!err)
 		fputc('\n', out);

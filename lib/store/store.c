@@ -113,6 +113,37 @@ static int open_db(const char *path, bool write, const char *page_size, sqlite3 
 
 /* ---- open / close ---- */
 
+/* A file shorter than the page count its SQLite header gives has lost its
+ * end; SQLite would read the missing pages as empty and answer short. */
+static int check_truncated(const char *path)
+{
+	unsigned char h[100];
+	struct stat st;
+	uint32_t psize, pages, counter, valid_for;
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(h, 1, sizeof(h), f);
+	if (fstat(fileno(f), &st) < 0)
+		n = 0;
+	fclose(f);
+	if (n < sizeof(h) || memcmp(h, "SQLite format 3", 16))
+		return 0; /* new, or not SQLite at all: SQLite itself will say */
+	psize = (uint32_t)h[16] << 8 | h[17];
+	psize = psize == 1 ? 65536 : psize;
+	pages = (uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 | (uint32_t)h[30] << 8 | h[31];
+	counter = (uint32_t)h[24] << 24 | (uint32_t)h[25] << 16 | (uint32_t)h[26] << 8 | h[27];
+	valid_for = (uint32_t)h[92] << 24 | (uint32_t)h[93] << 16 | (uint32_t)h[94] << 8 | h[95];
+	if (pages && counter == valid_for && (uint64_t)st.st_size < (uint64_t)pages * psize)
+		return cp_error(EBADMSG, "%s: the store is corrupt (the file is truncated: %lld of %llu bytes);"
+				" restore it from a backup or move it away", path, (long long)st.st_size,
+				(unsigned long long)pages * psize);
+	return 0;
+}
+
+
 const char *cp_store_default_dir(char *buf, size_t len)
 {
 	const char *env = getenv("CPROF_DATA"), *home;
@@ -187,7 +218,7 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 			goto out;
 		snprintf(path, sizeof(path), "%s/index.db", dir);
 	}
-	if ((err = open_db(path, mode == CP_STORE_WRITE, "", &s->db)))
+	if ((err = check_truncated(path)) || (err = open_db(path, mode == CP_STORE_WRITE, "", &s->db)))
 		goto out;
 	if (mode == CP_STORE_WRITE &&
 	    ((err = exec(s->db, index_schema, path)) ||
@@ -669,6 +700,8 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
 	if (s->mode == CP_STORE_READ && access(path, F_OK) < 0)
 		return cp_error(ENOENT, "partition %s is missing", path);
+	if ((err = check_truncated(path)))
+		return err;
 	if ((err = open_db(path, s->mode == CP_STORE_WRITE, "PRAGMA page_size=1024;", &s->parts[slot].db)))
 		return err;
 	if (s->mode == CP_STORE_WRITE && (err = exec(s->parts[slot].db, part_schema, path))) {

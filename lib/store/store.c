@@ -21,6 +21,7 @@
 
 #define SCHEMA_VERSION "1"
 #define NPARTS 8
+#define STACK_WINDOW 64 /* how many recent stacks a new one may refer to */
 
 static const char index_schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -370,8 +371,17 @@ static int load_dict(struct cp_store *s)
 		int64_t id = sqlite3_column_int64(st, 0);
 		const uint8_t *p = sqlite3_column_blob(st, 1), *end = p + sqlite3_column_bytes(st, 1);
 		size_t n = 0, used;
-		uint64_t v;
+		uint64_t v, ref = 0, shared = 0;
 
+		/* ref (0: none), then with a ref the count of root-side frames
+		 * shared with it, then this stack's own frames, leaf first */
+		CHECK((used = cp_get_uvarint(p, end, &ref)) && ref < (uint64_t)id, "stacks", id);
+		p += used;
+		if (ref) {
+			CHECK((used = cp_get_uvarint(p, end, &shared)) && shared >= 1 && shared <= d->stacks[ref].len,
+			      "stacks", id);
+			p += used;
+		}
 		for (; p < end; p += used) {
 			CHECK((used = cp_get_uvarint(p, end, &v)) && v >= 1 && v <= s->nloc, "stacks", id);
 			if (cp_grow((void **)&locs, &loccap, n + 1, sizeof(*locs))) {
@@ -379,6 +389,16 @@ static int load_dict(struct cp_store *s)
 				goto out;
 			}
 			locs[n++] = (uint32_t)v;
+		}
+		if (ref) {
+			const struct cp_span *rs = &d->stacks[ref];
+
+			if (cp_grow((void **)&locs, &loccap, n + shared + 1, sizeof(*locs))) {
+				err = -ENOMEM;
+				goto out;
+			}
+			memcpy(locs + n, d->stack_locs + rs->off + rs->len - shared, shared * sizeof(*locs));
+			n += shared;
 		}
 		CHECK(cp_profile_stack(d, locs, n) == id && id == (int64_t)s->nstack + 1, "stacks", id);
 		s->nstack++;
@@ -513,11 +533,32 @@ static int save_dict(struct cp_store *s)
 		const struct cp_span *sp = &d->stacks[i];
 		size_t n = 0;
 
-		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * ((size_t)sp->len + 1), 1)) {
+		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * ((size_t)sp->len + 3), 1)) {
 			err = -ENOMEM;
 			goto out;
 		}
-		for (j = 0; j < sp->len; j++)
+		/* siblings share their callers: refer to the recent stack that
+		 * shares the most root-side frames, and keep only our own */
+		uint32_t ref = 0, shared = 0, k;
+
+		for (k = i - 1; k >= 1 && k + STACK_WINDOW >= i; k--) {
+			const struct cp_span *r = &d->stacks[k];
+			uint32_t m = 0;
+
+			while (m < r->len && m < sp->len &&
+			       d->stack_locs[r->off + r->len - 1 - m] == d->stack_locs[sp->off + sp->len - 1 - m])
+				m++;
+			if (m > shared) {
+				shared = m;
+				ref = k;
+			}
+		}
+		if (shared < 2 || shared == sp->len)
+			ref = shared = 0; /* a reference would not pay */
+		n += cp_put_uvarint(buf + n, ref);
+		if (ref)
+			n += cp_put_uvarint(buf + n, shared);
+		for (j = 0; j < sp->len - shared; j++)
 			n += cp_put_uvarint(buf + n, d->stack_locs[sp->off + j]);
 		sqlite3_bind_int64(st[4], 1, i);
 		sqlite3_bind_blob(st[4], 2, buf, (int)n, SQLITE_STATIC);
@@ -802,21 +843,26 @@ static int write_block(struct cp_store *s, const struct entry *e, size_t from, s
 		gcd = gcd && gcd <= INT64_MAX ? gcd : 1;
 		rn += cp_put_uvarint(raw + rn, j - i);
 		rn += cp_put_uvarint(raw + rn, gcd);
+		/* column by column: runs of alike numbers compress far better */
 		for (size_t k = i; k < j; k++) {
 			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].t - pt));
-			rn += cp_put_uvarint(raw + rn, cp_zigzag((int64_t)e[k].stack - ps));
-			rn += cp_put_uvarint(raw + rn, e[k].labels);
-			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value / (int64_t)gcd));
 			pt = e[k].t;
+		}
+		for (size_t k = i; k < j; k++) {
+			rn += cp_put_uvarint(raw + rn, cp_zigzag((int64_t)e[k].stack - ps));
 			ps = e[k].stack;
 		}
+		for (size_t k = i; k < j; k++)
+			rn += cp_put_uvarint(raw + rn, e[k].labels);
+		for (size_t k = i; k < j; k++)
+			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value / (int64_t)gcd));
 	}
 	zlen = compressBound(rn);
 	if (!(z = malloc(zlen))) {
 		err = -ENOMEM;
 		goto out;
 	}
-	if (compress2(z, &zlen, raw, rn, 6) != Z_OK) {
+	if (compress2(z, &zlen, raw, rn, 9) != Z_OK) {
 		err = cp_error(EIO, "compressing a sample block failed");
 		goto out;
 	}
@@ -1252,8 +1298,9 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 {
 	sqlite3_stmt *pst = NULL, *bst = NULL;
 	uint8_t *raw = NULL;
+	uint64_t *cols = NULL;
 	char (*names)[16] = NULL;
-	size_t rawcap = 0, nnames = 0, namecap = 0, pi;
+	size_t rawcap = 0, colcap = 0, nnames = 0, namecap = 0, pi;
 	int err = 0, rc;
 
 	/* the partitions first: no statement of the index stays open during the
@@ -1332,33 +1379,37 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 			p = raw;
 			end = raw + rawlen;
 			for (i = 0; i < ns && !err; i++) {
-				uint64_t cnt = 0, a, b, c, d, gcd = 1;
+				uint64_t cnt = 0, gcd = 1, *col;
 				int64_t t, stack = 0;
-				size_t u0;
-				size_t k;
+				size_t u0, k;
 
 				/* every series's times start again from the block's t_min */
 				if (!(used = cp_get_uvarint(p, end, &cnt)) || !(u0 = cp_get_uvarint(p + used, end, &gcd)) ||
-				    !gcd || gcd > INT64_MAX) {
+				    !gcd || gcd > INT64_MAX || cnt > (uint64_t)(end - p)) {
 					err = cp_error(EBADMSG, "a sample block is corrupt (entries)");
 					break;
 				}
 				p += used + u0;
-				t = sqlite3_column_int64(bst, 3);
-				for (k = 0; k < cnt; k++) {
-					size_t u1 = cp_get_uvarint(p, end, &a), u2 = u1 ? cp_get_uvarint(p + u1, end, &b) : 0,
-					       u3 = u2 ? cp_get_uvarint(p + u1 + u2, end, &c) : 0,
-					       u4 = u3 ? cp_get_uvarint(p + u1 + u2 + u3, end, &d) : 0;
-
-					if (!u4) {
+				/* four columns of cnt varints: times, stacks, label sets, values */
+				if (cp_grow((void **)&cols, &colcap, 4 * cnt + 1, sizeof(*cols))) {
+					err = -ENOMEM;
+					break;
+				}
+				for (k = 0; k < 4 * cnt; k++) {
+					if (!(used = cp_get_uvarint(p, end, &cols[k]))) {
 						err = cp_error(EBADMSG, "a sample block is corrupt (entries)");
 						break;
 					}
-					p += u1 + u2 + u3 + u4;
-					t += cp_unzigzag(a);
-					stack += cp_unzigzag(b);
-					if (idx[i] < 0)
-						continue;
+					p += used;
+				}
+				if (err || idx[i] < 0)
+					continue;
+				t = sqlite3_column_int64(bst, 3);
+				for (k = 0, col = cols; k < cnt; k++) {
+					uint64_t c = col[2 * cnt + k];
+
+					t += cp_unzigzag(col[k]);
+					stack += cp_unzigzag(col[cnt + k]);
 					/* a block written after load_dict() may use newer
 					 * dictionary entries (committed before the block) */
 					if ((stack < 0 || (uint64_t)stack > s->nstack || c > s->nls) &&
@@ -1371,7 +1422,7 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 					if (t < from || t >= to)
 						continue;
 					if ((err = fn(ctx, (size_t)idx[i], t, (uint32_t)stack, (uint32_t)c,
-						      (int64_t)((uint64_t)cp_unzigzag(d) * gcd))))
+						      (int64_t)((uint64_t)cp_unzigzag(col[3 * cnt + k]) * gcd))))
 						break;
 				}
 			}
@@ -1384,6 +1435,7 @@ static int scan(struct cp_store *s, const int64_t *want, size_t nwant, int64_t f
 	}
 	free(names);
 	free(raw);
+	free(cols);
 	return err;
 }
 

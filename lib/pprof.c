@@ -25,7 +25,7 @@ int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen)
 	size_t cap;
 	int err = 0;
 
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return cp_error(ENOMEM, "cannot start gzip compression");
 	cap = deflateBound(&z, len) + 32;
 	buf = malloc(cap);
@@ -76,7 +76,17 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 				err = cp_error(EFBIG, "decompressed data exceeds the %s limit", cp_size_str(max, sz, sizeof(sz)));
 				goto out;
 			}
-			if (cp_grow((void **)&buf, &cap, cap ? cap * 2 : len * 4 + 4096, 1)) {
+			size_t want = cap ? cap * 2 : len * 4 + 4096;
+
+			/* the gzip trailer holds the size (mod 2^32) of a single member */
+			if (!cap && len >= 18) {
+				const uint8_t *t = src + len - 4;
+				size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+
+				if (isize >= len / 2 && isize <= max)
+					want = isize + 1;
+			}
+			if (cp_grow((void **)&buf, &cap, want, 1)) {
 				err = cp_error(ENOMEM, "out of memory decompressing");
 				goto out;
 			}

@@ -60,6 +60,12 @@ int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 		err = cp_error(EISDIR, "%s is a directory, not a profile file", path);
 		goto out;
 	}
+	/* a regular file: read it in one go into a buffer of its size */
+	if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max &&
+	    cp_grow((void **)&buf, &cap, (size_t)st.st_size + 1, 1)) {
+		err = cp_error(ENOMEM, "out of memory reading %s", path);
+		goto out;
+	}
 	for (;;) {
 		ssize_t r;
 

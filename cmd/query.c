@@ -183,17 +183,24 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 		struct cp_profile *p = res[i].profile;
 
 		res[i].profile = NULL;
-		if (!(p = apply_filter("query", p, filter)))
-			return cp_store_results_free(res, n), -EINVAL;
+		if (filter) { /* errors are printed once, by the caller */
+			struct cp_merge_opts mo = { .keep = cp_filter_keep, .keep_arg = filter };
+			struct cp_profile *q = cp_profile_copy(p, &mo);
+
+			cp_profile_free(p);
+			if (!(p = q)) {
+				err = -errno;
+				break;
+			}
+		}
 		if (o->group_by && !strcmp(o->format, "top"))
 			fprintf(out->f, "%s== %s=\"%s\"\n", i ? "\n" : "", o->group_by, res[i].group);
 		if (o->group_by && !strcmp(o->format, "folded")) {
 			/* the group is the root frame: a flame graph of groups */
-			struct cp_profile *g = p;
 			char root[512];
 
 			snprintf(root, sizeof(root), "%s=%s", o->group_by, res[i].group);
-			err = cp_folded_write_rooted(out->f, g, 0, o->invert, root);
+			err = cp_folded_write_rooted(out->f, p, 0, o->invert, root);
 		} else {
 			err = render(out, o, p, 0);
 		}

@@ -18,8 +18,6 @@ struct cp_filter {
 	uint64_t seen;
 	uint8_t *verdict;
 	uint32_t nverdict;
-	struct cp_frame *frames;
-	size_t fcap;
 };
 
 static int compile(const char *what, const char *re, pcre2_code **out)
@@ -71,7 +69,6 @@ void cp_filter_free(struct cp_filter *f)
 	pcre2_code_free(f->ignore);
 	pcre2_match_data_free(f->md);
 	free(f->verdict);
-	free(f->frames);
 	free(f);
 }
 

@@ -19,7 +19,7 @@
 #include "../util.h"
 #include "../varint.h"
 
-#define SCHEMA_VERSION "1"
+#define SCHEMA_VERSION "2"
 #define NPARTS 8
 #define STACK_WINDOW 64 /* how many recent stacks a new one may refer to */
 
@@ -30,10 +30,8 @@ static const char index_schema[] =
 	" system_name INTEGER NOT NULL, filename INTEGER NOT NULL, start_line INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS mappings(id INTEGER PRIMARY KEY, start INTEGER NOT NULL, lim INTEGER NOT NULL,"
 	" off INTEGER NOT NULL, filename INTEGER NOT NULL, build_id INTEGER NOT NULL, flags INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS locations(id INTEGER PRIMARY KEY, mapping INTEGER NOT NULL,"
-	" address INTEGER NOT NULL, folded INTEGER NOT NULL, lines BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, locs BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS labelsets(id INTEGER PRIMARY KEY, labels BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, first INTEGER NOT NULL,"
+	" count INTEGER NOT NULL, rawlen INTEGER NOT NULL, data BLOB NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, type TEXT NOT NULL, labels TEXT NOT NULL,"
 	" UNIQUE(type, labels));"
 	"CREATE TABLE IF NOT EXISTS partitions(name TEXT PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL);";
@@ -56,6 +54,7 @@ struct cp_store {
 	/* the dictionary as persisted: ids in dict are the rows' ids */
 	struct cp_profile *dict;
 	uint32_t nstr, nfn, nmap, nloc, nstack, nls;
+	int64_t nchunk; /* the last row of chunks loaded */
 	/* series cache: "type\x1elabels-json" -> id */
 	struct cp_strtab skeys;
 	int64_t *sids;
@@ -192,6 +191,7 @@ static int reset_dict(struct cp_store *s)
 	cp_profile_free(s->dict);
 	s->dict = cp_profile_new();
 	s->nstr = s->nfn = s->nmap = s->nloc = s->nstack = s->nls = 0;
+	s->nchunk = 0;
 	return s->dict ? 0 : -ENOMEM;
 }
 
@@ -268,16 +268,140 @@ static int bad_row(const char *table, int64_t id)
 				 "); restore the store from a backup or move it away", table, id);
 }
 
+/* Decodes the cnt entries of one chunk (kind: locations, stacks or labelsets)
+ * into the dictionary; -EBADMSG when they do not fit what came before. */
+static int load_chunk(struct cp_store *s, const char *kind, const uint8_t *p, size_t len, int64_t cnt)
+{
+	struct cp_profile *d = s->dict;
+	const uint8_t *end = p + len;
+	struct cp_line *lines = NULL;
+	struct cp_label *labels = NULL;
+	uint32_t *locs = NULL;
+	size_t lcap = 0, labcap = 0, loccap = 0, k;
+	int64_t i, r;
+	int err = 0;
+
+#define GET(x)                                             \
+	do {                                               \
+		size_t u_ = cp_get_uvarint(p, end, &(x)); \
+		if (!u_)                                   \
+			goto bad;                          \
+		p += u_;                                   \
+	} while (0)
+#define GROW(arr, cap, need)                                                  \
+	do {                                                                  \
+		if (cp_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))) { \
+			err = -ENOMEM;                                        \
+			goto out;                                             \
+		}                                                             \
+	} while (0)
+#define EXPECT(call, want)               \
+	do {                             \
+		r = (call);              \
+		if (r < 0 && r != -EINVAL) { \
+			err = (int)r;    \
+			goto out;        \
+		}                        \
+		if (r != (int64_t)(want)) \
+			goto bad;        \
+	} while (0)
+
+	for (i = 0; i < cnt; i++) {
+		if (!strcmp(kind, "locations")) {
+			uint64_t mapping, address, folded, n, f, l, c;
+
+			GET(mapping);
+			GET(address);
+			GET(folded);
+			GET(n);
+			if (mapping > s->nmap || n > 4096)
+				goto bad;
+			GROW(lines, lcap, n + 1);
+			for (k = 0; k < n; k++) {
+				GET(f);
+				GET(l);
+				GET(c);
+				if (f > s->nfn)
+					goto bad;
+				lines[k].function = (uint32_t)f;
+				lines[k].line = cp_unzigzag(l);
+				lines[k].column = cp_unzigzag(c);
+			}
+			EXPECT(cp_profile_location(d, (uint32_t)mapping, address, lines, n, folded != 0), s->nloc + 1);
+			s->nloc++;
+		} else if (!strcmp(kind, "stacks")) {
+			/* ref (0: none); with a ref, the root-side frames shared with
+			 * it; then this stack's own frames, leaf first */
+			uint64_t ref, shared = 0, n, v;
+
+			GET(ref);
+			if (ref > s->nstack)
+				goto bad;
+			if (ref) {
+				GET(shared);
+				if (!shared || shared > d->stacks[ref].len)
+					goto bad;
+			}
+			GET(n);
+			if (n > (1u << 20))
+				goto bad;
+			GROW(locs, loccap, n + shared + 1);
+			for (k = 0; k < n; k++) {
+				GET(v);
+				if (!v || v > s->nloc)
+					goto bad;
+				locs[k] = (uint32_t)v;
+			}
+			if (ref)
+				memcpy(locs + n, d->stack_locs + d->stacks[ref].off + d->stacks[ref].len - shared,
+				       shared * sizeof(*locs));
+			EXPECT(cp_profile_stack(d, locs, n + shared), s->nstack + 1);
+			s->nstack++;
+		} else {
+			uint64_t n, key, str, num, unit;
+
+			GET(n);
+			if (n > 4096)
+				goto bad;
+			GROW(labels, labcap, n + 1);
+			for (k = 0; k < n; k++) {
+				GET(key);
+				GET(str);
+				GET(num);
+				GET(unit);
+				if (key > s->nstr || str > s->nstr || unit > s->nstr)
+					goto bad;
+				labels[k].key = (uint32_t)key;
+				labels[k].str = (uint32_t)str;
+				labels[k].num = cp_unzigzag(num);
+				labels[k].num_unit = (uint32_t)unit;
+			}
+			EXPECT(cp_profile_labelset(d, labels, n), s->nls + 1);
+			s->nls++;
+		}
+	}
+	if (p == end)
+		goto out;
+bad:
+	err = -EBADMSG;
+out:
+#undef GET
+#undef GROW
+#undef EXPECT
+	free(lines);
+	free(labels);
+	free(locs);
+	return err;
+}
+
 static int load_dict(struct cp_store *s)
 {
 	struct cp_profile *d = s->dict;
 	sqlite3_stmt *st = NULL;
-	struct cp_line *lines = NULL;
-	struct cp_label *labels = NULL;
-	uint32_t *locs = NULL;
-	size_t lcap = 0, labcap = 0, loccap = 0;
 	int err = 0, rc = SQLITE_DONE;
 	bool own_tx = sqlite3_get_autocommit(s->db); /* else the caller's write transaction */
+	uint8_t *raw = NULL;
+	size_t rawcap = 0;
 
 	/* each table's rows must all be read, not up to a failing step */
 #define QUERY(sql, from)                                                      \
@@ -338,97 +462,34 @@ static int load_dict(struct cp_store *s)
 		      "mappings", id);
 		s->nmap++;
 	}
-	QUERY("SELECT id, mapping, address, folded, lines FROM locations WHERE id > ? ORDER BY id", s->nloc);
+	/* locations, stacks and label sets come in compressed chunks, in the
+	 * order they were written (a chunk refers only to what came before) */
+	QUERY("SELECT id, kind, first, count, rawlen, data FROM chunks WHERE id > ? ORDER BY id", s->nchunk);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0), mapping = sqlite3_column_int64(st, 1);
-		const uint8_t *p = sqlite3_column_blob(st, 4), *end = p + sqlite3_column_bytes(st, 4);
-		uint64_t n = 0, f, l, c;
-		size_t k, used;
+		int64_t id = sqlite3_column_int64(st, 0), first = sqlite3_column_int64(st, 2);
+		int64_t cnt = sqlite3_column_int64(st, 3), rawlen = sqlite3_column_int64(st, 4);
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		uLongf dlen = (uLongf)rawlen;
 
-		CHECK(mapping >= 0 && mapping <= s->nmap && (used = cp_get_uvarint(p, end, &n)) && n < 4096, "locations", id);
-		p += used;
-		if (cp_grow((void **)&lines, &lcap, n + 1, sizeof(*lines))) {
+		CHECK(kind && cnt > 0 && rawlen > 0 && rawlen < (1 << 30), "chunks", id);
+		if (cp_grow((void **)&raw, &rawcap, (size_t)rawlen + 1, 1)) {
 			err = -ENOMEM;
 			goto out;
 		}
-		for (k = 0; k < n; k++) {
-			size_t a = cp_get_uvarint(p, end, &f), b = a ? cp_get_uvarint(p + a, end, &l) : 0,
-			       e = b ? cp_get_uvarint(p + a + b, end, &c) : 0;
-
-			CHECK(e && f <= s->nfn, "locations", id);
-			p += a + b + e;
-			lines[k].function = (uint32_t)f;
-			lines[k].line = cp_unzigzag(l);
-			lines[k].column = cp_unzigzag(c);
+		CHECK(uncompress(raw, &dlen, sqlite3_column_blob(st, 5), (uLong)sqlite3_column_bytes(st, 5)) == Z_OK &&
+			      dlen == (uLongf)rawlen, "chunks", id);
+		CHECK(!strcmp(kind, "locations") ? first == (int64_t)s->nloc + 1 :
+		      !strcmp(kind, "stacks")    ? first == (int64_t)s->nstack + 1 :
+		      !strcmp(kind, "labelsets") && first == (int64_t)s->nls + 1,
+		      "chunks", id);
+		err = load_chunk(s, kind, raw, (size_t)rawlen, cnt);
+		if (err == -EBADMSG) {
+			err = bad_row("chunks", id);
+			goto out;
 		}
-		CHECK(cp_profile_location(d, (uint32_t)mapping, (uint64_t)sqlite3_column_int64(st, 2), lines, n,
-					  sqlite3_column_int(st, 3)) == id && id == (int64_t)s->nloc + 1,
-		      "locations", id);
-		s->nloc++;
-	}
-	QUERY("SELECT id, locs FROM stacks WHERE id > ? ORDER BY id", s->nstack);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		const uint8_t *p = sqlite3_column_blob(st, 1), *end = p + sqlite3_column_bytes(st, 1);
-		size_t n = 0, used;
-		uint64_t v, ref = 0, shared = 0;
-
-		/* ref (0: none), then with a ref the count of root-side frames
-		 * shared with it, then this stack's own frames, leaf first */
-		CHECK((used = cp_get_uvarint(p, end, &ref)) && ref < (uint64_t)id, "stacks", id);
-		p += used;
-		if (ref) {
-			CHECK((used = cp_get_uvarint(p, end, &shared)) && shared >= 1 && shared <= d->stacks[ref].len,
-			      "stacks", id);
-			p += used;
-		}
-		for (; p < end; p += used) {
-			CHECK((used = cp_get_uvarint(p, end, &v)) && v >= 1 && v <= s->nloc, "stacks", id);
-			if (cp_grow((void **)&locs, &loccap, n + 1, sizeof(*locs))) {
-				err = -ENOMEM;
-				goto out;
-			}
-			locs[n++] = (uint32_t)v;
-		}
-		if (ref) {
-			const struct cp_span *rs = &d->stacks[ref];
-
-			if (cp_grow((void **)&locs, &loccap, n + shared + 1, sizeof(*locs))) {
-				err = -ENOMEM;
-				goto out;
-			}
-			memcpy(locs + n, d->stack_locs + rs->off + rs->len - shared, shared * sizeof(*locs));
-			n += shared;
-		}
-		CHECK(cp_profile_stack(d, locs, n) == id && id == (int64_t)s->nstack + 1, "stacks", id);
-		s->nstack++;
-	}
-	QUERY("SELECT id, labels FROM labelsets WHERE id > ? ORDER BY id", s->nls);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		const uint8_t *p = sqlite3_column_blob(st, 1), *end = p + sqlite3_column_bytes(st, 1);
-		size_t n = 0;
-
-		while (p < end) {
-			uint64_t k, v, num, unit;
-			size_t a = cp_get_uvarint(p, end, &k), b = a ? cp_get_uvarint(p + a, end, &v) : 0,
-			       c = b ? cp_get_uvarint(p + a + b, end, &num) : 0,
-			       e = c ? cp_get_uvarint(p + a + b + c, end, &unit) : 0;
-
-			CHECK(e && k <= s->nstr && v <= s->nstr && unit <= s->nstr, "labelsets", id);
-			p += a + b + c + e;
-			if (cp_grow((void **)&labels, &labcap, n + 1, sizeof(*labels))) {
-				err = -ENOMEM;
-				goto out;
-			}
-			labels[n].key = (uint32_t)k;
-			labels[n].str = (uint32_t)v;
-			labels[n].num = cp_unzigzag(num);
-			labels[n].num_unit = (uint32_t)unit;
-			n++;
-		}
-		CHECK(cp_profile_labelset(d, labels, n) == id && id == (int64_t)s->nls + 1, "labelsets", id);
-		s->nls++;
+		if (err)
+			goto out;
+		s->nchunk = id;
 	}
 	if (rc != SQLITE_DONE)
 		err = dberr(s->db, "reading the store");
@@ -436,9 +497,7 @@ static int load_dict(struct cp_store *s)
 #undef CHECK
 out:
 	sqlite3_finalize(st);
-	free(lines);
-	free(labels);
-	free(locs);
+	free(raw);
 	if (own_tx)
 		exec(s->db, "COMMIT", "reading the store");
 	if (err == -ENOMEM)
@@ -457,22 +516,48 @@ static int bind_exec(sqlite3_stmt *st, const char *what)
 	return rc == SQLITE_DONE ? 0 : dberr(sqlite3_db_handle(st), what);
 }
 
+/* One compressed chunk of count entries of kind, the first with id first. */
+static int put_chunk(struct cp_store *s, sqlite3_stmt *st, const char *kind, int64_t first, int64_t count,
+		     const uint8_t *raw, size_t n)
+{
+	uLongf zlen = compressBound(n);
+	uint8_t *z;
+	int err;
+
+	if (count <= 0)
+		return 0;
+	if (!(z = malloc(zlen)))
+		return -ENOMEM;
+	if (compress2(z, &zlen, raw, n, 9) != Z_OK) {
+		free(z);
+		return cp_error(EIO, "compressing the dictionary failed");
+	}
+	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, first);
+	sqlite3_bind_int64(st, 3, count);
+	sqlite3_bind_int64(st, 4, (int64_t)n);
+	sqlite3_bind_blob(st, 5, z, (int)zlen, SQLITE_STATIC);
+	err = bind_exec(st, "writing the dictionary");
+	free(z);
+	if (!err) /* ours, already in memory: the next load starts after it */
+		s->nchunk = sqlite3_last_insert_rowid(s->db);
+	return err;
+}
+
 /* Writes the dictionary entries added since the last sync. */
 static int save_dict(struct cp_store *s)
 {
 	struct cp_profile *d = s->dict;
-	sqlite3_stmt *st[6] = { NULL };
+	sqlite3_stmt *st[4] = { NULL };
 	uint8_t *buf = NULL;
-	size_t cap = 0;
+	size_t cap = 0, n;
 	uint32_t i, j;
 	int err = 0;
 
 	if ((err = prepare(s->db, "INSERT INTO strings(id, s) VALUES(?, ?)", &st[0])) ||
 	    (err = prepare(s->db, "INSERT INTO functions VALUES(?, ?, ?, ?, ?)", &st[1])) ||
 	    (err = prepare(s->db, "INSERT INTO mappings VALUES(?, ?, ?, ?, ?, ?, ?)", &st[2])) ||
-	    (err = prepare(s->db, "INSERT INTO locations VALUES(?, ?, ?, ?, ?)", &st[3])) ||
-	    (err = prepare(s->db, "INSERT INTO stacks VALUES(?, ?)", &st[4])) ||
-	    (err = prepare(s->db, "INSERT INTO labelsets VALUES(?, ?)", &st[5])))
+	    (err = prepare(s->db, "INSERT INTO chunks(kind, first, count, rawlen, data) VALUES(?, ?, ?, ?, ?)", &st[3])))
 		goto out;
 	for (i = s->nstr + 1; i < d->strs.n; i++) {
 		sqlite3_bind_int64(st[0], 1, i);
@@ -505,15 +590,19 @@ static int save_dict(struct cp_store *s)
 		if ((err = bind_exec(st[2], "writing mappings")))
 			goto out;
 	}
+	/* locations, stacks and label sets: one compressed chunk each */
+	n = 0;
 	for (i = s->nloc; i < d->nlocations; i++) {
 		const struct cp_location *l = &d->locations[i];
-		size_t n;
 
-		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * (3 * (size_t)l->nlines + 1), 1)) {
+		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (3 * (size_t)l->nlines + 4), 1)) {
 			err = -ENOMEM;
 			goto out;
 		}
-		n = cp_put_uvarint(buf, l->nlines);
+		n += cp_put_uvarint(buf + n, l->mapping);
+		n += cp_put_uvarint(buf + n, l->address);
+		n += cp_put_uvarint(buf + n, l->is_folded);
+		n += cp_put_uvarint(buf + n, l->nlines);
 		for (j = 0; j < l->nlines; j++) {
 			const struct cp_line *ln = &d->lines[l->line_off + j];
 
@@ -521,22 +610,12 @@ static int save_dict(struct cp_store *s)
 			n += cp_put_uvarint(buf + n, cp_zigzag(ln->line));
 			n += cp_put_uvarint(buf + n, cp_zigzag(ln->column));
 		}
-		sqlite3_bind_int64(st[3], 1, i + 1);
-		sqlite3_bind_int64(st[3], 2, l->mapping);
-		sqlite3_bind_int64(st[3], 3, (int64_t)l->address);
-		sqlite3_bind_int(st[3], 4, l->is_folded);
-		sqlite3_bind_blob(st[3], 5, buf, (int)n, SQLITE_STATIC);
-		if ((err = bind_exec(st[3], "writing locations")))
-			goto out;
 	}
+	if ((err = put_chunk(s, st[3], "locations", s->nloc + 1, d->nlocations - s->nloc, buf, n)))
+		goto out;
+	n = 0;
 	for (i = s->nstack + 1; i < d->nstacks; i++) {
 		const struct cp_span *sp = &d->stacks[i];
-		size_t n = 0;
-
-		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * ((size_t)sp->len + 3), 1)) {
-			err = -ENOMEM;
-			goto out;
-		}
 		/* siblings share their callers: refer to the recent stack that
 		 * shares the most root-side frames, and keep only our own */
 		uint32_t ref = 0, shared = 0, k;
@@ -553,26 +632,30 @@ static int save_dict(struct cp_store *s)
 				ref = k;
 			}
 		}
-		if (shared < 2 || shared == sp->len)
+		if (shared < 2)
 			ref = shared = 0; /* a reference would not pay */
-		n += cp_put_uvarint(buf + n, ref);
-		if (ref)
-			n += cp_put_uvarint(buf + n, shared);
-		for (j = 0; j < sp->len - shared; j++)
-			n += cp_put_uvarint(buf + n, d->stack_locs[sp->off + j]);
-		sqlite3_bind_int64(st[4], 1, i);
-		sqlite3_bind_blob(st[4], 2, buf, (int)n, SQLITE_STATIC);
-		if ((err = bind_exec(st[4], "writing stacks")))
-			goto out;
-	}
-	for (i = s->nls + 1; i < d->nlabelsets; i++) {
-		const struct cp_span *sp = &d->labelsets[i];
-		size_t n = 0;
-
-		if (cp_grow((void **)&buf, &cap, CP_VARINT_MAX * 4 * ((size_t)sp->len + 1), 1)) {
+		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * ((size_t)sp->len + 3), 1)) {
 			err = -ENOMEM;
 			goto out;
 		}
+		n += cp_put_uvarint(buf + n, ref);
+		if (ref)
+			n += cp_put_uvarint(buf + n, shared);
+		n += cp_put_uvarint(buf + n, sp->len - shared);
+		for (j = 0; j < sp->len - shared; j++)
+			n += cp_put_uvarint(buf + n, d->stack_locs[sp->off + j]);
+	}
+	if ((err = put_chunk(s, st[3], "stacks", s->nstack + 1, d->nstacks - 1 - s->nstack, buf, n)))
+		goto out;
+	n = 0;
+	for (i = s->nls + 1; i < d->nlabelsets; i++) {
+		const struct cp_span *sp = &d->labelsets[i];
+
+		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (4 * (size_t)sp->len + 1), 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		n += cp_put_uvarint(buf + n, sp->len);
 		for (j = 0; j < sp->len; j++) {
 			const struct cp_label *l = &d->labels[sp->off + j];
 
@@ -581,11 +664,9 @@ static int save_dict(struct cp_store *s)
 			n += cp_put_uvarint(buf + n, cp_zigzag(l->num));
 			n += cp_put_uvarint(buf + n, l->num_unit);
 		}
-		sqlite3_bind_int64(st[5], 1, i);
-		sqlite3_bind_blob(st[5], 2, buf, (int)n, SQLITE_STATIC);
-		if ((err = bind_exec(st[5], "writing label sets")))
-			goto out;
 	}
+	if ((err = put_chunk(s, st[3], "labelsets", s->nls + 1, d->nlabelsets - 1 - s->nls, buf, n)))
+		goto out;
 	s->nstr = d->strs.n - 1;
 	s->nfn = d->nfunctions;
 	s->nmap = d->nmappings;
@@ -593,7 +674,7 @@ static int save_dict(struct cp_store *s)
 	s->nstack = d->nstacks - 1;
 	s->nls = d->nlabelsets - 1;
 out:
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 4; i++)
 		sqlite3_finalize(st[i]);
 	free(buf);
 	return err;
@@ -1688,8 +1769,10 @@ int cp_store_stats(struct cp_store *s, struct cp_store_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	st->series = count(s->db, "SELECT count(*) FROM series");
-	st->stacks = count(s->db, "SELECT count(*) FROM stacks");
-	st->locations = count(s->db, "SELECT count(*) FROM locations");
+	if ((err = load_dict(s)))
+		return err;
+	st->stacks = s->nstack;
+	st->locations = s->nloc;
 	st->functions = count(s->db, "SELECT count(*) FROM functions");
 	if ((err = prepare(s->db, "SELECT name FROM partitions", &ps)))
 		return err;

@@ -41,19 +41,6 @@ const struct cmd cmd_import = {
 	"  -h, --help            show this help\n",
 };
 
-static bool valid_label_name(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!n || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
-		return false;
-	for (i = 1; i < n; i++)
-		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9')))
-			return false;
-	return true;
-}
-
 static int run_import(int argc, char **argv)
 {
 	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL;
@@ -74,7 +61,7 @@ static int run_import(int argc, char **argv)
 		case OPT_LABEL: {
 			char *eq = strchr(optarg, '=');
 
-			if (!eq || !valid_label_name(optarg, (size_t)(eq - optarg))) {
+			if (!eq || !cp_label_name_valid(optarg, (size_t)(eq - optarg))) {
 				status = usage_error("import", "bad label '%s': want NAME=VALUE, the name of letters, digits and _",
 						     optarg);
 				goto out;

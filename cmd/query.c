@@ -136,7 +136,7 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL };
 	struct cp_over_time ot = { 0 };
 	int64_t step, *totals = NULL;
-	char *type = NULL, parts[256];
+	char *type = NULL, unit[128];
 	size_t n = 0;
 	int err;
 
@@ -149,16 +149,7 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 	}
 	if ((err = cp_store_over_time(store, &q, step, &totals, &n, &type)))
 		return err;
-	/* the unit is the third component of the type name */
-	snprintf(parts, sizeof(parts), "%s", type);
-	{
-		char *u = strchr(parts, ':');
-
-		u = u ? strchr(u + 1, ':') : NULL;
-		ot.unit = u ? u + 1 : "";
-		if (u && strchr(u + 1, ':'))
-			*strchr(u + 1, ':') = '\0';
-	}
+	ot.unit = cp_store_type_part(type, 2, unit, sizeof(unit));
 	ot.type = type;
 	ot.from = q.from;
 	ot.to = q.to;

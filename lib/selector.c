@@ -32,6 +32,18 @@ static int is_name_char(int c, bool first)
 	return c == '_' || isalpha(c) || (!first && isdigit(c));
 }
 
+bool cp_label_name_valid(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || !is_name_char((unsigned char)s[0], true))
+		return false;
+	for (i = 1; i < n; i++)
+		if (!is_name_char((unsigned char)s[i], false))
+			return false;
+	return true;
+}
+
 static int parse_string(struct parser *ps, char **out)
 {
 	char quote = *ps->p, *buf, *w;

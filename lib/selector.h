@@ -34,6 +34,8 @@ bool cp_selector_match_type(const struct cp_selector *sel, const char *type);
 /* Labels as parallel name/value arrays; missing labels count as "". */
 bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *names,
 			      const char *const *values, size_t n);
+/* A label name as selectors take it: [A-Za-z_][A-Za-z0-9_]*. */
+bool cp_label_name_valid(const char *s, size_t n);
 /* Does one matcher accept value (NULL = the label is missing)? */
 bool cp_matcher_match(const struct cp_matcher *m, const char *value);
 

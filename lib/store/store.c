@@ -975,14 +975,6 @@ out:
 	return err;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n)
 {
 	struct entry *e = NULL;
@@ -1005,7 +997,7 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 		struct cp_merge_opts mo = { 0 };
 		struct cp_kv *sorted = NULL;
 		char type[512], *lj = NULL;
-		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : now_ns();
+		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : cp_now_ns();
 
 		free(ostack);
 		free(olabels);
@@ -1136,7 +1128,7 @@ out:
 
 int cp_store_retain(struct cp_store *s, int64_t keep_ns)
 {
-	int64_t cutoff = now_ns() - keep_ns;
+	int64_t cutoff = cp_now_ns() - keep_ns;
 	sqlite3_stmt *st = NULL;
 	char (*names)[16] = NULL, path[PATH_MAX];
 	size_t n = 0, cap = 0, i;
@@ -1532,41 +1524,33 @@ static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_
 	return agg_add(&c->groups[c->group_of[si]], stack, labels, v, t);
 }
 
-/* sample_type:sample_unit and period_type:period_unit from a type name */
-static int type_parts(const char *type, char parts[5][128])
+const char *cp_store_type_part(const char *type, int index, char *buf, size_t len)
 {
-	const char *p = type;
-	int i;
+	const char *p = type, *c;
+	size_t n;
 
-	for (i = 0; i < 5; i++) {
-		const char *c = strchr(p, ':');
-		size_t n = c ? (size_t)(c - p) : strlen(p);
-
-		if (n >= 128)
-			n = 127;
-		memcpy(parts[i], p, n);
-		parts[i][n] = '\0';
-		if (!c) {
-			for (i++; i < 5; i++)
-				parts[i][0] = '\0';
-			break;
-		}
-		p = c + 1;
-	}
-	return 0;
+	for (; index > 0 && p; index--)
+		p = (c = strchr(p, ':')) ? c + 1 : NULL;
+	if (!p)
+		p = "";
+	c = strchr(p, ':');
+	n = c ? (size_t)(c - p) : strlen(p);
+	snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), p);
+	return buf;
 }
 
 static struct cp_profile *build(struct cp_store *s, const char *type, struct agg *g)
 {
-	char parts[5][128];
+	char st[128], su[128], pt[128], pu[128];
 	struct cp_profile *p = NULL;
 	size_t i;
 	int err;
 
-	type_parts(type, parts);
 	cp_profile_clear_samples(s->dict);
-	if ((err = cp_profile_add_sample_type(s->dict, parts[1], parts[2])) ||
-	    (err = cp_profile_set_period_type(s->dict, parts[3], parts[4], 0)))
+	if ((err = cp_profile_add_sample_type(s->dict, cp_store_type_part(type, 1, st, sizeof(st)),
+					      cp_store_type_part(type, 2, su, sizeof(su)))) ||
+	    (err = cp_profile_set_period_type(s->dict, cp_store_type_part(type, 3, pt, sizeof(pt)),
+					      cp_store_type_part(type, 4, pu, sizeof(pu)), 0)))
 		goto out;
 	for (i = 0; i < g->n; i++)
 		if (g->e[i].value && (err = cp_profile_add_sample(s->dict, g->e[i].stack, g->e[i].labels, &g->e[i].value)))

@@ -52,6 +52,10 @@ int cp_store_retain(struct cp_store *s, int64_t keep_ns);
  * name:sample_type:sample_unit:period_type:period_unit[:delta] for value vidx. */
 int cp_store_type_name(const struct cp_profile *p, int vidx, const char *name, char *buf, size_t len);
 
+/* Component index (0 name, 1 sample type, 2 sample unit, 3 period type, 4
+ * period unit) of a type name, into buf ("" when missing). */
+const char *cp_store_type_part(const char *type, int index, char *buf, size_t len);
+
 struct cp_store_series {
 	int64_t id;
 	char *type;

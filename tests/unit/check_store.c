@@ -20,6 +20,7 @@
 #include "profile.h"
 #include "selector.h"
 #include "store/store.h"
+#include "testutil.h"
 
 #define ck_assert_contains(h, n)                                                                   \
 	do {                                                                                       \
@@ -38,32 +39,6 @@
 /* ---- a scratch directory per test ---- */
 
 static char dir[PATH_MAX];
-
-static void rm_rf(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return;
-	if (S_ISDIR(st.st_mode)) {
-		DIR *d = opendir(path);
-		struct dirent *e;
-
-		while (d && (e = readdir(d))) {
-			char sub[PATH_MAX];
-
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			if (snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) < (int)sizeof(sub))
-				rm_rf(sub);
-		}
-		if (d)
-			closedir(d);
-		rmdir(path);
-	} else {
-		unlink(path);
-	}
-}
 
 static void dir_setup(void)
 {

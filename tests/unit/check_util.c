@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "util.h"
+#include "testutil.h"
 
 #define ck_assert_contains(h, n)                                                                   \
 	do {                                                                                       \
@@ -31,32 +32,6 @@ static void dir_setup(void)
 
 	snprintf(dir, sizeof(dir), "%s/cprof-util-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void rm_rf(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return;
-	if (S_ISDIR(st.st_mode)) {
-		DIR *d = opendir(path);
-		struct dirent *e;
-
-		while (d && (e = readdir(d))) {
-			char sub[PATH_MAX];
-
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			if (snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) < (int)sizeof(sub))
-				rm_rf(sub);
-		}
-		if (d)
-			closedir(d);
-		rmdir(path);
-	} else {
-		unlink(path);
-	}
 }
 
 static void dir_teardown(void)

@@ -47,9 +47,6 @@ int pick_sample_type(const char *verb, const struct cp_profile *p, const char *n
 /* Compile --focus/--ignore (either may be NULL): EXIT_OK with *f set (NULL
  * when neither is given), or EXIT_USAGE after printing. */
 int make_filter(const char *verb, const char *focus, const char *ignore, struct cp_filter **f);
-/* Apply a filter: p itself when f is NULL, else a filtered copy (p is freed);
- * NULL after printing. */
-struct cp_profile *apply_filter(const char *verb, struct cp_profile *p, struct cp_filter *f);
 
 /* Output: standard output, or -o FILE written atomically at the end. */
 struct output {

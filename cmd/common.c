@@ -111,22 +111,6 @@ int make_filter(const char *verb, const char *focus, const char *ignore, struct 
 	return EXIT_OK;
 }
 
-struct cp_profile *apply_filter(const char *verb, struct cp_profile *p, struct cp_filter *f)
-{
-	struct cp_merge_opts mo = { 0 };
-	struct cp_profile *q;
-
-	if (!f || !p)
-		return p;
-	mo.keep = cp_filter_keep;
-	mo.keep_arg = f;
-	q = cp_profile_copy(p, &mo);
-	if (!q)
-		fail(verb, "%s", cp_errmsg(errno));
-	cp_profile_free(p);
-	return q;
-}
-
 int output_open(struct output *o, const char *verb, const char *path, bool binary)
 {
 	memset(o, 0, sizeof(*o));

@@ -212,8 +212,10 @@ static int run_diff(int argc, char **argv)
 		fail("diff", "%s: %s", bname, cp_errmsg(vb));
 		goto out;
 	}
-	if (!(before = apply_filter("diff", before, filter)) || !(after = apply_filter("diff", after, filter)))
+	if (!(before = cp_profile_filter(before, filter)) || !(after = cp_profile_filter(after, filter))) {
+		fail("diff", "%s", cp_errmsg(errno));
 		goto out;
+	}
 	if ((status = output_open(&out, "diff", o.output, !strcmp(o.format, "pprof"))))
 		goto out;
 	err = render(&out, &o, before, vb, after, va);

@@ -174,15 +174,9 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 		struct cp_profile *p = res[i].profile;
 
 		res[i].profile = NULL;
-		if (filter) { /* errors are printed once, by the caller */
-			struct cp_merge_opts mo = { .keep = cp_filter_keep, .keep_arg = filter };
-			struct cp_profile *q = cp_profile_copy(p, &mo);
-
-			cp_profile_free(p);
-			if (!(p = q)) {
-				err = -errno;
-				break;
-			}
+		if (!(p = cp_profile_filter(p, filter))) { /* printed by the caller */
+			err = -errno;
+			break;
 		}
 		if (o->group_by && !strcmp(o->format, "top"))
 			fprintf(out->f, "%s== %s=\"%s\"\n", i ? "\n" : "", o->group_by, res[i].group);
@@ -320,8 +314,12 @@ static int run_query(int argc, char **argv)
 		goto out;
 	}
 	p = load_inputs("query", o.inputs, o.ninputs);
-	if (!p || (vidx = pick_sample_type("query", p, o.sample_type)) < 0 || !(p = apply_filter("query", p, filter))) {
+	if (!p || (vidx = pick_sample_type("query", p, o.sample_type)) < 0) {
 		status = EXIT_FAIL;
+		goto out;
+	}
+	if (!(p = cp_profile_filter(p, filter))) {
+		status = fail("query", "%s", cp_errmsg(errno));
 		goto out;
 	}
 	if ((status = output_open(&out, "query", o.output, !strcmp(o.format, "pprof"))))

@@ -131,3 +131,20 @@ bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *arg)
 	}
 	return focused;
 }
+
+struct cp_profile *cp_profile_filter(struct cp_profile *p, struct cp_filter *f)
+{
+	struct cp_merge_opts mo = { 0 };
+	struct cp_profile *q;
+	int err;
+
+	if (!f || !p)
+		return p;
+	mo.keep = cp_filter_keep;
+	mo.keep_arg = f;
+	q = cp_profile_copy(p, &mo);
+	err = errno;
+	cp_profile_free(p);
+	errno = err;
+	return q;
+}

@@ -202,5 +202,8 @@ struct cp_filter;
 struct cp_filter *cp_filter_new(const char *focus, const char *ignore);
 void cp_filter_free(struct cp_filter *f);
 bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *filter);
+/* p filtered (p itself when f is NULL; else a copy, and p is freed);
+ * NULL + errno on failure, p freed too. */
+struct cp_profile *cp_profile_filter(struct cp_profile *p, struct cp_filter *f);
 
 #endif

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* The kernel side of `cprof record`: a perf_event program on a cpu-clock
+ * event per online CPU.  Per sample it sends, through a ring buffer: pid,
+ * tid, both names, cpu, cgroup id, the kernel stack (the kernel's unwinder)
+ * and, for user tasks, the user registers and up to 16 KiB of the user stack
+ * above the stack pointer, which user space unwinds with DWARF CFI (libdw), as
+ * perf's --call-graph dwarf does.  Filters (pids, a cgroup, idle) run here so
+ * that nothing is copied for samples nobody asked for. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "sampler.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define PF_KTHREAD 0x00200000
+
+/* knobs, set before load */
+const volatile bool filter_pids = false;   /* only tgids in `pids` */
+const volatile bool filter_cgroup = false; /* only tasks under cgroups[0] */
+const volatile bool follow_forks = false;  /* children of a tgid in `pids` join it */
+const volatile bool with_idle = false;     /* keep samples of the idle task */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* resized before load */
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_sample_rec);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_sampler_stats);
+} stats SEC(".maps");
+
+SEC("perf_event")
+int cp_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct cp_sampler_stats *st;
+	struct cp_sample_rec *r;
+	struct task_struct *task;
+	long n;
+
+	if (tid == 0 && !with_idle)
+		return 0;
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return 0;
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
+		return 0;
+	r = bpf_map_lookup_elem(&scratch, &zero);
+	st = bpf_map_lookup_elem(&stats, &zero);
+	if (!r || !st)
+		return 0;
+	st->samples++;
+
+	task = bpf_get_current_task_btf();
+	r->time_ns = bpf_ktime_get_ns();
+	r->cgroup_id = bpf_get_current_cgroup_id();
+	r->pid = tgid;
+	r->tid = tid;
+	r->cpu = bpf_get_smp_processor_id();
+	r->flags = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	BPF_CORE_READ_STR_INTO(&r->pcomm, task, group_leader, comm);
+
+	n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
+	r->kstack_len = n > 0 ? (__u32)n : 0;
+	r->ustack_len = 0;
+
+	if (task->flags & PF_KTHREAD || !task->mm) {
+		r->flags |= CP_SAMPLE_KTHREAD;
+	} else {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		__u64 sp;
+		__u32 i;
+
+		r->regs[CP_REG_IP] = BPF_CORE_READ(regs, ip);
+		r->regs[CP_REG_SP] = sp = BPF_CORE_READ(regs, sp);
+		r->regs[CP_REG_BP] = BPF_CORE_READ(regs, bp);
+		r->regs[CP_REG_BX] = BPF_CORE_READ(regs, bx);
+		r->regs[CP_REG_R12] = BPF_CORE_READ(regs, r12);
+		r->regs[CP_REG_R13] = BPF_CORE_READ(regs, r13);
+		r->regs[CP_REG_R14] = BPF_CORE_READ(regs, r14);
+		r->regs[CP_REG_R15] = BPF_CORE_READ(regs, r15);
+		r->flags |= CP_SAMPLE_USER;
+		/* Chunk by chunk: a read that crosses the end of the stack
+		 * mapping fails whole, so stop at the first that fails. */
+		for (i = 0; i < CP_USTACK_CHUNKS; i++) {
+			if (bpf_probe_read_user(&r->ustack[i * CP_USTACK_CHUNK], CP_USTACK_CHUNK,
+						(void *)(sp + i * CP_USTACK_CHUNK)))
+				break;
+		}
+		if (i == 0)
+			st->ustack_fault++;
+		r->ustack_len = i * CP_USTACK_CHUNK;
+	}
+
+	{
+		__u64 len = offsetof(struct cp_sample_rec, ustack) + r->ustack_len;
+		__u64 flags = BPF_RB_NO_WAKEUP;
+
+		if (len > sizeof(*r))
+			len = sizeof(*r);
+		/* wake the reader only when the ring fills up: it drains on a timer */
+		if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 4)
+			flags = BPF_RB_FORCE_WAKEUP;
+		if (bpf_ringbuf_output(&samples, r, len, flags))
+			st->dropped++;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(cp_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (!follow_forks || ptgid == ctgid)
+		return 0;
+	if (bpf_map_lookup_elem(&pids, &ptgid))
+		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(cp_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	/* the last thread of a followed process leaves: forget its tgid */
+	if (follow_forks && task->pid == tgid)
+		bpf_map_delete_elem(&pids, &tgid);
+	return 0;
+}

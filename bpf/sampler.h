@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* The record layout shared by bpf/sampler.bpf.c and lib/sampler.c: fixed-width
+ * types only, no padding surprises (every field is naturally aligned). */
+#ifndef CP_SAMPLER_H
+#define CP_SAMPLER_H
+
+#define CP_KSTACK_MAX 127        /* kernel frames (the kernel's own limit) */
+#define CP_USTACK_CHUNK 512      /* the user stack is copied in chunks ... */
+#define CP_USTACK_CHUNKS 32      /* ... up to 16 KiB above the stack pointer */
+#define CP_USTACK_MAX (CP_USTACK_CHUNK * CP_USTACK_CHUNKS)
+#define CP_COMM_LEN 16
+
+/* user registers, in this order (x86-64) */
+enum { CP_REG_IP, CP_REG_SP, CP_REG_BP, CP_REG_BX, CP_REG_R12, CP_REG_R13, CP_REG_R14, CP_REG_R15, CP_NREGS };
+
+/* sample flags */
+#define CP_SAMPLE_USER 1u   /* regs and ustack hold the interrupted user context */
+#define CP_SAMPLE_KTHREAD 2u /* a kernel thread: no user part */
+
+struct cp_sample_rec {
+	__u64 time_ns;    /* CLOCK_MONOTONIC */
+	__u64 cgroup_id;
+	__u32 pid, tid;   /* tgid and thread id, as user space sees them (init namespace) */
+	__u32 cpu, flags;
+	char comm[CP_COMM_LEN];   /* the thread's name */
+	char pcomm[CP_COMM_LEN];  /* the process's (thread group leader's) name */
+	__u64 regs[CP_NREGS];
+	__u32 kstack_len, ustack_len; /* in bytes */
+	__u64 kstack[CP_KSTACK_MAX];
+	__u8 ustack[CP_USTACK_MAX];   /* only ustack_len bytes are sent */
+};
+
+/* per-CPU counters, summed by user space */
+struct cp_sampler_stats {
+	__u64 samples, dropped, ustack_fault;
+};
+
+#endif

@@ -1,0 +1,835 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof record: sample the CPU with eBPF (the whole system, processes, a
+ * cgroup or a command), unwind and symbolize the stacks, and write profiles
+ * to the store, a pprof file or folded stacks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/error.h"
+#include "../lib/folded.h"
+#include "../lib/proc.h"
+#include "../lib/sampler.h"
+#include "../lib/selector.h"
+#include "../lib/symbolize.h"
+#include "../lib/unwind.h"
+#include "cmd.h"
+
+enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION };
+
+static const struct option options[] = {
+	{ "all", no_argument, NULL, 'a' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "data", required_argument, NULL, OPT_DATA },
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "retention", required_argument, NULL, OPT_RETENTION },
+	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int run_record(int argc, char **argv);
+
+const struct cmd cmd_record = {
+	"record", "sample the CPU with eBPF: whole system, a process, or a command", run_record, options,
+	"+ap:F:d:o:f:l:qh",
+	"usage: cprof record [OPTIONS] (--all | -p PID[,PID...] | --cgroup PATH | -- CMD [ARGS...])\n"
+	"\n"
+	"Sample on-CPU stacks (kernel and user, unwound with DWARF CFI, so complete\n"
+	"also for code built without frame pointers) at F Hz on every CPU, and\n"
+	"write profiles of type cpu:samples:count:cpu:nanoseconds:delta: to the\n"
+	"store (one series per process, labelled comm, pid, exe, node and, where\n"
+	"they apply, container, unit and pod), or to a file.  Needs root, or\n"
+	"CAP_BPF and CAP_PERFMON.\n"
+	"\n"
+	"  -a, --all               the whole system (idle left out)\n"
+	"  -p, --pid PID[,PID]     these processes (all their threads)\n"
+	"      --cgroup PATH       tasks in this cgroup v2 directory and below\n"
+	"  -- CMD [ARGS]           run CMD, profile it and its children, stop when it exits\n"
+	"  -F, --freq HZ           samples per second per CPU (default 19)\n"
+	"  -d, --duration DUR      stop after DUR (e.g. 30s, 5m); default: at SIGINT/SIGTERM\n"
+	"      --flush-interval DUR  write to the store every DUR (default 10s)\n"
+	"  -o, --output FILE       write one pprof (or -f folded) file at the end\n"
+	"  -f, --format FMT        pprof or folded (folded goes to stdout without -o)\n"
+	"      --data DIR          the store (default: $CPROF_DATA, /var/lib/cprof as root)\n"
+	"  -l, --label K=V         an extra series label (repeatable)\n"
+	"      --retention DUR     delete stored data older than DUR as it goes\n"
+	"      --idle              keep samples of the idle task (swapper)\n"
+	"      --no-kernel         leave kernel frames out\n"
+	"      --debuginfo-path P  where separate debug files are looked for\n"
+	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
+	"  -q, --quiet             no summary on stderr\n"
+	"  -h, --help              show this help\n",
+};
+
+struct target {
+	struct cp_profile *prof; /* samples since the last flush */
+};
+
+struct rec {
+	/* options */
+	int freq;
+	bool all, idle, quiet, no_kernel;
+	const char *cgroup, *output, *format, *data, *debuginfo;
+	int64_t duration, flush, retention;
+	struct cp_kv labels[32];
+	size_t nlabels;
+	uint32_t *pids;
+	size_t npids;
+	char **cmd;
+	/* state */
+	struct cp_procs *procs;
+	struct cp_unwinder *unw;
+	struct cp_symbolizer *sym;
+	struct cp_store *store;
+	struct cp_profile *file_prof; /* -o / folded: everything in one profile */
+	char node[256];
+	int64_t period, wall_offset; /* realtime - monotonic */
+	int64_t interval_start;      /* wall clock ns */
+	uint64_t nsamples, nstored, nflushes;
+	int error;                   /* first failure inside a callback */
+	uint64_t *pcs;
+	uint32_t *locs;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void target_free(void *t)
+{
+	struct target *tg = t;
+
+	if (!tg)
+		return;
+	cp_profile_free(tg->prof);
+	free(tg);
+}
+
+static struct cp_profile *new_profile(struct rec *r, bool with_time)
+{
+	struct cp_profile *p = cp_profile_new();
+
+	if (!p)
+		return NULL;
+	if (cp_profile_add_sample_type(p, "samples", "count") ||
+	    (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
+	    cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
+		cp_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, const char *v)
+{
+	int64_t ks = cp_profile_str(p, k), vs = cp_profile_str(p, v);
+
+	if (ks < 0 || vs < 0)
+		return -ENOMEM;
+	memset(l, 0, sizeof(*l));
+	l->key = (uint32_t)ks;
+	l->str = (uint32_t)vs;
+	return 0;
+}
+
+/* The process a sample belongs to, read from /proc on first sight. */
+static struct cp_proc *sample_proc(struct rec *r, const struct cp_sample_rec *s)
+{
+	struct cp_proc *p = cp_procs_get(r->procs, s->pid, true);
+
+	if (!p)
+		return NULL;
+	if (!p->proc_read && s->pid != 0)
+		cp_proc_read(p); /* gone already: the mmap records are what we have */
+	if (s->pcomm[0])
+		memcpy(p->comm, s->pcomm, sizeof(p->comm));
+	p->comm[sizeof(p->comm) - 1] = 0;
+	return p;
+}
+
+static void on_sample(void *arg, const struct cp_sample_rec *s)
+{
+	struct rec *r = arg;
+	struct cp_proc *p;
+	struct cp_profile *prof;
+	struct cp_label labels[4];
+	size_t nl = 0, nlocs = 0;
+	char tid[16], pid[16], comm[CP_COMM_LEN + 1];
+	int64_t stack, ls, loc;
+	int64_t values[2];
+	int n;
+
+	if (r->error)
+		return;
+	p = sample_proc(r, s);
+	if (!p) {
+		r->error = -ENOMEM;
+		return;
+	}
+	if (r->file_prof) {
+		prof = r->file_prof;
+	} else {
+		struct target *t = p->user;
+
+		if (!t) {
+			t = calloc(1, sizeof(*t));
+			if (!t || !(t->prof = new_profile(r, false))) {
+				target_free(t);
+				r->error = -ENOMEM;
+				return;
+			}
+			p->user = t;
+		}
+		prof = t->prof;
+	}
+	/* kernel frames first (leaf first), then user frames */
+	if (!r->no_kernel) {
+		for (uint32_t i = 0; i < s->kstack_len / 8 && i < CP_KSTACK_MAX; i++) {
+			loc = cp_symbolize_kernel(r->sym, prof, s->kstack[i], i > 0);
+			if (loc < 0)
+				goto fail;
+			r->locs[nlocs++] = (uint32_t)loc;
+		}
+	}
+	n = cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	for (int i = 0; i < n; i++) {
+		loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0);
+		if (loc < 0)
+			goto fail;
+		r->locs[nlocs++] = (uint32_t)loc;
+	}
+	if (nlocs == 0 && (s->flags & CP_SAMPLE_KTHREAD) == 0 && r->no_kernel)
+		return; /* a kernel-only sample, and kernel frames are not wanted */
+	stack = cp_profile_stack(prof, r->locs, nlocs);
+	if (stack < 0)
+		goto fail;
+	memcpy(comm, s->comm, CP_COMM_LEN);
+	comm[CP_COMM_LEN] = 0;
+	snprintf(tid, sizeof(tid), "%u", s->tid);
+	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm))
+		goto fail;
+	if (r->file_prof) {
+		snprintf(pid, sizeof(pid), "%u", s->pid);
+		if (str_label(prof, &labels[nl++], "pid", pid) || str_label(prof, &labels[nl++], "comm", p->comm))
+			goto fail;
+	}
+	ls = cp_profile_labelset(prof, labels, nl);
+	if (ls < 0)
+		goto fail;
+	values[0] = 1;
+	values[1] = r->period;
+	if (cp_profile_add_sample(prof, (uint32_t)stack, (uint32_t)ls, values))
+		goto fail;
+	r->nsamples++;
+	return;
+fail:
+	r->error = -ENOMEM;
+}
+
+/* ---- process lifecycle records ---- */
+
+static void on_mmap(void *arg, const struct cp_mmap_event *e)
+{
+	struct rec *r = arg;
+	struct cp_proc *p;
+
+	if (!(e->prot & 4 /* PROT_EXEC */) || e->pid == 0 || e->pid == UINT32_MAX)
+		return;
+	p = cp_procs_get(r->procs, e->pid, true);
+	if (!p)
+		return;
+	if (cp_proc_add_map(p, e->start, e->start + e->len, e->pgoff, e->path, e->build_id, e->build_id_len))
+		r->error = -ENOMEM;
+	if (p->exe_from_mmap && e->path[0] == '/') {
+		free(p->exe);
+		p->exe = strdup(e->path);
+		p->exe_from_mmap = false;
+	}
+}
+
+static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, bool exec, uint64_t t)
+{
+	struct rec *r = arg;
+	struct cp_proc *p;
+
+	if (!exec || pid != tid)
+		return;
+	p = cp_procs_get(r->procs, pid, true);
+	if (!p)
+		return;
+	/* a new program: its mappings follow in mmap records */
+	cp_unwind_forget(r->unw, p);
+	cp_proc_clear_maps(p);
+	p->have_maps = true;
+	p->proc_read = true; /* the records are complete from here on */
+	p->exec_time = t;
+	p->exe_from_mmap = true;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+}
+
+static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64_t t)
+{
+	struct rec *r = arg;
+	struct cp_proc *parent, *child;
+
+	if (pid != tid || pid == ppid)
+		return; /* a thread */
+	parent = cp_procs_get(r->procs, ppid, false);
+	child = cp_procs_get(r->procs, pid, true);
+	if (!child)
+		return;
+	child->fork_time = t;
+	if (child->exec_time && child->exec_time > t)
+		return; /* its exec was seen first */
+	if (parent && !parent->proc_read && !parent->have_maps)
+		cp_proc_read(parent);
+	if (parent && parent->have_maps) {
+		cp_proc_inherit(child, parent);
+		child->proc_read = true;
+	}
+}
+
+static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	struct rec *r = arg;
+	struct cp_proc *p;
+
+	if (pid != tid)
+		return;
+	p = cp_procs_get(r->procs, pid, false);
+	if (p) {
+		p->dead = true;
+		(void)t;
+	}
+}
+
+/* ---- flushing ---- */
+
+struct flush_ctx {
+	struct rec *r;
+	struct cp_store_append *batch;
+	struct cp_kv *kv;
+	char (*pidbuf)[16];
+	size_t n, cap;
+	int err;
+};
+
+static void collect(struct cp_proc *p, void *arg)
+{
+	struct flush_ctx *c = arg;
+	struct target *t = p->user;
+	struct cp_kv *kv;
+	size_t k = 0;
+
+	if (!t || !t->prof || t->prof->nsamples == 0 || c->n >= c->cap)
+		return;
+	kv = c->kv + c->n * (c->r->nlabels + 8);
+	snprintf(c->pidbuf[c->n], 16, "%u", p->pid);
+	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
+	kv[k++] = (struct cp_kv){ "pid", c->pidbuf[c->n] };
+	kv[k++] = (struct cp_kv){ "node", c->r->node };
+	if (p->exe)
+		kv[k++] = (struct cp_kv){ "exe", p->exe };
+	if (p->container)
+		kv[k++] = (struct cp_kv){ "container", p->container };
+	if (p->unit)
+		kv[k++] = (struct cp_kv){ "unit", p->unit };
+	if (p->pod)
+		kv[k++] = (struct cp_kv){ "pod", p->pod };
+	for (size_t i = 0; i < c->r->nlabels; i++) {
+		size_t j;
+
+		for (j = 0; j < k && strcmp(kv[j].name, c->r->labels[i].name); j++)
+			;
+		kv[j] = c->r->labels[i]; /* user labels win */
+		if (j == k)
+			k++;
+	}
+	c->batch[c->n].profile = t->prof;
+	c->batch[c->n].name = "cpu";
+	c->batch[c->n].labels = kv;
+	c->batch[c->n].nlabels = k;
+	c->batch[c->n].time_ns = 0;
+	c->n++;
+}
+
+static void reset_target(struct cp_proc *p, void *arg)
+{
+	struct rec *r = arg;
+	struct target *t = p->user;
+
+	if (t) {
+		target_free(t);
+		p->user = NULL;
+	}
+	(void)r;
+}
+
+struct dead_list {
+	uint32_t *pids;
+	size_t n, cap;
+};
+
+static void find_dead(struct cp_proc *p, void *arg)
+{
+	struct dead_list *d = arg;
+
+	if (p->dead && d->n < d->cap)
+		d->pids[d->n++] = p->pid;
+}
+
+/* Forget exited processes (their samples were written). */
+static void prune(struct rec *r)
+{
+	struct dead_list d = { NULL, 0, cp_procs_count(r->procs) };
+
+	if (!d.cap || !(d.pids = malloc(d.cap * sizeof(*d.pids))))
+		return;
+	cp_procs_each(r->procs, find_dead, &d);
+	for (size_t i = 0; i < d.n; i++) {
+		struct cp_proc *p = cp_procs_get(r->procs, d.pids[i], false);
+
+		if (p)
+			cp_unwind_forget(r->unw, p);
+		cp_procs_remove(r->procs, d.pids[i], target_free);
+	}
+	free(d.pids);
+}
+
+static int flush_store(struct rec *r, int64_t now_wall)
+{
+	struct flush_ctx c = { r, NULL, NULL, NULL, 0, cp_procs_count(r->procs), 0 };
+	int err = 0;
+
+	if (c.cap) {
+		c.batch = calloc(c.cap, sizeof(*c.batch));
+		c.kv = calloc(c.cap * (r->nlabels + 8), sizeof(*c.kv));
+		c.pidbuf = calloc(c.cap, sizeof(*c.pidbuf));
+		if (!c.batch || !c.kv || !c.pidbuf) {
+			err = -ENOMEM;
+			goto out;
+		}
+		cp_procs_each(r->procs, collect, &c);
+	}
+	for (size_t i = 0; i < c.n; i++) {
+		struct cp_profile *p = (struct cp_profile *)c.batch[i].profile;
+
+		p->time_nanos = r->interval_start;
+		p->duration_nanos = now_wall - r->interval_start > 0 ? now_wall - r->interval_start : 1;
+		r->nstored += (uint64_t)p->nsamples;
+	}
+	if (c.n && (err = cp_store_append(r->store, c.batch, c.n)))
+		goto out;
+	if (r->retention)
+		cp_store_retain(r->store, r->retention);
+	cp_procs_each(r->procs, reset_target, r);
+	prune(r);
+	r->nflushes++;
+out:
+	free(c.batch);
+	free(c.kv);
+	free(c.pidbuf);
+	r->interval_start = now_wall;
+	return err;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- options ---- */
+
+static int parse_pids(struct rec *r, char *arg)
+{
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v;
+		uint32_t *np;
+
+		errno = 0;
+		v = strtoul(tok, &end, 10);
+		if (errno || *end || end == tok || v == 0 || v > 0x7fffffff)
+			return usage_error("record", "bad pid '%s': want a process id (e.g. -p 1234,5678)", tok);
+		np = realloc(r->pids, (r->npids + 1) * sizeof(*np));
+		if (!np)
+			return fail("record", "out of memory");
+		r->pids = np;
+		r->pids[r->npids++] = (uint32_t)v;
+	}
+	if (!r->npids)
+		return usage_error("record", "-p wants a process id (e.g. -p 1234)");
+	return EXIT_OK;
+}
+
+static int parse_options(struct rec *r, int argc, char **argv)
+{
+	int opt, err;
+
+	while ((opt = next_option(&cmd_record, argc, argv)) != -1) {
+		switch (opt) {
+		case 'a': r->all = true; break;
+		case 'p':
+			if ((err = parse_pids(r, optarg)) != EXIT_OK)
+				return err;
+			break;
+		case OPT_CGROUP: r->cgroup = optarg; break;
+		case 'F': {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 || v > 10000)
+				return usage_error("record", "bad frequency '%s': want 1 to 10000 (Hz)", optarg);
+			r->freq = (int)v;
+			break;
+		}
+		case 'd':
+			if (optarg[0] && strspn(optarg, "0123456789") == strlen(optarg) && strlen(optarg) < 10)
+				r->duration = atoll(optarg) * 1000000000LL; /* plain seconds, as timeout(1) takes */
+			else if ((err = cp_parse_duration(optarg, &r->duration)))
+				r->duration = 0;
+			if (r->duration <= 0)
+				return usage_error("record", "bad --duration '%s': want e.g. 30s or 5m", optarg);
+			break;
+		case OPT_FLUSH:
+			if ((err = cp_parse_duration(optarg, &r->flush)) || r->flush < 100000000)
+				return usage_error("record", "bad --flush-interval '%s': want 100ms or more, e.g. 10s",
+						   optarg);
+			break;
+		case OPT_RETENTION:
+			if ((err = cp_parse_duration(optarg, &r->retention)) || r->retention <= 0)
+				return usage_error("record", "bad --retention '%s': want e.g. 15d", optarg);
+			break;
+		case 'o': r->output = optarg; break;
+		case 'f': r->format = optarg; break;
+		case OPT_DATA: r->data = optarg; break;
+		case 'l':
+		case OPT_LABEL: {
+			char *eq = strchr(optarg, '=');
+
+			if (!eq || !cp_label_name_valid(optarg, (size_t)(eq - optarg)))
+				return usage_error("record", "bad label '%s': want NAME=VALUE, the name of letters, "
+							     "digits and _", optarg);
+			if (r->nlabels == sizeof(r->labels) / sizeof(*r->labels))
+				return usage_error("record", "too many labels (at most 32)");
+			*eq = 0;
+			r->labels[r->nlabels].name = optarg;
+			r->labels[r->nlabels++].value = eq + 1;
+			break;
+		}
+		case OPT_IDLE: r->idle = true; break;
+		case OPT_NO_KERNEL: r->no_kernel = true; break;
+		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
+		case 'q': r->quiet = true; break;
+		case 'h': return show_usage(&cmd_record) == EXIT_OK ? -1 : EXIT_FAIL;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		r->cmd = argv + optind;
+	if ((int)r->all + (r->npids > 0) + (r->cmd != NULL) > 1)
+		return usage_error("record", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
+	if (!r->all && !r->npids && !r->cmd && !r->cgroup)
+		return usage_error("record", "say what to record: --all, -p PID, --cgroup PATH or -- CMD");
+	if (r->format && strcmp(r->format, "pprof") && strcmp(r->format, "folded"))
+		return usage_error("record", "unknown format '%s': want pprof or folded", r->format);
+	if (r->output && r->data)
+		return usage_error("record", "--output and --data both given: write to a file or to the store");
+	if (r->format && !r->output && !strcmp(r->format, "pprof"))
+		return usage_error("record", "-f pprof needs -o FILE (pprof is binary)");
+	if ((r->output || r->format) && (r->flush || r->retention))
+		return usage_error("record", "--flush-interval and --retention are for the store, not -o/-f");
+	if (r->nlabels && (r->output || r->format))
+		return usage_error("record", "--label is for the store's series; not with -o/-f");
+	for (size_t i = 0; i < r->npids; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%u", r->pids[i]);
+		if (access(path, F_OK) != 0)
+			return fail("record", "no process %u: check the pid (ps -p %u)", r->pids[i], r->pids[i]);
+	}
+	return EXIT_OK;
+}
+
+/* ---- the command ---- */
+
+static pid_t start_command(char **cmd, int *go_fd)
+{
+	int gate[2], errp[2];
+	pid_t pid;
+
+	if (pipe2(gate, O_CLOEXEC) || pipe2(errp, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char c;
+		int e;
+
+		close(gate[1]);
+		close(errp[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		/* wait until the sampler watches us */
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(errp[1]);
+	*go_fd = gate[1];
+	/* the exec error comes back on errp: read after the gate opens */
+	go_fd[1] = errp[0];
+	return pid;
+}
+
+static int run_record(int argc, char **argv)
+{
+	struct rec r;
+	struct cp_sampler *s = NULL;
+	struct cp_sampler_opts so;
+	struct cp_sampler_ops ops = { on_sample, on_mmap, on_comm, on_fork, on_exit_rec };
+	struct sigaction sa;
+	char dir[4096];
+	int status = EXIT_OK, err, fds[2] = { -1, -1 };
+	pid_t child = -1;
+	int child_status = 0;
+	bool child_done = false;
+	int64_t t0, deadline = 0, next_flush = 0;
+	struct timespec rt;
+
+	memset(&r, 0, sizeof(r));
+	r.freq = 19;
+	status = parse_options(&r, argc, argv);
+	if (status != EXIT_OK) {
+		free(r.pids);
+		return status < 0 ? EXIT_OK : status;
+	}
+	r.period = 1000000000LL / r.freq;
+	if (gethostname(r.node, sizeof(r.node) - 1) != 0)
+		snprintf(r.node, sizeof(r.node), "localhost");
+	r.pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r.pcs));
+	r.locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r.locs));
+	r.procs = cp_procs_new();
+	r.unw = cp_unwinder_new(r.debuginfo, 64);
+	r.sym = r.unw ? cp_symbolizer_new(r.unw, 0) : NULL;
+	if (!r.pcs || !r.locs || !r.procs || !r.unw || !r.sym) {
+		status = fail("record", "out of memory");
+		goto out;
+	}
+	if (r.output || r.format) {
+		r.file_prof = new_profile(&r, true);
+		if (!r.file_prof) {
+			status = fail("record", "out of memory");
+			goto out;
+		}
+	} else {
+		const char *d = r.data ? r.data : cp_store_default_dir(dir, sizeof(dir));
+
+		r.data = d;
+		r.store = cp_store_open(d, CP_STORE_WRITE);
+		if (!r.store) {
+			status = fail("record", "%s", cp_errmsg(errno));
+			goto out;
+		}
+		if (!r.flush)
+			r.flush = 10000000000LL;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	if (r.cmd) {
+		child = start_command(r.cmd, fds);
+		if (child < 0) {
+			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
+			goto out;
+		}
+	}
+	memset(&so, 0, sizeof(so));
+	so.freq = r.freq;
+	so.pids = child > 0 ? (uint32_t *)&child : r.pids;
+	so.npids = child > 0 ? 1 : r.npids;
+	so.follow_forks = child > 0;
+	so.cgroup = r.cgroup;
+	so.idle = r.idle;
+	s = cp_sampler_new(&so, &ops, &r);
+	if (!s) {
+		status = fail("record", "%s", cp_errmsg(errno));
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &rt);
+	t0 = mono_ns();
+	r.wall_offset = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - t0;
+	r.interval_start = t0 + r.wall_offset;
+	if (r.duration)
+		deadline = t0 + r.duration;
+	if (r.flush)
+		next_flush = t0 + r.flush;
+	if (child > 0) {
+		int e = 0;
+
+		if (write(fds[0], "g", 1) != 1) {
+			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
+			goto out;
+		}
+		close(fds[0]);
+		fds[0] = -1;
+		if (read(fds[1], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+			waitpid(child, NULL, 0);
+			child = -1;
+			status = fail("record", "cannot run %s: %s", r.cmd[0], strerror(e));
+			goto out;
+		}
+		close(fds[1]);
+		fds[1] = -1;
+	}
+	if (!r.quiet)
+		fprintf(stderr, "cprof record: sampling %s at %d Hz%s\n",
+			r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
+			r.freq, r.duration || r.cmd ? "" : "; Ctrl-C to stop");
+
+	for (;;) {
+		int64_t now;
+
+		err = cp_sampler_poll(s, 100);
+		if (err < 0 && err != -EINTR) {
+			status = fail("record", "%s", cp_errmsg(err));
+			break;
+		}
+		if (r.error) {
+			status = fail("record", "%s", cp_errmsg(r.error));
+			break;
+		}
+		now = mono_ns();
+		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
+			child_done = true;
+		if (stop_signal || child_done || (deadline && now >= deadline))
+			break;
+		if (next_flush && now >= next_flush) {
+			if ((err = flush_store(&r, now + r.wall_offset))) {
+				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));
+				break;
+			}
+			next_flush = now + r.flush;
+		}
+	}
+	/* what is still in flight */
+	if (status == EXIT_OK) {
+		cp_sampler_drain(s);
+		if (r.error)
+			status = fail("record", "%s", cp_errmsg(r.error));
+	}
+	if (status == EXIT_OK) {
+		int64_t now = mono_ns();
+
+		if (r.store) {
+			if ((err = flush_store(&r, now + r.wall_offset)))
+				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));
+		} else {
+			struct output o;
+			bool folded = r.format && !strcmp(r.format, "folded");
+
+			r.file_prof->time_nanos = t0 + r.wall_offset;
+			r.file_prof->duration_nanos = now - t0;
+			status = output_open(&o, "record", r.output, !folded);
+			if (status == EXIT_OK) {
+				err = folded ? cp_folded_write(o.f, r.file_prof, 0, false) : write_pprof(&o, r.file_prof);
+				if (err)
+					fprintf(stderr, "cprof record: %s\n", cp_errmsg(err));
+				status = output_close(&o, err ? EXIT_FAIL : EXIT_OK);
+			}
+		}
+	}
+	if (!r.quiet && status == EXIT_OK) {
+		struct cp_sampler_counts c;
+		double secs = (double)(mono_ns() - t0) / 1e9;
+
+		cp_sampler_counts(s, &c);
+		fprintf(stderr, "cprof record: %llu samples in %.1f s", (unsigned long long)r.nsamples, secs);
+		if (c.dropped)
+			fprintf(stderr, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
+		if (getenv("CPROF_DEBUG")) {
+			struct cp_unwind_counts u;
+			struct cp_symbolize_counts y;
+
+			cp_unwind_counts(r.unw, &u);
+			cp_symbolize_counts(r.sym, &y);
+			fprintf(stderr, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
+					"frames %llu, sessions %llu built %llu evicted; lookups %llu, misses %llu; "
+					"processes %zu; bpf %llu ns in %llu runs]",
+				(unsigned long long)c.samples, (unsigned long long)c.dropped,
+				(unsigned long long)c.ustack_fault, (unsigned long long)c.lost_records,
+				(unsigned long long)u.unwinds, (unsigned long long)u.frames,
+				(unsigned long long)u.sessions_built, (unsigned long long)u.sessions_evicted,
+				(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r.procs),
+				(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
+		}
+		if (r.store)
+			fprintf(stderr, " -> %s (cprof query --data %s cpu)\n", r.data, r.data);
+		else
+			fprintf(stderr, " -> %s\n", r.output ? r.output : "standard output");
+	}
+	if (child > 0 && child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status) && !r.quiet)
+		fprintf(stderr, "cprof record: %s exited with status %d\n", r.cmd[0], WEXITSTATUS(child_status));
+out:
+	if (child > 0 && !child_done) {
+		if (fds[0] >= 0) {
+			close(fds[0]); /* never released: it exits */
+			fds[0] = -1;
+		} else {
+			kill(child, SIGTERM); /* the recording ended first */
+		}
+		waitpid(child, NULL, 0);
+	}
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	cp_sampler_free(s);
+	cp_procs_free(r.procs, target_free);
+	cp_symbolizer_free(r.sym);
+	cp_unwinder_free(r.unw);
+	cp_profile_free(r.file_prof);
+	cp_store_close(r.store);
+	free(r.pcs);
+	free(r.locs);
+	free(r.pids);
+	return status;
+}

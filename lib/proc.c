@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+#include "proc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+
+struct node {
+	struct cp_proc p;
+	struct node *next;
+};
+
+#define NBUCKETS 4096
+
+struct cp_procs {
+	struct node *b[NBUCKETS];
+	size_t n;
+};
+
+struct cp_procs *cp_procs_new(void)
+{
+	return calloc(1, sizeof(struct cp_procs));
+}
+
+static void proc_release(struct cp_proc *p)
+{
+	cp_proc_clear_maps(p);
+	free(p->maps);
+	free(p->exe);
+	free(p->container);
+	free(p->unit);
+	free(p->pod);
+	if (p->jit) {
+		cp_perfmap_release(p->jit);
+		free(p->jit);
+	}
+}
+
+void cp_procs_free(struct cp_procs *t, void (*free_user)(void *))
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		struct node *n = t->b[i], *next;
+
+		for (; n; n = next) {
+			next = n->next;
+			if (free_user && n->p.user)
+				free_user(n->p.user);
+			proc_release(&n->p);
+			free(n);
+		}
+	}
+	free(t);
+}
+
+struct cp_proc *cp_procs_get(struct cp_procs *t, uint32_t pid, bool create)
+{
+	struct node **b = &t->b[pid % NBUCKETS], *n;
+
+	for (n = *b; n; n = n->next)
+		if (n->p.pid == pid)
+			return &n->p;
+	if (!create) {
+		errno = ENOENT;
+		return NULL;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->p.pid = pid;
+	n->next = *b;
+	*b = n;
+	t->n++;
+	return &n->p;
+}
+
+void cp_procs_remove(struct cp_procs *t, uint32_t pid, void (*free_user)(void *))
+{
+	struct node **b = &t->b[pid % NBUCKETS], *n;
+
+	for (; (n = *b); b = &n->next) {
+		if (n->p.pid == pid) {
+			*b = n->next;
+			if (free_user && n->p.user)
+				free_user(n->p.user);
+			proc_release(&n->p);
+			free(n);
+			t->n--;
+			return;
+		}
+	}
+}
+
+void cp_procs_each(struct cp_procs *t, void (*fn)(struct cp_proc *, void *), void *arg)
+{
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		struct node *n = t->b[i], *next;
+
+		for (; n; n = next) {
+			next = n->next;
+			fn(&n->p, arg);
+		}
+	}
+}
+
+size_t cp_procs_count(const struct cp_procs *t)
+{
+	return t->n;
+}
+
+void cp_proc_clear_maps(struct cp_proc *p)
+{
+	for (size_t i = 0; i < p->nmaps; i++)
+		free(p->maps[i].path);
+	p->nmaps = 0;
+	p->maps_gen++;
+}
+
+int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+		    const uint8_t *build_id, size_t build_id_len)
+{
+	struct cp_map m;
+	size_t i, j;
+
+	if (end <= start)
+		return 0;
+	memset(&m, 0, sizeof(m));
+	m.start = start;
+	m.end = end;
+	m.pgoff = pgoff;
+	m.path = strdup(path ? path : "");
+	if (!m.path)
+		return -ENOMEM;
+	if (build_id && build_id_len && build_id_len <= sizeof(m.build_id)) {
+		memcpy(m.build_id, build_id, build_id_len);
+		m.build_id_len = (uint8_t)build_id_len;
+		m.build_id_read = true;
+	}
+	/* cut out what the new mapping overlaps: trim or split */
+	for (i = 0; i < p->nmaps; i++) {
+		struct cp_map *o = &p->maps[i];
+
+		if (o->end <= start || o->start >= end)
+			continue;
+		if (o->start < start && o->end > end) {
+			/* split: keep [o.start, start) and [end, o.end) */
+			struct cp_map tail = *o;
+
+			tail.path = strdup(o->path);
+			if (!tail.path || cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
+				free(tail.path);
+				free(m.path);
+				return -ENOMEM;
+			}
+			o = &p->maps[i];
+			tail.pgoff += end - o->start;
+			tail.start = end;
+			o->end = start;
+			memmove(&p->maps[i + 2], &p->maps[i + 1], (p->nmaps - i - 1) * sizeof(*p->maps));
+			p->maps[i + 1] = tail;
+			p->nmaps++;
+			i++;
+		} else if (o->start < start) {
+			o->end = start;
+		} else if (o->end > end) {
+			o->pgoff += end - o->start;
+			o->start = end;
+		} else {
+			free(o->path);
+			memmove(o, o + 1, (p->nmaps - i - 1) * sizeof(*p->maps));
+			p->nmaps--;
+			i--;
+		}
+	}
+	if (cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
+		free(m.path);
+		return -ENOMEM;
+	}
+	for (j = 0; j < p->nmaps && p->maps[j].start < start; j++)
+		;
+	memmove(&p->maps[j + 1], &p->maps[j], (p->nmaps - j) * sizeof(*p->maps));
+	p->maps[j] = m;
+	p->nmaps++;
+	p->have_maps = true;
+	p->maps_gen++;
+	return 0;
+}
+
+int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent)
+{
+	cp_proc_clear_maps(child);
+	for (size_t i = 0; i < parent->nmaps; i++) {
+		const struct cp_map *m = &parent->maps[i];
+		int err = cp_proc_add_map(child, m->start, m->end, m->pgoff, m->path,
+					  m->build_id_len ? m->build_id : NULL, m->build_id_len);
+		if (err)
+			return err;
+	}
+	child->have_maps = parent->have_maps;
+	memcpy(child->comm, parent->comm, sizeof(child->comm));
+	if (parent->exe && !child->exe)
+		child->exe = strdup(parent->exe);
+	child->cgroup_id = parent->cgroup_id;
+	if (parent->container && !child->container)
+		child->container = strdup(parent->container);
+	if (parent->unit && !child->unit)
+		child->unit = strdup(parent->unit);
+	if (parent->pod && !child->pod)
+		child->pod = strdup(parent->pod);
+	child->meta_read = parent->meta_read;
+	return 0;
+}
+
+const struct cp_map *cp_proc_find_map(const struct cp_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+int cp_parse_maps_line(char *line, struct cp_maps_line *out)
+{
+	char *p = line, *e;
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	out->start = strtoull(p, &e, 16);
+	if (e == p || *e != '-')
+		return -EINVAL;
+	p = e + 1;
+	out->end = strtoull(p, &e, 16);
+	if (e == p || *e != ' ' || out->end < out->start)
+		return -EINVAL;
+	p = e + 1;
+	for (i = 0; i < 4 && p[i] && p[i] != ' '; i++)
+		out->perms[i] = p[i];
+	if (i != 4 || p[4] != ' ')
+		return -EINVAL;
+	p += 5;
+	out->pgoff = strtoull(p, &e, 16);
+	if (e == p || *e != ' ')
+		return -EINVAL;
+	p = e + 1;
+	/* dev and inode */
+	for (i = 0; i < 2; i++) {
+		while (*p && *p != ' ')
+			p++;
+		while (*p == ' ')
+			p++;
+	}
+	e = strchr(p, '\n');
+	if (e)
+		*e = 0;
+	out->path = p;
+	return 0;
+}
+
+static char *read_small(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+static void set_str(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = s && *s ? strdup(s) : NULL;
+}
+
+void cp_proc_set_cgroup(struct cp_proc *p, const char *path)
+{
+	char c[128], u[256], pod[64];
+
+	cp_cgroup_labels(path, c, sizeof(c), u, sizeof(u), pod, sizeof(pod));
+	set_str(&p->container, c);
+	set_str(&p->unit, u);
+	set_str(&p->pod, pod);
+}
+
+static void read_meta(struct cp_proc *p)
+{
+	char path[64], buf[4096], *s;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		set_str(&p->exe, buf);
+	}
+	if (!p->comm[0]) {
+		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+		if ((s = read_small(path, buf, sizeof(buf)))) {
+			size_t n = strcspn(s, "\n");
+
+			if (n >= sizeof(p->comm))
+				n = sizeof(p->comm) - 1;
+			memcpy(p->comm, s, n);
+			p->comm[n] = 0;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
+	if ((s = read_small(path, buf, sizeof(buf)))) {
+		/* cgroup v2: "0::/path" */
+		char *l = strstr(s, "0::");
+
+		if (l && (l == s || l[-1] == '\n')) {
+			l += 3;
+			l[strcspn(l, "\n")] = 0;
+			cp_proc_set_cgroup(p, l);
+		}
+	}
+	p->meta_read = true;
+}
+
+int cp_proc_read(struct cp_proc *p)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	if (p->proc_read)
+		return p->have_maps ? 0 : -ESRCH;
+	p->proc_read = true;
+	if (!p->meta_read)
+		read_meta(p);
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	cp_proc_clear_maps(p);
+	while (getline(&line, &cap, f) > 0) {
+		struct cp_maps_line m;
+
+		if (cp_parse_maps_line(line, &m) || m.perms[2] != 'x')
+			continue;
+		if (cp_proc_add_map(p, m.start, m.end, m.pgoff, m.path, NULL, 0)) {
+			free(line);
+			fclose(f);
+			return -ENOMEM;
+		}
+	}
+	free(line);
+	fclose(f);
+	p->have_maps = true;
+	return 0;
+}
+
+/* Is s (length n) all hex digits? */
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return n > 0;
+}
+
+static void copy_span(char *dst, size_t cap, const char *s, size_t n)
+{
+	if (!cap)
+		return;
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, s, n);
+	dst[n] = 0;
+}
+
+void cp_cgroup_labels(const char *path, char *container, size_t clen, char *unit, size_t ulen, char *pod,
+		      size_t plen)
+{
+	const char *p = path ? path : "";
+
+	if (clen)
+		container[0] = 0;
+	if (ulen)
+		unit[0] = 0;
+	if (plen)
+		pod[0] = 0;
+	while (*p) {
+		const char *seg, *end;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		end = p;
+		n = (size_t)(end - seg);
+		if (!n)
+			break;
+		/* systemd unit: the innermost name with a unit suffix */
+		{
+			static const char *const suffixes[] = { ".service", ".scope", ".socket", ".mount", ".swap",
+								 ".timer" };
+			for (size_t i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
+				size_t sl = strlen(suffixes[i]);
+
+				if (n > sl && memcmp(end - sl, suffixes[i], sl) == 0)
+					copy_span(unit, ulen, seg, n);
+			}
+		}
+		/* container ids: 64 hex digits, alone or as docker-ID.scope,
+		 * cri-containerd-ID.scope, crio-ID.scope, libpod-ID.scope */
+		{
+			const char *s = seg, *e = end;
+			const char *dash;
+
+			if (n > 6 && memcmp(e - 6, ".scope", 6) == 0)
+				e -= 6;
+			dash = NULL;
+			for (const char *q = s; q < e; q++)
+				if (*q == '-')
+					dash = q;
+			if (dash && e - dash - 1 == 64)
+				s = dash + 1;
+			if (e - s == 64 && all_hex(s, 64))
+				copy_span(container, clen, s, 64);
+		}
+		/* Kubernetes pods: pod<uid> (cgroupfs driver) or
+		 * kubepods-...-pod<uid with _>.slice (systemd driver) */
+		{
+			const char *q = seg;
+
+			for (; q + 3 < end; q++) {
+				if (memcmp(q, "pod", 3) == 0 && (q == seg || q[-1] == '-')) {
+					const char *u = q + 3, *ue = end;
+					char buf[64];
+					size_t k;
+
+					if (ue - u > 6 && memcmp(ue - 6, ".slice", 6) == 0)
+						ue -= 6;
+					if (ue - u != 36)
+						continue;
+					for (k = 0; k < 36; k++) {
+						char ch = u[k] == '_' ? '-' : u[k];
+						bool dashpos = k == 8 || k == 13 || k == 18 || k == 23;
+
+						if (dashpos ? ch != '-' : !isxdigit((unsigned char)ch))
+							break;
+						buf[k] = ch;
+					}
+					if (k == 36)
+						copy_span(pod, plen, buf, 36);
+				}
+			}
+		}
+	}
+}
+
+void cp_perfmap_release(struct cp_perfmap *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->e[i].name);
+	free(m->e);
+	m->e = NULL;
+	m->n = 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct cp_perfmap_entry *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
+{
+	const char *p = text, *end = text + len;
+	size_t cap = 0;
+
+	out->e = NULL;
+	out->n = 0;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		char line[1024], *q, *e;
+		uint64_t start, size;
+		size_t n;
+
+		if (!eol)
+			eol = end;
+		n = (size_t)(eol - p);
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = 0;
+		p = eol + 1;
+		q = line;
+		errno = 0;
+		start = strtoull(q, &e, 16);
+		if (e == q || *e != ' ' || errno)
+			continue;
+		q = e + 1;
+		size = strtoull(q, &e, 16);
+		if (e == q || *e != ' ' || errno || size == 0 || start + size < start)
+			continue;
+		q = e + 1;
+		q[strcspn(q, "\r")] = 0;
+		if (!*q)
+			continue;
+		if (cp_grow((void **)&out->e, &cap, out->n + 1, sizeof(*out->e)))
+			goto nomem;
+		out->e[out->n].start = start;
+		out->e[out->n].size = size;
+		out->e[out->n].name = strdup(q);
+		if (!out->e[out->n].name)
+			goto nomem;
+		out->n++;
+	}
+	if (out->n)
+		qsort(out->e, out->n, sizeof(*out->e), entry_cmp);
+	return 0;
+nomem:
+	cp_perfmap_release(out);
+	return -ENOMEM;
+}
+
+const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	/* the last entry starting at or below addr; later entries win (a JIT
+	 * may reuse addresses, and the file is appended to) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->e[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo > 0) {
+		const struct cp_perfmap_entry *e = &m->e[lo - 1];
+
+		if (addr - e->start < e->size)
+			return e->name;
+		if (lo >= 2 && m->e[lo - 2].start + m->e[lo - 2].size > addr) {
+			lo--;
+			continue;
+		}
+		break;
+	}
+	return NULL;
+}
+
+const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
+	if (stat(path, &st) != 0)
+		return p->jit ? cp_perfmap_find(p->jit, addr) : NULL;
+	if (!p->jit || p->jit->size != st.st_size ||
+	    p->jit->mtime_ns != (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec) {
+		uint8_t *data = NULL;
+		size_t len = 0;
+		struct cp_perfmap m;
+
+		if (cp_read_file(path, 256u << 20, &data, &len) == 0 && cp_perfmap_parse((char *)data, len, &m) == 0) {
+			if (p->jit)
+				cp_perfmap_release(p->jit);
+			else
+				p->jit = malloc(sizeof(*p->jit));
+			if (p->jit) {
+				*p->jit = m;
+				p->jit->size = st.st_size;
+				p->jit->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+			} else {
+				cp_perfmap_release(&m);
+			}
+		}
+		free(data);
+	}
+	return p->jit ? cp_perfmap_find(p->jit, addr) : NULL;
+}
+
+int cp_elf_build_id(const char *path, uint8_t *out, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	Elf *elf = NULL;
+	size_t nph;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) != 0) {
+		ret = -ENOEXEC;
+		goto out;
+	}
+	for (size_t i = 0; i < nph && ret == 0; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		size_t off = 0, noff, doff;
+		GElf_Nhdr nh;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+		if (!d)
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp((char *)d->d_buf + noff, "GNU", 4) == 0 && nh.n_descsz <= cap && nh.n_descsz) {
+				memcpy(out, (char *)d->d_buf + doff, nh.n_descsz);
+				ret = (int)nh.n_descsz;
+				break;
+			}
+		}
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len)
+{
+	if (!m->build_id_read) {
+		char path[4200];
+		int n = -ENOENT;
+
+		m->build_id_read = true;
+		if (m->path[0] == '/') {
+			snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
+			n = cp_elf_build_id(path, m->build_id, sizeof(m->build_id));
+			if (n < 0)
+				n = cp_elf_build_id(m->path, m->build_id, sizeof(m->build_id));
+		}
+		m->build_id_len = n > 0 ? (uint8_t)n : 0;
+	}
+	*len = m->build_id_len;
+	return m->build_id_len ? m->build_id : NULL;
+}

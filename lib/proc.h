@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* Process metadata for the sampler: executable mappings (from /proc/PID/maps
+ * and from the kernel's mmap records, so that a process is still known after
+ * it exits), comm, exe, and labels from its cgroup path (container id,
+ * systemd unit, Kubernetes pod uid).  Also the parsers of the text files this
+ * reads: /proc/PID/maps lines, cgroup paths and perf-map (JIT) files. */
+#ifndef CP_PROC_H
+#define CP_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cp_map {
+	uint64_t start, end, pgoff;
+	char *path;             /* "/usr/lib/.../libc.so.6", "[vdso]", "" for anonymous */
+	uint8_t build_id[20];
+	uint8_t build_id_len;   /* 0: unknown (read from the file when needed) */
+	bool build_id_read;     /* the file was read for it */
+};
+
+struct cp_perfmap_entry {
+	uint64_t start, size;
+	char *name;
+};
+
+struct cp_perfmap {
+	struct cp_perfmap_entry *e; /* sorted by start */
+	size_t n;
+	int64_t mtime_ns;
+	int64_t size;
+};
+
+struct cp_proc {
+	uint32_t pid;
+	char comm[16];
+	char *exe;
+	char *container, *unit, *pod; /* NULL when not in one */
+	uint64_t cgroup_id;
+	struct cp_map *maps;          /* executable mappings, sorted, disjoint */
+	size_t nmaps, mapcap;
+	bool have_maps;               /* maps are tracked (from /proc or since fork/exec) */
+	uint32_t maps_gen;            /* changes whenever maps change */
+	uint64_t reread_ns;           /* last /proc/PID/maps reread for a missing address */
+	bool proc_read;               /* /proc/PID was read (or tried) */
+	bool meta_read;
+	bool dead;
+	uint64_t exec_time, fork_time; /* CLOCK_MONOTONIC ns, 0 unknown */
+	bool exe_from_mmap;           /* next file mapping after exec names the exe */
+	void *dwfl;                   /* unwinder state (lib/unwind.c) */
+	uint64_t dwfl_used;           /* for the LRU of unwinder states */
+	struct cp_perfmap *jit;
+	bool jit_missing;
+	void *user;                   /* the caller's (record: this interval's profile) */
+};
+
+struct cp_procs;
+struct cp_procs *cp_procs_new(void);
+/* free_user releases each process's user pointer (may be NULL) */
+void cp_procs_free(struct cp_procs *t, void (*free_user)(void *));
+/* The process (created when create is true; NULL + errno otherwise). */
+struct cp_proc *cp_procs_get(struct cp_procs *t, uint32_t pid, bool create);
+void cp_procs_remove(struct cp_procs *t, uint32_t pid, void (*free_user)(void *));
+/* Calls fn for every process; fn may not add or remove processes. */
+void cp_procs_each(struct cp_procs *t, void (*fn)(struct cp_proc *, void *), void *arg);
+size_t cp_procs_count(const struct cp_procs *t);
+
+/* Reads /proc/PID (maps, exe, comm, cgroup) once; 0 or -errno (gone). */
+int cp_proc_read(struct cp_proc *p);
+/* Adds an executable mapping, replacing what it overlaps. 0 or -ENOMEM. */
+int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+		    const uint8_t *build_id, size_t build_id_len);
+void cp_proc_clear_maps(struct cp_proc *p);
+/* A copy of parent's mappings and metadata into child (at fork). */
+int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent);
+const struct cp_map *cp_proc_find_map(const struct cp_proc *p, uint64_t addr);
+/* Sets the labels from a cgroup v2 path ("/system.slice/ssh.service"). */
+void cp_proc_set_cgroup(struct cp_proc *p, const char *path);
+/* The build id of a mapping (read from the file when the kernel gave none). */
+const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len);
+/* The JIT symbol for addr from /tmp/perf-PID.map (reread when it changed). */
+const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr);
+
+/* Parsers (outside input; each has a fuzz target). */
+struct cp_maps_line {
+	uint64_t start, end, pgoff;
+	char perms[5];
+	const char *path; /* points into the line, "" when none */
+};
+/* One /proc/PID/maps line (modified in place: the path is cut at '\n'). 0 or -EINVAL. */
+int cp_parse_maps_line(char *line, struct cp_maps_line *out);
+/* Labels from a cgroup path: container id (Docker, containerd, CRI-O, Podman),
+ * systemd unit (the innermost .service/.scope/... name) and Kubernetes pod uid.
+ * Each buffer is set to "" when absent. */
+void cp_cgroup_labels(const char *path, char *container, size_t clen, char *unit, size_t ulen, char *pod,
+		      size_t plen);
+/* A perf-map file: "START SIZE NAME" per line, hexadecimal (0x optional). */
+int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out);
+void cp_perfmap_release(struct cp_perfmap *m);
+const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr);
+
+/* Build id from an ELF file's notes. Returns the length (0 none) or -errno. */
+int cp_elf_build_id(const char *path, uint8_t *out, size_t cap);
+
+#endif

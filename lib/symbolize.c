@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+#include "symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "index.h"
+#include "strtab.h"
+#include "util.h"
+
+/* libstdc++'s demangler (C++ and, for the legacy scheme, Rust names) */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+struct symline {
+	uint32_t name, file; /* ids in s->strs */
+	int64_t line;
+};
+
+struct entry {
+	uint32_t mod;  /* id of the module key (build id or path) in s->strs */
+	uint64_t off;  /* file offset (user) or address (kernel) */
+	uint32_t first, n;
+};
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name, module; /* offsets into text */
+};
+
+struct cp_ksyms {
+	struct ksym *s;
+	size_t n;
+	char *text;
+};
+
+struct cp_symbolizer {
+	struct cp_unwinder *u;
+	struct cp_strtab strs;
+	struct entry *e;
+	size_t n, cap, max;
+	struct symline *lines;
+	size_t nlines, linecap;
+	struct cp_index idx;
+	struct cp_ksyms *ksyms;
+	bool ksyms_tried;
+	uint32_t kernel_mod;
+	struct cp_symbolize_counts counts;
+};
+
+#define MAX_INLINE 32
+
+struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entries)
+{
+	struct cp_symbolizer *s = calloc(1, sizeof(*s));
+	int64_t id;
+
+	if (!s)
+		return NULL;
+	s->u = u;
+	s->max = max_entries ? max_entries : 1u << 20;
+	if (cp_strtab_init(&s->strs) || (id = cp_strtab_intern(&s->strs, "[kernel]", 8)) < 0) {
+		cp_symbolizer_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->kernel_mod = (uint32_t)id;
+	return s;
+}
+
+void cp_symbolizer_free(struct cp_symbolizer *s)
+{
+	if (!s)
+		return;
+	cp_strtab_release(&s->strs);
+	free(s->e);
+	free(s->lines);
+	cp_index_release(&s->idx);
+	cp_ksyms_free(s->ksyms);
+	free(s);
+}
+
+void cp_symbolize_counts(const struct cp_symbolizer *s, struct cp_symbolize_counts *c)
+{
+	*c = s->counts;
+}
+
+static uint32_t key_hash(uint32_t mod, uint64_t off)
+{
+	return (uint32_t)cp_hash_u64(off, mod);
+}
+
+struct key {
+	uint32_t mod;
+	uint64_t off;
+};
+
+static int key_eq(const void *ctx, uint32_t id, const void *k)
+{
+	const struct cp_symbolizer *s = ctx;
+	const struct key *key = k;
+
+	return s->e[id].mod == key->mod && s->e[id].off == key->off;
+}
+
+static const struct entry *cache_find(struct cp_symbolizer *s, uint32_t mod, uint64_t off)
+{
+	struct key k = { mod, off };
+	uint32_t id = cp_index_find(&s->idx, key_hash(mod, off), key_eq, s, &k);
+
+	return id == UINT32_MAX ? NULL : &s->e[id];
+}
+
+/* Empty the cache (it is full); module keys are re-interned as needed. */
+static void cache_reset(struct cp_symbolizer *s)
+{
+	int64_t id;
+
+	cp_strtab_release(&s->strs);
+	cp_index_release(&s->idx);
+	memset(&s->idx, 0, sizeof(s->idx));
+	s->n = 0;
+	s->nlines = 0;
+	cp_strtab_init(&s->strs);
+	id = cp_strtab_intern(&s->strs, "[kernel]", 8);
+	s->kernel_mod = id < 0 ? 0 : (uint32_t)id;
+}
+
+static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint64_t off, const struct symline *l,
+				     uint32_t n)
+{
+	struct entry *e;
+
+	if (cp_grow((void **)&s->e, &s->cap, s->n + 1, sizeof(*s->e)) ||
+	    cp_grow((void **)&s->lines, &s->linecap, s->nlines + n, sizeof(*s->lines)))
+		return NULL;
+	memcpy(s->lines + s->nlines, l, n * sizeof(*l));
+	e = &s->e[s->n];
+	e->mod = mod;
+	e->off = off;
+	e->first = (uint32_t)s->nlines;
+	e->n = n;
+	if (cp_index_add(&s->idx, key_hash(mod, off), (uint32_t)s->n))
+		return NULL;
+	s->nlines += n;
+	s->n++;
+	return e;
+}
+
+static uint32_t intern(struct cp_symbolizer *s, const char *str)
+{
+	int64_t id = str ? cp_strtab_intern(&s->strs, str, strlen(str)) : 0;
+
+	return id < 0 ? 0 : (uint32_t)id;
+}
+
+static uint32_t intern_name(struct cp_symbolizer *s, const char *name)
+{
+	uint32_t id;
+	char *d;
+	int status = -1;
+
+	if (!name)
+		return 0;
+	/* symbol versions ("memcpy@@GLIBC_2.14") are not part of the name */
+	if ((d = strchr(name, '@')) && d != name) {
+		char buf[512];
+		size_t n = (size_t)(d - name);
+
+		if (n < sizeof(buf)) {
+			memcpy(buf, name, n);
+			buf[n] = 0;
+			return intern_name(s, buf);
+		}
+	}
+	if (name[0] != '_' || name[1] != 'Z')
+		return intern(s, name);
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	id = intern(s, status == 0 && d ? d : name);
+	free(d);
+	return id;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = NULL;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) || dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		n = dwarf_formstring(&a);
+	return n ? n : dwarf_diename(die);
+}
+
+/* Look addr up with libdw: innermost (inlined) frame first. */
+static uint32_t lookup(struct cp_symbolizer *s, Dwfl *dwfl, uint64_t addr, struct symline *out)
+{
+	Dwfl_Module *mod = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+	const char *symname, *file = NULL;
+	GElf_Off symoff;
+	GElf_Sym sym;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwfl_Line *l;
+	int line = 0, ns;
+	uint32_t n = 0;
+
+	if (!mod)
+		return 0;
+	symname = dwfl_module_addrinfo(mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	cu = dwfl_module_addrdie(mod, addr, &bias);
+	l = dwfl_module_getsrc(mod, addr);
+	if (l)
+		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+	if (cu && (ns = dwarf_getscopes(cu, addr - bias, &scopes)) > 0) {
+		Dwarf_Files *files = NULL;
+		size_t nfiles = 0;
+
+		if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+			files = NULL;
+		for (int i = 0; i < ns && n < MAX_INLINE; i++) {
+			int tag = dwarf_tag(&scopes[i]);
+
+			if (tag == DW_TAG_inlined_subroutine) {
+				Dwarf_Attribute a;
+				Dwarf_Word v;
+
+				out[n].name = intern_name(s, die_name(&scopes[i]));
+				out[n].file = intern(s, file);
+				out[n].line = line;
+				n++;
+				/* the caller's position is the call site */
+				file = NULL;
+				line = 0;
+				if (files && dwarf_attr(&scopes[i], DW_AT_call_file, &a) && dwarf_formudata(&a, &v) == 0)
+					file = dwarf_filesrc(files, v, NULL, NULL);
+				if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) && dwarf_formudata(&a, &v) == 0)
+					line = (int)v;
+			} else if (tag == DW_TAG_subprogram) {
+				out[n].name = symname ? intern_name(s, symname) : intern_name(s, die_name(&scopes[i]));
+				out[n].file = intern(s, file);
+				out[n].line = line;
+				n++;
+				break;
+			}
+		}
+		free(scopes);
+	}
+	if (n == 0 && symname) {
+		out[0].name = intern_name(s, symname);
+		out[0].file = intern(s, file);
+		out[0].line = line;
+		n = 1;
+	}
+	return n;
+}
+
+static void hex(char *buf, const uint8_t *b, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		buf[2 * i] = digits[b[i] >> 4];
+		buf[2 * i + 1] = digits[b[i] & 15];
+	}
+	buf[2 * n] = 0;
+}
+
+static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
+			     const struct entry *e)
+{
+	struct cp_line lines[MAX_INLINE];
+	uint32_t n = e ? e->n : 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct symline *sl = &s->lines[e->first + i];
+		struct cp_function f;
+		int64_t name = cp_profile_str(prof, cp_strtab_get(&s->strs, sl->name));
+		int64_t file = cp_profile_str(prof, cp_strtab_get(&s->strs, sl->file));
+		int64_t fid;
+
+		if (name < 0 || file < 0)
+			return -ENOMEM;
+		f.name = f.system_name = (uint32_t)name;
+		f.filename = (uint32_t)file;
+		f.start_line = 0;
+		fid = cp_profile_function(prof, &f);
+		if (fid < 0)
+			return fid;
+		lines[i].function = (uint32_t)fid;
+		lines[i].line = sl->line;
+		lines[i].column = 0;
+	}
+	return cp_profile_location(prof, mapping, addr, lines, n, false);
+}
+
+static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t limit, uint64_t offset,
+			       const char *file, const char *build_id, bool symbolized)
+{
+	struct cp_mapping m;
+	int64_t f = cp_profile_str(prof, file), b = cp_profile_str(prof, build_id);
+
+	if (f < 0 || b < 0)
+		return -ENOMEM;
+	memset(&m, 0, sizeof(m));
+	m.start = start;
+	m.limit = limit;
+	m.offset = offset;
+	m.filename = (uint32_t)f;
+	m.build_id = (uint32_t)b;
+	m.has_functions = m.has_filenames = m.has_line_numbers = m.has_inline_frames = symbolized;
+	return cp_profile_mapping(prof, &m);
+}
+
+int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
+			  bool is_return)
+{
+	uint64_t addr = is_return && pc ? pc - 1 : pc;
+	struct cp_map *m;
+	const struct entry *e;
+	const uint8_t *bid;
+	size_t bidlen;
+	char key[4200], bidhex[41] = "";
+	uint32_t mod;
+	int64_t mapping;
+
+	s->counts.lookups++;
+	m = (struct cp_map *)cp_proc_find_map(p, addr);
+	if (!m && !p->dead && addr >= 4096 && addr < (1ull << 47)) {
+		/* a mapping made before we saw its record, or before we started:
+		 * read /proc/PID/maps again, at most once a second */
+		struct timespec ts;
+		uint64_t now;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (!p->reread_ns || now - p->reread_ns >= 1000000000u) {
+			p->reread_ns = now;
+			p->proc_read = false;
+			cp_proc_read(p);
+			m = (struct cp_map *)cp_proc_find_map(p, addr);
+		}
+	}
+	if (!m || !m->path[0] || (m->path[0] == '[' && strcmp(m->path, "[vdso]") != 0)) {
+		/* anonymous executable memory: a JIT, if it wrote a perf map */
+		const char *jit = cp_proc_jit_symbol(p, addr);
+		struct symline sl;
+		struct entry tmp;
+		uint32_t saved = (uint32_t)s->nlines;
+
+		if (!jit)
+			return cp_profile_location(prof, 0, addr, NULL, 0, false);
+		mapping = profile_mapping(prof, m ? m->start : addr, m ? m->end : addr + 1, 0,
+					  m && m->path[0] ? m->path : "[jit]", "", true);
+		if (mapping < 0)
+			return mapping;
+		if (cp_grow((void **)&s->lines, &s->linecap, s->nlines + 1, sizeof(*s->lines)))
+			return -ENOMEM;
+		sl.name = intern(s, jit);
+		sl.file = 0;
+		sl.line = 0;
+		s->lines[saved] = sl;
+		tmp.first = saved;
+		tmp.n = 1;
+		return make_location(s, prof, (uint32_t)mapping, addr, &tmp);
+	}
+	bid = cp_map_build_id(m, p, &bidlen);
+	if (bid)
+		hex(bidhex, bid, bidlen);
+	snprintf(key, sizeof(key), "%s", bid ? bidhex : m->path);
+	mod = intern(s, key);
+	e = cache_find(s, mod, addr - m->start + m->pgoff);
+	if (!e) {
+		struct symline lines[MAX_INLINE];
+		uint32_t n;
+
+		s->counts.misses++;
+		if (s->n >= s->max) {
+			cache_reset(s);
+			mod = intern(s, key);
+		}
+		n = lookup(s, cp_unwind_session(s->u, p), addr, lines);
+		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
+		if (!e)
+			return -ENOMEM;
+	}
+	mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, bidhex, e->n > 0);
+	if (mapping < 0)
+		return mapping;
+	return make_location(s, prof, (uint32_t)mapping, addr, e);
+}
+
+/* ---- kernel ---- */
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Parses text (NUL-terminated, len bytes), taking ownership of it. */
+static struct cp_ksyms *ksyms_parse_owned(char *text, size_t len)
+{
+	struct cp_ksyms *k = calloc(1, sizeof(*k));
+	size_t cap = 0;
+	char *p, *end;
+
+	if (!k) {
+		free(text);
+		return NULL;
+	}
+	k->text = text;
+	for (p = k->text, end = k->text + len; p < end;) {
+		char *eol = memchr(p, '\n', (size_t)(end - p)), *q, *name, *mod = NULL;
+		uint64_t addr;
+		char type;
+
+		if (!eol)
+			eol = end;
+		*eol = 0;
+		addr = strtoull(p, &q, 16);
+		if (q == p || *q != ' ' || !q[1] || q[2] != ' ')
+			goto next;
+		type = q[1];
+		name = q + 3;
+		if (!(type == 't' || type == 'T' || type == 'w' || type == 'W') || !*name || addr == 0)
+			goto next;
+		q = strchr(name, '\t');
+		if (!q)
+			q = strchr(name, ' ');
+		if (q) {
+			*q++ = 0;
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q == '[') {
+				mod = q;
+				q[strcspn(q, "]") + (q[strcspn(q, "]")] ? 1 : 0)] = 0;
+			}
+		}
+		if (cp_grow((void **)&k->s, &cap, k->n + 1, sizeof(*k->s)))
+			goto fail;
+		k->s[k->n].addr = addr;
+		k->s[k->n].name = (uint32_t)(name - k->text);
+		k->s[k->n].module = mod ? (uint32_t)(mod - k->text) : (uint32_t)(eol - k->text);
+		k->n++;
+next:
+		p = eol + 1;
+	}
+	if (k->n)
+		qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+	return k;
+fail:
+	cp_ksyms_free(k);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct cp_ksyms *cp_ksyms_parse(const char *text, size_t len)
+{
+	char *copy = malloc(len + 1);
+
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, text, len);
+	copy[len] = 0;
+	return ksyms_parse_owned(copy, len);
+}
+
+void cp_ksyms_free(struct cp_ksyms *k)
+{
+	if (!k)
+		return;
+	free(k->s);
+	free(k->text);
+	free(k);
+}
+
+size_t cp_ksyms_count(const struct cp_ksyms *k)
+{
+	return k->n;
+}
+
+const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module)
+{
+	size_t lo = 0, hi = k->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->s[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	/* past the last symbol by more than 1 MiB: not a symbol of ours */
+	if (lo == k->n && addr - k->s[lo - 1].addr > (1u << 20))
+		return NULL;
+	if (module)
+		*module = k->text + k->s[lo - 1].module;
+	return k->text + k->s[lo - 1].name;
+}
+
+static void load_ksyms(struct cp_symbolizer *s)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	s->ksyms_tried = true;
+	if (cp_read_file("/proc/kallsyms", 256u << 20, &data, &len) == 0) {
+		uint8_t *t = realloc(data, len + 1);
+
+		if (t) {
+			t[len] = 0;
+			s->ksyms = ksyms_parse_owned((char *)t, len);
+			data = NULL;
+		}
+		/* without privileges every address reads as zero: no symbols */
+		if (s->ksyms && s->ksyms->n == 0) {
+			cp_ksyms_free(s->ksyms);
+			s->ksyms = NULL;
+		}
+	}
+	free(data);
+	s->counts.kernel_symbols = s->ksyms ? s->ksyms->n : 0;
+}
+
+int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return)
+{
+	uint64_t addr = is_return && pc ? pc - 1 : pc;
+	const struct entry *e;
+	int64_t mapping;
+
+	if (!s->ksyms_tried)
+		load_ksyms(s);
+	s->counts.lookups++;
+	e = cache_find(s, s->kernel_mod, addr);
+	if (!e) {
+		struct symline l;
+		const char *module = NULL, *name;
+		uint32_t n = 0;
+
+		s->counts.misses++;
+		if (s->n >= s->max)
+			cache_reset(s);
+		name = s->ksyms ? cp_ksyms_find(s->ksyms, addr, &module) : NULL;
+		if (name) {
+			l.name = intern(s, name);
+			l.file = intern(s, module && *module ? module : "");
+			l.line = 0;
+			n = 1;
+		}
+		e = cache_add(s, s->kernel_mod, addr, &l, n);
+		if (!e)
+			return -ENOMEM;
+	}
+	mapping = profile_mapping(prof, 0xffff800000000000ull, UINT64_MAX, 0, "[kernel.kallsyms]", "", e->n > 0);
+	if (mapping < 0)
+		return mapping;
+	return make_location(s, prof, (uint32_t)mapping, addr, e);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Symbols for sampled addresses: function names from .symtab/.dynsym,
+ * inline frames and file:line from DWARF (libdw; separate debug files by
+ * build id under /usr/lib/debug/.build-id), kernel functions from
+ * /proc/kallsyms, JIT functions from /tmp/perf-PID.map.  Results are cached by
+ * (build id, file offset), so each address of each binary is looked up once
+ * however many processes run it. */
+#ifndef CP_SYMBOLIZE_H
+#define CP_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "proc.h"
+#include "unwind.h"
+
+struct cp_symbolizer;
+
+/* max_entries bounds the cache (0: 1M addresses); it is emptied when full. */
+struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entries);
+void cp_symbolizer_free(struct cp_symbolizer *s);
+
+/* The location (id in prof) of user address pc in process p.  is_return: pc
+ * is a return address (every frame but the first), so the call instruction
+ * before it is what is looked up.  Returns the id or -errno. */
+int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
+			  bool is_return);
+/* The same for a kernel address. */
+int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return);
+
+struct cp_symbolize_counts {
+	uint64_t lookups, misses, kernel_symbols;
+};
+void cp_symbolize_counts(const struct cp_symbolizer *s, struct cp_symbolize_counts *c);
+
+/* /proc/kallsyms text -> sorted table (exposed for the fuzz target). */
+struct cp_ksyms;
+struct cp_ksyms *cp_ksyms_parse(const char *text, size_t len);
+void cp_ksyms_free(struct cp_ksyms *k);
+/* The symbol containing addr (NULL if none); *module set to "" or the module name. */
+const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module);
+size_t cp_ksyms_count(const struct cp_ksyms *k);
+
+#endif

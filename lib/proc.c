@@ -341,10 +341,24 @@ static void read_meta(struct cp_proc *p)
 	p->meta_read = true;
 }
 
+static bool same_maps(const struct cp_proc *a, const struct cp_proc *b)
+{
+	if (a->nmaps != b->nmaps)
+		return false;
+	for (size_t i = 0; i < a->nmaps; i++) {
+		const struct cp_map *x = &a->maps[i], *y = &b->maps[i];
+
+		if (x->start != y->start || x->end != y->end || x->pgoff != y->pgoff || strcmp(x->path, y->path))
+			return false;
+	}
+	return true;
+}
+
 int cp_proc_read(struct cp_proc *p)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
+	struct cp_proc fresh;
 	FILE *f;
 
 	if (p->proc_read)
@@ -356,20 +370,44 @@ int cp_proc_read(struct cp_proc *p)
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	cp_proc_clear_maps(p);
+	memset(&fresh, 0, sizeof(fresh));
 	while (getline(&line, &cap, f) > 0) {
 		struct cp_maps_line m;
 
 		if (cp_parse_maps_line(line, &m) || m.perms[2] != 'x')
 			continue;
-		if (cp_proc_add_map(p, m.start, m.end, m.pgoff, m.path, NULL, 0)) {
+		if (cp_proc_add_map(&fresh, m.start, m.end, m.pgoff, m.path, NULL, 0)) {
 			free(line);
 			fclose(f);
+			cp_proc_clear_maps(&fresh);
+			free(fresh.maps);
 			return -ENOMEM;
 		}
 	}
 	free(line);
 	fclose(f);
+	/* unchanged: keep what we have (and the unwinder's session on it) */
+	if (p->have_maps && same_maps(p, &fresh)) {
+		cp_proc_clear_maps(&fresh);
+		free(fresh.maps);
+		return 0;
+	}
+	/* keep build ids the kernel gave for mappings that are still there */
+	for (size_t i = 0; i < fresh.nmaps; i++) {
+		const struct cp_map *o = cp_proc_find_map(p, fresh.maps[i].start);
+
+		if (o && o->start == fresh.maps[i].start && o->build_id_len && !strcmp(o->path, fresh.maps[i].path)) {
+			memcpy(fresh.maps[i].build_id, o->build_id, o->build_id_len);
+			fresh.maps[i].build_id_len = o->build_id_len;
+			fresh.maps[i].build_id_read = true;
+		}
+	}
+	cp_proc_clear_maps(p);
+	free(p->maps);
+	p->maps = fresh.maps;
+	p->nmaps = fresh.nmaps;
+	p->mapcap = fresh.mapcap;
+	p->maps_gen++;
 	p->have_maps = true;
 	return 0;
 }

@@ -105,6 +105,8 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 	const struct sample_id *id = record_id(h);
 
 	(void)cpu;
+	if (getenv("CPROF_DEBUG_RECORDS"))
+		fprintf(stderr, "record type %u size %u\n", h->type, h->size);
 	switch (h->type) {
 	case PERF_RECORD_MMAP2: {
 		struct {
@@ -205,7 +207,7 @@ static int open_records(struct cp_sampler *s)
 	attr.config = PERF_COUNT_SW_DUMMY;
 	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
 	attr.sample_id_all = 1;
-	attr.mmap = 0;
+	attr.mmap = 1;
 	attr.mmap2 = 1;
 	attr.comm = 1;
 	attr.comm_exec = 1;

@@ -5,6 +5,9 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +43,35 @@ struct cp_ksyms {
 	char *text;
 };
 
+/* One offline libdw session per binary (by build id), shared by every
+ * process that maps it, so its symbols and DWARF are read once. */
+struct symmod {
+	char *key;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	GElf_Addr bias;
+	struct {
+		uint64_t off, filesz, vaddr;
+	} seg[16];
+	int nseg;
+	uint64_t used;
+	/* function symbols sorted by address (libdw's own lookup scans them all) */
+	struct modsym {
+		uint64_t addr, size;
+		const char *name;
+	} *syms;
+	size_t nsyms;
+	bool syms_read;
+};
+
+#define MAX_MODS 32
+
 struct cp_symbolizer {
 	struct cp_unwinder *u;
+	Dwfl_Callbacks cb;
+	struct symmod *mods[MAX_MODS];
+	int nmods;
+	uint64_t clock;
 	struct cp_strtab strs;
 	struct entry *e;
 	size_t n, cap, max;
@@ -71,7 +101,101 @@ struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entrie
 		return NULL;
 	}
 	s->kernel_mod = (uint32_t)id;
+	s->cb.find_elf = dwfl_build_id_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.section_address = dwfl_offline_section_address;
+	s->cb.debuginfo_path = u ? cp_unwind_debuginfo_path(u) : NULL;
 	return s;
+}
+
+static void symmod_free(struct symmod *m)
+{
+	if (!m)
+		return;
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	free(m->syms);
+	free(m->key);
+	free(m);
+}
+
+/* The session for the binary mapped by m in p (NULL if it cannot be read). */
+static struct symmod *get_mod(struct cp_symbolizer *s, const char *key, const struct cp_proc *p,
+			      const struct cp_map *m)
+{
+	struct symmod *sm;
+	char path[4200];
+	int fd = -1, i;
+	Elf *elf;
+	size_t nph;
+
+	for (i = 0; i < s->nmods; i++) {
+		if (!strcmp(s->mods[i]->key, key)) {
+			s->mods[i]->used = ++s->clock;
+			return s->mods[i]->mod ? s->mods[i] : NULL;
+		}
+	}
+	if (s->nmods == MAX_MODS) {
+		int oldest = 0;
+
+		for (i = 1; i < s->nmods; i++)
+			if (s->mods[i]->used < s->mods[oldest]->used)
+				oldest = i;
+		symmod_free(s->mods[oldest]);
+		s->mods[oldest] = s->mods[--s->nmods];
+	}
+	sm = calloc(1, sizeof(*sm));
+	if (!sm || !(sm->key = strdup(key))) {
+		free(sm);
+		return NULL;
+	}
+	sm->used = ++s->clock;
+	s->mods[s->nmods++] = sm; /* failures are remembered too */
+	if (m->path[0] == '/') {
+		snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	} else if (!strcmp(m->path, "[vdso]") && s->u && cp_unwind_vdso_fd(s->u) >= 0) {
+		fd = dup(cp_unwind_vdso_fd(s->u));
+	}
+	if (fd < 0 || !(sm->dwfl = dwfl_begin(&s->cb))) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	dwfl_report_begin(sm->dwfl);
+	sm->mod = dwfl_report_offline(sm->dwfl, m->path, m->path, fd);
+	dwfl_report_end(sm->dwfl, NULL, NULL);
+	if (!sm->mod) {
+		close(fd);
+		return NULL;
+	}
+	elf = dwfl_module_getelf(sm->mod, &sm->bias);
+	if (!elf || elf_getphdrnum(elf, &nph) != 0) {
+		sm->mod = NULL;
+		return NULL;
+	}
+	for (size_t k = 0; k < nph && sm->nseg < 16; k++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)k, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		sm->seg[sm->nseg].off = ph.p_offset;
+		sm->seg[sm->nseg].filesz = ph.p_filesz;
+		sm->seg[sm->nseg].vaddr = ph.p_vaddr;
+		sm->nseg++;
+	}
+	return sm;
+}
+
+/* The module address of a file offset, or 0 when no segment holds it. */
+static uint64_t mod_addr(const struct symmod *sm, uint64_t off)
+{
+	for (int i = 0; i < sm->nseg; i++)
+		if (off >= sm->seg[i].off && off - sm->seg[i].off < sm->seg[i].filesz)
+			return off - sm->seg[i].off + sm->seg[i].vaddr + sm->bias;
+	return 0;
 }
 
 void cp_symbolizer_free(struct cp_symbolizer *s)
@@ -83,6 +207,8 @@ void cp_symbolizer_free(struct cp_symbolizer *s)
 	free(s->lines);
 	cp_index_release(&s->idx);
 	cp_ksyms_free(s->ksyms);
+	for (int i = 0; i < s->nmods; i++)
+		symmod_free(s->mods[i]);
 	free(s);
 }
 
@@ -198,21 +324,83 @@ static const char *die_name(Dwarf_Die *die)
 }
 
 /* Look addr up with libdw: innermost (inlined) frame first. */
-static uint32_t lookup(struct cp_symbolizer *s, Dwfl *dwfl, uint64_t addr, struct symline *out)
+static int modsym_cmp(const void *a, const void *b)
 {
-	Dwfl_Module *mod = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+	const struct modsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* sized symbols first, then global-looking names (no '.' clone suffix) */
+	if ((x->size == 0) != (y->size == 0))
+		return x->size == 0 ? 1 : -1;
+	return (strchr(x->name, '.') != NULL) - (strchr(y->name, '.') != NULL);
+}
+
+static void read_syms(struct symmod *sm)
+{
+	int n = dwfl_module_getsymtab(sm->mod);
+	size_t cap = 0, k = 0;
+
+	sm->syms_read = true;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(sm->mod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		if (!name || !*name || addr == 0 || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		if (cp_grow((void **)&sm->syms, &cap, sm->nsyms + 1, sizeof(*sm->syms)))
+			return;
+		sm->syms[sm->nsyms].addr = addr;
+		sm->syms[sm->nsyms].size = sym.st_size;
+		sm->syms[sm->nsyms].name = name;
+		sm->nsyms++;
+	}
+	if (!sm->nsyms)
+		return;
+	qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
+	/* one symbol per address: the first after sorting */
+	for (size_t i = 1; i < sm->nsyms; i++)
+		if (sm->syms[i].addr != sm->syms[k].addr)
+			sm->syms[++k] = sm->syms[i];
+	sm->nsyms = k + 1;
+}
+
+static const char *find_sym(struct symmod *sm, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!sm->syms_read)
+		read_syms(sm);
+	hi = sm->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sm->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	if (sm->syms[lo - 1].size && addr - sm->syms[lo - 1].addr >= sm->syms[lo - 1].size)
+		return NULL;
+	return sm->syms[lo - 1].name;
+}
+
+static uint32_t lookup(struct cp_symbolizer *s, struct symmod *sm, uint64_t addr, struct symline *out)
+{
+	Dwfl_Module *mod = sm->mod;
 	const char *symname, *file = NULL;
-	GElf_Off symoff;
-	GElf_Sym sym;
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu, *scopes = NULL;
 	Dwfl_Line *l;
 	int line = 0, ns;
 	uint32_t n = 0;
 
-	if (!mod)
-		return 0;
-	symname = dwfl_module_addrinfo(mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	symname = find_sym(sm, addr);
 	cu = dwfl_module_addrdie(mod, addr, &bias);
 	l = dwfl_module_getsrc(mod, addr);
 	if (l)
@@ -384,7 +572,10 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 			cache_reset(s);
 			mod = intern(s, key);
 		}
-		n = lookup(s, cp_unwind_session(s->u, p), addr, lines);
+		struct symmod *sm = get_mod(s, key, p, m);
+		uint64_t off = addr - m->start + m->pgoff, maddr = sm ? mod_addr(sm, off) : 0;
+
+		n = maddr ? lookup(s, sm, maddr, lines) : 0;
 		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
 		if (!e)
 			return -ENOMEM;
@@ -392,6 +583,10 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, bidhex, e->n > 0);
 	if (mapping < 0)
 		return mapping;
+	/* pprof merges the same binary mapped by several processes into one
+	 * mapping (keyed by size, offset and build id): addresses are made
+	 * relative to the mapping the profile kept */
+	addr = addr - m->start + prof->mappings[mapping - 1].start;
 	return make_location(s, prof, (uint32_t)mapping, addr, e);
 }
 

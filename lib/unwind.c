@@ -334,3 +334,13 @@ void cp_unwind_counts(const struct cp_unwinder *u, struct cp_unwind_counts *c)
 {
 	*c = u->counts;
 }
+
+int cp_unwind_vdso_fd(const struct cp_unwinder *u)
+{
+	return u->vdso_fd;
+}
+
+char **cp_unwind_debuginfo_path(struct cp_unwinder *u)
+{
+	return u->debuginfo_path ? &u->debuginfo_path : NULL;
+}

@@ -37,6 +37,11 @@ void *cp_unwind_session(struct cp_unwinder *u, struct cp_proc *p);
 /* Drop p's session (the process exited or exec'ed). */
 void cp_unwind_forget(struct cp_unwinder *u, struct cp_proc *p);
 
+/* The vDSO image (a file descriptor, -1 if none) and the debuginfo path
+ * (NULL: libdw's default), for the symbolizer. */
+int cp_unwind_vdso_fd(const struct cp_unwinder *u);
+char **cp_unwind_debuginfo_path(struct cp_unwinder *u);
+
 /* Counters for the summary and benchmarks. */
 struct cp_unwind_counts {
 	uint64_t sessions_built, sessions_evicted, unwinds, frames;

@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 		acc += c(1500000);
 		acc += rec(24, 2000000);
 		acc += big(1000000);
-		acc += zpath(2);
+		acc += zpath(1);
 		rounds++;
 	} while (secs <= 0 || now() - t0 < secs);
 	printf("%lu rounds %llu\n", rounds, (unsigned long long)(acc & 0xff));

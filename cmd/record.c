@@ -162,6 +162,8 @@ static struct cp_proc *sample_proc(struct rec *r, const struct cp_sample_rec *s)
 		return NULL;
 	if (!p->proc_read && s->pid != 0)
 		cp_proc_read(p); /* gone already: the mmap records are what we have */
+	if (!p->meta_read && s->pid != 0)
+		cp_proc_read_meta(p);
 	if (s->pcomm[0])
 		memcpy(p->comm, s->pcomm, sizeof(p->comm));
 	p->comm[sizeof(p->comm) - 1] = 0;
@@ -823,9 +825,9 @@ out:
 	if (fds[1] >= 0)
 		close(fds[1]);
 	cp_sampler_free(s);
-	cp_procs_free(r.procs, target_free);
 	cp_symbolizer_free(r.sym);
-	cp_unwinder_free(r.unw);
+	cp_unwinder_free(r.unw); /* before the processes its sessions point to */
+	cp_procs_free(r.procs, target_free);
 	cp_profile_free(r.file_prof);
 	cp_store_close(r.store);
 	free(r.pcs);

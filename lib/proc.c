@@ -305,7 +305,7 @@ void cp_proc_set_cgroup(struct cp_proc *p, const char *path)
 	set_str(&p->pod, pod);
 }
 
-static void read_meta(struct cp_proc *p)
+void cp_proc_read_meta(struct cp_proc *p)
 {
 	char path[64], buf[4096], *s;
 	ssize_t n;
@@ -365,7 +365,7 @@ int cp_proc_read(struct cp_proc *p)
 		return p->have_maps ? 0 : -ESRCH;
 	p->proc_read = true;
 	if (!p->meta_read)
-		read_meta(p);
+		cp_proc_read_meta(p);
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	f = fopen(path, "re");
 	if (!f)

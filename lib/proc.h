@@ -65,6 +65,8 @@ void cp_procs_remove(struct cp_procs *t, uint32_t pid, void (*free_user)(void *)
 void cp_procs_each(struct cp_procs *t, void (*fn)(struct cp_proc *, void *), void *arg);
 size_t cp_procs_count(const struct cp_procs *t);
 
+/* Reads exe, comm and the cgroup labels from /proc/PID (once it is called). */
+void cp_proc_read_meta(struct cp_proc *p);
 /* Reads /proc/PID (maps, exe, comm, cgroup) once; 0 or -errno (gone). */
 int cp_proc_read(struct cp_proc *p);
 /* Adds an executable mapping, replacing what it overlaps. 0 or -ENOMEM. */

@@ -1,0 +1,110 @@
+#!/bin/sh
+# Benchmark: stack completeness of cprof record, against perf record
+# --call-graph dwarf on the same workload in the same run.
+#
+# bench/stack_workload.c is built -O2 -fomit-frame-pointer -g, with known
+# call paths (main->a->b->leaf_b, main->c->leaf_c, main->rec^25->leaf_rec,
+# main->big->leaf_big with a 6 KiB frame, main->zpath->compress2->deflate...
+# through Debian's libz, which has no frame pointers).  Both tools record it
+# for BENCH_SECONDS (10) at 499 Hz; for each we print the share of the
+# workload's samples whose stack reaches main (target >= 99% for cprof) and
+# each function's inclusive share (samples with it anywhere on the stack),
+# side by side, with the difference (target: within 3 percentage points).
+# Needs root (both tools); perf is optional (the comparison is skipped).
+# Exits 0 unless something failed to run; PASS/FAIL lines give the verdict.
+# usage: bench/record_stacks.sh BUILDDIR   (run by `make bench`)
+set -eu
+b=$(cd "${1:-build}" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+SECS=${BENCH_SECONDS:-10}
+HZ=499
+CC=${CC:-cc}
+PERF=${PERF:-perf}
+d=$(mktemp -d /tmp/cprof-stacks-bench.XXXXXX)
+trap 'rm -rf "$d"' EXIT
+FUNCS="main a b leaf_b c leaf_c rec leaf_rec big leaf_big zpath compress2 deflate"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "record_stacks: needs root (cprof record and perf record sample the CPU): skipped"
+	exit 0
+fi
+$CC -O2 -fomit-frame-pointer -g -o "$d/stack_workload" "$src/bench/stack_workload.c" -lz
+cd "$d"
+echo "workload: ./stack_workload $SECS (-O2 -fomit-frame-pointer -g; libz: $(ldd ./stack_workload | awk '/libz/ { print $3 }'))"
+
+# ---- cprof ----
+# -- CMD samples only the workload (and its children: it has none)
+CPROF_DEBUG=1 "$b/cprof" record -F $HZ -o cprof.pb.gz -- ./stack_workload "$SECS" > /dev/null 2> cprof.err || {
+	echo "cprof record failed:"; grep -v '^libbpf:' cprof.err | tail -5; exit 1; }
+grep '^cprof record: [0-9]* samples' cprof.err | sed 's/^/  /'
+# folded: root first, ';' between frames, the sample count last
+"$b/cprof" query -i cprof.pb.gz -f folded -t samples > cprof.folded
+awk '{
+	n = $NF; s = substr($0, 1, length($0) - length($NF) - 1)
+	gsub(/;/, "\n", s); print n; print s; print "" }' cprof.folded > cprof.stacks
+
+# ---- perf ----
+# perf 6.1 on kernel 6.18 aborts at the end of perf record ("assertion
+# failed at util/build-id.c", "stack smashing detected") while it collects
+# build-ids; -N (--no-buildid-cache) avoids it and still prints the count.
+have_perf=
+if command -v "$PERF" > /dev/null 2>&1; then
+	if "$PERF" record -N -F $HZ --call-graph dwarf -o perf.data -- ./stack_workload "$SECS" > /dev/null 2> perf.err; then
+		have_perf=1
+		grep 'Captured and wrote' perf.err | sed 's/^/  perf: /'
+		# comm pid line, then one "\tIP SYM" line per frame (leaf first), then a blank line
+		"$PERF" script -i perf.data -F comm,pid,ip,sym 2> /dev/null | awk '
+			/^[^ \t]/ { if (on) print ""; on = ($1 == "stack_workload"); if (on) print 1; next }
+			on && /^[ \t]/ { sub(/^[ \t]+[0-9a-f]+ /, ""); print }
+			END { if (on) print "" }' > perf.stacks
+	else
+		echo "perf record failed (comparison skipped):"; tail -3 perf.err
+	fi
+else
+	echo "perf not found (comparison skipped)"
+fi
+
+# stacks file (count, frames one a line, blank line) -> "total N" and "FUNC N" lines
+shares() {
+	awk -v funcs="$FUNCS" '
+		BEGIN { nf = split(funcs, f, " ") }
+		function done() { if (n == "") return; total += n; for (k in seen) c[k] += n; delete seen; n = "" }
+		n == "" && NF { n = $0; next }
+		!NF { done(); next }
+		{ seen[$0] = 1 }
+		END { done(); print "total", total + 0; for (i = 1; i <= nf; i++) print f[i], c[f[i]] + 0 }' "$1"
+}
+shares cprof.stacks > cprof.shares
+: > perf.shares
+[ -z "$have_perf" ] || shares perf.stacks > perf.shares
+
+echo
+awk -v perf="$have_perf" '
+	FNR == 1 { file++ }
+	file == 1 { c[$1] = $2; if ($1 != "total") order[++n] = $1 }
+	file == 2 { p[$1] = $2 }
+	function pct(v, t) { return t > 0 ? 100 * v / t : 0 }
+	END {
+		printf "%-12s %12s %12s %9s\n", "function", "cprof %", "perf %", "diff pp"
+		printf "%-12s %12d %12s\n", "(samples)", c["total"], perf ? p["total"] : "-"
+		worst = 0
+		for (i = 1; i <= n; i++) {
+			f = order[i]; a = pct(c[f], c["total"])
+			if (perf) {
+				q = pct(p[f], p["total"]); dd = a - q
+				ad = dd < 0 ? -dd : dd
+				if (ad > worst) { worst = ad; wf = f }
+				printf "%-12s %12.2f %12.2f %+9.2f\n", f, a, q, dd
+			} else {
+				printf "%-12s %12.2f %12s %9s\n", f, a, "-", "-"
+			}
+		}
+		m = pct(c["main"], c["total"])
+		print ""
+		printf "%s: cprof stacks reaching main: %.2f%% (target >= 99%%)\n", (m >= 99 ? "PASS" : "FAIL"), m
+		if (perf) {
+			printf "      perf stacks reaching main:  %.2f%%\n", pct(p["main"], p["total"])
+			printf "%s: largest difference from perf: %.2f pp (%s; target <= 3 pp)\n",
+				(worst <= 3 ? "PASS" : "FAIL"), worst, wf
+		}
+	}' cprof.shares perf.shares

@@ -46,17 +46,17 @@ awk '{
 # ---- perf ----
 # perf 6.1 on kernel 6.18 aborts at the end of perf record ("assertion
 # failed at util/build-id.c", "stack smashing detected") while it collects
-# build-ids; -N (--no-buildid-cache) avoids it and still prints the count.
+# build-ids, even with -N (--no-buildid-cache); -B (--no-buildid) avoids it.
 have_perf=
 if command -v "$PERF" > /dev/null 2>&1; then
-	if "$PERF" record -N -F $HZ --call-graph dwarf -o perf.data -- ./stack_workload "$SECS" > /dev/null 2> perf.err; then
+	if "$PERF" record -B -N -F $HZ --call-graph dwarf -o perf.data -- ./stack_workload "$SECS" > /dev/null 2> perf.err; then
 		have_perf=1
-		grep 'Captured and wrote' perf.err | sed 's/^/  perf: /'
 		# comm pid line, then one "\tIP SYM" line per frame (leaf first), then a blank line
 		"$PERF" script -i perf.data -F comm,pid,ip,sym 2> /dev/null | awk '
 			/^[^ \t]/ { if (on) print ""; on = ($1 == "stack_workload"); if (on) print 1; next }
 			on && /^[ \t]/ { sub(/^[ \t]+[0-9a-f]+ /, ""); print }
 			END { if (on) print "" }' > perf.stacks
+		echo "  perf record: $(grep -c '^1$' perf.stacks) samples of stack_workload"
 	else
 		echo "perf record failed (comparison skipped):"; tail -3 perf.err
 	fi
@@ -64,24 +64,37 @@ else
 	echo "perf not found (comparison skipped)"
 fi
 
-# stacks file (count, frames one a line, blank line) -> "total N" and "FUNC N" lines
+# stacks file (count, frames one a line, blank line) -> "total N", "FUNC N"
+# and "recdepth N" (rec frames per leaf_rec sample, 25 when complete) lines;
+# the stacks that miss main, root first, go to $2
 shares() {
-	awk -v funcs="$FUNCS" '
+	awk -v funcs="$FUNCS" -v miss="$2" '
 		BEGIN { nf = split(funcs, f, " ") }
-		function done() { if (n == "") return; total += n; for (k in seen) c[k] += n; delete seen; n = "" }
+		function done() {
+			if (n == "") return
+			total += n
+			for (k in seen) c[k] += n
+			if ("leaf_rec" in seen) { rs += n; rd += n * nrec }
+			if (!("main" in seen)) print n, path > miss
+			delete seen; n = ""; nrec = 0; path = ""
+		}
 		n == "" && NF { n = $0; next }
 		!NF { done(); next }
-		{ seen[$0] = 1 }
-		END { done(); print "total", total + 0; for (i = 1; i <= nf; i++) print f[i], c[f[i]] + 0 }' "$1"
+		{ seen[$0] = 1; nrec += $0 == "rec"; path = path == "" ? $0 : path ";" $0 }
+		END {
+			done(); print "total", total + 0
+			for (i = 1; i <= nf; i++) print f[i], c[f[i]] + 0
+			print "recdepth", rs ? rd / rs : 0
+		}' "$1"
 }
-shares cprof.stacks > cprof.shares
+shares cprof.stacks cprof.nomain > cprof.shares
 : > perf.shares
-[ -z "$have_perf" ] || shares perf.stacks > perf.shares
+[ -z "$have_perf" ] || shares perf.stacks perf.nomain > perf.shares
 
 echo
 awk -v perf="$have_perf" '
 	FNR == 1 { file++ }
-	file == 1 { c[$1] = $2; if ($1 != "total") order[++n] = $1 }
+	file == 1 { c[$1] = $2; if ($1 != "total" && $1 != "recdepth") order[++n] = $1 }
 	file == 2 { p[$1] = $2 }
 	function pct(v, t) { return t > 0 ? 100 * v / t : 0 }
 	END {
@@ -99,6 +112,8 @@ awk -v perf="$have_perf" '
 				printf "%-12s %12.2f %12s %9s\n", f, a, "-", "-"
 			}
 		}
+		printf "%-12s %12.2f %12s   (rec frames per leaf_rec sample; 25 when complete)\n", "rec depth",
+			c["recdepth"], perf ? sprintf("%.2f", p["recdepth"]) : "-"
 		m = pct(c["main"], c["total"])
 		print ""
 		printf "%s: cprof stacks reaching main: %.2f%% (target >= 99%%)\n", (m >= 99 ? "PASS" : "FAIL"), m
@@ -108,3 +123,7 @@ awk -v perf="$have_perf" '
 				(worst <= 3 ? "PASS" : "FAIL"), worst, wf
 		}
 	}' cprof.shares perf.shares
+if [ -s cprof.nomain ]; then
+	echo "cprof stacks that miss main (count, root first; the most frequent 5):"
+	sort -rn cprof.nomain | head -5 | cut -c1-200 | sed 's/^/  /'
+fi

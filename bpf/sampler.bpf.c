@@ -127,7 +127,7 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		if (len > sizeof(*r))
 			len = sizeof(*r);
 		/* wake the reader only when the ring fills up: it drains on a timer */
-		if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 4)
+		if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8)
 			flags = BPF_RB_FORCE_WAKEUP;
 		if (bpf_ringbuf_output(&samples, r, len, flags))
 			st->dropped++;

@@ -4,6 +4,7 @@
  * to the store, a pprof file or folded stacks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,6 +448,17 @@ static int flush_store(struct rec *r, int64_t now_wall)
 		cp_store_retain(r->store, r->retention);
 	cp_procs_each(r->procs, reset_target, r);
 	prune(r);
+	malloc_trim(0); /* the interval's profiles are gone: give the memory back */
+	if (getenv("CPROF_DEBUG")) {
+		struct mallinfo2 mi = mallinfo2();
+		struct cp_unwind_counts u;
+
+		cp_unwind_counts(r->unw, &u);
+		fprintf(stderr, "cprof record: flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
+				"mmapped %zu KiB), sessions built %llu\n",
+			c.n, cp_procs_count(r->procs), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
+			(unsigned long long)u.sessions_built);
+	}
 	r->nflushes++;
 out:
 	free(c.batch);
@@ -635,6 +647,8 @@ static int run_record(int argc, char **argv)
 
 	memset(&r, 0, sizeof(r));
 	r.freq = 19;
+	/* never fetch debug info over the network while sampling */
+	unsetenv("DEBUGINFOD_URLS");
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
 		free(r.pids);
@@ -646,7 +660,7 @@ static int run_record(int argc, char **argv)
 	r.pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r.pcs));
 	r.locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r.locs));
 	r.procs = cp_procs_new();
-	r.unw = cp_unwinder_new(r.debuginfo, 64);
+	r.unw = cp_unwinder_new(r.debuginfo, 16);
 	r.sym = r.unw ? cp_symbolizer_new(r.unw, 0) : NULL;
 	if (!r.pcs || !r.locs || !r.procs || !r.unw || !r.sym) {
 		status = fail("record", "out of memory");

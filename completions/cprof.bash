@@ -9,7 +9,8 @@
 # the answers are cached per program and command, so that pressing TAB again
 # does not run cprof again.  Listed here: the values of --format, which
 # options take a value (_cprof_takes_arg), and what is completed for the
-# values and arguments that are files or directories.
+# values and arguments that are files, directories or process ids, and for
+# the command that `cprof record -- CMD ARGS` runs.
 
 # cache: "PROGRAM<TAB>COMMAND" (or "PROGRAM<TAB>" for the command list) -> words
 declare -gA _cprof_cache 2>/dev/null || declare -A _cprof_cache
@@ -84,10 +85,39 @@ _cprof_dirs()
 	[[ -n $pre ]] && COMPREPLY=("${COMPREPLY[@]/#/$pre}")
 }
 
+# _cprof_pids: COMPREPLY = the ids of the running processes that start with
+# the last element of the comma-separated list in $cur (-p 12,34)
+_cprof_pids()
+{
+	local p list
+	if [[ $cur == *,* ]]; then
+		pre=$pre${cur%,*},
+		cur=${cur##*,}
+	fi
+	list=$(cd /proc 2>/dev/null && for p in [0-9]*; do printf '%s\n' "$p"; done)
+	_cprof_reply "$list"
+}
+
+# _cprof_command I: complete the command line of `cprof record -- CMD ARGS`,
+# which starts at word I: with bash-completion, as that command's own line;
+# without it, command names for CMD and file names for its arguments
+_cprof_command()
+{
+	if declare -F _command_offset >/dev/null 2>&1; then
+		_command_offset "$1"
+	elif ((COMP_CWORD == $1)) && [[ $cur != */* ]]; then
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)
+	else
+		_cprof_files
+	fi
+}
+
 # _cprof_formats COMMAND: the values of COMMAND's --format, one a line
 _cprof_formats()
 {
 	case $1 in
+	record) printf '%s\n' pprof folded ;;
 	query) printf '%s\n' top folded flamegraph json pprof ;;
 	merge) printf '%s\n' pprof folded json top ;;
 	diff) printf '%s\n' table flamegraph folded json pprof ;;
@@ -102,7 +132,9 @@ _cprof_takes_arg()
 		--focus | --ignore | -n | --limit | --title | \
 		--data | --since | --from | --to | --group-by | --values | --step | \
 		--before-range | --after-range | \
-		-l | --label | --time | --name | --retention) return 0 ;;
+		-l | --label | --time | --name | --retention | \
+		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
+		--debuginfo-path) return 0 ;;
 	esac
 	return 1
 }
@@ -110,7 +142,7 @@ _cprof_takes_arg()
 _cprof()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} pre='' _cprof_bin _cprof_list
-	local cmd='' cmdi=0 i w opt='' ddash=0
+	local cmd='' cmdi=0 i w opt='' ddash=0 ddashi=0
 	COMPREPLY=()
 	_cprof_prog
 
@@ -148,6 +180,7 @@ _cprof()
 		w=${COMP_WORDS[i]}
 		if [[ $w == -- ]]; then
 			ddash=1
+			ddashi=$i
 			break
 		fi
 		if _cprof_takes_arg "$w"; then
@@ -178,11 +211,13 @@ _cprof()
 	if [[ -n $opt ]]; then
 		case $opt in
 		-i | --input | -o | --output) _cprof_files ;;
-		--data) _cprof_dirs ;;
+		--data | --cgroup | --debuginfo-path) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
+		-p | --pid) _cprof_pids ;;
 		esac
 		# the others (-t, --focus, -n, -l, --since, --from, --step, --time,
-		# --retention, --group-by, ...): nothing to offer
+		# --retention, --group-by, -F, -d, --flush-interval, ...): nothing
+		# to offer
 		return 0
 	fi
 
@@ -194,6 +229,15 @@ _cprof()
 
 	case $cmd in
 	import | merge | diff) _cprof_files ;; # selectors, for merge and diff, are typed
+	record)
+		# the command to run and its arguments come after "--"
+		if ((ddash)); then
+			_cprof_command $((ddashi + 1))
+		else
+			_cprof_words "$cmd"
+			_cprof_reply "$_cprof_list"
+		fi
+		;;
 	*)
 		# query takes a selector (typed) or its inputs with -i, and the
 		# other commands are not built yet: offer their options

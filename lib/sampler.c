@@ -227,7 +227,7 @@ static int open_records(struct cp_sampler *s)
 	return 0;
 }
 
-/* The ring holds about 1/8 s of samples at full stack size (the reader is
+/* The ring holds about 1/16 s of samples at full stack size (the reader is
  * woken at a quarter full and drains every 100 ms anyway): a power of two
  * from 512 KiB to 64 MiB.  It is mapped twice, so it counts double in RSS. */
 static size_t ring_size(const struct cp_sampler_opts *o)
@@ -236,7 +236,7 @@ static size_t ring_size(const struct cp_sampler_opts *o)
 	int ncpu = libbpf_num_possible_cpus();
 
 	if (!want)
-		want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 8;
+		want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 16;
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;

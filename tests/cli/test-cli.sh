@@ -22,7 +22,7 @@ like "$out" '^usage: cprof query' "help query shows the query usage"
 run "$CPROF" help nosuch
 is "$rc" 2 "help of an unknown command is a usage error"
 
-for c in import query merge diff help; do
+for c in record import query merge diff help; do
 	run "$CPROF" "$c" -h
 	is "$rc" 0 "$c -h exits 0"
 	like "$out" "^usage: cprof $c" "$c -h prints its usage"
@@ -30,11 +30,28 @@ for c in import query merge diff help; do
 	is "$rc" 0 "$c --help exits 0"
 done
 
-for c in record serve scrape top; do
+for c in serve scrape top; do
 	run "$CPROF" "$c"
 	is "$rc" 1 "$c (not built yet) exits 1"
 	like "$err" "^cprof: '$c' is not built yet" "$c says clearly that it is not built yet"
 done
+
+# record: what is checked before the sampler starts (no privileges needed)
+run "$CPROF" record
+is "$rc" 2 "record without a target is a usage error"
+like "$err" "^cprof record: say what to record" "and says what to give"
+for args in "--all -p 1" "--all -- true" "-p 1 -- true" "--all -F 0" "--all -F 10001" "--all -F x" "-p 0" \
+	"-p x" "-p 1,,x" "--all -d 0" "--all -d soon" "--all --flush-interval 10ms" "--all -f svg" \
+	"--all -f pprof" "--all -o x.pb.gz --data d" "--all -o x.pb.gz --flush-interval 10s" \
+	"--all -f folded --retention 1d" "--all -f folded -l a=b" "--all -l 1a=b" "--all -l novalue"; do
+	# shellcheck disable=SC2086
+	run "$CPROF" record $args
+	is "$rc" 2 "record $args is a usage error"
+	like "$err" "^cprof record: " "record $args: the error names the command"
+done
+run "$CPROF" record -p 2147483647
+is "$rc" 1 "record -p of a process that does not exist exits 1"
+like "$err" "^cprof record: no process 2147483647" "and names the pid"
 
 run "$CPROF" qurey
 is "$rc" 2 "an unknown command is a usage error"

@@ -8,7 +8,7 @@ command -v groff >/dev/null 2>&1 || skip_all "groff is not installed (apt-get in
 
 MAN=$(cd "$srcdir/man" && pwd)
 COMPL=$(cd "$srcdir/completions" && pwd)
-CMDS="import query merge diff" # the commands that have a manual page
+CMDS="record import query merge diff" # the commands that have a manual page
 
 # render PAGE: the page as plain text, in lines long enough not to be broken
 render() { groff -man -Tascii -P-c -P-b -P-u -rLL=250n "$1" 2>/dev/null; }
@@ -23,6 +23,16 @@ is "$rc" 0 "cprof --list-commands exits 0"
 commands=$out
 like "$commands" '^query$' "--list-commands lists query"
 like "$commands" '^import$' "--list-commands lists import"
+like "$commands" '^record$' "--list-commands lists record"
+# every command that is built (its -h works) has a manual page in CMDS
+for c in $commands; do
+	[ "$c" = help ] && continue
+	"$CPROF" "$c" -h >/dev/null 2>&1 || continue
+	case " $CMDS " in
+	*" $c "*) _result 0 "$c is built and has a manual page" ;;
+	*) _result 1 "$c is built and has a manual page"; diag "add man/cprof-$c.1 and $c to CMDS" ;;
+	esac
+done
 
 # --- man pages ----------------------------------------------------------
 has_man_db=no
@@ -141,9 +151,27 @@ if command -v bash >/dev/null 2>&1; then
 	completes "'cprof query --data=' completes directories" files cpu.pb.gz -- "$CPROF" query --data = ''
 	completes "'cprof diff --before-range now-2h..now-1h --a' completes --after-range" --after-range '' \
 		-- "$CPROF" diff --before-range now-2h..now-1h --a
+	# record: its options, formats, pids, cgroup directories, files, and the command after --
+	completes "'cprof rec' completes record" record '' -- "$CPROF" rec
+	completes "'cprof record --fl' completes --flush-interval" --flush-interval '' -- "$CPROF" record --fl
+	completes "'cprof record --no' completes --no-kernel" --no-kernel '' -- "$CPROF" record --no
+	completes "'cprof record ' offers --all" --all cpu.pb.gz -- "$CPROF" record ''
+	completes "'cprof record -f ' offers folded" folded top -- "$CPROF" record -f ''
+	completes "'cprof record --format=pp' completes pprof" pprof '' -- "$CPROF" record --format = pp
+	completes "'cprof record -o ' completes file names" cpu.pb.gz '' -- "$CPROF" record -o ''
+	completes "'cprof record --cgroup ' completes directories" files cpu.pb.gz -- "$CPROF" record --cgroup ''
+	completes "'cprof record --data ' completes directories" files cpu.pb.gz -- "$CPROF" record --data ''
+	completes "'cprof record -p ' offers pid 1" 1 cpu.pb.gz -- "$CPROF" record -p ''
+	completes "'cprof record -p \$\$' completes this shell's pid" "$$" '' -- "$CPROF" record -p "$$"
+	completes "'cprof record --pid 1,' offers 1,1" 1,1 '' -- "$CPROF" record --pid 1,
+	completes "'cprof record -- s' completes command names" sh '' -- "$CPROF" record -- s
+	completes "'cprof record -a -- sh ' completes file names" cpu.pb.gz '' -- "$CPROF" record -a -- sh ''
+	run complete_bash "$T" "$CPROF" record -- sh -
+	unlike "$out" '^--all$' "bash: 'cprof record -- sh -' offers no record option"
 	# options that take a value (a duration, a time, a label) offer nothing
 	for _words in "query --since" "query --from" "query --step" "query --group-by" "merge --to" \
-		"diff --before-range" "import --time" "import --retention" "import --label"; do
+		"diff --before-range" "import --time" "import --retention" "import --label" \
+		"record -F" "record --duration" "record --flush-interval" "record -l"; do
 		# shellcheck disable=SC2086
 		run complete_bash "$T" "$CPROF" $_words ''
 		is "$rc:$out$err" "0:" "bash: 'cprof $_words ' offers nothing"

@@ -5,7 +5,7 @@
 . "$srcdir/tests/cli/lib.sh"
 seconds=${FUZZ_SECONDS:-15}
 fuzz="$top_builddir/tests/fuzz"
-mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector"
+mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector" "$T/seeds-procfs"
 cp "$FIXTURES"/*.pb.gz "$T/seeds-pprof/"
 for f in "$FIXTURES"/*.pb.gz; do gzip -dc "$f" > "$T/seeds-pprof/raw-$(basename "$f" .gz)"; done
 printf 'main;work;alpha 30\nmain;work;beta 20\nmain;viaDelta;gamma 10\n' > "$T/seeds-folded/a.folded"
@@ -15,7 +15,19 @@ printf 'process_cpu:cpu{comm="burn", pid!="1", host=~"a.*", x!~"b|c"}' > "$T/see
 printf 'now-1h30m' > "$T/seeds-selector/b"
 printf '2026-11-22T10:00:00.123+02:00' > "$T/seeds-selector/c"
 printf "{a='x\\n', b=\`raw\`,}" > "$T/seeds-selector/d"
-for target in pprof folded selector; do
+# procfs: the first byte picks the parser (0 maps, 1 cgroup, 2 perf map, 3 kallsyms; else all)
+{ printf '\000'; printf '%s\n' '7f1c2a026000-7f1c2a17c000 r-xp 00026000 fe:00 332835   /usr/lib/libc.so.6' \
+	'7ffc5e5f3000-7ffc5e5f5000 r-xp 00000000 00:00 0    [vdso]' '1000-2000 rw-p 00000000 00:00 0 ' \
+	'1500-1800 r-xp 00001000 08:01 42    /opt/my app/x (deleted)'; } > "$T/seeds-procfs/maps"
+printf '\001/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope' \
+	1234abcd_5678_90ab_cdef_1234567890ab 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef \
+	> "$T/seeds-procfs/cgroup"
+{ printf '\002'; printf '%s\n' '7f0000001000 40 jit_a' '0x7f0000001020 0x10 LazyCompile:*foo /a.js:1' \
+	'1000 1000 outer' '1100 10 inner' 'zz 1 bad'; } > "$T/seeds-procfs/perfmap"
+printf '\003ffffffff81000000 T _stext\nffffffff81004000 D data\nffffffffc0a00000 t ext4_fill_super\t[ext4]\n' \
+	> "$T/seeds-procfs/kallsyms"
+printf 'A/system.slice/ssh.service\n1000-2000 r-xp 0 0:0 0 /x\n2000 10 f\nffffffff81000000 t f\n' > "$T/seeds-procfs/all"
+for target in pprof folded selector procfs; do
 	bin="$fuzz/fuzz_$target"
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then
 		mkdir -p "$T/corpus-$target"

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzz target: the text parsers of what the sampler reads from the system:
+ * /proc/PID/maps lines, cgroup paths, perf-map (JIT) files and /proc/kallsyms.
+ * The first byte chooses the parser (0-3) or, for any other value, runs all
+ * of them in turn on the rest of the input; each result is then used (looked
+ * up, added to a process's mappings) as the sampler would. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+#include "symbolize.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+/* Addresses to look up: a few fixed ones and some taken from the input. */
+static uint64_t probe(const uint8_t *data, size_t len, unsigned i)
+{
+	static const uint64_t fixed[] = { 0, 1, 0x1000, 0x7fffffffffffull, 0xffffffff81000000ull, UINT64_MAX };
+	uint64_t v = 0;
+
+	if (i < sizeof(fixed) / sizeof(*fixed))
+		return fixed[i];
+	if (len >= 8) {
+		memcpy(&v, data + (i * 7u) % (len - 7), 8);
+	}
+	return v;
+}
+
+static void maps_lines(const uint8_t *data, size_t len)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = t ? cp_procs_get(t, 1, true) : NULL;
+	char *text = malloc(len + 1), *line, *save = NULL;
+
+	if (!p || !text)
+		goto out;
+	memcpy(text, data, len);
+	text[len] = 0;
+	/* line by line, as cp_proc_read does; each line also parsed alone with its newline */
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct cp_maps_line m;
+
+		if (cp_parse_maps_line(line, &m) == 0 && m.perms[2] == 'x')
+			cp_proc_add_map(p, m.start, m.end, m.pgoff, m.path, NULL, 0);
+	}
+	for (unsigned i = 0; i < 12; i++)
+		cp_proc_find_map(p, probe(data, len, i));
+	for (size_t i = 1; i < p->nmaps; i++)
+		if (p->maps[i - 1].end > p->maps[i].start || p->maps[i].start >= p->maps[i].end)
+			abort(); /* mappings must stay sorted and disjoint */
+	memcpy(text, data, len);
+	text[len] = 0;
+	{
+		struct cp_maps_line m;
+
+		cp_parse_maps_line(text, &m);
+	}
+out:
+	free(text);
+	cp_procs_free(t, NULL);
+}
+
+static void cgroup_path(const uint8_t *data, size_t len)
+{
+	char *path = malloc(len + 1), c[128], u[256], pod[64], small[3];
+
+	if (!path)
+		return;
+	memcpy(path, data, len);
+	path[len] = 0;
+	cp_cgroup_labels(path, c, sizeof(c), u, sizeof(u), pod, sizeof(pod));
+	if (strlen(c) >= sizeof(c) || strlen(u) >= sizeof(u) || strlen(pod) >= sizeof(pod))
+		abort();
+	cp_cgroup_labels(path, small, sizeof(small), small, 1, NULL, 0);
+	{
+		struct cp_procs *t = cp_procs_new();
+		struct cp_proc *p = t ? cp_procs_get(t, 2, true) : NULL;
+
+		if (p)
+			cp_proc_set_cgroup(p, path);
+		cp_procs_free(t, NULL);
+	}
+	free(path);
+}
+
+static void perf_map(const uint8_t *data, size_t len)
+{
+	struct cp_perfmap m;
+
+	/* not NUL-terminated: the parser must keep to len */
+	if (cp_perfmap_parse((const char *)data, len, &m) != 0)
+		return;
+	for (size_t i = 1; i < m.n; i++)
+		if (m.e[i - 1].start > m.e[i].start)
+			abort();
+	for (unsigned i = 0; i < 12; i++)
+		cp_perfmap_find(&m, probe(data, len, i));
+	for (size_t i = 0; i < m.n && i < 16; i++) {
+		cp_perfmap_find(&m, m.e[i].start);
+		cp_perfmap_find(&m, m.e[i].start + m.e[i].size - 1);
+		cp_perfmap_find(&m, m.e[i].start + m.e[i].size);
+	}
+	cp_perfmap_release(&m);
+}
+
+static void kallsyms(const uint8_t *data, size_t len)
+{
+	struct cp_ksyms *k = cp_ksyms_parse((const char *)data, len);
+	const char *mod;
+
+	if (!k)
+		return;
+	for (unsigned i = 0; i < 12; i++) {
+		const char *name = cp_ksyms_find(k, probe(data, len, i), &mod);
+
+		if (name && (strlen(name) > len || strlen(mod) > len))
+			abort();
+	}
+	cp_ksyms_count(k);
+	cp_ksyms_free(k);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	static void (*const parsers[])(const uint8_t *, size_t) = { maps_lines, cgroup_path, perf_map, kallsyms };
+	const size_t n = sizeof(parsers) / sizeof(*parsers);
+
+	if (len == 0)
+		return 0;
+	if (data[0] < n) {
+		parsers[data[0]](data + 1, len - 1);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			parsers[i](data + 1, len - 1);
+	}
+	return 0;
+}

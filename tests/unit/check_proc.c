@@ -1,0 +1,730 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/proc.c (maps lines, cgroup labels, perf maps, a process's mappings) and
+ * the kallsyms parser of lib/symbolize.c: the parsers of outside text the
+ * sampler reads. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+#include "symbolize.h"
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define HEX64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define UUID "1234abcd-5678-90ab-cdef-1234567890ab"
+#define UUID_ "1234abcd_5678_90ab_cdef_1234567890ab"
+
+/* ---- /proc/PID/maps lines ---- */
+
+static struct cp_maps_line maps_ok(const char *text, char *buf, size_t len)
+{
+	struct cp_maps_line m;
+	int r;
+
+	ck_assert_uint_lt(strlen(text), len);
+	strcpy(buf, text);
+	r = cp_parse_maps_line(buf, &m);
+	ck_assert_msg(r == 0, "parsing '%s' gave %d", text, r);
+	ck_assert_ptr_nonnull(m.path);
+	return m;
+}
+
+START_TEST(test_maps_normal)
+{
+	char buf[512];
+	struct cp_maps_line m = maps_ok("7f1c2a026000-7f1c2a17c000 r-xp 00026000 fe:00 332835                     "
+					"/usr/lib/x86_64-linux-gnu/libc.so.6\n", buf, sizeof(buf));
+
+	ck_assert_uint_eq(m.start, 0x7f1c2a026000ull);
+	ck_assert_uint_eq(m.end, 0x7f1c2a17c000ull);
+	ck_assert_uint_eq(m.pgoff, 0x26000);
+	ck_assert_str_eq(m.perms, "r-xp");
+	ck_assert_str_eq(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6"); /* no newline */
+	ck_assert(m.path > buf && m.path < buf + sizeof(buf));           /* points into the line */
+
+	/* no newline at the end, a shared mapping, a big offset, 64-bit addresses */
+	m = maps_ok("ffffffffff600000-ffffffffff601000 --xs 7fffffff0000 00:00 0                  /x", buf,
+		    sizeof(buf));
+	ck_assert_uint_eq(m.start, 0xffffffffff600000ull);
+	ck_assert_uint_eq(m.end, 0xffffffffff601000ull);
+	ck_assert_uint_eq(m.pgoff, 0x7fffffff0000ull);
+	ck_assert_str_eq(m.perms, "--xs");
+	ck_assert_str_eq(m.path, "/x");
+}
+END_TEST
+
+START_TEST(test_maps_no_path)
+{
+	char buf[256];
+	/* the kernel writes "inode " and no padding when there is no name */
+	struct cp_maps_line m = maps_ok("7fa9f129e000-7fa9f12c0000 rw-p 00000000 00:00 0 \n", buf, sizeof(buf));
+
+	ck_assert_uint_eq(m.start, 0x7fa9f129e000ull);
+	ck_assert_uint_eq(m.end, 0x7fa9f12c0000ull);
+	ck_assert_str_eq(m.perms, "rw-p");
+	ck_assert_str_eq(m.path, "");
+	m = maps_ok("1000-2000 r-xp 00000000 00:00 0\n", buf, sizeof(buf));
+	ck_assert_str_eq(m.path, "");
+	m = maps_ok("1000-2000 r-xp 00000000 00:00 0", buf, sizeof(buf));
+	ck_assert_str_eq(m.path, "");
+	ck_assert_uint_eq(m.end, 0x2000);
+}
+END_TEST
+
+START_TEST(test_maps_pseudo_paths)
+{
+	char buf[256];
+	struct cp_maps_line m = maps_ok("7ffc5e5f3000-7ffc5e5f5000 r-xp 00000000 00:00 0                          "
+					"[vdso]\n", buf, sizeof(buf));
+
+	ck_assert_str_eq(m.path, "[vdso]");
+	ck_assert_str_eq(m.perms, "r-xp");
+	m = maps_ok("5591a89a4000-5591a89c5000 rw-p 00000000 00:00 0                          [heap]\n", buf,
+		    sizeof(buf));
+	ck_assert_str_eq(m.path, "[heap]");
+	m = maps_ok("7f0000000000-7f0000001000 r-xp 00000000 00:00 0    [anon:v8 code]\n", buf, sizeof(buf));
+	ck_assert_str_eq(m.path, "[anon:v8 code]");
+}
+END_TEST
+
+START_TEST(test_maps_spaces_and_deleted)
+{
+	char buf[256];
+	struct cp_maps_line m = maps_ok("55d0c1a00000-55d0c1a10000 r-xp 00002000 08:01 4242                       "
+					"/opt/my app/lib x.so\n", buf, sizeof(buf));
+
+	ck_assert_str_eq(m.path, "/opt/my app/lib x.so");
+	ck_assert_uint_eq(m.pgoff, 0x2000);
+	/* a file replaced or removed while mapped: the line says so; the
+	 * parser gives the text as it is (the caller decides what to do) */
+	m = maps_ok("55d0c1a00000-55d0c1a10000 r-xp 00002000 08:01 4242                       "
+		    "/usr/bin/my daemon (deleted)\n", buf, sizeof(buf));
+	ck_assert_str_eq(m.path, "/usr/bin/my daemon (deleted)");
+	ck_assert_str_eq(m.perms, "r-xp");
+}
+END_TEST
+
+START_TEST(test_maps_garbage)
+{
+	static const char *const bad[] = {
+		"",
+		"\n",
+		"hello world",
+		"7f00",
+		"7f00-",
+		"7f00-7f10",
+		"7f00-7f10\n",
+		"7f00 7f10 r-xp 00000000 00:00 0",
+		"7f00-7f10 r-x",
+		"7f00-7f10 r-x 00000000 00:00 0 /x",
+		"7f00-7f10 r-xpq 00000000 00:00 0 /x",
+		"7f00-7f10 r-xp",
+		"7f00-7f10 r-xp ",
+		"7f00-7f10 r-xp zz 00:00 0 /x",
+		"7f00-7f10 r-xp 00000000",
+		"7f10-7f00 r-xp 00000000 00:00 0 /x", /* end before start */
+		"xyz-7f10 r-xp 00000000 00:00 0 /x",
+		"7f00-xyz r-xp 00000000 00:00 0 /x",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		char buf[128];
+		struct cp_maps_line m;
+		int r;
+
+		strcpy(buf, bad[i]);
+		r = cp_parse_maps_line(buf, &m);
+		ck_assert_msg(r == -EINVAL, "'%s' gave %d, not -EINVAL", bad[i], r);
+	}
+}
+END_TEST
+
+/* ---- cgroup paths ---- */
+
+struct labels {
+	char c[128], u[256], p[64];
+};
+
+static struct labels cg(const char *path)
+{
+	struct labels l;
+
+	memset(&l, 'x', sizeof(l)); /* every buffer must be set */
+	cp_cgroup_labels(path, l.c, sizeof(l.c), l.u, sizeof(l.u), l.p, sizeof(l.p));
+	return l;
+}
+
+START_TEST(test_cgroup_docker)
+{
+	struct labels l = cg("/system.slice/docker-" HEX64 ".scope");
+
+	ck_assert_str_eq(l.c, HEX64);
+	ck_assert_str_eq(l.p, "");
+	/* cgroupfs driver */
+	l = cg("/docker/" HEX64B);
+	ck_assert_str_eq(l.c, HEX64B);
+	ck_assert_str_eq(l.u, "");
+	ck_assert_str_eq(l.p, "");
+	/* Podman, CRI-O */
+	l = cg("/machine.slice/libpod-" HEX64 ".scope/container");
+	ck_assert_str_eq(l.c, HEX64);
+	l = cg("/kubepods.slice/crio-" HEX64B ".scope");
+	ck_assert_str_eq(l.c, HEX64B);
+}
+END_TEST
+
+START_TEST(test_cgroup_containerd)
+{
+	struct labels l = cg("/system.slice/cri-containerd-" HEX64 ".scope");
+
+	ck_assert_str_eq(l.c, HEX64);
+	ck_assert_str_eq(l.p, "");
+}
+END_TEST
+
+START_TEST(test_cgroup_kubepods_cgroupfs)
+{
+	struct labels l = cg("/kubepods/burstable/pod" UUID "/" HEX64);
+
+	ck_assert_str_eq(l.p, UUID);
+	ck_assert_str_eq(l.c, HEX64);
+	ck_assert_str_eq(l.u, "");
+	l = cg("/kubepods/besteffort/pod" UUID "/" HEX64B);
+	ck_assert_str_eq(l.p, UUID);
+	ck_assert_str_eq(l.c, HEX64B);
+	/* a guaranteed pod sits right under kubepods; its pause container too */
+	l = cg("/kubepods/pod" UUID);
+	ck_assert_str_eq(l.p, UUID);
+	ck_assert_str_eq(l.c, "");
+}
+END_TEST
+
+START_TEST(test_cgroup_kubepods_systemd)
+{
+	struct labels l = cg("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UUID_
+			     ".slice/cri-containerd-" HEX64 ".scope");
+
+	ck_assert_str_eq(l.p, UUID); /* '_' back to '-' */
+	ck_assert_str_eq(l.c, HEX64);
+	l = cg("/kubepods.slice/kubepods-pod" UUID_ ".slice");
+	ck_assert_str_eq(l.p, UUID);
+	ck_assert_str_eq(l.c, "");
+	/* not a pod uid: wrong length, not hex, misplaced dashes */
+	l = cg("/kubepods.slice/kubepods-burstable-pod1234.slice");
+	ck_assert_str_eq(l.p, "");
+	l = cg("/kubepods/burstable/pod1234abcd-5678-90ab-cdef-1234567890ag");
+	ck_assert_str_eq(l.p, "");
+	l = cg("/kubepods/burstable/pod1234abcd5-678-90ab-cdef-1234567890ab");
+	ck_assert_str_eq(l.p, "");
+	l = cg("/system.slice/ipod" UUID ".service"); /* "pod" inside a word */
+	ck_assert_str_eq(l.p, "");
+}
+END_TEST
+
+START_TEST(test_cgroup_units)
+{
+	struct labels l = cg("/system.slice/ssh.service");
+
+	ck_assert_str_eq(l.u, "ssh.service");
+	ck_assert_str_eq(l.c, "");
+	ck_assert_str_eq(l.p, "");
+	l = cg("/user.slice/user-0.slice/session-3.scope");
+	ck_assert_str_eq(l.u, "session-3.scope");
+	ck_assert_str_eq(l.c, "");
+	/* the innermost unit */
+	l = cg("/user.slice/user-1000.slice/user@1000.service/app.slice/app-org.gnome.Terminal.slice/"
+	       "vte-spawn-0b1c.scope");
+	ck_assert_str_eq(l.u, "vte-spawn-0b1c.scope");
+	l = cg("/user.slice/user-1000.slice/user@1000.service/init.scope");
+	ck_assert_str_eq(l.u, "init.scope");
+	l = cg("/system.slice/docker.socket");
+	ck_assert_str_eq(l.u, "docker.socket");
+	/* slices are not units of their own */
+	l = cg("/system.slice");
+	ck_assert_str_eq(l.u, "");
+	l = cg("/system.slice/.service");
+	ck_assert_str_eq(l.u, "");
+}
+END_TEST
+
+START_TEST(test_cgroup_nothing)
+{
+	static const char *const none[] = { "/", "", "//", "/init", "/foo/bar", "/system.slice/docker-" HEX64 "x.scope",
+					    "/docker/" HEX64 "0", "/docker/0123456789abcdef0123456789abcdef0123456789abcdef"
+					    "0123456789abcdeg" };
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(*none); i++) {
+		struct labels l = cg(none[i]);
+
+		ck_assert_msg(!l.c[0], "'%s': container '%s'", none[i], l.c);
+		ck_assert_msg(!l.p[0], "'%s': pod '%s'", none[i], l.p);
+		if (i < 5)
+			ck_assert_msg(!l.u[0], "'%s': unit '%s'", none[i], l.u);
+	}
+	{
+		struct labels l = cg(NULL);
+
+		ck_assert_str_eq(l.c, "");
+		ck_assert_str_eq(l.u, "");
+		ck_assert_str_eq(l.p, "");
+	}
+}
+END_TEST
+
+START_TEST(test_cgroup_small_buffers)
+{
+	char c[8], u[4], p[2];
+
+	cp_cgroup_labels("/kubepods/burstable/pod" UUID "/" HEX64, c, sizeof(c), u, sizeof(u), p, sizeof(p));
+	ck_assert_str_eq(c, "0123456"); /* cut, terminated */
+	ck_assert_str_eq(u, "");
+	ck_assert_str_eq(p, "1");
+	cp_cgroup_labels("/system.slice/ssh.service", c, sizeof(c), u, sizeof(u), p, sizeof(p));
+	ck_assert_str_eq(u, "ssh");
+	/* no buffers at all */
+	cp_cgroup_labels("/system.slice/docker-" HEX64 ".scope", NULL, 0, NULL, 0, NULL, 0);
+}
+END_TEST
+
+START_TEST(test_proc_set_cgroup)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p;
+
+	ck_assert_ptr_nonnull(t);
+	p = cp_procs_get(t, 42, true);
+	ck_assert_ptr_nonnull(p);
+	cp_proc_set_cgroup(p, "/kubepods.slice/kubepods-pod" UUID_ ".slice/cri-containerd-" HEX64 ".scope");
+	ck_assert_str_eq(p->container, HEX64);
+	ck_assert_str_eq(p->pod, UUID);
+	ck_assert_str_eq(p->unit, "cri-containerd-" HEX64 ".scope");
+	cp_proc_set_cgroup(p, "/");
+	ck_assert_ptr_null(p->container); /* NULL when not in one */
+	ck_assert_ptr_null(p->unit);
+	ck_assert_ptr_null(p->pod);
+	cp_proc_set_cgroup(p, "/system.slice/ssh.service");
+	ck_assert_str_eq(p->unit, "ssh.service");
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
+/* ---- perf-map files ---- */
+
+static struct cp_perfmap pm_parse(const char *text)
+{
+	struct cp_perfmap m;
+	int r;
+
+	memset(&m, 0, sizeof(m));
+	r = cp_perfmap_parse(text, strlen(text), &m);
+	ck_assert_int_eq(r, 0);
+	return m;
+}
+
+static const char *pm_find(const struct cp_perfmap *m, uint64_t addr)
+{
+	const char *s = cp_perfmap_find(m, addr);
+
+	return s ? s : "(none)";
+}
+
+START_TEST(test_perfmap_basic)
+{
+	struct cp_perfmap m = pm_parse("7f0000002000 80 jit_b\n"
+				       "0x7f0000001000 0x40 jit_a\n"
+				       "7F0000003000 10 LazyCompile:*foo /app/x.js:12\n"
+				       "7f0000004000 8 crlf\r\n"
+				       "7f0000005000 4 last_no_newline");
+
+	ck_assert_uint_eq(m.n, 5);
+	for (size_t i = 1; i < m.n; i++)
+		ck_assert_uint_lt(m.e[i - 1].start, m.e[i].start); /* sorted */
+	ck_assert_str_eq(pm_find(&m, 0x7f0000001000), "jit_a");
+	ck_assert_str_eq(pm_find(&m, 0x7f000000103f), "jit_a");
+	ck_assert_str_eq(pm_find(&m, 0x7f0000001040), "(none)"); /* end excluded */
+	ck_assert_str_eq(pm_find(&m, 0x7f0000000fff), "(none)");
+	ck_assert_str_eq(pm_find(&m, 0), "(none)");
+	ck_assert_str_eq(pm_find(&m, 0x7f0000002050), "jit_b");
+	ck_assert_str_eq(pm_find(&m, 0x7f0000003008), "LazyCompile:*foo /app/x.js:12"); /* names keep spaces */
+	ck_assert_str_eq(pm_find(&m, 0x7f0000004000), "crlf");
+	ck_assert_str_eq(pm_find(&m, 0x7f0000005003), "last_no_newline");
+	ck_assert_str_eq(pm_find(&m, 0x7f0000005004), "(none)");
+	ck_assert_str_eq(pm_find(&m, UINT64_MAX), "(none)");
+	cp_perfmap_release(&m);
+	ck_assert_uint_eq(m.n, 0);
+	cp_perfmap_release(&m); /* twice is fine */
+}
+END_TEST
+
+START_TEST(test_perfmap_bad_lines)
+{
+	struct cp_perfmap m = pm_parse("garbage\n"
+				       "\n"
+				       "zz 10 bad_start\n"
+				       "1000 zz bad_size\n"
+				       "1000 0 zero_size\n"
+				       "1000 10\n"
+				       "1000 10 \n"
+				       "1000\t10 tab\n"
+				       "ffffffffffffffff 10 wraps\n"
+				       "123456789abcdef01 10 too_big\n"
+				       "2000 10 good\n"
+				       "  \n");
+
+	ck_assert_uint_eq(m.n, 1);
+	ck_assert_str_eq(pm_find(&m, 0x2000), "good");
+	ck_assert_str_eq(pm_find(&m, 0x1000), "(none)");
+	cp_perfmap_release(&m);
+	m = pm_parse("");
+	ck_assert_uint_eq(m.n, 0);
+	ck_assert_str_eq(pm_find(&m, 0x1000), "(none)");
+	cp_perfmap_release(&m);
+}
+END_TEST
+
+START_TEST(test_perfmap_nested)
+{
+	/* a stub region with functions inside, as some JITs write */
+	struct cp_perfmap m = pm_parse("1000 1000 outer\n"
+				       "1100 10 inner1\n"
+				       "1200 10 inner2\n");
+
+	ck_assert_str_eq(pm_find(&m, 0x1000), "outer");
+	ck_assert_str_eq(pm_find(&m, 0x1105), "inner1");
+	ck_assert_str_eq(pm_find(&m, 0x1110), "outer");
+	ck_assert_str_eq(pm_find(&m, 0x1208), "inner2");
+	ck_assert_str_eq(pm_find(&m, 0x1210), "outer"); /* only outer holds it */
+	ck_assert_str_eq(pm_find(&m, 0x1fff), "outer");
+	ck_assert_str_eq(pm_find(&m, 0x2000), "(none)");
+	cp_perfmap_release(&m);
+}
+END_TEST
+
+START_TEST(test_perfmap_reused)
+{
+	/* addresses reused: the file is appended to, the later entry wins */
+	struct cp_perfmap m = pm_parse("5000 100 old\n"
+				       "5000 100 new\n");
+
+	ck_assert_str_eq(pm_find(&m, 0x5010), "new");
+	cp_perfmap_release(&m);
+	m = pm_parse("5080 100 old\n"
+		     "5000 100 new\n");
+	ck_assert_str_eq(pm_find(&m, 0x5090), "new");
+	ck_assert_str_eq(pm_find(&m, 0x5170), "old");
+	cp_perfmap_release(&m);
+}
+END_TEST
+
+/* ---- a process's mappings ---- */
+
+/* "start-end@pgoff:path|..." */
+static const char *maps_str(const struct cp_proc *p, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		int n = snprintf(buf + off, len - off, "%s%llx-%llx@%llx:%s", i ? "|" : "",
+				 (unsigned long long)p->maps[i].start, (unsigned long long)p->maps[i].end,
+				 (unsigned long long)p->maps[i].pgoff, p->maps[i].path);
+
+		ck_assert(n > 0 && (size_t)n < len - off);
+		off += (size_t)n;
+	}
+	return buf;
+}
+
+static void add(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
+{
+	ck_assert_int_eq(cp_proc_add_map(p, start, end, pgoff, path, NULL, 0), 0);
+}
+
+static const char *found(const struct cp_proc *p, uint64_t addr)
+{
+	const struct cp_map *m = cp_proc_find_map(p, addr);
+
+	return m ? m->path : "(none)";
+}
+
+START_TEST(test_add_map_sorted_and_find)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, 7, true);
+	char buf[1024];
+	uint32_t gen;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(found(p, 0x1000), "(none)"); /* no mappings */
+	gen = p->maps_gen;
+	add(p, 0x5000, 0x6000, 0, "/c");
+	ck_assert(p->have_maps);
+	ck_assert_uint_ne(p->maps_gen, gen);
+	add(p, 0x1000, 0x2000, 0x10000, "/a");
+	add(p, 0x3000, 0x4000, 0, "[vdso]");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)), "1000-2000@10000:/a|3000-4000@0:[vdso]|5000-6000@0:/c");
+	ck_assert_str_eq(found(p, 0x0fff), "(none)");
+	ck_assert_str_eq(found(p, 0x1000), "/a");
+	ck_assert_str_eq(found(p, 0x1fff), "/a");
+	ck_assert_str_eq(found(p, 0x2000), "(none)"); /* end excluded */
+	ck_assert_str_eq(found(p, 0x2fff), "(none)");
+	ck_assert_str_eq(found(p, 0x3800), "[vdso]");
+	ck_assert_str_eq(found(p, 0x5fff), "/c");
+	ck_assert_str_eq(found(p, 0x6000), "(none)");
+	ck_assert_str_eq(found(p, UINT64_MAX), "(none)");
+	/* empty or inverted ranges are ignored */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x8000, 0x8000, 0, "/empty", NULL, 0), 0);
+	ck_assert_int_eq(cp_proc_add_map(p, 0x9000, 0x8000, 0, "/inverted", NULL, 0), 0);
+	ck_assert_uint_eq(p->nmaps, 3);
+	/* NULL path: anonymous */
+	add(p, 0x7000, 0x7100, 0, NULL);
+	ck_assert_str_eq(found(p, 0x7000), "");
+	cp_proc_clear_maps(p);
+	ck_assert_uint_eq(p->nmaps, 0);
+	ck_assert_str_eq(found(p, 0x1000), "(none)");
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
+START_TEST(test_add_map_overlaps)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, 8, true);
+	char buf[1024];
+
+	/* split: a new mapping in the middle of an old one */
+	add(p, 0x10000, 0x20000, 0x100, "/big");
+	add(p, 0x14000, 0x15000, 0, "/mid");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)),
+			 "10000-14000@100:/big|14000-15000@0:/mid|15000-20000@5100:/big");
+	ck_assert_str_eq(found(p, 0x13fff), "/big");
+	ck_assert_str_eq(found(p, 0x14000), "/mid");
+	ck_assert_str_eq(found(p, 0x15000), "/big");
+	/* trim the front of one and the back of another */
+	add(p, 0x12000, 0x16000, 0x40, "/over");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)),
+			 "10000-12000@100:/big|12000-16000@40:/over|16000-20000@6100:/big");
+	/* trim left edge only */
+	add(p, 0xf000, 0x11000, 0, "/left");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)),
+			 "f000-11000@0:/left|11000-12000@1100:/big|12000-16000@40:/over|16000-20000@6100:/big");
+	/* trim right edge only */
+	add(p, 0x1f000, 0x21000, 0, "/right");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)), "f000-11000@0:/left|11000-12000@1100:/big|12000-16000@40:/over|"
+							"16000-1f000@6100:/big|1f000-21000@0:/right");
+	/* exact replacement */
+	add(p, 0x12000, 0x16000, 0, "/again");
+	ck_assert_str_eq(found(p, 0x12000), "/again");
+	ck_assert_uint_eq(p->nmaps, 5);
+	/* one mapping covering several */
+	add(p, 0x10000, 0x20000, 0, "/all");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)), "f000-10000@0:/left|10000-20000@0:/all|20000-21000@1000:/right");
+	/* covering everything */
+	add(p, 0, 0x100000, 0, "/everything");
+	ck_assert_str_eq(maps_str(p, buf, sizeof(buf)), "0-100000@0:/everything");
+	/* many splits of one mapping (the array grows while splitting) */
+	for (uint64_t a = 0x1000; a < 0x80000; a += 0x2000)
+		add(p, a, a + 0x1000, a, "/hole");
+	ck_assert_uint_eq(p->nmaps, 64 + 64 + 1);
+	for (size_t i = 1; i < p->nmaps; i++) {
+		ck_assert_uint_le(p->maps[i - 1].end, p->maps[i].start); /* sorted, disjoint */
+		ck_assert_uint_lt(p->maps[i].start, p->maps[i].end);
+	}
+	ck_assert_str_eq(found(p, 0x1800), "/hole");
+	ck_assert_str_eq(found(p, 0x2800), "/everything");
+	ck_assert_uint_eq(cp_proc_find_map(p, 0x2800)->pgoff, 0x2000);
+	ck_assert_str_eq(found(p, 0x90000), "/everything");
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
+START_TEST(test_add_map_build_id_and_inherit)
+{
+	static const uint8_t bid[20] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 };
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, 9, true), *c;
+	const struct cp_map *m;
+	char buf[512], buf2[512];
+
+	ck_assert_int_eq(cp_proc_add_map(p, 0x1000, 0x2000, 0, "/a", bid, sizeof(bid)), 0);
+	ck_assert_int_eq(cp_proc_add_map(p, 0x3000, 0x4000, 0, "/b", NULL, 0), 0);
+	m = cp_proc_find_map(p, 0x1000);
+	ck_assert_uint_eq(m->build_id_len, 20);
+	ck_assert(m->build_id_read);
+	ck_assert_mem_eq(m->build_id, bid, 20);
+	m = cp_proc_find_map(p, 0x3000);
+	ck_assert_uint_eq(m->build_id_len, 0);
+	ck_assert(!m->build_id_read);
+	/* a too long build id is not taken */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x5000, 0x6000, 0, "/c", bid, 21), 0);
+	ck_assert_uint_eq(cp_proc_find_map(p, 0x5000)->build_id_len, 0);
+	/* a split keeps the build id on both parts */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x1400, 0x1800, 0, "/x", NULL, 0), 0);
+	ck_assert_uint_eq(cp_proc_find_map(p, 0x1000)->build_id_len, 20);
+	ck_assert_uint_eq(cp_proc_find_map(p, 0x1c00)->build_id_len, 20);
+
+	snprintf(p->comm, sizeof(p->comm), "parent");
+	p->exe = strdup("/usr/bin/parent");
+	cp_proc_set_cgroup(p, "/system.slice/ssh.service");
+	c = cp_procs_get(t, 10, true);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(cp_proc_inherit(c, p), 0);
+	ck_assert_str_eq(maps_str(c, buf, sizeof(buf)), maps_str(p, buf2, sizeof(buf2)));
+	ck_assert_str_eq(c->comm, "parent");
+	ck_assert_str_eq(c->exe, "/usr/bin/parent");
+	ck_assert_str_eq(c->unit, "ssh.service");
+	ck_assert(c->have_maps);
+	ck_assert_uint_eq(cp_proc_find_map(c, 0x1000)->build_id_len, 20);
+	ck_assert_uint_eq(cp_procs_count(t), 2);
+	cp_procs_remove(t, 9, NULL);
+	ck_assert_uint_eq(cp_procs_count(t), 1);
+	ck_assert_ptr_null(cp_procs_get(t, 9, false));
+	ck_assert_str_eq(found(cp_procs_get(t, 10, false), 0x3000), "/b"); /* the copy is its own */
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
+/* ---- /proc/kallsyms ---- */
+
+static const char kallsyms[] =
+	"0000000000000000 A fixed_percpu_data\n"
+	"ffffffff81001000 T start_kernel\n"
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000100 t local_text\n"
+	"ffffffff81002000 W weak_upper\n"
+	"ffffffff81003000 w weak_lower\n"
+	"ffffffff81004000 D some_data\n"
+	"ffffffff81005000 b some_bss\n"
+	"ffffffff81006000 R some_rodata\n"
+	"ffffffff81007000 d local_data\n"
+	"ffffffff81008000 A absolute\n"
+	"0000000000000000 T hidden_by_kptr_restrict\n"
+	"ffffffffc0a00000 t ext4_fill_super\t[ext4]\n"
+	"ffffffffc0a01000 T ext4_mount\t[ext4]\n"
+	"ffffffffc0a02000 d ext4_data\t[ext4]\n"
+	"ffffffffc0b00000 t xfs_fs_fill_super\t[xfs]\n"
+	"garbage line\n"
+	"ffffffffc0c00000\n"
+	"ffffffffc0c00000 T\n"
+	"ffffffffc0c00000 TT two_letters\n";
+
+static const char *ksym(const struct cp_ksyms *k, uint64_t addr, const char **mod)
+{
+	const char *s;
+
+	*mod = "(unset)";
+	s = cp_ksyms_find(k, addr, mod);
+	return s ? s : "(none)";
+}
+
+START_TEST(test_ksyms)
+{
+	struct cp_ksyms *k = cp_ksyms_parse(kallsyms, sizeof(kallsyms) - 1);
+	const char *mod;
+
+	ck_assert_ptr_nonnull(k);
+	/* _stext local_text start_kernel weak_upper weak_lower ext4_fill_super ext4_mount xfs_fs_fill_super */
+	ck_assert_uint_eq(cp_ksyms_count(k), 8);
+	ck_assert_str_eq(ksym(k, 0xffffffff81000000, &mod), "_stext");
+	ck_assert_str_eq(mod, "");
+	ck_assert_str_eq(ksym(k, 0xffffffff810000ff, &mod), "_stext");
+	ck_assert_str_eq(ksym(k, 0xffffffff81000100, &mod), "local_text");
+	ck_assert_str_eq(ksym(k, 0xffffffff81001234, &mod), "start_kernel");
+	ck_assert_str_eq(mod, "");
+	ck_assert_str_eq(ksym(k, 0xffffffff81002000, &mod), "weak_upper");
+	ck_assert_str_eq(ksym(k, 0xffffffff81003010, &mod), "weak_lower");
+	/* data symbols are gone: their addresses fall to the text before */
+	ck_assert_str_eq(ksym(k, 0xffffffff81004010, &mod), "weak_lower");
+	ck_assert_str_eq(ksym(k, 0xffffffff81008010, &mod), "weak_lower");
+	ck_assert_str_eq(ksym(k, 0xffffffffc0a00010, &mod), "ext4_fill_super");
+	ck_assert_str_eq(mod, "[ext4]");
+	ck_assert_str_eq(ksym(k, 0xffffffffc0a02010, &mod), "ext4_mount");
+	ck_assert_str_eq(mod, "[ext4]");
+	ck_assert_str_eq(ksym(k, 0xffffffffc0b00020, &mod), "xfs_fs_fill_super");
+	ck_assert_str_eq(mod, "[xfs]");
+	/* below the first symbol, far beyond the last, zero */
+	ck_assert_str_eq(ksym(k, 0xffffffff80ffffff, &mod), "(none)");
+	ck_assert_str_eq(ksym(k, 0xffffffffc0b00000 + (4u << 20), &mod), "(none)");
+	ck_assert_str_eq(ksym(k, 0, &mod), "(none)");
+	ck_assert_ptr_null(cp_ksyms_find(k, 0x1000, NULL));
+	ck_assert_str_eq(cp_ksyms_find(k, 0xffffffff81001000, NULL), "start_kernel"); /* module may be NULL */
+	cp_ksyms_free(k);
+	cp_ksyms_free(NULL);
+}
+END_TEST
+
+START_TEST(test_ksyms_unprivileged_and_empty)
+{
+	/* without privileges every address reads as zero */
+	static const char zeros[] = "0000000000000000 T _stext\n"
+				    "0000000000000000 t local_text\n"
+				    "0000000000000000 T ext4_mount\t[ext4]\n";
+	struct cp_ksyms *k = cp_ksyms_parse(zeros, sizeof(zeros) - 1);
+	const char *mod;
+
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(cp_ksyms_count(k), 0);
+	ck_assert_str_eq(ksym(k, 0xffffffff81000000, &mod), "(none)");
+	cp_ksyms_free(k);
+	k = cp_ksyms_parse("", 0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(cp_ksyms_count(k), 0);
+	cp_ksyms_free(k);
+	/* the length bounds the text: a line cut in the middle */
+	k = cp_ksyms_parse("ffffffff81000000 T one\nffffffff81001000 T two\n", 28);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(cp_ksyms_count(k), 1);
+	ck_assert_str_eq(ksym(k, 0xffffffff81001000, &mod), "one");
+	cp_ksyms_free(k);
+}
+END_TEST
+
+static Suite *proc_suite(void)
+{
+	Suite *s = suite_create("proc");
+	TCase *maps = tcase_create("maps"), *cgroup = tcase_create("cgroup"), *perfmap = tcase_create("perfmap"),
+	      *pmaps = tcase_create("process-maps"), *ksyms = tcase_create("kallsyms");
+
+	tcase_add_test(maps, test_maps_normal);
+	tcase_add_test(maps, test_maps_no_path);
+	tcase_add_test(maps, test_maps_pseudo_paths);
+	tcase_add_test(maps, test_maps_spaces_and_deleted);
+	tcase_add_test(maps, test_maps_garbage);
+	suite_add_tcase(s, maps);
+	tcase_add_test(cgroup, test_cgroup_docker);
+	tcase_add_test(cgroup, test_cgroup_containerd);
+	tcase_add_test(cgroup, test_cgroup_kubepods_cgroupfs);
+	tcase_add_test(cgroup, test_cgroup_kubepods_systemd);
+	tcase_add_test(cgroup, test_cgroup_units);
+	tcase_add_test(cgroup, test_cgroup_nothing);
+	tcase_add_test(cgroup, test_cgroup_small_buffers);
+	tcase_add_test(cgroup, test_proc_set_cgroup);
+	suite_add_tcase(s, cgroup);
+	tcase_add_test(perfmap, test_perfmap_basic);
+	tcase_add_test(perfmap, test_perfmap_bad_lines);
+	tcase_add_test(perfmap, test_perfmap_nested);
+	tcase_add_test(perfmap, test_perfmap_reused);
+	suite_add_tcase(s, perfmap);
+	tcase_add_test(pmaps, test_add_map_sorted_and_find);
+	tcase_add_test(pmaps, test_add_map_overlaps);
+	tcase_add_test(pmaps, test_add_map_build_id_and_inherit);
+	suite_add_tcase(s, pmaps);
+	tcase_add_test(ksyms, test_ksyms);
+	tcase_add_test(ksyms, test_ksyms_unprivileged_and_empty);
+	suite_add_tcase(s, ksyms);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proc_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

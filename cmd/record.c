@@ -215,6 +215,8 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 			r->locs[nlocs++] = (uint32_t)loc;
 		}
 	}
+	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP]))
+		cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
 	n = cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
 	for (int i = 0; i < n; i++) {
 		loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0);
@@ -595,6 +597,14 @@ static int parse_options(struct rec *r, int argc, char **argv)
 
 /* ---- the command ---- */
 
+static bool any_alive(const uint32_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (kill((pid_t)pids[i], 0) == 0 || errno == EPERM)
+			return true;
+	return false;
+}
+
 static pid_t start_command(char **cmd, int *go_fd)
 {
 	int gate[2], errp[2];
@@ -758,6 +768,8 @@ static int run_record(int argc, char **argv)
 			child_done = true;
 		if (stop_signal || child_done || (deadline && now >= deadline))
 			break;
+		if (r.npids && !any_alive(r.pids, r.npids))
+			break; /* as perf record -p: the processes are gone */
 		if (next_flush && now >= next_flush) {
 			if ((err = flush_store(&r, now + r.wall_offset))) {
 				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -410,6 +411,22 @@ int cp_proc_read(struct cp_proc *p)
 	p->maps_gen++;
 	p->have_maps = true;
 	return 0;
+}
+
+int cp_proc_refresh(struct cp_proc *p, uint64_t addr)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (p->dead || addr < 4096 || addr >= (1ull << 47))
+		return -ENOENT;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (p->reread_ns && now - p->reread_ns < 1000000000u)
+		return -EAGAIN;
+	p->reread_ns = now;
+	p->proc_read = false;
+	return cp_proc_read(p);
 }
 
 /* Is s (length n) all hex digits? */

@@ -69,6 +69,9 @@ size_t cp_procs_count(const struct cp_procs *t);
 void cp_proc_read_meta(struct cp_proc *p);
 /* Reads /proc/PID (maps, exe, comm, cgroup) once; 0 or -errno (gone). */
 int cp_proc_read(struct cp_proc *p);
+/* addr (a user address) is in no known mapping: read /proc/PID/maps again
+ * (at most once a second per process). 0 when reread, else -errno. */
+int cp_proc_refresh(struct cp_proc *p, uint64_t addr);
 /* Adds an executable mapping, replacing what it overlaps. 0 or -ENOMEM. */
 int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		    const uint8_t *build_id, size_t build_id_len);

@@ -519,21 +519,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 
 	s->counts.lookups++;
 	m = (struct cp_map *)cp_proc_find_map(p, addr);
-	if (!m && !p->dead && addr >= 4096 && addr < (1ull << 47)) {
-		/* a mapping made before we saw its record, or before we started:
-		 * read /proc/PID/maps again, at most once a second */
-		struct timespec ts;
-		uint64_t now;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		if (!p->reread_ns || now - p->reread_ns >= 1000000000u) {
-			p->reread_ns = now;
-			p->proc_read = false;
-			cp_proc_read(p);
-			m = (struct cp_map *)cp_proc_find_map(p, addr);
-		}
-	}
+	if (!m && cp_proc_refresh(p, addr) == 0)
+		m = (struct cp_map *)cp_proc_find_map(p, addr);
 	if (!m || !m->path[0] || (m->path[0] == '[' && strcmp(m->path, "[vdso]") != 0)) {
 		/* anonymous executable memory: a JIT, if it wrote a perf map */
 		const char *jit = cp_proc_jit_symbol(p, addr);

@@ -115,9 +115,23 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 						(void *)(sp + i * CP_USTACK_CHUNK)))
 				break;
 		}
-		if (i == 0)
-			st->ustack_fault++;
 		r->ustack_len = i * CP_USTACK_CHUNK;
+		/* the last part below the end of the mapping, in smaller steps */
+		if (i < CP_USTACK_CHUNKS) {
+			__u32 base = i * CP_USTACK_CHUNK, j;
+
+			for (j = 0; j < CP_USTACK_CHUNK / 64 - 1; j++) {
+				__u32 off = base + j * 64;
+
+				if (off > CP_USTACK_MAX - 64)
+					break;
+				if (bpf_probe_read_user(&r->ustack[off], 64, (void *)(sp + off)))
+					break;
+			}
+			r->ustack_len = base + j * 64;
+		}
+		if (r->ustack_len == 0)
+			st->ustack_fault++;
 	}
 
 	{

@@ -140,7 +140,7 @@ static int run_help(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[optind]);
 	if (!c->run)
-		return fail(NULL, "'%s' is not built yet in this version; the commands that work are import, query, merge and diff",
+		return fail(NULL, "'%s' is not built yet in this version; the commands that work are record, import, query, merge and diff",
 			    c->name);
 	if (isatty(STDOUT_FILENO)) {
 		snprintf(page, sizeof(page), "cprof-%s", c->name);
@@ -181,7 +181,7 @@ int main(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[1]);
 	if (!c->run)
-		return fail(NULL, "'%s' is not built yet in this version; the commands that work are import, query, merge and diff",
+		return fail(NULL, "'%s' is not built yet in this version; the commands that work are record, import, query, merge and diff",
 			    c->name);
 	optind = 1;
 	return c->run(argc - 1, argv + 1);

@@ -55,7 +55,7 @@ const struct cmd cmd_record = {
 	"\n"
 	"Sample on-CPU stacks (kernel and user, unwound with DWARF CFI, so complete\n"
 	"also for code built without frame pointers) at F Hz on every CPU, and\n"
-	"write profiles of type cpu:samples:count:cpu:nanoseconds:delta: to the\n"
+	"write profiles of type cpu:samples:count:cpu:nanoseconds:delta to the\n"
 	"store (one series per process, labelled comm, pid, exe, node and, where\n"
 	"they apply, container, unit and pod), or to a file.  Needs root, or\n"
 	"CAP_BPF and CAP_PERFMON.\n"
@@ -171,6 +171,17 @@ static struct cp_proc *sample_proc(struct rec *r, const struct cp_sample_rec *s)
 	return p;
 }
 
+/* pprof takes a profile's first mapping for the main binary ("File:") */
+static void main_mapping_first(struct rec *r, struct cp_profile *prof, struct cp_proc *p)
+{
+	for (size_t i = 0; p->exe && i < p->nmaps; i++) {
+		if (!strcmp(p->maps[i].path, p->exe)) {
+			cp_symbolize_mapping(r->sym, prof, p, p->maps[i].start);
+			return;
+		}
+	}
+}
+
 static void on_sample(void *arg, const struct cp_sample_rec *s)
 {
 	struct rec *r = arg;
@@ -206,6 +217,8 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 		}
 		prof = t->prof;
 	}
+	if (prof->nmappings == 0)
+		main_mapping_first(r, prof, p);
 	/* kernel frames first (leaf first), then user frames */
 	if (!r->no_kernel) {
 		for (uint32_t i = 0; i < s->kstack_len / 8 && i < CP_KSTACK_MAX; i++) {
@@ -224,8 +237,8 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 			goto fail;
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
-	if (nlocs == 0 && (s->flags & CP_SAMPLE_KTHREAD) == 0 && r->no_kernel)
-		return; /* a kernel-only sample, and kernel frames are not wanted */
+	if (nlocs == 0 && r->no_kernel)
+		return; /* a kernel thread's sample, and kernel frames are not wanted */
 	stack = cp_profile_stack(prof, r->locs, nlocs);
 	if (stack < 0)
 		goto fail;
@@ -577,8 +590,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "say what to record: --all, -p PID, --cgroup PATH or -- CMD");
 	if (r->format && strcmp(r->format, "pprof") && strcmp(r->format, "folded"))
 		return usage_error("record", "unknown format '%s': want pprof or folded", r->format);
-	if (r->output && r->data)
-		return usage_error("record", "--output and --data both given: write to a file or to the store");
+	if ((r->output || r->format) && r->data)
+		return usage_error("record", "--data is for the store; with -o/-f the profile goes to a file or stdout");
 	if (r->format && !r->output && !strcmp(r->format, "pprof"))
 		return usage_error("record", "-f pprof needs -o FILE (pprof is binary)");
 	if ((r->output || r->format) && (r->flush || r->retention))
@@ -610,11 +623,21 @@ static pid_t start_command(char **cmd, int *go_fd)
 	int gate[2], errp[2];
 	pid_t pid;
 
-	if (pipe2(gate, O_CLOEXEC) || pipe2(errp, O_CLOEXEC))
+	if (pipe2(gate, O_CLOEXEC))
 		return -1;
+	if (pipe2(errp, O_CLOEXEC)) {
+		close(gate[0]);
+		close(gate[1]);
+		return -1;
+	}
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(gate[0]);
+		close(gate[1]);
+		close(errp[0]);
+		close(errp[1]);
 		return -1;
+	}
 	if (pid == 0) {
 		char c;
 		int e;
@@ -683,14 +706,7 @@ static int run_record(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		const char *d = r.data ? r.data : cp_store_default_dir(dir, sizeof(dir));
-
-		r.data = d;
-		r.store = cp_store_open(d, CP_STORE_WRITE);
-		if (!r.store) {
-			status = fail("record", "%s", cp_errmsg(errno));
-			goto out;
-		}
+		r.data = r.data ? r.data : cp_store_default_dir(dir, sizeof(dir));
 		if (!r.flush)
 			r.flush = 10000000000LL;
 	}
@@ -719,6 +735,14 @@ static int run_record(int argc, char **argv)
 	if (!s) {
 		status = fail("record", "%s", cp_errmsg(errno));
 		goto out;
+	}
+	/* the store after the sampler: a run that cannot sample creates nothing */
+	if (!r.file_prof) {
+		r.store = cp_store_open(r.data, CP_STORE_WRITE);
+		if (!r.store) {
+			status = fail("record", "%s", cp_errmsg(errno));
+			goto out;
+		}
 	}
 	clock_gettime(CLOCK_REALTIME, &rt);
 	t0 = mono_ns();
@@ -780,7 +804,9 @@ static int run_record(int argc, char **argv)
 	}
 	/* what is still in flight */
 	if (status == EXIT_OK) {
-		cp_sampler_drain(s);
+		/* everything still in the ring, in bounded rounds */
+		while (cp_sampler_drain(s) >= 4096 && !r.error)
+			;
 		if (r.error)
 			status = fail("record", "%s", cp_errmsg(r.error));
 	}

@@ -105,8 +105,6 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 	const struct sample_id *id = record_id(h);
 
 	(void)cpu;
-	if (getenv("CPROF_DEBUG_RECORDS"))
-		fprintf(stderr, "record type %u size %u\n", h->type, h->size);
 	switch (h->type) {
 	case PERF_RECORD_MMAP2: {
 		struct {

@@ -59,6 +59,7 @@ struct symmod {
 	struct modsym {
 		uint64_t addr, size;
 		const char *name;
+		int rank; /* binding: global 0, weak 1, local 2 */
 	} *syms;
 	size_t nsyms;
 	bool syms_read;
@@ -333,6 +334,8 @@ static int modsym_cmp(const void *a, const void *b)
 	/* sized symbols first, then global-looking names (no '.' clone suffix) */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
 	return (strchr(x->name, '.') != NULL) - (strchr(y->name, '.') != NULL);
 }
 
@@ -356,6 +359,8 @@ static void read_syms(struct symmod *sm)
 		sm->syms[sm->nsyms].addr = addr;
 		sm->syms[sm->nsyms].size = sym.st_size;
 		sm->syms[sm->nsyms].name = name;
+		sm->syms[sm->nsyms].rank = GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 0
+					   : GELF_ST_BIND(sym.st_info) == STB_WEAK ? 1 : 2;
 		sm->nsyms++;
 	}
 	if (!sm->nsyms)
@@ -505,6 +510,22 @@ static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t
 	return cp_profile_mapping(prof, &m);
 }
 
+int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr)
+{
+	struct cp_map *m = (struct cp_map *)cp_proc_find_map(p, addr);
+	const uint8_t *bid;
+	size_t bidlen;
+	char bidhex[41] = "";
+
+	(void)s;
+	if (!m)
+		return -ENOENT;
+	bid = cp_map_build_id(m, p, &bidlen);
+	if (bid)
+		hex(bidhex, bid, bidlen);
+	return profile_mapping(prof, m->start, m->end, m->pgoff, m->path, bidhex, true);
+}
+
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
 			  bool is_return)
 {
@@ -586,74 +607,101 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Parses text (NUL-terminated, len bytes), taking ownership of it. */
-static struct cp_ksyms *ksyms_parse_owned(char *text, size_t len)
+/* One /proc/kallsyms line (modified in place): a text symbol's address,
+ * name and "[module]" (mod "" for the core kernel). 0, or -1 to skip it. */
+static int ksym_line(char *line, uint64_t *addr, char **name, char **mod)
 {
-	struct cp_ksyms *k = calloc(1, sizeof(*k));
-	size_t cap = 0;
-	char *p, *end;
+	char *q;
+	char type;
 
-	if (!k) {
-		free(text);
-		return NULL;
+	*addr = strtoull(line, &q, 16);
+	if (q == line || *q != ' ' || !q[1] || q[2] != ' ')
+		return -1;
+	type = q[1];
+	if (!(type == 't' || type == 'T' || type == 'w' || type == 'W') || *addr == 0)
+		return -1;
+	*name = q + 3;
+	(*name)[strcspn(*name, "\n")] = 0;
+	q = *name + strcspn(*name, " \t");
+	*mod = q;
+	if (*q) {
+		*q++ = 0;
+		q += strspn(q, " \t");
+		*mod = q;
+		if (*q == '[')
+			q[strcspn(q, "]") + (q[strcspn(q, "]")] == ']')] = 0;
+		else
+			*q = 0;
 	}
-	k->text = text;
-	for (p = k->text, end = k->text + len; p < end;) {
-		char *eol = memchr(p, '\n', (size_t)(end - p)), *q, *name, *mod = NULL;
-		uint64_t addr;
-		char type;
-
-		if (!eol)
-			eol = end;
-		*eol = 0;
-		addr = strtoull(p, &q, 16);
-		if (q == p || *q != ' ' || !q[1] || q[2] != ' ')
-			goto next;
-		type = q[1];
-		name = q + 3;
-		if (!(type == 't' || type == 'T' || type == 'w' || type == 'W') || !*name || addr == 0)
-			goto next;
-		q = strchr(name, '\t');
-		if (!q)
-			q = strchr(name, ' ');
-		if (q) {
-			*q++ = 0;
-			while (*q == ' ' || *q == '\t')
-				q++;
-			if (*q == '[') {
-				mod = q;
-				q[strcspn(q, "]") + (q[strcspn(q, "]")] ? 1 : 0)] = 0;
-			}
-		}
-		if (cp_grow((void **)&k->s, &cap, k->n + 1, sizeof(*k->s)))
-			goto fail;
-		k->s[k->n].addr = addr;
-		k->s[k->n].name = (uint32_t)(name - k->text);
-		k->s[k->n].module = mod ? (uint32_t)(mod - k->text) : (uint32_t)(eol - k->text);
-		k->n++;
-next:
-		p = eol + 1;
-	}
-	if (k->n)
-		qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
-	return k;
-fail:
-	cp_ksyms_free(k);
-	errno = ENOMEM;
-	return NULL;
+	return **name ? 0 : -1;
 }
 
-struct cp_ksyms *cp_ksyms_parse(const char *text, size_t len)
+/* Adds one symbol to k, its strings appended to *text. */
+static int ksym_add(struct cp_ksyms *k, size_t *scap, char **text, size_t *tlen, size_t *tcap, uint64_t addr,
+		    const char *name, const char *mod)
 {
-	char *copy = malloc(len + 1);
+	size_t nl = strlen(name), ml = strlen(mod);
 
-	if (!copy) {
+	if (cp_grow((void **)text, tcap, *tlen + nl + ml + 2, 1) ||
+	    cp_grow((void **)&k->s, scap, k->n + 1, sizeof(*k->s)))
+		return -ENOMEM;
+	k->s[k->n].addr = addr;
+	k->s[k->n].name = (uint32_t)*tlen;
+	memcpy(*text + *tlen, name, nl + 1);
+	*tlen += nl + 1;
+	k->s[k->n].module = (uint32_t)*tlen;
+	memcpy(*text + *tlen, mod, ml + 1);
+	*tlen += ml + 1;
+	k->n++;
+	return 0;
+}
+
+static void ksyms_finish(struct cp_ksyms *k, char *text, size_t tlen)
+{
+	struct ksym *t;
+
+	k->text = tlen ? realloc(text, tlen) : NULL;
+	if (!k->text)
+		k->text = text;
+	t = k->n ? realloc(k->s, k->n * sizeof(*k->s)) : NULL;
+	if (t)
+		k->s = t;
+	if (k->n)
+		qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+}
+
+struct cp_ksyms *cp_ksyms_parse(const char *in, size_t len)
+{
+	struct cp_ksyms *k = calloc(1, sizeof(*k));
+	char *text = NULL, line[1024];
+	size_t scap = 0, tlen = 0, tcap = 0;
+	const char *p = in, *end = in + len;
+
+	if (!k) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	memcpy(copy, text, len);
-	copy[len] = 0;
-	return ksyms_parse_owned(copy, len);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((eol ? eol : end) - p);
+		uint64_t addr;
+		char *name, *mod;
+
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = 0;
+		p = eol ? eol + 1 : end;
+		if (ksym_line(line, &addr, &name, &mod) == 0 &&
+		    ksym_add(k, &scap, &text, &tlen, &tcap, addr, name, mod)) {
+			free(text);
+			cp_ksyms_free(k);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	ksyms_finish(k, text, tlen);
+	return k;
 }
 
 void cp_ksyms_free(struct cp_ksyms *k)
@@ -700,68 +748,24 @@ static void load_ksyms(struct cp_symbolizer *s)
 	struct cp_ksyms *k = NULL;
 	char *line = NULL, *text = NULL;
 	size_t lcap = 0, tlen = 0, tcap = 0, scap = 0;
-	ssize_t n;
 
 	s->ksyms_tried = true;
 	if (!f || !(k = calloc(1, sizeof(*k))))
 		goto out;
-	while ((n = getline(&line, &lcap, f)) > 0) {
-		char *q, *name, *mod = NULL, type;
-		uint64_t addr = strtoull(line, &q, 16);
-		size_t nl, ml = 0;
+	while (getline(&line, &lcap, f) > 0) {
+		uint64_t addr;
+		char *name, *mod;
 
-		if (q == line || *q != ' ' || !q[1] || q[2] != ' ')
-			continue;
-		type = q[1];
-		if (!(type == 't' || type == 'T' || type == 'w' || type == 'W') || addr == 0)
-			continue;
-		name = q + 3;
-		name[strcspn(name, "\n")] = 0;
-		q = name + strcspn(name, " \t");
-		if (*q) {
-			*q++ = 0;
-			q += strspn(q, " \t");
-			if (*q == '[') {
-				mod = q;
-				ml = strcspn(q, "]");
-				ml += q[ml] == ']';
-			}
-		}
-		nl = strlen(name);
-		if (!nl)
-			continue;
-		if (cp_grow((void **)&text, &tcap, tlen + nl + ml + 3, 1) ||
-		    cp_grow((void **)&k->s, &scap, k->n + 1, sizeof(*k->s)))
-			goto fail;
-		k->s[k->n].addr = addr;
-		k->s[k->n].name = (uint32_t)tlen;
-		memcpy(text + tlen, name, nl + 1);
-		tlen += nl + 1;
-		k->s[k->n].module = (uint32_t)tlen;
-		memcpy(text + tlen, mod ? mod : "", ml);
-		text[tlen + ml] = 0;
-		tlen += ml + 1;
-		k->n++;
+		if (ksym_line(line, &addr, &name, &mod) == 0 && ksym_add(k, &scap, &text, &tlen, &tcap, addr, name, mod))
+			break;
 	}
-	if (!k->n)
-		goto fail; /* without privileges every address reads as zero */
-	k->text = realloc(text, tlen) ? : text;
-	text = NULL;
-	{
-		struct ksym *t = realloc(k->s, k->n * sizeof(*k->s));
-
-		if (t)
-			k->s = t;
+	ksyms_finish(k, text, tlen);
+	if (k->n) { /* without privileges every address reads as zero: none */
+		s->ksyms = k;
+		k = NULL;
 	}
-	qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
-	s->ksyms = k;
-	k = NULL;
-	goto out;
-fail:
-	free(text);
-	cp_ksyms_free(k);
-	k = NULL;
 out:
+	cp_ksyms_free(k);
 	free(line);
 	if (f)
 		fclose(f);

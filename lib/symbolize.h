@@ -26,6 +26,8 @@ void cp_symbolizer_free(struct cp_symbolizer *s);
  * before it is what is looked up.  Returns the id or -errno. */
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
 			  bool is_return);
+/* Just the mapping (id in prof) holding addr in p; -ENOENT if none. */
+int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr);
 /* The same for a kernel address. */
 int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return);
 

@@ -1,10 +1,13 @@
 #!/bin/sh
-# Installs what cprof needs on Debian 12 (as root) and builds it in build/.
+# Installs what cprof needs on Debian 12 (as root) and builds it in build/:
+# the BPF toolchain for record (clang, llvm, bpftool, libbpf, libdw) and
+# linux-perf, which the benchmarks compare record with.
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
-libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time"
+libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time
+libbpf-dev libdw-dev libelf-dev bpftool llvm linux-perf"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

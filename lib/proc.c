@@ -699,6 +699,22 @@ out:
 	return ret;
 }
 
+int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd)
+{
+	char path[4200];
+	int fd = -1;
+
+	if (m->path[0] == '/') {
+		snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	} else if (!strcmp(m->path, "[vdso]") && vdso_fd >= 0) {
+		fd = fcntl(vdso_fd, F_DUPFD_CLOEXEC, 0);
+	}
+	return fd;
+}
+
 const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len)
 {
 	if (!m->build_id_read) {

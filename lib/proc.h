@@ -83,6 +83,9 @@ const struct cp_map *cp_proc_find_map(const struct cp_proc *p, uint64_t addr);
 void cp_proc_set_cgroup(struct cp_proc *p, const char *path);
 /* The build id of a mapping (read from the file when the kernel gave none). */
 const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len);
+/* Opens the file mapped by m as p sees it (through /proc/PID/root, for
+ * containers, else by path); "[vdso]" is a dup of vdso_fd.  -1 on failure. */
+int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd);
 /* The JIT symbol for addr from /tmp/perf-PID.map (reread when it changed). */
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr);
 

@@ -125,7 +125,6 @@ static struct symmod *get_mod(struct cp_symbolizer *s, const char *key, const st
 			      const struct cp_map *m)
 {
 	struct symmod *sm;
-	char path[4200];
 	int fd = -1, i;
 	Elf *elf;
 	size_t nph;
@@ -152,14 +151,7 @@ static struct symmod *get_mod(struct cp_symbolizer *s, const char *key, const st
 	}
 	sm->used = ++s->clock;
 	s->mods[s->nmods++] = sm; /* failures are remembered too */
-	if (m->path[0] == '/') {
-		snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			fd = open(m->path, O_RDONLY | O_CLOEXEC);
-	} else if (!strcmp(m->path, "[vdso]") && s->u && cp_unwind_vdso_fd(s->u) >= 0) {
-		fd = dup(cp_unwind_vdso_fd(s->u));
-	}
+	fd = cp_map_open(p, m, s->u ? cp_unwind_vdso_fd(s->u) : -1);
 	if (fd < 0 || !(sm->dwfl = dwfl_begin(&s->cb))) {
 		if (fd >= 0)
 			close(fd);

@@ -236,20 +236,12 @@ static void report_modules(struct cp_unwinder *u, struct session *s)
 	dwfl_report_begin(s->dwfl);
 	for (size_t i = 0; i < p->nmaps; i++) {
 		const struct cp_map *m = &p->maps[i];
-		char path[4200];
 		uint64_t bias;
-		int fd = -1;
+		int fd;
 
 		if (last && strcmp(last, m->path) == 0)
 			continue; /* one module per file */
-		if (m->path[0] == '/') {
-			snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		} else if (strcmp(m->path, "[vdso]") == 0 && u->vdso_fd >= 0) {
-			fd = dup(u->vdso_fd);
-		}
+		fd = cp_map_open(p, m, u->vdso_fd);
 		if (fd < 0)
 			continue;
 		if (map_bias(fd, m, &bias) != 0) {

@@ -406,8 +406,29 @@ static uint32_t lookup(struct cp_symbolizer *s, struct symmod *sm, uint64_t addr
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
 
+		bool outer = false;
+
 		if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
 			files = NULL;
+		/* dwarf_getscopes follows an inlined call into its abstract
+		 * definition's context; the concrete chain (inlined into
+		 * inlined into the real function) is the innermost inlined
+		 * instance's own scopes */
+		for (int i = 0; i < ns; i++) {
+			if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) {
+				Dwarf_Die *chain = NULL;
+				int nc = dwarf_getscopes_die(&scopes[i], &chain);
+
+				if (nc > 0) {
+					free(scopes);
+					scopes = chain;
+					ns = nc;
+				} else {
+					free(chain);
+				}
+				break;
+			}
+		}
 		for (int i = 0; i < ns && n < MAX_INLINE; i++) {
 			int tag = dwarf_tag(&scopes[i]);
 
@@ -431,8 +452,17 @@ static uint32_t lookup(struct cp_symbolizer *s, struct symmod *sm, uint64_t addr
 				out[n].file = intern(s, file);
 				out[n].line = line;
 				n++;
+				outer = true;
 				break;
 			}
+		}
+		/* no enclosing function among the scopes: the symbol's, at the
+		 * call site */
+		if (!outer && n > 0 && n < MAX_INLINE && symname) {
+			out[n].name = intern_name(s, symname);
+			out[n].file = intern(s, file);
+			out[n].line = line;
+			n++;
 		}
 		free(scopes);
 	}

@@ -106,6 +106,7 @@ struct rec {
 	int64_t interval_start;      /* wall clock ns */
 	uint64_t nsamples, nstored, nflushes;
 	int error;                   /* first failure inside a callback */
+	bool track_all;              /* keep records of every process (else only followed ones) */
 	uint64_t *pcs;
 	uint32_t *locs;
 };
@@ -274,11 +275,21 @@ static void on_mmap(void *arg, const struct cp_mmap_event *e)
 
 	if (!(e->prot & 4 /* PROT_EXEC */) || e->pid == 0 || e->pid == UINT32_MAX)
 		return;
-	p = cp_procs_get(r->procs, e->pid, true);
+	p = cp_procs_get(r->procs, e->pid, r->track_all);
 	if (!p)
 		return;
-	if (cp_proc_add_map(p, e->start, e->start + e->len, e->pgoff, e->path, e->build_id, e->build_id_len))
+	if (p->exec_time && e->time_ns < p->exec_time)
+		return; /* the previous program's, read late from another CPU's buffer */
+	if (cp_proc_add_map(p, e->start, e->start + e->len, e->pgoff, e->path, e->build_id, e->build_id_len)) {
 		r->error = -ENOMEM;
+		return;
+	}
+	{
+		struct cp_map *m = (struct cp_map *)cp_proc_find_map(p, e->start);
+
+		if (m)
+			m->time = e->time_ns;
+	}
 	if (p->exe_from_mmap && e->path[0] == '/') {
 		free(p->exe);
 		p->exe = strdup(e->path);
@@ -293,12 +304,13 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, boo
 
 	if (!exec || pid != tid)
 		return;
-	p = cp_procs_get(r->procs, pid, true);
+	p = cp_procs_get(r->procs, pid, r->track_all);
 	if (!p)
 		return;
-	/* a new program: its mappings follow in mmap records */
+	/* a new program: its mappings follow in mmap records (some may have
+	 * been read already, from another CPU's buffer) */
 	cp_unwind_forget(r->unw, p);
-	cp_proc_clear_maps(p);
+	cp_proc_drop_maps_before(p, t);
 	p->have_maps = true;
 	p->proc_read = true; /* the records are complete from here on */
 	p->exec_time = t;
@@ -314,6 +326,8 @@ static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64
 	if (pid != tid || pid == ppid)
 		return; /* a thread */
 	parent = cp_procs_get(r->procs, ppid, false);
+	if (!parent && !r->track_all)
+		return; /* not a process we follow */
 	child = cp_procs_get(r->procs, pid, true);
 	if (!child)
 		return;
@@ -338,7 +352,7 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
 	p = cp_procs_get(r->procs, pid, false);
 	if (p) {
 		p->dead = true;
-		(void)t;
+		p->exit_time = t;
 	}
 }
 
@@ -407,21 +421,28 @@ static void reset_target(struct cp_proc *p, void *arg)
 struct dead_list {
 	uint32_t *pids;
 	size_t n, cap;
+	uint64_t before;
 };
 
 static void find_dead(struct cp_proc *p, void *arg)
 {
 	struct dead_list *d = arg;
+	struct target *t = p->user;
 
-	if (p->dead && d->n < d->cap)
+	/* gone a while (its last samples are drained) and nothing pending */
+	if (p->dead && p->exit_time < d->before && (!t || !t->prof || !t->prof->nsamples) && d->n < d->cap)
 		d->pids[d->n++] = p->pid;
 }
 
-/* Forget exited processes (their samples were written). */
+static int64_t mono_ns(void);
+
+/* Forget processes that exited more than 2 s ago. */
 static void prune(struct rec *r)
 {
-	struct dead_list d = { NULL, 0, cp_procs_count(r->procs) };
+	struct dead_list d = { NULL, 0, cp_procs_count(r->procs), 0 };
+	int64_t now = mono_ns();
 
+	d.before = now > 2000000000 ? (uint64_t)(now - 2000000000) : 0;
 	if (!d.cap || !(d.pids = malloc(d.cap * sizeof(*d.pids))))
 		return;
 	cp_procs_each(r->procs, find_dead, &d);
@@ -675,7 +696,7 @@ static int run_record(int argc, char **argv)
 	pid_t child = -1;
 	int child_status = 0;
 	bool child_done = false;
-	int64_t t0, deadline = 0, next_flush = 0;
+	int64_t t0, deadline = 0, next_flush = 0, next_prune = 0;
 	struct timespec rt;
 
 	memset(&r, 0, sizeof(r));
@@ -698,6 +719,20 @@ static int run_record(int argc, char **argv)
 	if (!r.pcs || !r.locs || !r.procs || !r.unw || !r.sym) {
 		status = fail("record", "out of memory");
 		goto out;
+	}
+	if (r.output) {
+		/* fail now, not after a long recording */
+		char *copy = strdup(r.output), *slash = copy ? strrchr(copy, '/') : NULL;
+		const char *dir = !slash ? "." : slash == copy ? "/" : (*slash = 0, copy);
+		struct stat st;
+
+		if (!copy || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
+			status = fail("record", "cannot write %s: %s", r.output,
+				      !copy ? "out of memory" : errno ? strerror(errno) : "not a directory");
+			free(copy);
+			goto out;
+		}
+		free(copy);
 	}
 	if (r.output || r.format) {
 		r.file_prof = new_profile(&r, true);
@@ -731,6 +766,14 @@ static int run_record(int argc, char **argv)
 	so.follow_forks = child > 0;
 	so.cgroup = r.cgroup;
 	so.idle = r.idle;
+	/* every process's records are kept: a child's exec may be read
+	 * before the fork that makes it ours (records come per CPU) */
+	r.track_all = true;
+	for (size_t i = 0; i < so.npids; i++)
+		if (!cp_procs_get(r.procs, so.pids[i], true)) {
+			status = fail("record", "out of memory");
+			goto out;
+		}
 	s = cp_sampler_new(&so, &ops, &r);
 	if (!s) {
 		status = fail("record", "%s", cp_errmsg(errno));
@@ -794,6 +837,10 @@ static int run_record(int argc, char **argv)
 			break;
 		if (r.npids && !any_alive(r.pids, r.npids))
 			break; /* as perf record -p: the processes are gone */
+		if (!next_flush && now >= next_prune) {
+			prune(&r); /* file output: no flushes, but exited processes go */
+			next_prune = now + 10000000000LL;
+		}
 		if (next_flush && now >= next_flush) {
 			if ((err = flush_store(&r, now + r.wall_offset))) {
 				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));
@@ -804,7 +851,8 @@ static int run_record(int argc, char **argv)
 	}
 	/* what is still in flight */
 	if (status == EXIT_OK) {
-		/* everything still in the ring, in bounded rounds */
+		/* stop sampling, then take everything still in the ring */
+		cp_sampler_stop(s);
 		while (cp_sampler_drain(s) >= 4096 && !r.error)
 			;
 		if (r.error)

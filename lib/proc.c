@@ -128,6 +128,20 @@ void cp_proc_clear_maps(struct cp_proc *p)
 	p->maps_gen++;
 }
 
+void cp_proc_drop_maps_before(struct cp_proc *p, uint64_t t)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->nmaps; i++) {
+		if (p->maps[i].time && p->maps[i].time >= t)
+			p->maps[k++] = p->maps[i];
+		else
+			free(p->maps[i].path);
+	}
+	p->nmaps = k;
+	p->maps_gen++;
+}
+
 int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		    const uint8_t *build_id, size_t build_id_len)
 {
@@ -536,7 +550,9 @@ void cp_perfmap_release(struct cp_perfmap *m)
 	for (size_t i = 0; i < m->n; i++)
 		free(m->e[i].name);
 	free(m->e);
+	free(m->maxend);
 	m->e = NULL;
+	m->maxend = NULL;
 	m->n = 0;
 }
 
@@ -544,7 +560,9 @@ static int entry_cmp(const void *a, const void *b)
 {
 	const struct cp_perfmap_entry *x = a, *y = b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
 }
 
 int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
@@ -553,6 +571,7 @@ int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
 	size_t cap = 0;
 
 	out->e = NULL;
+	out->maxend = NULL;
 	out->n = 0;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -585,13 +604,23 @@ int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
 			goto nomem;
 		out->e[out->n].start = start;
 		out->e[out->n].size = size;
+		out->e[out->n].line = out->n;
 		out->e[out->n].name = strdup(q);
 		if (!out->e[out->n].name)
 			goto nomem;
 		out->n++;
 	}
-	if (out->n)
+	if (out->n) {
 		qsort(out->e, out->n, sizeof(*out->e), entry_cmp);
+		out->maxend = malloc(out->n * sizeof(*out->maxend));
+		if (!out->maxend)
+			goto nomem;
+		for (size_t i = 0; i < out->n; i++) {
+			uint64_t e = out->e[i].start + out->e[i].size;
+
+			out->maxend[i] = i && out->maxend[i - 1] > e ? out->maxend[i - 1] : e;
+		}
+	}
 	return 0;
 nomem:
 	cp_perfmap_release(out);
@@ -600,10 +629,12 @@ nomem:
 
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 {
+	const struct cp_perfmap_entry *best = NULL;
 	size_t lo = 0, hi = m->n;
 
-	/* the last entry starting at or below addr; later entries win (a JIT
-	 * may reuse addresses, and the file is appended to) */
+	/* entries starting at or below addr; walk back while one of them can
+	 * still reach addr; of those holding it, the latest line wins (a JIT
+	 * reuses addresses and appends) */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -612,18 +643,13 @@ const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 		else
 			hi = mid;
 	}
-	while (lo > 0) {
-		const struct cp_perfmap_entry *e = &m->e[lo - 1];
+	while (lo > 0 && m->maxend[lo - 1] > addr) {
+		const struct cp_perfmap_entry *e = &m->e[--lo];
 
-		if (addr - e->start < e->size)
-			return e->name;
-		if (lo >= 2 && m->e[lo - 2].start + m->e[lo - 2].size > addr) {
-			lo--;
-			continue;
-		}
-		break;
+		if (addr - e->start < e->size && (!best || e->line > best->line))
+			best = e;
 	}
-	return NULL;
+	return best ? best->name : NULL;
 }
 
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
@@ -658,14 +684,24 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 	return p->jit ? cp_perfmap_find(p->jit, addr) : NULL;
 }
 
+static int elf_build_id_fd(int fd, uint8_t *out, size_t cap);
+
 int cp_elf_build_id(const char *path, uint8_t *out, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
-	Elf *elf = NULL;
-	size_t nph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
+	return elf_build_id_fd(fd, out, cap);
+}
+
+/* Reads the build id of the ELF file open at fd, and closes fd. */
+static int elf_build_id_fd(int fd, uint8_t *out, size_t cap)
+{
+	int ret = 0;
+	Elf *elf = NULL;
+	size_t nph;
+
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) != 0) {
@@ -709,6 +745,12 @@ int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			/* deleted or replaced: the mapped file itself, while the process lives */
+			snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", p->pid,
+				 (unsigned long long)m->start, (unsigned long long)m->end);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
 	} else if (!strcmp(m->path, "[vdso]") && vdso_fd >= 0) {
 		fd = fcntl(vdso_fd, F_DUPFD_CLOEXEC, 0);
 	}
@@ -718,16 +760,9 @@ int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd)
 const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len)
 {
 	if (!m->build_id_read) {
-		char path[4200];
-		int n = -ENOENT;
+		int fd = cp_map_open(p, m, -1), n = fd >= 0 ? elf_build_id_fd(fd, m->build_id, sizeof(m->build_id)) : -ENOENT;
 
 		m->build_id_read = true;
-		if (m->path[0] == '/') {
-			snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
-			n = cp_elf_build_id(path, m->build_id, sizeof(m->build_id));
-			if (n < 0)
-				n = cp_elf_build_id(m->path, m->build_id, sizeof(m->build_id));
-		}
 		m->build_id_len = n > 0 ? (uint8_t)n : 0;
 	}
 	*len = m->build_id_len;

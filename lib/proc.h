@@ -16,16 +16,19 @@ struct cp_map {
 	char *path;             /* "/usr/lib/.../libc.so.6", "[vdso]", "" for anonymous */
 	uint8_t build_id[20];
 	uint8_t build_id_len;   /* 0: unknown (read from the file when needed) */
+	uint64_t time;          /* when its mmap record was made (0: read from /proc) */
 	bool build_id_read;     /* the file was read for it */
 };
 
 struct cp_perfmap_entry {
 	uint64_t start, size;
 	char *name;
+	size_t line; /* order in the file: a later line wins */
 };
 
 struct cp_perfmap {
 	struct cp_perfmap_entry *e; /* sorted by start */
+	uint64_t *maxend;           /* maxend[i]: the largest end among e[0..i] */
 	size_t n;
 	int64_t mtime_ns;
 	int64_t size;
@@ -45,6 +48,7 @@ struct cp_proc {
 	bool proc_read;               /* /proc/PID was read (or tried) */
 	bool meta_read;
 	bool dead;
+	uint64_t exit_time;           /* CLOCK_MONOTONIC ns of its exit record */
 	uint64_t exec_time, fork_time; /* CLOCK_MONOTONIC ns, 0 unknown */
 	bool exe_from_mmap;           /* next file mapping after exec names the exe */
 	void *dwfl;                   /* unwinder state (lib/unwind.c) */
@@ -76,6 +80,9 @@ int cp_proc_refresh(struct cp_proc *p, uint64_t addr);
 int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		    const uint8_t *build_id, size_t build_id_len);
 void cp_proc_clear_maps(struct cp_proc *p);
+/* Drops the mappings older than t (an exec at t; records come per CPU, so
+ * the new program's may have been read first). */
+void cp_proc_drop_maps_before(struct cp_proc *p, uint64_t t);
 /* A copy of parent's mappings and metadata into child (at fork). */
 int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent);
 const struct cp_map *cp_proc_find_map(const struct cp_proc *p, uint64_t addr);

@@ -27,6 +27,7 @@ struct cp_sampler {
 	int pb_map_fd;
 	int *pe_fds;
 	struct bpf_link **links;
+	struct bpf_link *fork_link, *exit_link;
 	int ncpus;
 	int epfd;
 	int cgroup_fd;
@@ -34,6 +35,7 @@ struct cp_sampler {
 	void *arg;
 	uint64_t lost_records;
 	int delivered;
+	uint64_t records_until; /* records are read up to this CLOCK_MONOTONIC time */
 };
 
 /* libbpf's messages: kept for the error text, printed with CPROF_DEBUG=1 */
@@ -44,10 +46,13 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	size_t n;
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (level == LIBBPF_DEBUG) {
+		if (getenv("CPROF_DEBUG") && !strcmp(getenv("CPROF_DEBUG"), "2"))
+			fputs(buf, stderr);
+		return 0;
+	}
 	if (getenv("CPROF_DEBUG"))
 		fputs(buf, stderr);
-	if (level == LIBBPF_DEBUG)
-		return 0;
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = 0;
@@ -77,6 +82,15 @@ static int on_sample(void *ctx, void *data, size_t len)
 	if (len < offsetof(struct cp_sample_rec, ustack) ||
 	    len < offsetof(struct cp_sample_rec, ustack) + (size_t)r->ustack_len)
 		return 0;
+	if (r->time_ns >= s->records_until) {
+		/* the sample is newer than the records read: read them first, so
+		 * that the exec and mmap records of its process are known */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s->records_until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		perf_buffer__consume(s->pb);
+	}
 	s->ops->sample(s->arg, r);
 	/* bounded work per call, so that a flood cannot starve the caller's
 	 * clock (duration, flushes, signals) */
@@ -225,8 +239,8 @@ static int open_records(struct cp_sampler *s)
 	return 0;
 }
 
-/* The ring holds about 1/16 s of samples at full stack size (the reader is
- * woken at a quarter full and drains every 100 ms anyway): a power of two
+/* The ring holds about 1/8 s of samples at full stack size (the reader is
+ * woken at an eighth full and drains every 100 ms anyway): a power of two
  * from 512 KiB to 64 MiB.  It is mapped twice, so it counts double in RSS. */
 static size_t ring_size(const struct cp_sampler_opts *o)
 {
@@ -234,7 +248,7 @@ static size_t ring_size(const struct cp_sampler_opts *o)
 	int ncpu = libbpf_num_possible_cpus();
 
 	if (!want)
-		want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 16;
+		want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 8;
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;
@@ -355,7 +369,9 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 			goto fail;
 	}
 	if (o->follow_forks) {
-		if (!bpf_program__attach(s->skel->progs.cp_fork) || !bpf_program__attach(s->skel->progs.cp_exit)) {
+		s->fork_link = bpf_program__attach(s->skel->progs.cp_fork);
+		s->exit_link = s->fork_link ? bpf_program__attach(s->skel->progs.cp_exit) : NULL;
+		if (!s->exit_link) {
 			err = cp_error(errno, "cannot attach to the fork/exit tracepoints: %s", strerror(errno));
 			goto fail;
 		}
@@ -446,6 +462,8 @@ void cp_sampler_free(struct cp_sampler *s)
 	}
 	free(s->links);
 	free(s->pe_fds);
+	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->exit_link);
 	ring_buffer__free(s->rb);
 	perf_buffer__free(s->pb);
 	sampler__destroy(s->skel);
@@ -456,6 +474,14 @@ void cp_sampler_free(struct cp_sampler *s)
 	if (s->epfd >= 0)
 		close(s->epfd);
 	free(s);
+}
+
+void cp_sampler_stop(struct cp_sampler *s)
+{
+	for (int i = 0; i < s->ncpus; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+	}
 }
 
 int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
@@ -472,6 +498,12 @@ int cp_sampler_drain(struct cp_sampler *s)
 	int err;
 
 	s->delivered = 0;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s->records_until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
 	err = perf_buffer__consume(s->pb);
 	if (err < 0 && err != -EINTR)
 		return cp_error(-err, "reading mmap/exec records: %s", strerror(-err));

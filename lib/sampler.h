@@ -56,6 +56,8 @@ int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid);
  * mmap/comm/fork/exit records first, then the samples.  Returns the number of
  * samples delivered or -errno (-EINTR when a signal arrived). */
 int cp_sampler_poll(struct cp_sampler *s, int timeout_ms);
+/* Stop taking samples (what is in the ring stays to be drained). */
+void cp_sampler_stop(struct cp_sampler *s);
 /* Deliver what is pending without waiting (records first). */
 int cp_sampler_drain(struct cp_sampler *s);
 

@@ -259,7 +259,8 @@ static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint
 	if (cp_grow((void **)&s->e, &s->cap, s->n + 1, sizeof(*s->e)) ||
 	    cp_grow((void **)&s->lines, &s->linecap, s->nlines + n, sizeof(*s->lines)))
 		return NULL;
-	memcpy(s->lines + s->nlines, l, n * sizeof(*l));
+	if (n)
+		memcpy(s->lines + s->nlines, l, n * sizeof(*l));
 	e = &s->e[s->n];
 	e->mod = mod;
 	e->off = off;

@@ -29,11 +29,11 @@ is() {
 # like TEXT EXTENDED-REGEX DESCRIPTION
 like() {
 	if printf '%s\n' "$1" | grep -Eq -- "$2"; then _result 0 "$3"; else
-		_result 1 "$3"; printf '#   %s\n' "$1" | head -n 20; printf '#   does not match: %s\n' "$2"; fi
+		_result 1 "$3"; printf '%s\n' "$1" | head -n 20 | sed 's/^/#   /'; printf '#   does not match: %s\n' "$2"; fi
 }
 unlike() {
 	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		_result 1 "$3"; printf '#   %s\n' "$1" | head -n 20; printf '#   matches: %s\n' "$2"; else _result 0 "$3"; fi
+		_result 1 "$3"; printf '%s\n' "$1" | head -n 20 | sed 's/^/#   /'; printf '#   matches: %s\n' "$2"; else _result 0 "$3"; fi
 }
 # run COMMAND...: sets $out (stdout), $err (stderr), $rc (exit status)
 run() {

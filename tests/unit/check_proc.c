@@ -252,9 +252,12 @@ END_TEST
 
 START_TEST(test_cgroup_nothing)
 {
-	static const char *const none[] = { "/", "", "//", "/init", "/foo/bar", "/system.slice/docker-" HEX64 "x.scope",
-					    "/docker/" HEX64 "0", "/docker/0123456789abcdef0123456789abcdef0123456789abcdef"
-					    "0123456789abcdeg" };
+	static const char *const none[] = {
+		"/", "", "//", "/init", "/foo/bar",
+		("/system.slice/docker-" HEX64 "x.scope"),           /* 65 characters */
+		("/docker/" HEX64 "0"),                              /* likewise */
+		("/docker/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg"), /* not hex */
+	};
 
 	for (size_t i = 0; i < sizeof(none) / sizeof(*none); i++) {
 		struct labels l = cg(none[i]);

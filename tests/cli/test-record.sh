@@ -1,0 +1,273 @@
+# cprof record with the real BPF program: workloads with known call paths,
+# built here without frame pointers (tests/fixtures/record/), are recorded
+# and the profiles checked: functions and shares, complete stacks (through
+# zlib too), inline frames and lines, -p, -- CMD and its children, --all into
+# the store with labels, short-lived processes, continuous flushing, signals,
+# folded output, JIT perf maps and the errors.  Needs root (CI runs as root).
+. "$srcdir/tests/cli/lib.sh"
+if [ "$(id -u)" != 0 ]; then
+	ok "running as root: cprof record needs root or CAP_BPF+CAP_PERFMON, and CI runs this test as root" false
+	done_testing; exit
+fi
+[ -n "${GO:-}" ] || GO=$(command -v go || true)
+R="$FIXTURES/record"
+bg=""      # background workloads, killed at exit
+jitmap=""  # the JIT's perf map, removed at exit
+trap 'for p in $bg; do kill "$p" 2>/dev/null; done; rm -f $jitmap; rm -rf "$T"' EXIT
+
+build() { # OUT SOURCE [LIBS]
+	out=$1; src=$2; shift 2
+	cc -O2 -g -fomit-frame-pointer -o "$T/$out" "$R/$src" "$@" 2>"$T/cc.err" && return 0
+	sed 's/^/# /' "$T/cc.err"; return 1
+}
+ok "builds the workload (cc -O2 -g -fomit-frame-pointer, with zlib)" build work work.c -lz
+ok "builds the short-lived workload" build shortlived_qz short.c
+ok "builds the JIT workload" build jit_qz jit.c
+[ -x "$T/work" ] && [ -x "$T/shortlived_qz" ] && [ -x "$T/jit_qz" ] || { done_testing; exit; }
+
+# rec ARGS: cprof record, killed if it hangs (a test must end)
+rec() { timeout -s KILL 60 "$CPROF" record "$@"; }
+folded() { "$CPROF" query -t samples -f folded "$@"; } # of a file, in samples
+sfolded() { "$CPROF" query -f folded "$@"; }         # of the store
+# sum STACK-REGEX: the samples of the folded lines on stdin that match
+sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { print s + 0 }'; }
+# wait_gone PID: waits up to 15 s for a background process to exit; 0 if it did
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 "$1" 2>/dev/null; then kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; return 1; fi
+	return 0
+}
+# exits0 DESCRIPTION: $rc is 0; else shows the end of $err
+exits0() {
+	is "$rc" 0 "$1"
+	[ "$rc" = 0 ] || printf '%s\n' "$err" | tail -n 15 | sed 's/^/#   stderr: /'
+}
+# one_line DESCRIPTION: $err (stderr of a failed command) is one line
+# "cprof record: ...", followed for usage errors by the -h hint
+one_line() {
+	printf '%s\n' "$err" | grep -v "^Try 'cprof record -h' for more information\.$" > "$T/.lines"
+	if [ "$(wc -l < "$T/.lines")" = 1 ] && grep -q '^cprof record: ' "$T/.lines"; then _result 0 "$1"; else
+		_result 1 "$1"; printf '%s\n' "$err" | sed 's/^/#   stderr: /'; fi
+}
+
+# ---- a known workload, recorded as a command into a pprof file ----
+run rec -F 499 -o "$T/w.pb.gz" -- "$T/work" 2
+exits0 "record -- CMD -o FILE exits 0"
+like "$err" '^cprof record: [0-9]+ samples in [0-9.]+ s -> .*w\.pb\.gz$' "and says what it wrote"
+ok "the pprof file is written" test -s "$T/w.pb.gz"
+f=$(folded -i "$T/w.pb.gz")
+total=$(printf '%s\n' "$f" | sum '.')
+a=$(printf '%s\n' "$f" | sum ';hot_a [0-9]+$')
+b=$(printf '%s\n' "$f" | sum ';hot_b [0-9]+$')
+diag "samples: $total; hot_a $a, hot_b $b"
+ok "hot_a is in the profile" test "$a" -gt 0
+ok "hot_b is in the profile" test "$b" -gt 0
+share=$(( (a + b) > 0 ? 100 * a / (a + b) : 0 ))
+ok "hot_a has a plausible share of hot_a + hot_b (3:1 by loop counts): $share% in 55..90%" \
+	test "$share" -ge 55 -a "$share" -le 90
+ok "-F 499 applies: more samples than 19 Hz could give in 2 s ($total)" test "$total" -ge 100
+hot=$(printf '%s\n' "$f" | sum ';(hot_a|hot_b|inl_spin) [0-9]+$')
+hot_main=$(printf '%s\n' "$f" | sum '(^|;)main;run;(hot_a|hot_b|hot_inline;inl_spin|inl_spin) [0-9]+$')
+ok "the stacks of the hot functions reach main without frame pointers ($hot_main of $hot)" \
+	test "$hot" -gt 0 -a "$((100 * hot_main))" -ge "$((98 * hot))"
+with_main=$(printf '%s\n' "$f" | sum '(^|;)main;')
+ok "nearly all samples reach main ($with_main of $total)" test "$((100 * with_main))" -ge "$((90 * total))"
+z=$(printf '%s\n' "$f" | sum '(^|;)main;run;squeeze;compress2;deflate[; ]')
+ok "zlib frames (compress2 -> deflate, no frame pointers) have main as ancestor ($z samples)" test "$z" -gt 0
+zdeep=$(printf '%s\n' "$f" | sum '(^|;)main;run;squeeze;compress2;deflate;[^ ]+ [0-9]+$')
+ok "and stacks with their leaf deeper in libz are complete too ($zdeep samples)" test "$zdeep" -gt 0
+# inline frames and lines
+inl=$(printf '%s\n' "$f" | sum ';run;hot_inline;inl_spin [0-9]+$')
+ok "an always_inline function is its own frame under its caller (run;hot_inline;inl_spin: $inl samples)" \
+	test "$inl" -gt 0
+unlike "$(printf '%s\n' "$f" | grep inl_spin)" ';run;inl_spin [0-9]+$' "and its caller is not lost (no run;inl_spin)"
+if [ -z "$GO" ]; then
+	ok "go is installed (apt-get install golang-go): the file is checked with go tool pprof" false
+else
+	run env HOME="$T" "$GO" tool pprof -top "$T/w.pb.gz"
+	is "$rc" 0 "go tool pprof reads the file"
+	like "$out" ' hot_a$' "go tool pprof -top shows hot_a"
+	like "$out" '^Type: cpu$' "the default sample type is cpu (nanoseconds)"
+	run env HOME="$T" "$GO" tool pprof -lines -top "$T/w.pb.gz"
+	like "$out" ' hot_a .*work\.c:[0-9]+$' "the profile has file:line (go tool pprof -lines)"
+	like "$out" ' inl_spin .*work\.c:[0-9]+( \(inline\))?$' "inline frames have their own lines"
+	run env HOME="$T" "$GO" tool pprof -traces "$T/w.pb.gz"
+	like "$out" 'comm: +work' "samples carry the comm label"
+	like "$out" 'thread_name: +work' "and the thread name"
+fi
+
+# ---- -f folded to standard output ----
+run rec -q -F 199 -f folded -- "$T/work" 1
+exits0 "record -f folded exits 0"
+like "$out" '(^|;)main;run;hot_a [0-9]+$' "folded stacks go to standard output"
+unlike "$out" '^[^ ]*$|[^0-9]$' "every line is 'stack count'"
+is "$err" "" "-q: nothing on stderr"
+
+# ---- -p: only the given process ----
+cp "$T/work" "$T/rec_one_qz"
+cp "$T/work" "$T/rec_two_qz"
+"$T/rec_one_qz" 4 & p1=$!
+"$T/rec_two_qz" 4 & p2=$!
+bg="$bg $p1 $p2"
+sleep 0.3
+run rec -p "$p1" -d 2s --data "$T/pstore"
+exits0 "record -p PID -d 2s into a store exits 0"
+like "$err" "-> $T/pstore \\(cprof query --data $T/pstore cpu\\)$" "and names the store"
+run "$CPROF" query --data "$T/pstore" --values comm
+is "$out" "rec_one_qz" "-p: only that process's comm is stored"
+run "$CPROF" query --data "$T/pstore" --values pid
+is "$out" "$p1" "-p: the pid label is that process"
+run "$CPROF" query --data "$T/pstore" --values exe
+is "$out" "$T/rec_one_qz" "the exe label is its path"
+run sfolded --data "$T/pstore" cpu
+like "$out" '(^|;)main;run;hot_a [0-9]+$' "-p: the process's stacks are complete"
+wait "$p1" "$p2"
+
+# ---- a program whose file was deleted while it runs (a package upgrade) ----
+cp "$T/work" "$T/del_qz"
+"$T/del_qz" 3 & pd=$!
+bg="$bg $pd"
+sleep 0.3
+rm -f "$T/del_qz"
+run rec -q -F 199 -p "$pd" -d 1500ms -f folded
+exits0 "record -p of a program whose file was deleted exits 0"
+like "$out" '(^|;)main;run;hot_a [0-9]+$' "a deleted program is still symbolized and unwound (/proc/PID/map_files)"
+unlike "$(printf '%s\n' "$out" | grep -F 'del_qz')" 'del_qz \(deleted\)\+0x' "no frames as 'del_qz (deleted)+0x...'"
+wait "$pd"
+
+# ---- -- CMD follows its children ----
+run rec -F 199 --data "$T/kids" -- sh -c "echo \$\$ > \"$T/cmd.pid\"; \"$T/work\" 1 & \"$T/work\" 1; wait"
+exits0 "record -- sh -c '...' exits 0"
+run "$CPROF" query --data "$T/kids" --series 'cpu{comm="work"}'
+is "$(printf '%s\n' "$out" | grep -c 'comm="work"')" 2 "-- CMD: both children of the shell are profiled"
+run "$CPROF" query --data "$T/kids" --series
+# the command itself (comm cprof until its exec, then sh) and the children, nothing else
+strays=$(printf '%s\n' "$out" | grep -v 'comm="work"' | grep -v "pid=\"$(cat "$T/cmd.pid")\"")
+is "$strays" "" "-- CMD: nothing but the command and its children"
+run sfolded --data "$T/kids" 'cpu{comm="work"}'
+like "$out" '(^|;)main;run;hot_a [0-9]+$' "the children are symbolized and unwound"
+
+# ---- --all into the store, continuous, with short-lived processes ----
+"$T/work" 5 & pw=$!
+bg="$bg $pw"
+(
+	end=$(($(date +%s) + 4))
+	while [ "$(date +%s)" -lt "$end" ]; do "$T/shortlived_qz" 60; done
+) & ps=$!
+bg="$bg $ps"
+sleep 0.2
+run rec --all -F 99 -d 4s --flush-interval 1s --data "$T/all"
+exits0 "record --all -d 4s --flush-interval 1s exits 0"
+wait "$ps" "$pw"
+run "$CPROF" query --data "$T/all" --types
+is "$out" "cpu:samples:count:cpu:nanoseconds:delta" "--types: the profile type"
+run "$CPROF" query --data "$T/all" --labels
+for l in comm exe node pid; do
+	like "$out" "^$l\$" "--all: series are labelled $l"
+done
+run "$CPROF" query --data "$T/all" --values node
+is "$out" "$(uname -n)" "the node label is the host name"
+run "$CPROF" query --data "$T/all" --series "cpu{pid=\"$pw\"}"
+like "$out" "comm=\"work\"" "the workload's series has its comm"
+like "$out" "exe=\"$T/work\"" "and its exe"
+run "$CPROF" query --data "$T/all" cpu -n 100000
+like "$out" ' hot_a$' "cprof query cpu shows the workload's function"
+run sfolded --data "$T/all" "cpu{pid=\"$pw\"}"
+like "$out" '(^|;)main;run;hot_a [0-9]+$' "--all: the workload's stacks are complete"
+run "$CPROF" query --data "$T/all" "cpu{pid=\"$pw\"}" --over-time --since 2m --step 1s -f json
+n=$(printf '%s' "$out" | jq '[.points[] | select(.value > 0)] | length')
+ok "continuous mode: the workload's samples are stored in several batches ($n one-second steps)" \
+	test "${n:-0}" -ge 3
+run "$CPROF" query --data "$T/all" --series 'cpu{comm="shortlived_qz"}'
+n=$(printf '%s\n' "$out" | grep -c .)
+ok "short-lived processes are recorded ($n processes of ~60 ms)" test "$n" -ge 5
+run sfolded --data "$T/all" 'cpu{comm="shortlived_qz"}'
+like "$out" '(^|;)main;short_lived_spin_qz [0-9]+$' "short-lived processes are symbolized and unwound"
+# (a sample taken in execve, in the shell's code, may keep a bare address: not counted)
+unlike "$out" '^(0x[0-9a-f]+;)*0x[0-9a-f]+ [0-9]+$|(^|;)shortlived_qz\+0x' \
+	"no user stack of a short-lived process is bare addresses"
+spin=$(printf '%s\n' "$out" | sum '(^|;)main;short_lived_spin_qz [0-9]+$')
+all=$(printf '%s\n' "$out" | sum 'short_lived_spin_qz')
+ok "the spin function's samples have main as caller ($spin of $all)" \
+	test "$all" -gt 0 -a "$((100 * spin))" -ge "$((95 * all))"
+
+# ---- SIGINT and SIGTERM stop the recording and write what was collected ----
+"$T/work" 3 & pw=$!
+bg="$bg $pw"
+"$CPROF" record --all -o "$T/int.pb.gz" 2>"$T/int.err" & r1=$!
+"$CPROF" record --all -f folded -o "$T/term.folded" 2>"$T/term.err" & r2=$!
+sleep 2
+kill -INT "$r1" 2>/dev/null
+kill -TERM "$r2" 2>/dev/null
+ok "SIGINT stops record" wait_gone "$r1"
+wait "$r1"; rc=$?
+is "$rc" 0 "and it exits 0"
+ok "SIGTERM stops record" wait_gone "$r2"
+wait "$r2"; rc=$?
+is "$rc" 0 "and it exits 0"
+like "$(cat "$T/int.err")" '^cprof record: [0-9]+ samples in' "after SIGINT the summary is printed"
+run "$CPROF" query -i "$T/int.pb.gz" -f json
+is "$rc" 0 "after SIGINT the pprof file is written and valid"
+ok "and it has samples" test "$(printf '%s' "$out" | jq .total)" -gt 0
+ok "after SIGTERM the folded file is written" test -s "$T/term.folded"
+like "$(cat "$T/term.folded")" ';hot_a [0-9]+$' "and has the workload's stacks"
+wait "$pw"
+
+# ---- JIT code announced in /tmp/perf-PID.map ----
+"$T/jit_qz" 3 & pj=$!
+bg="$bg $pj"
+jitmap=/tmp/perf-$pj.map
+sleep 0.3
+ok "the JIT workload wrote its perf map" test -s "$jitmap"
+run rec -F 499 -p "$pj" -d 2s -o "$T/jit.pb.gz"
+exits0 "record -p of a JIT process exits 0"
+run folded -i "$T/jit.pb.gz"
+j=$(printf '%s\n' "$out" | sum '(^|;)jit_hot_loop [0-9]+$')
+t=$(printf '%s\n' "$out" | sum '.')
+ok "JIT frames get their names from the perf map ($j of $t samples in jit_hot_loop)" \
+	test "$t" -gt 0 -a "$((100 * j))" -ge "$((80 * t))"
+wait "$pj"
+rm -f "$jitmap"
+
+# ---- errors ----
+chmod 711 "$T"
+mkdir -m 777 "$T/pub"
+run timeout -s KILL 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$CPROF" record --all -d 1s -o "$T/pub/x.pb.gz"
+is "$rc" 1 "without privileges: exit 1"
+one_line "stderr is one line starting with cprof record:"
+like "$err" 'root' "it says root is needed"
+like "$err" 'CAP_BPF' "or CAP_BPF"
+like "$err" 'CAP_PERFMON' "and CAP_PERFMON"
+ok "nothing is written" test ! -e "$T/pub/x.pb.gz"
+run rec -p 2147483646 -d 1s -o "$T/e1.pb.gz"
+is "$rc" 1 "-p of a process that does not exist: exit 1"
+one_line "stderr is one line starting with cprof record:"
+like "$err" '2147483646' "and it names the pid"
+run rec -d 1s
+is "$rc" 2 "no target: usage error"
+one_line "stderr is one line starting with cprof record:"
+run rec --all -F 0 -d 1s
+is "$rc" 2 "-F 0: usage error"
+one_line "stderr is one line starting with cprof record:"
+run rec --all -d 5x
+is "$rc" 2 "a bad --duration: usage error"
+one_line "stderr is one line starting with cprof record:"
+run rec --all -d -1s
+is "$rc" 2 "a negative --duration: usage error"
+run rec --cgroup /nonexistent -d 1s -o "$T/e2.pb.gz"
+is "$rc" 1 "--cgroup of a missing directory: exit 1"
+one_line "stderr is one line starting with cprof record:"
+like "$err" '/nonexistent' "and it names the path"
+run rec -o "$T/e3.pb.gz" -- /nonexistent/cmd
+is "$rc" 1 "-- a command that does not exist: exit 1"
+one_line "stderr is one line starting with cprof record:"
+like "$err" '/nonexistent/cmd' "and it names the command"
+run rec --all -d 1s -o /nonexistent-dir/x.pb.gz
+is "$rc" 1 "-o in a missing directory: exit 1"
+one_line "stderr is one line starting with cprof record:"
+ok "nothing is written" test ! -e /nonexistent-dir/x.pb.gz
+for e in e1 e2 e3; do
+	ok "no file after a failure ($e)" test ! -e "$T/$e.pb.gz"
+done
+done_testing

@@ -4,11 +4,12 @@
 #
 # bench/stack_workload.c is built -O2 -fomit-frame-pointer -g, with known
 # call paths (main->a->b->leaf_b, main->c->leaf_c, main->rec^25->leaf_rec,
-# main->big->leaf_big with a 6 KiB frame, main->zpath->compress2->deflate...
-# through Debian's libz, which has no frame pointers).  Both tools record it
-# for BENCH_SECONDS (10) at 499 Hz; for each we print the share of the
-# workload's samples whose stack reaches main (target >= 99% for cprof) and
-# each function's inclusive share (samples with it anywhere on the stack),
+# main->big->leaf_big with a 6 KiB frame, main->d->d_inline with d_inline
+# inlined into d, main->zpath->compress2->deflate... through Debian's libz,
+# which has no frame pointers).  Both tools record it for BENCH_SECONDS (10)
+# at 499 Hz; for each we print the share of the workload's samples whose
+# stack reaches main (target >= 99% for cprof) and each function's inclusive
+# share (samples with it anywhere on the stack, inline frames included),
 # side by side, with the difference (target: within 3 percentage points).
 # Needs root (both tools); perf is optional (the comparison is skipped).
 # Exits 0 unless something failed to run; PASS/FAIL lines give the verdict.
@@ -22,7 +23,7 @@ CC=${CC:-cc}
 PERF=${PERF:-perf}
 d=$(mktemp -d /tmp/cprof-stacks-bench.XXXXXX)
 trap 'rm -rf "$d"' EXIT
-FUNCS="main a b leaf_b c leaf_c rec leaf_rec big leaf_big zpath compress2 deflate"
+FUNCS="main a b leaf_b c leaf_c rec leaf_rec big leaf_big d d_inline zpath compress2 deflate"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "record_stacks: needs root (cprof record and perf record sample the CPU): skipped"
@@ -44,21 +45,28 @@ awk '{
 	gsub(/;/, "\n", s); print n; print s; print "" }' cprof.folded > cprof.stacks
 
 # ---- perf ----
-# perf 6.1 on kernel 6.18 aborts at the end of perf record ("assertion
-# failed at util/build-id.c", "stack smashing detected") while it collects
-# build-ids, even with -N (--no-buildid-cache); -B (--no-buildid) avoids it.
-have_perf=
+# perf 6.1 on kernel 6.18 aborts ("assertion failed at util/build-id.c",
+# "stack smashing detected") whenever it reads a build-id from an ELF file:
+# at the end of perf record (also with -N), and in perf script after
+# perf record -B.  --buildid-mmap has the kernel put the build-ids in the
+# mmap records, so neither reads files for them.
+have_perf= failed=
 if command -v "$PERF" > /dev/null 2>&1; then
-	if "$PERF" record -B -N -F $HZ --call-graph dwarf -o perf.data -- ./stack_workload "$SECS" > /dev/null 2> perf.err; then
-		have_perf=1
-		# comm pid line, then one "\tIP SYM" line per frame (leaf first), then a blank line
-		"$PERF" script -i perf.data -F comm,pid,ip,sym 2> /dev/null | awk '
+	if "$PERF" record --buildid-mmap -F $HZ --call-graph dwarf -o perf.data -- ./stack_workload "$SECS" > /dev/null 2> perf.err; then
+		if "$PERF" script -i perf.data -F comm,pid,ip,sym > perf.script 2> perf.err; then
+			have_perf=1
+		else
+			echo "perf script failed (comparison skipped):"; tail -3 perf.err; failed=1
+		fi
+		# comm pid line, then one "\tIP SYM" line per frame (leaf first; inline
+		# frames are "SYM (inlined)"), then a blank line
+		awk '
 			/^[^ \t]/ { if (on) print ""; on = ($1 == "stack_workload"); if (on) print 1; next }
-			on && /^[ \t]/ { sub(/^[ \t]+[0-9a-f]+ /, ""); print }
-			END { if (on) print "" }' > perf.stacks
-		echo "  perf record: $(grep -c '^1$' perf.stacks) samples of stack_workload"
+			on && /^[ \t]/ { sub(/^[ \t]+[0-9a-f]+ /, ""); sub(/ \(inlined\)$/, ""); print }
+			END { if (on) print "" }' perf.script > perf.stacks
+		[ -z "$have_perf" ] || echo "  perf record: $(grep -c '^1$' perf.stacks) samples of stack_workload"
 	else
-		echo "perf record failed (comparison skipped):"; tail -3 perf.err
+		echo "perf record failed (comparison skipped):"; tail -3 perf.err; failed=1
 	fi
 else
 	echo "perf not found (comparison skipped)"
@@ -127,3 +135,4 @@ if [ -s cprof.nomain ]; then
 	echo "cprof stacks that miss main (count, root first; the most frequent 5):"
 	sort -rn cprof.nomain | head -5 | cut -c1-200 | sed 's/^/  /'
 fi
+[ -z "$failed" ] || exit 1

@@ -5,11 +5,15 @@
  * libz.so is built without frame pointers too).  The paths, and the share of
  * the time each is meant to take:
  *
- *   main -> a -> b -> leaf_b                      ~25%
- *   main -> c -> leaf_c                           ~15%
- *   main -> rec -> rec -> ... (24 deep) -> leaf_rec ~20%
- *   main -> big -> leaf_big (a 6 KiB stack frame)  ~10%
- *   main -> zpath -> compress2 -> deflate -> ...  ~30%
+ *   main -> a -> b -> leaf_b                      ~20%
+ *   main -> c -> leaf_c                           ~12%
+ *   main -> rec -> rec -> ... (25 deep) -> leaf_rec ~16%
+ *   main -> big -> leaf_big (a 6 KiB stack frame)  ~8%
+ *   main -> d -> d_inline (inlined into d)        ~8%
+ *   main -> zpath -> compress2 -> deflate -> ...  ~40%
+ *
+ * A profiler must show d_inline as an inline frame inside d (perf does),
+ * not instead of d.
  *
  * usage: stack_workload [SECONDS]   (default 10; 0 runs until killed) */
 #include <stdint.h>
@@ -101,6 +105,17 @@ FRAME uint64_t big(long n)
 	return leaf_big(buf, n) + buf[100];
 }
 
+static inline __attribute__((always_inline)) uint64_t d_inline(long n)
+{
+	SPIN(n, 11);
+	return sink;
+}
+
+FRAME uint64_t d(long n)
+{
+	return d_inline(n) + 1;
+}
+
 static unsigned char zin[64 << 10], zout[80 << 10];
 
 FRAME uint64_t zpath(int reps)
@@ -145,6 +160,7 @@ int main(int argc, char **argv)
 		acc += c(1500000);
 		acc += rec(24, 2000000);
 		acc += big(1000000);
+		acc += d(1000000);
 		acc += zpath(1);
 		rounds++;
 	} while (secs <= 0 || now() - t0 < secs);

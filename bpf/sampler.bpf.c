@@ -46,13 +46,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cp_sample_rec);
-} scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
 	__type(value, struct cp_sampler_stats);
 } stats SEC(".maps");
 
@@ -72,11 +65,16 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
 		return 0;
-	r = bpf_map_lookup_elem(&scratch, &zero);
 	st = bpf_map_lookup_elem(&stats, &zero);
-	if (!r || !st)
+	if (!st)
 		return 0;
 	st->samples++;
+	/* the record is written in place in the ring: no second copy */
+	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	if (!r) {
+		st->dropped++;
+		return 0;
+	}
 
 	task = bpf_get_current_task_btf();
 	r->time_ns = bpf_ktime_get_ns();
@@ -108,44 +106,42 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		r->regs[CP_REG_R14] = BPF_CORE_READ(regs, r14);
 		r->regs[CP_REG_R15] = BPF_CORE_READ(regs, r15);
 		r->flags |= CP_SAMPLE_USER;
-		/* Chunk by chunk: a read that crosses the end of the stack
-		 * mapping fails whole, so stop at the first that fails. */
-		for (i = 0; i < CP_USTACK_CHUNKS; i++) {
-			if (bpf_probe_read_user(&r->ustack[i * CP_USTACK_CHUNK], CP_USTACK_CHUNK,
-						(void *)(sp + i * CP_USTACK_CHUNK)))
-				break;
-		}
-		r->ustack_len = i * CP_USTACK_CHUNK;
-		/* the last part below the end of the mapping, in smaller steps */
-		if (i < CP_USTACK_CHUNKS) {
-			__u32 base = i * CP_USTACK_CHUNK, j;
-
-			for (j = 0; j < CP_USTACK_CHUNK / 64 - 1; j++) {
-				__u32 off = base + j * 64;
-
-				if (off > CP_USTACK_MAX - 64)
-					break;
-				if (bpf_probe_read_user(&r->ustack[off], 64, (void *)(sp + off)))
+		/* All of it in one read when it is all mapped (the usual case),
+		 * else chunk by chunk up to the end of the stack mapping: a read
+		 * that crosses it fails whole. */
+		if (bpf_probe_read_user(r->ustack, CP_USTACK_MAX, (void *)sp) == 0) {
+			r->ustack_len = CP_USTACK_MAX;
+		} else {
+			for (i = 0; i < CP_USTACK_CHUNKS; i++) {
+				if (bpf_probe_read_user(&r->ustack[i * CP_USTACK_CHUNK], CP_USTACK_CHUNK,
+							(void *)(sp + i * CP_USTACK_CHUNK)))
 					break;
 			}
-			r->ustack_len = base + j * 64;
+			r->ustack_len = i * CP_USTACK_CHUNK;
+			/* the last part below the end of the mapping, in smaller steps */
+			if (i < CP_USTACK_CHUNKS) {
+				__u32 base = i * CP_USTACK_CHUNK, j;
+
+				for (j = 0; j < CP_USTACK_CHUNK / 64 - 1; j++) {
+					__u32 off = base + j * 64;
+
+					if (off > CP_USTACK_MAX - 64)
+						break;
+					if (bpf_probe_read_user(&r->ustack[off], 64, (void *)(sp + off)))
+						break;
+				}
+				r->ustack_len = base + j * 64;
+			}
 		}
 		if (r->ustack_len == 0)
 			st->ustack_fault++;
 	}
 
-	{
-		__u64 len = offsetof(struct cp_sample_rec, ustack) + r->ustack_len;
-		__u64 flags = BPF_RB_NO_WAKEUP;
-
-		if (len > sizeof(*r))
-			len = sizeof(*r);
-		/* wake the reader only when the ring fills up: it drains on a timer */
-		if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8)
-			flags = BPF_RB_FORCE_WAKEUP;
-		if (bpf_ringbuf_output(&samples, r, len, flags))
-			st->dropped++;
-	}
+	/* wake the reader only when the ring fills up: it drains on a timer */
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8)
+		bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	else
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

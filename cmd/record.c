@@ -774,6 +774,8 @@ static int run_record(int argc, char **argv)
 			status = fail("record", "out of memory");
 			goto out;
 		}
+	if (!r.no_kernel)
+		cp_symbolize_preload(r.sym);
 	s = cp_sampler_new(&so, &ops, &r);
 	if (!s) {
 		status = fail("record", "%s", cp_errmsg(errno));

@@ -17,6 +17,8 @@ struct cp_map {
 	uint8_t build_id[20];
 	uint8_t build_id_len;   /* 0: unknown (read from the file when needed) */
 	uint64_t time;          /* when its mmap record was made (0: read from /proc) */
+	uint32_t ukey1, skey1;  /* the unwinder's / symbolizer's id of this file, + 1 (0: not yet) */
+	uint32_t skey_gen;      /* the symbolizer cache generation skey1 belongs to */
 	bool build_id_read;     /* the file was read for it */
 };
 
@@ -93,6 +95,8 @@ const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t
 /* Opens the file mapped by m as p sees it (through /proc/PID/root, for
  * containers, else by path); "[vdso]" is a dup of vdso_fd.  -1 on failure. */
 int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd);
+/* The file's identity for caches: its build id in hex, else its path. */
+const char *cp_map_key(struct cp_map *m, const struct cp_proc *p, char *buf, size_t len);
 /* The JIT symbol for addr from /tmp/perf-PID.map (reread when it changed). */
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr);
 

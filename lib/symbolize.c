@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "index.h"
+#include "modcache.h"
 #include "strtab.h"
 #include "util.h"
 
@@ -43,42 +44,18 @@ struct cp_ksyms {
 	char *text;
 };
 
-/* One offline libdw session per binary (by build id), shared by every
- * process that maps it, so its symbols and DWARF are read once. */
-struct symmod {
-	char *key;
-	Dwfl *dwfl;
-	Dwfl_Module *mod;
-	GElf_Addr bias;
-	struct {
-		uint64_t off, filesz, vaddr;
-	} seg[16];
-	int nseg;
-	uint64_t used;
-	/* function symbols sorted by address (libdw's own lookup scans them all) */
-	struct modsym {
-		uint64_t addr, size;
-		const char *name;
-		int rank; /* binding: global 0, weak 1, local 2 */
-	} *syms;
-	size_t nsyms;
-	bool syms_read;
-};
-
 #define MAX_MODS 16
 
 struct cp_symbolizer {
 	struct cp_unwinder *u;
-	Dwfl_Callbacks cb;
-	struct symmod *mods[MAX_MODS];
-	int nmods;
-	uint64_t clock;
+	struct cp_modcache *mc; /* binaries, with their separate debug files */
 	struct cp_strtab strs;
 	struct entry *e;
 	size_t n, cap, max;
 	struct symline *lines;
 	size_t nlines, linecap;
 	struct cp_index idx;
+	uint32_t gen; /* bumped when the cache starts over */
 	struct cp_ksyms *ksyms;
 	bool ksyms_tried;
 	uint32_t kernel_mod;
@@ -102,93 +79,14 @@ struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entrie
 		return NULL;
 	}
 	s->kernel_mod = (uint32_t)id;
-	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
-	s->cb.section_address = dwfl_offline_section_address;
-	s->cb.debuginfo_path = u ? cp_unwind_debuginfo_path(u) : NULL;
+	s->mc = cp_modcache_new(MAX_MODS, u ? cp_unwind_debuginfo_path(u) : NULL, true,
+				u ? cp_unwind_vdso_fd(u) : -1);
+	if (!s->mc) {
+		cp_symbolizer_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return s;
-}
-
-static void symmod_free(struct symmod *m)
-{
-	if (!m)
-		return;
-	if (m->dwfl)
-		dwfl_end(m->dwfl);
-	free(m->syms);
-	free(m->key);
-	free(m);
-}
-
-/* The session for the binary mapped by m in p (NULL if it cannot be read). */
-static struct symmod *get_mod(struct cp_symbolizer *s, const char *key, const struct cp_proc *p,
-			      const struct cp_map *m)
-{
-	struct symmod *sm;
-	int fd = -1, i;
-	Elf *elf;
-	size_t nph;
-
-	for (i = 0; i < s->nmods; i++) {
-		if (!strcmp(s->mods[i]->key, key)) {
-			s->mods[i]->used = ++s->clock;
-			return s->mods[i]->mod ? s->mods[i] : NULL;
-		}
-	}
-	if (s->nmods == MAX_MODS) {
-		int oldest = 0;
-
-		for (i = 1; i < s->nmods; i++)
-			if (s->mods[i]->used < s->mods[oldest]->used)
-				oldest = i;
-		symmod_free(s->mods[oldest]);
-		s->mods[oldest] = s->mods[--s->nmods];
-	}
-	sm = calloc(1, sizeof(*sm));
-	if (!sm || !(sm->key = strdup(key))) {
-		free(sm);
-		return NULL;
-	}
-	sm->used = ++s->clock;
-	s->mods[s->nmods++] = sm; /* failures are remembered too */
-	fd = cp_map_open(p, m, s->u ? cp_unwind_vdso_fd(s->u) : -1);
-	if (fd < 0 || !(sm->dwfl = dwfl_begin(&s->cb))) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	dwfl_report_begin(sm->dwfl);
-	sm->mod = dwfl_report_offline(sm->dwfl, m->path, m->path, fd);
-	dwfl_report_end(sm->dwfl, NULL, NULL);
-	if (!sm->mod) {
-		close(fd);
-		return NULL;
-	}
-	elf = dwfl_module_getelf(sm->mod, &sm->bias);
-	if (!elf || elf_getphdrnum(elf, &nph) != 0) {
-		sm->mod = NULL;
-		return NULL;
-	}
-	for (size_t k = 0; k < nph && sm->nseg < 16; k++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)k, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		sm->seg[sm->nseg].off = ph.p_offset;
-		sm->seg[sm->nseg].filesz = ph.p_filesz;
-		sm->seg[sm->nseg].vaddr = ph.p_vaddr;
-		sm->nseg++;
-	}
-	return sm;
-}
-
-/* The module address of a file offset, or 0 when no segment holds it. */
-static uint64_t mod_addr(const struct symmod *sm, uint64_t off)
-{
-	for (int i = 0; i < sm->nseg; i++)
-		if (off >= sm->seg[i].off && off - sm->seg[i].off < sm->seg[i].filesz)
-			return off - sm->seg[i].off + sm->seg[i].vaddr + sm->bias;
-	return 0;
 }
 
 void cp_symbolizer_free(struct cp_symbolizer *s)
@@ -200,8 +98,7 @@ void cp_symbolizer_free(struct cp_symbolizer *s)
 	free(s->lines);
 	cp_index_release(&s->idx);
 	cp_ksyms_free(s->ksyms);
-	for (int i = 0; i < s->nmods; i++)
-		symmod_free(s->mods[i]);
+	cp_modcache_free(s->mc);
 	free(s);
 }
 
@@ -246,6 +143,7 @@ static void cache_reset(struct cp_symbolizer *s)
 	memset(&s->idx, 0, sizeof(s->idx));
 	s->n = 0;
 	s->nlines = 0;
+	s->gen++;
 	cp_strtab_init(&s->strs);
 	id = cp_strtab_intern(&s->strs, "[kernel]", 8);
 	s->kernel_mod = id < 0 ? 0 : (uint32_t)id;
@@ -320,7 +218,7 @@ static const char *die_name(Dwarf_Die *die)
 /* Look addr up with libdw: innermost (inlined) frame first. */
 static int modsym_cmp(const void *a, const void *b)
 {
-	const struct modsym *x = a, *y = b;
+	const struct cp_modsym *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
@@ -332,7 +230,7 @@ static int modsym_cmp(const void *a, const void *b)
 	return (strchr(x->name, '.') != NULL) - (strchr(y->name, '.') != NULL);
 }
 
-static void read_syms(struct symmod *sm)
+static void read_syms(struct cp_mod *sm)
 {
 	int n = dwfl_module_getsymtab(sm->mod);
 	size_t cap = 0, k = 0;
@@ -366,7 +264,7 @@ static void read_syms(struct symmod *sm)
 	sm->nsyms = k + 1;
 }
 
-static const char *find_sym(struct symmod *sm, uint64_t addr)
+static const char *find_sym(struct cp_mod *sm, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
@@ -388,7 +286,7 @@ static const char *find_sym(struct symmod *sm, uint64_t addr)
 	return sm->syms[lo - 1].name;
 }
 
-static uint32_t lookup(struct cp_symbolizer *s, struct symmod *sm, uint64_t addr, struct symline *out)
+static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out)
 {
 	Dwfl_Module *mod = sm->mod;
 	const char *symname, *file = NULL;
@@ -557,7 +455,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	const struct entry *e;
 	const uint8_t *bid;
 	size_t bidlen;
-	char key[4200], bidhex[41] = "";
+	const char *key;
+	char bidhex[41] = "";
 	uint32_t mod;
 	int64_t mapping;
 
@@ -591,8 +490,12 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	bid = cp_map_build_id(m, p, &bidlen);
 	if (bid)
 		hex(bidhex, bid, bidlen);
-	snprintf(key, sizeof(key), "%s", bid ? bidhex : m->path);
-	mod = intern(s, key);
+	key = bid ? bidhex : m->path;
+	if (!m->skey1 || m->skey_gen != s->gen) {
+		m->skey1 = intern(s, key) + 1;
+		m->skey_gen = s->gen;
+	}
+	mod = m->skey1 - 1;
 	e = cache_find(s, mod, addr - m->start + m->pgoff);
 	if (!e) {
 		struct symline lines[MAX_INLINE];
@@ -602,9 +505,11 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		if (s->n >= s->max) {
 			cache_reset(s);
 			mod = intern(s, key);
+			m->skey1 = mod + 1;
+			m->skey_gen = s->gen;
 		}
-		struct symmod *sm = get_mod(s, key, p, m);
-		uint64_t off = addr - m->start + m->pgoff, maddr = sm ? mod_addr(sm, off) : 0;
+		struct cp_mod *sm = cp_modcache_get(s->mc, key, p, m);
+		uint64_t off = addr - m->start + m->pgoff, maddr = sm ? cp_mod_addr(sm, off) : 0;
 
 		n = maddr ? lookup(s, sm, maddr, lines) : 0;
 		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
@@ -793,6 +698,12 @@ out:
 	if (f)
 		fclose(f);
 	s->counts.kernel_symbols = s->ksyms ? s->ksyms->n : 0;
+}
+
+void cp_symbolize_preload(struct cp_symbolizer *s)
+{
+	if (!s->ksyms_tried)
+		load_ksyms(s);
 }
 
 int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return)

@@ -28,6 +28,9 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 			  bool is_return);
 /* Just the mapping (id in prof) holding addr in p; -ENOENT if none. */
 int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr);
+/* Read /proc/kallsyms now (before sampling starts) rather than at the first
+ * kernel frame. */
+void cp_symbolize_preload(struct cp_symbolizer *s);
 /* The same for a kernel address. */
 int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return);
 

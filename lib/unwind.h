@@ -45,6 +45,7 @@ char **cp_unwind_debuginfo_path(struct cp_unwinder *u);
 /* Counters for the summary and benchmarks. */
 struct cp_unwind_counts {
 	uint64_t sessions_built, sessions_evicted, unwinds, frames;
+	uint64_t slow; /* unwinds that needed libdw's unwinder (a frame without a simple rule) */
 };
 void cp_unwind_counts(const struct cp_unwinder *u, struct cp_unwind_counts *c);
 

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Binaries opened offline in libdw, one session per file identity (build id,
+ * else path), shared by every process that maps the file and kept in a small
+ * LRU: the symbolizer reads symbols and DWARF from them, the unwinder CFI. */
+#ifndef CP_MODCACHE_H
+#define CP_MODCACHE_H
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proc.h"
+
+struct cp_mod {
+	char *key;
+	Dwfl *dwfl;
+	Dwfl_Module *mod; /* NULL: the file could not be read (remembered) */
+	GElf_Addr bias;
+	struct {
+		uint64_t off, filesz, vaddr;
+	} seg[16];
+	int nseg;
+	uint64_t used;
+	/* the symbolizer's sorted function symbols */
+	struct cp_modsym {
+		uint64_t addr, size;
+		const char *name;
+		int rank; /* binding: global 0, weak 1, local 2 */
+	} *syms;
+	size_t nsyms;
+	bool syms_read;
+};
+
+struct cp_modcache;
+/* debuginfo_path: where separate debug files are looked for (NULL: libdw's
+ * default); separate_debug false: never load them (CFI from the file itself);
+ * vdso_fd stands in for "[vdso]" mappings (not owned; -1: none). */
+struct cp_modcache *cp_modcache_new(size_t max, char **debuginfo_path, bool separate_debug, int vdso_fd);
+void cp_modcache_free(struct cp_modcache *c);
+/* The session for the file mapped by m in p, known as key; NULL if it
+ * cannot be read. */
+struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const struct cp_proc *p,
+			       const struct cp_map *m);
+/* The module address (for libdw) of a file offset, or 0 when no segment holds it. */
+uint64_t cp_mod_addr(const struct cp_mod *m, uint64_t off);
+
+#endif

@@ -184,9 +184,14 @@ n=$(printf '%s\n' "$out" | grep -c .)
 ok "short-lived processes are recorded ($n processes of ~60 ms)" test "$n" -ge 5
 run sfolded --data "$T/all" 'cpu{comm="shortlived_qz"}'
 like "$out" '(^|;)main;short_lived_spin_qz [0-9]+$' "short-lived processes are symbolized and unwound"
-# (a sample taken in execve, in the shell's code, may keep a bare address: not counted)
-unlike "$out" '^(0x[0-9a-f]+;)*0x[0-9a-f]+ [0-9]+$|(^|;)shortlived_qz\+0x' \
-	"no user stack of a short-lived process is bare addresses"
+# A sample taken inside execve, between the new name and the new registers,
+# still has the old program's user address while only the new program's
+# mappings are known: it keeps a bare address.  That window is tiny; allow 2%.
+bare=$(printf '%s\n' "$out" | awk '$0 ~ /^(0x[0-9a-f]+;)*0x[0-9a-f]+ [0-9]+$|(^|;)shortlived_qz\+0x/ { b += $NF } { t += $NF }
+	END { printf "%d %d", b, t }')
+set -- $bare
+ok "user stacks of short-lived processes are not bare addresses ($1 of $2 samples are)" \
+	test $(( ${1:-1} * 50 )) -le "${2:-0}"
 spin=$(printf '%s\n' "$out" | sum '(^|;)main;short_lived_spin_qz [0-9]+$')
 all=$(printf '%s\n' "$out" | sum 'short_lived_spin_qz')
 ok "the spin function's samples have main as caller ($spin of $all)" \

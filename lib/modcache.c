@@ -15,9 +15,8 @@ struct cp_modcache {
 	int vdso_fd;
 };
 
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			char **debuginfo_file_name)
+int cp_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, const char *file_name,
+		    const char *debuglink_file, GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	(void)mod;
 	(void)userdata;
@@ -44,7 +43,7 @@ struct cp_modcache *cp_modcache_new(size_t max, char **debuginfo_path, bool sepa
 		return NULL;
 	}
 	c->cb.find_elf = dwfl_build_id_find_elf;
-	c->cb.find_debuginfo = separate_debug ? dwfl_standard_find_debuginfo : no_debuginfo;
+	c->cb.find_debuginfo = separate_debug ? dwfl_standard_find_debuginfo : cp_no_debuginfo;
 	c->cb.section_address = dwfl_offline_section_address;
 	c->cb.debuginfo_path = debuginfo_path;
 	c->vdso_fd = vdso_fd;

@@ -32,6 +32,11 @@ struct cp_mod {
 	bool syms_read;
 };
 
+/* A libdw find_debuginfo callback that finds none: CFI and symbols from the
+ * file itself only. */
+int cp_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, const char *file_name,
+		    const char *debuglink_file, GElf_Word debuglink_crc, char **debuginfo_file_name);
+
 struct cp_modcache;
 /* debuginfo_path: where separate debug files are looked for (NULL: libdw's
  * default); separate_debug false: never load them (CFI from the file itself);

@@ -82,21 +82,6 @@ static int copy_vdso(void)
 	return fd;
 }
 
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			char **debuginfo_file_name)
-{
-	(void)mod;
-	(void)userdata;
-	(void)modname;
-	(void)base;
-	(void)file_name;
-	(void)debuglink_file;
-	(void)debuglink_crc;
-	(void)debuginfo_file_name;
-	return -1;
-}
-
 struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path, size_t max_sessions)
 {
 	struct cp_unwinder *u = calloc(1, sizeof(*u));
@@ -114,7 +99,7 @@ struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path, size_t max_sessi
 	u->cb.find_elf = dwfl_linux_proc_find_elf;
 	/* unwinding reads .eh_frame (and a binary's own .debug_frame): separate
 	 * debug files are for the symbolizer, which loads each once */
-	u->cb.find_debuginfo = no_debuginfo;
+	u->cb.find_debuginfo = cp_no_debuginfo;
 	u->cb.section_address = dwfl_offline_section_address;
 	u->cb.debuginfo_path = u->debuginfo_path ? &u->debuginfo_path : NULL;
 	u->vdso_fd = copy_vdso();

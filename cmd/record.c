@@ -104,7 +104,7 @@ struct rec {
 	char node[256];
 	int64_t period, wall_offset; /* realtime - monotonic */
 	int64_t interval_start;      /* wall clock ns */
-	uint64_t nsamples, nstored, nflushes;
+	uint64_t nsamples;
 	int error;                   /* first failure inside a callback */
 	bool track_all;              /* keep records of every process (else only followed ones) */
 	uint64_t *pcs;
@@ -331,7 +331,6 @@ static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64
 	child = cp_procs_get(r->procs, pid, true);
 	if (!child)
 		return;
-	child->fork_time = t;
 	if (child->exec_time && child->exec_time > t)
 		return; /* its exec was seen first */
 	if (parent && !parent->proc_read && !parent->have_maps)
@@ -476,7 +475,6 @@ static int flush_store(struct rec *r, int64_t now_wall)
 
 		p->time_nanos = r->interval_start;
 		p->duration_nanos = now_wall - r->interval_start > 0 ? now_wall - r->interval_start : 1;
-		r->nstored += (uint64_t)p->nsamples;
 	}
 	if (c.n && (err = cp_store_append(r->store, c.batch, c.n)))
 		goto out;
@@ -495,7 +493,6 @@ static int flush_store(struct rec *r, int64_t now_wall)
 			c.n, cp_procs_count(r->procs), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
 			(unsigned long long)u.sessions_built);
 	}
-	r->nflushes++;
 out:
 	free(c.batch);
 	free(c.kv);

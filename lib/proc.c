@@ -630,19 +630,13 @@ nomem:
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 {
 	const struct cp_perfmap_entry *best = NULL;
-	size_t lo = 0, hi = m->n;
+	size_t lo;
 
 	/* entries starting at or below addr; walk back while one of them can
 	 * still reach addr; of those holding it, the latest line wins (a JIT
 	 * reuses addresses and appends) */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	_Static_assert(offsetof(struct cp_perfmap_entry, start) == 0, "the key leads");
+	lo = cp_upper_bound_u64(m->e, m->n, sizeof(*m->e), addr);
 	while (lo > 0 && m->maxend[lo - 1] > addr) {
 		const struct cp_perfmap_entry *e = &m->e[--lo];
 
@@ -682,17 +676,6 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 		free(data);
 	}
 	return p->jit ? cp_perfmap_find(p->jit, addr) : NULL;
-}
-
-static int elf_build_id_fd(int fd, uint8_t *out, size_t cap);
-
-int cp_elf_build_id(const char *path, uint8_t *out, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	return elf_build_id_fd(fd, out, cap);
 }
 
 /* Reads the build id of the ELF file open at fd, and closes fd. */

@@ -51,12 +51,10 @@ struct cp_proc {
 	bool meta_read;
 	bool dead;
 	uint64_t exit_time;           /* CLOCK_MONOTONIC ns of its exit record */
-	uint64_t exec_time, fork_time; /* CLOCK_MONOTONIC ns, 0 unknown */
+	uint64_t exec_time;           /* of its last exec record (CLOCK_MONOTONIC ns), 0 unknown */
 	bool exe_from_mmap;           /* next file mapping after exec names the exe */
 	void *dwfl;                   /* unwinder state (lib/unwind.c) */
-	uint64_t dwfl_used;           /* for the LRU of unwinder states */
 	struct cp_perfmap *jit;
-	bool jit_missing;
 	void *user;                   /* the caller's (record: this interval's profile) */
 };
 
@@ -117,8 +115,5 @@ void cp_cgroup_labels(const char *path, char *container, size_t clen, char *unit
 int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out);
 void cp_perfmap_release(struct cp_perfmap *m);
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr);
-
-/* Build id from an ELF file's notes. Returns the length (0 none) or -errno. */
-int cp_elf_build_id(const char *path, uint8_t *out, size_t cap);
 
 #endif

@@ -244,11 +244,10 @@ static int open_records(struct cp_sampler *s)
  * from 512 KiB to 64 MiB.  It is mapped twice, so it counts double in RSS. */
 static size_t ring_size(const struct cp_sampler_opts *o)
 {
-	size_t want = o->ring_bytes, size = 512u << 10;
+	size_t want, size = 512u << 10;
 	int ncpu = libbpf_num_possible_cpus();
 
-	if (!want)
-		want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 8;
+	want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 8;
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;
@@ -328,7 +327,7 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 		err = cp_error(errno, "cannot open the BPF program: %s", strerror(errno));
 		goto fail;
 	}
-	s->skel->rodata->filter_pids = o->npids > 0 || o->filter_pids;
+	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->follow_forks = o->follow_forks;
 	s->skel->rodata->with_idle = o->idle;
 	s->skel->rodata->filter_cgroup = o->cgroup != NULL;

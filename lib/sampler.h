@@ -22,10 +22,8 @@ struct cp_sampler_opts {
 	const uint32_t *pids;  /* only these processes (npids > 0) */
 	size_t npids;
 	bool follow_forks;     /* and the processes they start */
-	bool filter_pids;      /* filter even while npids == 0 (pids added later) */
 	const char *cgroup;    /* only tasks in this cgroup v2 directory (and below) */
 	bool idle;             /* keep samples of the idle task */
-	size_t ring_bytes;     /* BPF ring buffer size (0: 16 MiB) */
 };
 
 struct cp_mmap_event {

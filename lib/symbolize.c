@@ -266,19 +266,12 @@ static void read_syms(struct cp_mod *sm)
 
 static const char *find_sym(struct cp_mod *sm, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!sm->syms_read)
 		read_syms(sm);
-	hi = sm->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sm->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	_Static_assert(offsetof(struct cp_modsym, addr) == 0, "the key leads");
+	lo = cp_upper_bound_u64(sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
 	if (lo == 0)
 		return NULL;
 	if (sm->syms[lo - 1].size && addr - sm->syms[lo - 1].addr >= sm->syms[lo - 1].size)
@@ -374,17 +367,6 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	return n;
 }
 
-static void hex(char *buf, const uint8_t *b, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		buf[2 * i] = digits[b[i] >> 4];
-		buf[2 * i + 1] = digits[b[i] & 15];
-	}
-	buf[2 * n] = 0;
-}
-
 static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
 			     const struct entry *e)
 {
@@ -434,17 +416,13 @@ static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t
 int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr)
 {
 	struct cp_map *m = (struct cp_map *)cp_proc_find_map(p, addr);
-	const uint8_t *bid;
-	size_t bidlen;
-	char bidhex[41] = "";
+	char buf[41];
 
 	(void)s;
 	if (!m)
 		return -ENOENT;
-	bid = cp_map_build_id(m, p, &bidlen);
-	if (bid)
-		hex(bidhex, bid, bidlen);
-	return profile_mapping(prof, m->start, m->end, m->pgoff, m->path, bidhex, true);
+	return profile_mapping(prof, m->start, m->end, m->pgoff, m->path,
+			       cp_map_key(m, p, buf, sizeof(buf)) == buf ? buf : "", true);
 }
 
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
@@ -453,10 +431,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	uint64_t addr = is_return && pc ? pc - 1 : pc;
 	struct cp_map *m;
 	const struct entry *e;
-	const uint8_t *bid;
-	size_t bidlen;
-	const char *key;
-	char bidhex[41] = "";
+	const char *key, *bidhex;
+	char buf[41];
 	uint32_t mod;
 	int64_t mapping;
 
@@ -487,10 +463,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		tmp.n = 1;
 		return make_location(s, prof, (uint32_t)mapping, addr, &tmp);
 	}
-	bid = cp_map_build_id(m, p, &bidlen);
-	if (bid)
-		hex(bidhex, bid, bidlen);
-	key = bid ? bidhex : m->path;
+	key = cp_map_key(m, p, buf, sizeof(buf)); /* the build id, else the path */
+	bidhex = key == buf ? buf : "";
 	if (!m->skey1 || m->skey_gen != s->gen) {
 		m->skey1 = intern(s, key) + 1;
 		m->skey_gen = s->gen;
@@ -648,16 +622,10 @@ size_t cp_ksyms_count(const struct cp_ksyms *k)
 
 const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->s[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	_Static_assert(offsetof(struct ksym, addr) == 0, "the key leads");
+	lo = cp_upper_bound_u64(k->s, k->n, sizeof(*k->s), addr);
 	if (lo == 0)
 		return NULL;
 	/* past the last symbol by more than 1 MiB: not a symbol of ours */

@@ -21,7 +21,6 @@
 struct session {
 	Dwfl *dwfl;
 	struct cp_proc *proc;
-	struct cp_unwinder *u;
 	const struct cp_sample_rec *cur;
 	uint32_t gen;
 	bool attached;
@@ -301,7 +300,6 @@ void *cp_unwind_session(struct cp_unwinder *u, struct cp_proc *p)
 		if (!s)
 			return NULL;
 		s->proc = p;
-		s->u = u;
 		s->gen = p->maps_gen;
 		s->dwfl = dwfl_begin(&u->cb);
 		if (!s->dwfl) {
@@ -315,7 +313,6 @@ void *cp_unwind_session(struct cp_unwinder *u, struct cp_proc *p)
 		u->counts.sessions_built++;
 	}
 	s->used = ++u->clock;
-	p->dwfl_used = s->used;
 	return s->dwfl;
 }
 

@@ -167,3 +167,20 @@ int cp_stream_check(FILE *f, const char *what)
 		what = f == stdout ? "standard output" : "the output";
 	return cp_error(e, "write error on %s: %s", what, strerror(e));
 }
+
+size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+
+		memcpy(&k, (const char *)base + mid * size, sizeof(k));
+		if (k <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -18,6 +18,10 @@ int cp_stream_check(FILE *f, const char *what);
 /* "1 MiB" for whole mebibytes, else "1000 bytes". */
 const char *cp_size_str(size_t n, char *buf, size_t len);
 
+/* In an array sorted by a leading uint64_t key (elements of size bytes),
+ * the index just past the last element whose key is <= key (0: none). */
+size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key);
+
 /* Growable array helper: ensures *cap >= need (elements of size sz). */
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);
 

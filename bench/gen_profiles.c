@@ -3,7 +3,7 @@
  * cpu/nanoseconds, a mapping, addresses, functions with files and lines),
  * each with about S distinct stacks drawn from one shared pool, the way a
  * fleet of processes of one program looks.  Deterministic (fixed seed).
- * usage: gen_profiles DIR N SAMPLES */
+ * usage: gen_profiles DIR N SAMPLES [FUNCS]  (FUNCS <= 3000, default 3000) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +30,15 @@ static uint32_t rnd(uint32_t n)
 int main(int argc, char **argv)
 {
 	static uint32_t pool[POOL][MAXDEPTH], depth[POOL];
-	long n, samples;
+	long n, samples, nfuncs = NFUNCS;
 	char path[4096], name[64], file[64];
 	int i;
 
-	if (argc != 4 || (n = atol(argv[2])) <= 0 || (samples = atol(argv[3])) <= 0) {
-		fprintf(stderr, "usage: gen_profiles DIR N SAMPLES\n");
+	if (argc == 5)
+		nfuncs = atol(argv[4]);
+	if (argc < 4 || argc > 5 || (n = atol(argv[2])) <= 0 || (samples = atol(argv[3])) <= 0 || nfuncs < 16 ||
+	    nfuncs > NFUNCS) {
+		fprintf(stderr, "usage: gen_profiles DIR N SAMPLES [FUNCS]\n");
 		return 2;
 	}
 	/* stacks: a few roots, then random callees; leaf first in the pool */
@@ -44,11 +47,11 @@ int main(int argc, char **argv)
 
 		depth[i] = d;
 		for (k = 0; k < d; k++)
-			pool[i][k] = k == d - 1 ? rnd(8) : 8 + rnd(NFUNCS - 8);
+			pool[i][k] = k == d - 1 ? rnd(8) : 8 + rnd((uint32_t)nfuncs - 8);
 	}
 	for (long f = 0; f < n; f++) {
 		struct cp_profile *p = cp_profile_new();
-		struct cp_mapping m = { 0x400000, 0x400000 + NFUNCS * 64 + 4096, 0, 0, 0, 1, 1, 1, 0 };
+		struct cp_mapping m = { 0x400000, 0x400000 + (uint64_t)nfuncs * 64 + 4096, 0, 0, 0, 1, 1, 1, 0 };
 		uint32_t fn[NFUNCS], loc[NFUNCS], locs[MAXDEPTH];
 		uint8_t *buf = NULL;
 		size_t len = 0;
@@ -64,7 +67,7 @@ int main(int argc, char **argv)
 		m.filename = (uint32_t)cp_profile_str(p, "/usr/local/bin/service");
 		m.build_id = (uint32_t)cp_profile_str(p, "5b1c2d3e4f5061728394a5b6c7d8e9f0a1b2c3d4");
 		mid = cp_profile_mapping(p, &m);
-		for (i = 0; i < NFUNCS; i++) {
+		for (i = 0; i < nfuncs; i++) {
 			struct cp_function cf = { 0 };
 			struct cp_line ln = { 0 };
 

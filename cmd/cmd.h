@@ -25,7 +25,7 @@ struct cmd {
 /* NULL-terminated, in the order help lists them */
 extern const struct cmd *const commands[];
 const struct cmd *find_cmd(const char *name);
-extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import, cmd_record;
+extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import, cmd_record, cmd_serve;
 
 /* "cprof VERB: message" on stderr; return EXIT_FAIL. */
 int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -62,30 +62,49 @@ int output_close(struct output *o, int status);
 /* Write an encoded pprof profile to the output. 0 or -errno. */
 int write_pprof(struct output *o, const struct cp_profile *p);
 
-/* The store: --data DIR and a time range, shared by the commands that read it. */
-enum { OPT_DATA = 1000, OPT_SINCE, OPT_FROM, OPT_TO };
+/* The store: --data DIR (or a server: --remote URL) and a time range,
+ * shared by the commands that read it. */
+enum { OPT_DATA = 1000, OPT_SINCE, OPT_FROM, OPT_TO, OPT_REMOTE, OPT_TOKEN_FILE };
 #define STORE_OPTIONS                                          \
 	{ "data", required_argument, NULL, OPT_DATA },         \
 	{ "since", required_argument, NULL, OPT_SINCE },       \
 	{ "from", required_argument, NULL, OPT_FROM },         \
-	{ "to", required_argument, NULL, OPT_TO }
+	{ "to", required_argument, NULL, OPT_TO },             \
+	REMOTE_OPTIONS
+#define REMOTE_OPTIONS                                         \
+	{ "remote", required_argument, NULL, OPT_REMOTE },     \
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE }
 #define STORE_USAGE                                                                              \
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"      \
 	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"            \
 	"      --since DURATION  stored data of the last DURATION (default 1h)\n"                \
 	"      --from TIME       from TIME: RFC 3339, unix seconds, or now-30m\n"                 \
-	"      --to TIME         until TIME, excluded (default: now)\n"
+	"      --to TIME         until TIME, excluded (default: now)\n"                           \
+	REMOTE_USAGE
+#define REMOTE_USAGE                                                                             \
+	"      --remote URL      the store of a cprof server, http(s)://HOST:PORT, instead\n"     \
+	"                        of the local one (default: $CPROF_REMOTE)\n"                      \
+	"      --token-file FILE the server's token (default: $CPROF_TOKEN_FILE)\n"
 
 struct store_args {
-	const char *data, *since, *from, *to;
+	const char *data, *since, *from, *to, *remote, *token_file;
 	struct cp_store *store; /* opened on first use */
 	int64_t t_from, t_to;
 };
-/* Takes OPT_DATA..OPT_TO; returns true when opt was one of them. */
+/* Takes OPT_DATA..OPT_TOKEN_FILE; returns true when opt was one of them. */
 bool store_option(struct store_args *a, int opt, const char *arg);
-/* Checks the range options: EXIT_OK or a usage error (printed). */
+/* Checks the range and --remote options (taking $CPROF_REMOTE and
+ * $CPROF_TOKEN_FILE as defaults): EXIT_OK or a usage error (printed). */
 int store_range(const char *verb, struct store_args *a);
-/* Opens the store for reading (once); NULL after printing the error. */
+/* --remote and --token-file (given, else from the environment unless
+ * --data or no_env): *url NULL for the local store.  EXIT_OK or a usage
+ * error (printed). */
+int remote_args(const char *verb, const char *data, bool no_env, const char **url, const char **token_file);
+/* The token of a --token-file (NULL: none): EXIT_OK with *token malloc'ed
+ * (or NULL), or EXIT_FAIL after printing. */
+int read_token(const char *verb, const char *token_file, char **token);
+/* Opens the store for reading (once), the local one or a server's; NULL
+ * after printing the error. */
 struct cp_store *store_get(const char *verb, struct store_args *a);
 void store_args_release(struct store_args *a);
 /* A FILE (pprof or folded) or a stored SELECTOR over the range, merged into

@@ -9,7 +9,9 @@
 #include "../lib/error.h"
 #include "../lib/load.h"
 #include "../lib/pprof.h"
+#include "../lib/http/client.h"
 #include "../lib/selector.h"
+#include "../lib/store/remote.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -173,8 +175,43 @@ bool store_option(struct store_args *a, int opt, const char *arg)
 	case OPT_SINCE: a->since = arg; return true;
 	case OPT_FROM: a->from = arg; return true;
 	case OPT_TO: a->to = arg; return true;
+	case OPT_REMOTE: a->remote = arg; return true;
+	case OPT_TOKEN_FILE: a->token_file = arg; return true;
 	default: return false;
 	}
+}
+
+int remote_args(const char *verb, const char *data, bool no_env, const char **url, const char **token_file)
+{
+	const char *env;
+	bool from_env = false;
+	int err;
+
+	if (*url && data)
+		return usage_error(verb, "give --data or --remote, not both");
+	/* the environment is a default: an explicit --data (or -o) wins */
+	if (!*url && !data && !no_env && (env = getenv("CPROF_REMOTE")) && *env) {
+		*url = env;
+		from_env = true;
+	}
+	if (*token_file && !*url)
+		return usage_error(verb, "--token-file goes with --remote URL (or $CPROF_REMOTE)");
+	if (*url && !*token_file && (env = getenv("CPROF_TOKEN_FILE")) && *env)
+		*token_file = env;
+	if (*url && (err = cp_http_check_url(*url)))
+		return usage_error(verb, "%s%s", from_env ? "$CPROF_REMOTE: " : "--remote: ",
+				   cp_errmsg(err));
+	return EXIT_OK;
+}
+
+int read_token(const char *verb, const char *token_file, char **token)
+{
+	int err;
+
+	*token = NULL;
+	if (token_file && (err = cp_read_token_file(token_file, token)))
+		return fail(verb, "%s", cp_errmsg(err));
+	return EXIT_OK;
 }
 
 int store_range(const char *verb, struct store_args *a)
@@ -182,6 +219,8 @@ int store_range(const char *verb, struct store_args *a)
 	int64_t now = cp_now_ns(), d;
 	int err;
 
+	if ((err = remote_args(verb, a->data, false, &a->remote, &a->token_file)))
+		return err;
 	if (a->since && a->from)
 		return usage_error(verb, "give --since or --from, not both");
 	a->t_to = now;
@@ -206,6 +245,17 @@ struct cp_store *store_get(const char *verb, struct store_args *a)
 
 	if (a->store)
 		return a->store;
+	if (a->remote) {
+		char *token = NULL;
+
+		if (read_token(verb, a->token_file, &token))
+			return NULL;
+		a->store = cp_store_open_remote(a->remote, token, NULL, 0);
+		if (!a->store)
+			fail(verb, "%s", cp_errmsg(errno));
+		free(token);
+		return a->store;
+	}
 	if (!a->data)
 		a->data = cp_store_default_dir(dir, sizeof(dir));
 	a->store = cp_store_open(a->data, CP_STORE_READ);

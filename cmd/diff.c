@@ -59,66 +59,6 @@ struct diff_opts {
 	int limit;
 };
 
-static int render(struct output *out, const struct diff_opts *o, struct cp_profile *before, int vb,
-		  struct cp_profile *after, int va)
-{
-	const char *unit = cp_profile_string(after, after->sample_types[va].unit);
-	struct cp_merge_opts mo = { 0 };
-	struct cp_fn_table *ft = NULL;
-	struct cp_profile *scaled = NULL, *res = NULL;
-	struct cp_tree *t = NULL;
-	int err = -ENOMEM;
-
-	if (o->normalize) {
-		int64_t tb = cp_profile_total(before, vb), ta = cp_profile_total(after, va);
-
-		mo.scale = tb ? (double)ta / (double)tb : 1;
-		if (!(scaled = cp_profile_copy(before, &mo)))
-			goto out;
-		before = scaled;
-	}
-	if (!strcmp(o->format, "table") || !strcmp(o->format, "json")) {
-		struct cp_diff_opts d = { o->limit, o->normalize, unit };
-
-		if (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
-		    (err = cp_fn_table_add(ft, after, va, 1)))
-			goto out;
-		err = !strcmp(o->format, "table") ? cp_render_diff_table(out->f, ft, &d) : cp_render_diff_json(out->f, ft, &d);
-	} else if (!strcmp(o->format, "folded")) {
-		err = cp_folded_write_diff(out->f, before, after, vb, va);
-	} else if (!strcmp(o->format, "flamegraph")) {
-		struct cp_flame_opts fo = { 0 };
-
-		fo.title = o->title ? o->title : "Differential Flame Graph";
-		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
-		fo.unit = unit;
-		fo.diff = true;
-		if (!(t = cp_tree_new()) || (err = cp_tree_add(t, before, vb, 0, false)) ||
-		    (err = cp_tree_add(t, after, va, 1, false)) || (err = cp_tree_sort(t)))
-			goto out;
-		err = cp_render_flame(out->f, t, &fo);
-	} else { /* pprof: -diff_base form */
-		mo.scale = -1;
-		mo.tag_key = "pprof::base";
-		mo.tag_value = "true";
-		if ((err = cp_profile_compatible(after, before)) || !(res = cp_profile_copy(after, NULL))) {
-			err = err ? err : -errno;
-			goto out;
-		}
-		if ((err = cp_profile_merge(res, before, &mo)))
-			goto out;
-		err = write_pprof(out, res);
-	}
-out:
-	if (err == -ENOMEM)
-		cp_error(ENOMEM, "out of memory");
-	cp_fn_table_free(ft);
-	cp_tree_free(t);
-	cp_profile_free(scaled);
-	cp_profile_free(res);
-	return err;
-}
-
 /* FROM..TO -> nanoseconds; NULL keeps the store's range */
 static int parse_range(const char *opt, const char *r, const struct store_args *sa, int64_t *from, int64_t *to)
 {
@@ -218,7 +158,11 @@ static int run_diff(int argc, char **argv)
 	}
 	if ((status = output_open(&out, "diff", o.output, !strcmp(o.format, "pprof"))))
 		goto out;
-	err = render(&out, &o, before, vb, after, va);
+	{
+		struct cp_render_diff_opts ro = { o.limit, o.normalize, o.title, false, false, 0 };
+
+		err = cp_render_diff(out.f, o.format, before, vb, after, va, &ro);
+	}
 	status = err ? fail("diff", "%s", cp_errmsg(err)) : EXIT_OK;
 	status = output_close(&out, status);
 out:

@@ -7,6 +7,7 @@
 #include "../lib/error.h"
 #include "../lib/load.h"
 #include "../lib/selector.h"
+#include "../lib/store/remote.h"
 #include "cmd.h"
 
 enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION };
@@ -17,6 +18,7 @@ static const struct option options[] = {
 	{ "time", required_argument, NULL, OPT_TIME },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
+	REMOTE_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -30,6 +32,7 @@ const struct cmd cmd_import = {
 	"Store profiles (pprof, gzip or raw, and folded stacks) so that query,\n"
 	"merge and diff can select them by type, labels and time. All files are\n"
 	"stored in one transaction: if one cannot be read, none is stored.\n"
+	"With --remote, they are pushed to a cprof server instead, one by one.\n"
 	"\n"
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
 	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
@@ -38,12 +41,14 @@ const struct cmd cmd_import = {
 	"      --name NAME       the profile type's name (default: from the profile:\n"
 	"                        process_cpu, memory, goroutine...)\n"
 	"      --retention DUR   then delete stored data older than DUR (e.g. 15d)\n"
+	REMOTE_USAGE
 	"  -h, --help            show this help\n",
 };
 
 static int run_import(int argc, char **argv)
 {
-	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL;
+	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL, *remote = NULL, *token_file = NULL;
+	char *token = NULL;
 	struct cp_kv *labels = calloc((size_t)argc + 1, sizeof(*labels));
 	struct cp_store_append *batch = NULL;
 	struct cp_store *store = NULL;
@@ -80,6 +85,8 @@ static int run_import(int argc, char **argv)
 		case OPT_TIME: when = optarg; break;
 		case OPT_NAME: name = optarg; break;
 		case OPT_RETENTION: retention = optarg; break;
+		case OPT_REMOTE: remote = optarg; break;
+		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case 'h': status = show_usage(&cmd_import); goto out;
 		default: status = EXIT_USAGE; goto out;
 		}
@@ -99,6 +106,13 @@ static int run_import(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		status = usage_error("import", "no input: give the profile files to import");
+		goto out;
+	}
+	if ((status = remote_args("import", data, false, &remote, &token_file)))
+		goto out;
+	if (remote && retention) {
+		status = usage_error("import", "--retention is for the local store: a server applies its own "
+					       "(cprof serve --retention)");
 		goto out;
 	}
 	/* read everything first: a bad file stores nothing */
@@ -121,15 +135,23 @@ static int run_import(int argc, char **argv)
 		batch[i].nlabels = nlabels;
 		batch[i].time_ns = t;
 	}
-	if (!data)
-		data = cp_store_default_dir(dir, sizeof(dir));
-	store = cp_store_open(data, CP_STORE_WRITE);
+	if (remote) {
+		if ((status = read_token("import", token_file, &token)))
+			goto out;
+		data = remote;
+		store = cp_store_open_remote(remote, token, NULL, 0);
+	} else {
+		if (!data)
+			data = cp_store_default_dir(dir, sizeof(dir));
+		store = cp_store_open(data, CP_STORE_WRITE);
+	}
 	if (!store) {
 		status = fail("import", "%s", cp_errmsg(errno));
 		goto out;
 	}
 	if ((err = cp_store_append(store, batch, nfiles))) {
-		status = fail("import", "%s (nothing was imported)", cp_errmsg(err));
+		/* a server takes the files one by one: the message says how many went */
+		status = fail("import", "%s%s", cp_errmsg(err), remote ? "" : " (nothing was imported)");
 		goto out;
 	}
 	if (retention && (err = cp_store_retain(store, keep)) < 0) {
@@ -143,6 +165,7 @@ out:
 		cp_profile_free((struct cp_profile *)batch[i].profile);
 	free(batch);
 	cp_store_close(store);
+	free(token);
 	free(labels);
 	return status;
 }

@@ -254,9 +254,10 @@ static int run_query(int argc, char **argv)
 		status = usage_error("query", "--types, --labels, --values, --series and --over-time go one at a time");
 		goto out;
 	}
-	if (o.ninputs && (selector || modes || o.group_by || o.store.data || o.store.since || o.store.from || o.store.to)) {
-		status = usage_error("query", "-i FILE reads files; selectors, --group-by, --data, time ranges and lists "
-					      "are for the store");
+	if (o.ninputs && (selector || modes || o.group_by || o.store.data || o.store.since || o.store.from || o.store.to ||
+			  o.store.remote || o.store.token_file)) {
+		status = usage_error("query", "-i FILE reads files; selectors, --group-by, --data, --remote, time ranges "
+					      "and lists are for the store");
 		goto out;
 	}
 	if (o.step && !o.over_time) {

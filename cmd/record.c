@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +18,18 @@
 
 #include "../lib/error.h"
 #include "../lib/folded.h"
+#include "../lib/http/push.h"
 #include "../lib/proc.h"
 #include "../lib/sampler.h"
 #include "../lib/selector.h"
+#include "../lib/store/remote.h"
 #include "../lib/symbolize.h"
 #include "../lib/unwind.h"
+#include "../lib/util.h"
 #include "cmd.h"
 
-enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION };
+enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
+       OPT_SPOOL_SIZE };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -38,6 +43,9 @@ static const struct option options[] = {
 	{ "data", required_argument, NULL, OPT_DATA },
 	{ "label", required_argument, NULL, OPT_LABEL },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
+	REMOTE_OPTIONS,
+	{ "spool", required_argument, NULL, OPT_SPOOL },
+	{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
@@ -57,8 +65,8 @@ const struct cmd cmd_record = {
 	"also for code built without frame pointers) at F Hz on every CPU, and\n"
 	"write profiles of type cpu:samples:count:cpu:nanoseconds:delta to the\n"
 	"store (one series per process, labelled comm, pid, exe, node and, where\n"
-	"they apply, container, unit and pod), or to a file.  Needs root, or\n"
-	"CAP_BPF and CAP_PERFMON.\n"
+	"they apply, container, unit and pod), or to a file, or push them to a\n"
+	"cprof server (--remote).  Needs root, or CAP_BPF and CAP_PERFMON.\n"
 	"\n"
 	"  -a, --all               the whole system (idle left out)\n"
 	"  -p, --pid PID[,PID]     these processes (all their threads)\n"
@@ -72,6 +80,13 @@ const struct cmd cmd_record = {
 	"      --data DIR          the store (default: $CPROF_DATA, /var/lib/cprof as root)\n"
 	"  -l, --label K=V         an extra series label (repeatable)\n"
 	"      --retention DUR     delete stored data older than DUR as it goes\n"
+	"      --remote URL        push each interval to a cprof server, http(s)://HOST:PORT\n"
+	"                          (default: $CPROF_REMOTE), instead of the local store\n"
+	"      --token-file FILE   the server's token (default: $CPROF_TOKEN_FILE)\n"
+	"      --spool DIR         keep what the server cannot take here and send it\n"
+	"                          later (default: the store's directory + /spool)\n"
+	"      --spool-size SIZE   the spool's bound, e.g. 64M, 1G; beyond it the\n"
+	"                          oldest is dropped (default 256M)\n"
 	"      --idle              keep samples of the idle task (swapper)\n"
 	"      --no-kernel         leave kernel frames out\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
@@ -89,6 +104,10 @@ struct rec {
 	int freq;
 	bool all, idle, quiet, no_kernel;
 	const char *cgroup, *output, *format, *data, *debuginfo;
+	const char *remote, *token_file, *spool; /* --remote: push to a server */
+	size_t spool_size;
+	struct cp_pusher_stats pushed; /* as last reported */
+	bool spooling;                 /* the server did not take the last push */
 	int64_t duration, flush, retention;
 	struct cp_kv labels[32];
 	size_t nlabels;
@@ -455,6 +474,45 @@ static void prune(struct rec *r)
 	free(d.pids);
 }
 
+/* Say on stderr what happened to the pushes since the last report: the
+ * server stopped answering (they are spooled), answers again (the spool is
+ * sent), the spool dropped or the server refused some. */
+static void report_push(struct rec *r)
+{
+	struct cp_pusher_stats st;
+	const char *why = cp_store_remote_last_error(r->store);
+	char sz[32];
+
+	cp_store_remote_stats(r->store, &st);
+	if (st.spooled > r->pushed.spooled && !r->spooling)
+		fprintf(stderr, "cprof record: %s; keeping the profiles in %s and retrying\n",
+			why ? why : "the server did not take the profiles", r->spool);
+	if (st.pending)
+		r->spooling = true;
+	if (st.dropped > r->pushed.dropped)
+		fprintf(stderr, "cprof record: the spool is full (--spool-size %s): dropped %llu of the oldest "
+				"profiles (%llu so far)\n",
+			cp_size_str(r->spool_size, sz, sizeof(sz)), (unsigned long long)(st.dropped - r->pushed.dropped),
+			(unsigned long long)st.dropped);
+	if (st.rejected > r->pushed.rejected || st.corrupt > r->pushed.corrupt)
+		fprintf(stderr, "cprof record: %s\n", why ? why : "dropped spooled profiles");
+	if (r->spooling && !st.pending) {
+		if (st.resent > r->pushed.resent)
+			fprintf(stderr, "cprof record: %s answers again: the spooled profiles are sent\n",
+				cp_store_remote_url(r->store));
+		r->spooling = false;
+	}
+	r->pushed = st;
+}
+
+/* A push the server refused for this interval only (a bad body, too large,
+ * the spool full): warn and go on.  Others (the token, not a cprof server,
+ * out of memory) end the recording. */
+static bool push_error_passes(int err)
+{
+	return err == -EINVAL || err == -EFBIG || err == -ENOSPC || err == -EDQUOT || err == -EIO;
+}
+
 static int flush_store(struct rec *r, int64_t now_wall)
 {
 	struct flush_ctx c = { r, NULL, NULL, NULL, 0, cp_procs_count(r->procs), 0 };
@@ -476,8 +534,18 @@ static int flush_store(struct rec *r, int64_t now_wall)
 		p->time_nanos = r->interval_start;
 		p->duration_nanos = now_wall - r->interval_start > 0 ? now_wall - r->interval_start : 1;
 	}
-	if (c.n && (err = cp_store_append(r->store, c.batch, c.n)))
+	if (c.n && (err = cp_store_append(r->store, c.batch, c.n))) {
+		if (!r->remote || !push_error_passes(err))
+			goto out;
+		fprintf(stderr, "cprof record: %s: the profiles of this interval are lost\n", cp_errmsg(err));
+		err = 0;
+	}
+	if (r->remote && !c.n && r->pushed.pending &&
+	    (err = cp_store_remote_flush(r->store, false)) < 0) /* nothing new: the spool still goes */
 		goto out;
+	err = 0;
+	if (r->remote)
+		report_push(r);
 	if (r->retention)
 		cp_store_retain(r->store, r->retention);
 	cp_procs_each(r->procs, reset_target, r);
@@ -578,6 +646,18 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		case 'o': r->output = optarg; break;
 		case 'f': r->format = optarg; break;
 		case OPT_DATA: r->data = optarg; break;
+		case OPT_REMOTE: r->remote = optarg; break;
+		case OPT_TOKEN_FILE: r->token_file = optarg; break;
+		case OPT_SPOOL: r->spool = optarg; break;
+		case OPT_SPOOL_SIZE: {
+			uint64_t v = 0;
+
+			if ((err = cp_parse_size(optarg, &v)) || !v || v > SIZE_MAX)
+				return usage_error("record", "--spool-size: %s",
+						   err ? cp_errmsg(err) : "want a size such as 64M or 1G");
+			r->spool_size = (size_t)v;
+			break;
+		}
 		case 'l':
 		case OPT_LABEL: {
 			char *eq = strchr(optarg, '=');
@@ -616,6 +696,19 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "--flush-interval and --retention are for the store, not -o/-f");
 	if (r->nlabels && (r->output || r->format))
 		return usage_error("record", "--label is for the store's series; not with -o/-f");
+	if (r->remote && (r->output || r->format))
+		return usage_error("record", "--remote pushes to a server; with -o/-f the profile goes to a file or stdout");
+	if ((err = remote_args("record", r->data, r->output || r->format, &r->remote, &r->token_file)))
+		return err;
+	if (r->remote && r->retention)
+		return usage_error("record", "--retention is for the local store: a server applies its own "
+					     "(cprof serve --retention)");
+	if (!r->remote && (r->spool || r->spool_size))
+		return usage_error("record", "--spool and --spool-size go with --remote URL");
+	for (size_t i = 0; r->remote && i < r->nlabels; i++)
+		if (!strcmp(r->labels[i].name, "name") || !strcmp(r->labels[i].name, "time"))
+			return usage_error("record", "label '%s': with --remote, 'name' and 'time' are the push API's, "
+						     "not labels", r->labels[i].name);
 	for (size_t i = 0; i < r->npids; i++) {
 		char path[32];
 
@@ -688,7 +781,7 @@ static int run_record(int argc, char **argv)
 	struct cp_sampler_opts so;
 	struct cp_sampler_ops ops = { on_sample, on_mmap, on_comm, on_fork, on_exit_rec };
 	struct sigaction sa;
-	char dir[4096];
+	char dir[4096], spool[4200];
 	int status = EXIT_OK, err, fds[2] = { -1, -1 };
 	pid_t child = -1;
 	int child_status = 0;
@@ -742,6 +835,35 @@ static int run_record(int argc, char **argv)
 		if (!r.flush)
 			r.flush = 10000000000LL;
 	}
+	if (r.remote) {
+		char *token = NULL;
+
+		if (!r.spool) {
+			snprintf(spool, sizeof(spool), "%s/spool", r.data);
+			r.spool = spool;
+		}
+		if (!r.spool_size)
+			r.spool_size = (size_t)256 << 20;
+		r.data = r.remote; /* where the profiles go, in messages */
+		if ((status = read_token("record", r.token_file, &token)))
+			goto out;
+		r.store = cp_store_open_remote(r.remote, token, r.spool, r.spool_size);
+		free(token);
+		if (!r.store) {
+			status = fail("record", "%s", cp_errmsg(errno));
+			goto out;
+		}
+		/* a wrong token or URL fails now, not at the first flush; a
+		 * server that is down only delays the pushes */
+		err = cp_store_remote_ping(r.store);
+		if (err < 0) {
+			status = fail("record", "%s", cp_errmsg(err));
+			goto out;
+		}
+		if (err > 0)
+			fprintf(stderr, "cprof record: %s; recording anyway: the profiles wait in %s until it answers\n",
+				cp_errmsg(EIO), r.spool);
+	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -779,7 +901,18 @@ static int run_record(int argc, char **argv)
 		goto out;
 	}
 	/* the store after the sampler: a run that cannot sample creates nothing */
-	if (!r.file_prof) {
+	if (r.remote) {
+		/* takes the spool, and sends what a previous run left there */
+		err = cp_store_remote_flush(r.store, true);
+		if (err < 0) {
+			status = fail("record", "%s", cp_errmsg(err));
+			goto out;
+		}
+		report_push(&r);
+		if (r.pushed.resent && !r.quiet)
+			fprintf(stderr, "cprof record: sent %llu profiles a previous run left in %s\n",
+				(unsigned long long)r.pushed.resent, r.spool);
+	} else if (!r.file_prof) {
 		r.store = cp_store_open(r.data, CP_STORE_WRITE);
 		if (!r.store) {
 			status = fail("record", "%s", cp_errmsg(errno));
@@ -863,6 +996,23 @@ static int run_record(int argc, char **argv)
 		if (r.store) {
 			if ((err = flush_store(&r, now + r.wall_offset)))
 				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));
+			if (status == EXIT_OK && r.remote) {
+				char sz[32];
+
+				/* once more what the server could not take: what
+				 * it still cannot stays for the next run */
+				err = cp_store_remote_flush(r.store, true);
+				report_push(&r);
+				if (err < 0)
+					status = fail("record", "%s", cp_errmsg(err));
+				else if (err == CP_PUSH_SPOOLED)
+					fprintf(stderr, "cprof record: %s; %llu profiles (%s) stay in %s for the next "
+							"cprof record --remote to send\n",
+						cp_store_remote_last_error(r.store) ? cp_store_remote_last_error(r.store) :
+										    "the server does not answer",
+						(unsigned long long)r.pushed.pending,
+						cp_size_str((size_t)r.pushed.pending_bytes, sz, sizeof(sz)), r.spool);
+			}
 		} else {
 			struct output o;
 			bool folded = r.format && !strcmp(r.format, "folded");
@@ -902,7 +1052,17 @@ static int run_record(int argc, char **argv)
 				(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r.procs),
 				(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
 		}
-		if (r.store)
+		if (r.remote) {
+			struct cp_pusher_stats ps = r.pushed;
+
+			if (getenv("CPROF_DEBUG"))
+				fprintf(stderr, " [pushes: sent %llu (%llu from the spool), spooled %llu, dropped %llu, "
+						"refused %llu, pending %llu]",
+					(unsigned long long)ps.sent, (unsigned long long)ps.resent,
+					(unsigned long long)ps.spooled, (unsigned long long)ps.dropped,
+					(unsigned long long)ps.rejected, (unsigned long long)ps.pending);
+			fprintf(stderr, " -> %s (cprof query --remote %s cpu)\n", r.remote, r.remote);
+		} else if (r.store)
 			fprintf(stderr, " -> %s (cprof query --data %s cpu)\n", r.data, r.data);
 		else
 			fprintf(stderr, " -> %s\n", r.output ? r.output : "standard output");

@@ -134,7 +134,8 @@ _cprof_takes_arg()
 		--before-range | --after-range | \
 		-l | --label | --time | --name | --retention | \
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
-		--debuginfo-path) return 0 ;;
+		--debuginfo-path | --remote | --spool | --spool-size | \
+		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body) return 0 ;;
 	esac
 	return 1
 }
@@ -211,13 +212,14 @@ _cprof()
 	if [[ -n $opt ]]; then
 		case $opt in
 		-i | --input | -o | --output) _cprof_files ;;
-		--data | --cgroup | --debuginfo-path) _cprof_dirs ;;
+		--config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # serve, --remote
+		--data | --cgroup | --debuginfo-path | --spool) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
 		-p | --pid) _cprof_pids ;;
 		esac
 		# the others (-t, --focus, -n, -l, --since, --from, --step, --time,
-		# --retention, --group-by, -F, -d, --flush-interval, ...): nothing
-		# to offer
+		# --retention, --group-by, -F, -d, --flush-interval, --listen,
+		# --max-body, --remote, --spool-size, ...): nothing to offer
 		return 0
 	fi
 

@@ -148,6 +148,10 @@ int cp_selector_parse(const char *s, struct cp_selector **out)
 
 	if (!sel)
 		return -ENOMEM;
+	if (!(sel->src = strdup(s))) {
+		err = -ENOMEM;
+		goto out;
+	}
 	skip_ws(&ps);
 	start = ps.p;
 	while (*ps.p && *ps.p != '{' && *ps.p != ' ' && *ps.p != '\t' && *ps.p != '\n') {
@@ -220,6 +224,7 @@ void cp_selector_free(struct cp_selector *sel)
 	}
 	free(sel->matchers);
 	free(sel->type);
+	free(sel->src);
 	free(sel);
 }
 

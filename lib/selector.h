@@ -20,6 +20,7 @@ struct cp_matcher {
 };
 
 struct cp_selector {
+	char *src;  /* the text it was parsed from (what a server is sent) */
 	char *type; /* NULL: any type */
 	struct cp_matcher *matchers;
 	size_t n;

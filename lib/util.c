@@ -184,3 +184,33 @@ size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key)
 	}
 	return lo;
 }
+
+int cp_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	if (!*s || *s == '-' || *s == ' ')
+		return cp_error(EINVAL, "'%s' is not a size (e.g. 512K, 32M, 1G)", s);
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return cp_error(EINVAL, "'%s' is not a size (e.g. 512K, 32M, 1G)", s);
+	if (*end && (u = strchr(units, *end)) != NULL) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (*end == 'i')
+			end++;
+	}
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return cp_error(EINVAL, "'%s' is not a size (e.g. 512K, 32M, 1G)", s);
+	if (shift && v > (UINT64_MAX >> shift))
+		return cp_error(ERANGE, "size '%s' is too large", s);
+	*out = (uint64_t)v << shift;
+	return 0;
+}

@@ -15,6 +15,9 @@ int cp_write_file_atomic(const char *path, const void *data, size_t len);
  * what names the stream in the message; NULL: "standard output" or "the output". */
 int cp_stream_check(FILE *f, const char *what);
 
+/* Sizes: "512K", "32M", "1G", "4096" (bytes; K M G T are 1024-based,
+ * "MiB" and "MB" mean the same). 0 or -EINVAL with a message. */
+int cp_parse_size(const char *s, uint64_t *out);
 /* "1 MiB" for whole mebibytes, else "1000 bytes". */
 const char *cp_size_str(size_t n, char *buf, size_t len);
 

@@ -11,7 +11,51 @@
 
 uint32_t *cp_fn_table_sorted(const struct cp_fn_table *t, int mode, uint32_t *n);
 
-static json_t *tree_json(const struct cp_tree *t, uint32_t id)
+/* which nodes a tree of at most max nodes keeps: the largest (by the
+ * larger side), ties to the older node; a child is never larger than its
+ * parent and is newer, so the kept set hangs together from the root */
+static const struct cp_tree *sort_tree;
+
+static int64_t node_size(const struct cp_tree_node *n)
+{
+	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
+}
+
+static int by_size(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int64_t sx = node_size(&sort_tree->nodes[x]), sy = node_size(&sort_tree->nodes[y]);
+
+	return sx != sy ? (sx < sy ? 1 : -1) : (x > y) - (x < y);
+}
+
+static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
+{
+	uint32_t *ids, i;
+
+	*keep = NULL;
+	if (!max || t->nnodes <= max)
+		return 0;
+	ids = malloc(t->nnodes * sizeof(*ids));
+	*keep = calloc(t->nnodes, 1);
+	if (!ids || !*keep) {
+		free(ids);
+		free(*keep);
+		*keep = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->nnodes; i++)
+		ids[i] = i;
+	sort_tree = t; /* qsort has no context argument; renders do not run concurrently on one tree */
+	qsort(ids, t->nnodes, sizeof(*ids), by_size);
+	for (i = 0; i < max; i++)
+		(*keep)[ids[i]] = 1;
+	(*keep)[0] = 1;
+	free(ids);
+	return 1;
+}
+
+static json_t *tree_json(const struct cp_tree *t, uint32_t id, bool diff, const uint8_t *keep)
 {
 	const struct cp_tree_node *n = &t->nodes[id];
 	json_t *o = json_object(), *kids = json_array();
@@ -19,12 +63,22 @@ static json_t *tree_json(const struct cp_tree *t, uint32_t id)
 
 	if (!o || !kids)
 		goto fail;
-	if (json_object_set_new(o, "name", json_string(id ? cp_tree_name(t, id) : "root")) ||
-	    json_object_set_new(o, "value", json_integer(n->total[0])) ||
-	    json_object_set_new(o, "self", json_integer(n->self[0])))
+	if (json_object_set_new(o, "name", json_string(id ? cp_tree_name(t, id) : "root")))
+		goto fail;
+	if (diff ? json_object_set_new(o, "before", json_integer(n->total[0])) ||
+			   json_object_set_new(o, "after", json_integer(n->total[1])) ||
+			   json_object_set_new(o, "self_before", json_integer(n->self[0])) ||
+			   json_object_set_new(o, "self_after", json_integer(n->self[1])) :
+		   json_object_set_new(o, "value", json_integer(n->total[0])) ||
+			   json_object_set_new(o, "self", json_integer(n->self[0])))
 		goto fail;
 	for (c = n->child; c; c = t->nodes[c].sibling) {
-		json_t *k = tree_json(t, c);
+		json_t *k;
+
+		if (keep && !keep[c])
+			continue;
+		if (!(k = tree_json(t, c, diff, keep)))
+			goto fail;
 
 		if (!k || json_array_append_new(kids, k))
 			goto fail;
@@ -54,6 +108,31 @@ static int dump(FILE *out, json_t *root)
 
 int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
 {
+	struct cp_json_opts o = { invert, 0 };
+
+	return cp_render_json_opts(out, p, vidx, &o);
+}
+
+/* the tree as JSON under key, pruned to max nodes ("truncated" when it was) */
+static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t max)
+{
+	uint8_t *keep = NULL;
+	int pruned = prune(t, max, &keep);
+	json_t *tree;
+
+	if (pruned < 0)
+		return pruned;
+	tree = tree_json(t, 0, diff, keep);
+	free(keep);
+	if (!tree || json_object_set_new(root, "tree", tree) ||
+	    (pruned && json_object_set_new(root, "truncated", json_true())))
+		return -ENOMEM;
+	return 0;
+}
+
+int cp_render_json_opts(FILE *out, const struct cp_profile *p, int vidx, const struct cp_json_opts *jo)
+{
+	bool invert = jo->invert;
 	struct cp_fn_table *ft = cp_fn_table_new();
 	struct cp_tree *tree = cp_tree_new();
 	json_t *root = NULL, *top = NULL, *types = NULL;
@@ -88,7 +167,8 @@ int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
 	json_object_set_new(root, "duration_nanos", json_integer(p->duration_nanos));
 	json_object_set_new(root, "top", top);
 	top = NULL;
-	json_object_set_new(root, "tree", tree_json(tree, 0));
+	if ((err = set_tree(root, tree, false, jo->max_nodes)))
+		goto out;
 	err = dump(out, root);
 	root = NULL;
 out:
@@ -135,5 +215,9 @@ int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_
 	json_object_set_new(root, "total_before", json_integer(t->total[0]));
 	json_object_set_new(root, "total_after", json_integer(t->total[1]));
 	json_object_set_new(root, "rows", rows);
+	if (o->tree && set_tree(root, o->tree, true, o->max_nodes)) {
+		json_decref(root);
+		return cp_error(ENOMEM, "out of memory building JSON");
+	}
 	return dump(out, root);
 }

@@ -23,6 +23,11 @@ int cp_render_top(FILE *out, const struct cp_profile *p, int vidx, const struct 
 
 /* JSON: type, unit, total, top rows, and the call tree. */
 int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert);
+struct cp_json_opts {
+	bool invert;        /* leaf-first tree */
+	uint32_t max_nodes; /* keep the largest nodes of the tree (0: all); "truncated" says so */
+};
+int cp_render_json_opts(FILE *out, const struct cp_profile *p, int vidx, const struct cp_json_opts *o);
 
 struct cp_flame_opts {
 	const char *title;    /* NULL: "Flame Graph" */
@@ -40,11 +45,26 @@ struct cp_diff_opts {
 	int limit;      /* rows; 0 = all */
 	bool normalize; /* sort by the normalised delta */
 	const char *unit;
+	const struct cp_tree *tree; /* JSON: add the two-sided call tree ("tree") */
+	uint32_t max_nodes;         /* of that tree (0: all) */
 };
 /* Per function: before, after, delta, delta%, and the same normalised to
  * equal totals; sorted by the largest |delta|. */
 int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o);
 int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o);
+
+struct cp_render_diff_opts {
+	int limit;          /* table rows; 0 = all */
+	bool normalize;     /* scale before to after's total */
+	const char *title;  /* flame graph title (NULL: a default) */
+	bool icicle;        /* flame graph hanging down */
+	bool with_tree;     /* json: add the call tree with both sides */
+	uint32_t max_nodes; /* of that tree */
+};
+/* Compare before (value vb) with after (va) in format table, json, folded,
+ * flamegraph or pprof (the -diff_base form, gzipped). */
+int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
+		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o);
 
 struct cp_over_time {
 	const char *type, *unit;

@@ -18,6 +18,7 @@
 #include "../error.h"
 #include "../util.h"
 #include "../varint.h"
+#include "remote.h"
 
 #define SCHEMA_VERSION "2"
 #define NPARTS 8
@@ -48,6 +49,7 @@ struct part {
 };
 
 struct cp_store {
+	struct cp_remote *remote; /* a server's store (remote.c): the rest is unused */
 	char *dir;
 	enum cp_store_mode mode;
 	sqlite3 *db;
@@ -244,12 +246,70 @@ out:
 	return s;
 }
 
+struct cp_store *cp_store_open_remote(const char *url, const char *token, const char *spool_dir, size_t spool_max)
+{
+	struct cp_store *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s) {
+		errno = ENOMEM;
+		cp_error(ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->mode = CP_STORE_WRITE;
+	if (!(s->remote = cp_remote_new(url, token, spool_dir, spool_max))) {
+		err = errno;
+		free(s);
+		errno = err;
+		return NULL;
+	}
+	return s;
+}
+
+bool cp_store_is_remote(const struct cp_store *s)
+{
+	return s && s->remote;
+}
+
+int cp_store_remote_ping(struct cp_store *s)
+{
+	return s->remote ? cp_remote_ping(s->remote) : 0;
+}
+
+int cp_store_remote_flush(struct cp_store *s, bool now)
+{
+	return s->remote ? cp_remote_flush(s->remote, now) : 0;
+}
+
+void cp_store_remote_stats(struct cp_store *s, struct cp_pusher_stats *st)
+{
+	if (s->remote)
+		cp_remote_push_stats(s->remote, st);
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+const char *cp_store_remote_last_error(struct cp_store *s)
+{
+	return s->remote ? cp_remote_last_error(s->remote) : NULL;
+}
+
+const char *cp_store_remote_url(const struct cp_store *s)
+{
+	return s->remote ? cp_remote_url(s->remote) : NULL;
+}
+
 void cp_store_close(struct cp_store *s)
 {
 	int i;
 
 	if (!s)
 		return;
+	if (s->remote) {
+		cp_remote_free(s->remote);
+		free(s);
+		return;
+	}
 	for (i = 0; i < NPARTS; i++)
 		sqlite3_close(s->parts[i].db);
 	sqlite3_close(s->db);
@@ -984,6 +1044,8 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	bool in_tx = false;
 	int err = 0;
 
+	if (s->remote)
+		return cp_remote_append(s->remote, a, n);
 	if (s->mode != CP_STORE_WRITE)
 		return cp_error(EPERM, "the store was opened read-only");
 	if ((err = exec(s->db, "BEGIN IMMEDIATE", "writing to the store")))
@@ -1134,6 +1196,8 @@ int cp_store_retain(struct cp_store *s, int64_t keep_ns)
 	size_t n = 0, cap = 0, i;
 	int err, rc;
 
+	if (s->remote)
+		return cp_error(EOPNOTSUPP, "retention runs in the server (cprof serve --retention)");
 	if ((err = exec(s->db, "BEGIN IMMEDIATE", "applying retention")) ||
 	    (err = prepare(s->db, "SELECT name FROM partitions WHERE t_max < ?", &st)))
 		goto out;
@@ -1239,6 +1303,8 @@ int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp
 	sqlite3_stmt *st = NULL;
 	int err, rc;
 
+	if (s->remote)
+		return cp_remote_series(s->remote, sel, out, n);
 	if ((err = prepare(s->db, "SELECT id, type, labels FROM series ORDER BY type, labels", &st)))
 		return err;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1601,6 +1667,8 @@ int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct c
 	size_t nser = 0, ngroups = 0, i, j;
 	int err;
 
+	if (s->remote)
+		return cp_remote_select(s->remote, q, out, n);
 	if ((err = resolve(s, q->sel, &ser, &nser)) || (err = load_dict(s)))
 		goto out;
 	want = calloc(nser, sizeof(*want));
@@ -1700,6 +1768,8 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	size_t nser = 0, i;
 	int err;
 
+	if (s->remote)
+		return cp_remote_over_time(s->remote, q, step, totals, nsteps, type);
 	if (step <= 0 || q->to <= q->from)
 		return cp_error(EINVAL, "the step must be positive and the range not empty");
 	if ((uint64_t)(q->to - q->from) / (uint64_t)step > 100000)
@@ -1751,6 +1821,8 @@ int cp_store_stats(struct cp_store *s, struct cp_store_stats *st)
 	DIR *d;
 	int err;
 
+	if (s->remote)
+		return cp_remote_stats(s->remote, st);
 	memset(st, 0, sizeof(*st));
 	st->series = count(s->db, "SELECT count(*) FROM series");
 	if ((err = load_dict(s)))

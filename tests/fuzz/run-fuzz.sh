@@ -5,7 +5,7 @@
 . "$srcdir/tests/cli/lib.sh"
 seconds=${FUZZ_SECONDS:-15}
 fuzz="$top_builddir/tests/fuzz"
-mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector" "$T/seeds-procfs"
+mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector" "$T/seeds-procfs" "$T/seeds-ingest" "$T/seeds-config"
 cp "$FIXTURES"/*.pb.gz "$T/seeds-pprof/"
 for f in "$FIXTURES"/*.pb.gz; do gzip -dc "$f" > "$T/seeds-pprof/raw-$(basename "$f" .gz)"; done
 printf 'main;work;alpha 30\nmain;work;beta 20\nmain;viaDelta;gamma 10\n' > "$T/seeds-folded/a.folded"
@@ -27,7 +27,26 @@ printf '\001/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.sl
 printf '\003ffffffff81000000 T _stext\nffffffff81004000 D data\nffffffffc0a00000 t ext4_fill_super\t[ext4]\n' \
 	> "$T/seeds-procfs/kallsyms"
 printf 'A/system.slice/ssh.service\n1000-2000 r-xp 0 0:0 0 /x\n2000 10 f\nffffffff81000000 t f\n' > "$T/seeds-procfs/all"
-for target in pprof folded selector procfs; do
+# ingest (what cprof serve takes): the first byte picks the parser (0 Pyroscope name, 1 folded,
+# 2 lines, 3 Parca writeraw, 4 base64; else all); for 1 and 2 the next byte picks type and rate
+printf '\000myapp.cpu{env=prod, region = eu-1,service_name=x}' > "$T/seeds-ingest/name"
+printf '\001\000main;work;alpha 30\nmain;work;beta 20\r\nmain 1\n' > "$T/seeds-ingest/folded"
+printf '\001\010foo;bar 9223372036854775807\n' > "$T/seeds-ingest/folded-overflow"
+printf '\002\001main;work;alpha\nmain;work;alpha\r\n\nmain;beta' > "$T/seeds-ingest/lines"
+{ printf '\003{"series":[{"labels":{"labels":[{"name":"__name__","value":"process_cpu"},'
+  printf '{"name":"job","value":"api"}]},"samples":[{"rawProfile":"%s"},{"rawProfile":"AAEC"}]}]}' \
+	"$(base64 -w0 "$FIXTURES/cpu-short.pb.gz")"; } > "$T/seeds-ingest/writeraw"
+{ printf '\004'; gzip -dc "$FIXTURES/cpu-short.pb.gz" | head -c 300 | base64 | tr '+/' '-_' | tr -d =; } \
+	> "$T/seeds-ingest/base64"
+printf '\377app.alloc_space{a=b}' > "$T/seeds-ingest/all"
+# config: cprof serve --config files
+printf '%s\n' '# cprof.yaml' 'listen: 0.0.0.0:7070' 'data: /var/lib/cprof' 'retention: 30d' \
+	'token_file: /etc/cprof/token' 'tls_cert: "/etc/cprof/cert.pem"' "tls_key: '/etc/cprof/key.pem'" \
+	'max_body: 32M' > "$T/seeds-config/full.yaml"
+printf '%s\n' '---' 'listen: [a, b]' 'data: &d /x' 'retention: *d' 'max_body: {a: 1}' '...' > "$T/seeds-config/shapes.yaml"
+printf '{listen: ":0", max_body: 1Gi}\n' > "$T/seeds-config/flow.yaml"
+: > "$T/seeds-config/empty.yaml"
+for target in pprof folded selector procfs ingest config; do
 	bin="$fuzz/fuzz_$target"
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then
 		mkdir -p "$T/corpus-$target"

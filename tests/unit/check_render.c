@@ -652,7 +652,7 @@ static int diff_rows(const char *out, struct diff_row *rows, int max)
 START_TEST(test_render_diff_table)
 {
 	struct cp_fn_table *t = diff_table();
-	struct cp_diff_opts o = { 0, false, "count" };
+	struct cp_diff_opts o = { .unit = "count" };
 	struct diff_row rows[10];
 	struct capture c;
 	char *out;
@@ -692,7 +692,7 @@ END_TEST
 START_TEST(test_render_diff_json)
 {
 	struct cp_fn_table *t = diff_table();
-	struct cp_diff_opts o = { 0, false, "count" };
+	struct cp_diff_opts o = { .unit = "count" };
 	struct capture c;
 	json_error_t jerr;
 	json_t *root, *rows, *r;
@@ -751,7 +751,7 @@ START_TEST(test_render_diff_units)
 	struct cp_profile *before = folded("main;f 2000000000\n", "cpu", "nanoseconds");
 	struct cp_profile *after = folded("main;f 1000000000\nmain;g 500000000\n", "cpu", "nanoseconds");
 	struct cp_fn_table *t = cp_fn_table_new();
-	struct cp_diff_opts o = { 0, false, "nanoseconds" };
+	struct cp_diff_opts o = { .unit = "nanoseconds" };
 	struct diff_row rows[10];
 	struct capture c;
 	char *out;

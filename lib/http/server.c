@@ -1,0 +1,726 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP server: libmicrohttpd with a thread per connection (handlers may
+ * block, e.g. on the store's group commit), our own listening socket (so a
+ * bind error says what went wrong), the body read whole up to a limit, the
+ * bearer token, and per-route counters for /metrics. */
+#include "http/server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define DEFAULT_MAX_BODY (32u << 20)
+/* latency buckets (seconds) of cprof_http_request_duration_seconds */
+static const double buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+#define NCODES 12
+
+struct route_stats {
+	uint64_t hist[NBUCKETS + 1]; /* cumulative counts are computed when printed */
+	double sum;
+	uint64_t count;
+	int codes[NCODES];
+	uint64_t per_code[NCODES];
+};
+
+struct cp_server {
+	struct MHD_Daemon *d;
+	int fd, port;
+	char *token;
+	size_t max_body;
+	const struct cp_route *routes;
+	size_t nroutes;
+	void *arg;
+	pthread_mutex_t lock; /* the stats */
+	struct route_stats *stats; /* nroutes + 1: the last is "other" */
+};
+
+struct cp_req {
+	struct cp_server *s;
+	struct MHD_Connection *conn;
+	const char *method, *path;
+	uint8_t *body;
+	size_t len, cap;
+	bool too_big, answered;
+	long route; /* -1 none */
+	struct timespec t0;
+	int status;
+};
+
+const struct cp_asset *cp_asset_find(const char *name)
+{
+	const struct cp_asset *a;
+
+	for (a = cp_assets; a->name; a++)
+		if (!strcmp(a->name, name))
+			return a;
+	return NULL;
+}
+
+/* ---- the request, for handlers ---- */
+
+const char *cp_req_method(const struct cp_req *r)
+{
+	return r->method;
+}
+
+const char *cp_req_path(const struct cp_req *r)
+{
+	return r->path;
+}
+
+const char *cp_req_arg(const struct cp_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct args_ctx {
+	int (*fn)(void *ctx, const char *name, const char *value);
+	int (*fn1)(void *ctx, const char *value);
+	const char *name;
+	void *ctx;
+	int ret;
+};
+
+static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct args_ctx *a = cls;
+
+	(void)kind;
+	a->ret = a->fn(a->ctx, key, value ? value : "");
+	return a->ret ? MHD_NO : MHD_YES;
+}
+
+int cp_req_args(const struct cp_req *r, int (*fn)(void *ctx, const char *name, const char *value), void *ctx)
+{
+	struct args_ctx a = { fn, NULL, NULL, ctx, 0 };
+
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, each_arg, &a);
+	return a.ret;
+}
+
+const char *cp_req_header(const struct cp_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct args_ctx *a = cls;
+
+	(void)kind;
+	if (strcasecmp(key, a->name))
+		return MHD_YES;
+	a->ret = a->fn1(a->ctx, value ? value : "");
+	return a->ret ? MHD_NO : MHD_YES;
+}
+
+int cp_req_headers(const struct cp_req *r, const char *name, int (*fn)(void *ctx, const char *value), void *ctx)
+{
+	struct args_ctx a = { NULL, fn, name, ctx, 0 };
+
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, each_header, &a);
+	return a.ret;
+}
+
+const uint8_t *cp_req_body(const struct cp_req *r, size_t *len)
+{
+	*len = r->len;
+	return r->body ? r->body : (const uint8_t *)"";
+}
+
+/* A form field is delivered in pieces; they are joined before fn sees it. */
+struct form_ctx {
+	int (*fn)(void *ctx, const char *name, const char *filename, const uint8_t *data, size_t len);
+	void *ctx;
+	char *name, *filename;
+	uint8_t *data;
+	size_t len, cap;
+	bool open;
+	int ret;
+};
+
+static int form_emit(struct form_ctx *f)
+{
+	int ret = 0;
+
+	if (f->open)
+		ret = f->fn(f->ctx, f->name, f->filename, f->data ? f->data : (const uint8_t *)"", f->len);
+	free(f->name);
+	free(f->filename);
+	f->name = f->filename = NULL;
+	f->len = 0;
+	f->open = false;
+	return ret;
+}
+
+static enum MHD_Result form_piece(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+				  const char *content_type, const char *transfer_encoding, const char *data,
+				  uint64_t off, size_t size)
+{
+	struct form_ctx *f = cls;
+
+	(void)kind, (void)content_type, (void)transfer_encoding;
+	if (off == 0 || !f->open || strcmp(f->name, key)) {
+		if ((f->ret = form_emit(f)))
+			return MHD_NO;
+		f->name = strdup(key);
+		f->filename = filename ? strdup(filename) : NULL;
+		if (!f->name || (filename && !f->filename)) {
+			f->ret = -ENOMEM;
+			return MHD_NO;
+		}
+		f->open = true;
+	}
+	if (f->len + size + 1 > f->cap) {
+		size_t cap = (f->len + size + 1) * 2;
+		uint8_t *d = realloc(f->data, cap);
+
+		if (!d) {
+			f->ret = -ENOMEM;
+			return MHD_NO;
+		}
+		f->data = d;
+		f->cap = cap;
+	}
+	memcpy(f->data + f->len, data, size);
+	f->len += size;
+	f->data[f->len] = 0;
+	return MHD_YES;
+}
+
+int cp_req_form(struct cp_req *r,
+		int (*fn)(void *ctx, const char *name, const char *filename, const uint8_t *data, size_t len),
+		void *ctx)
+{
+	struct form_ctx f = { fn, ctx, NULL, NULL, NULL, 0, 0, false, 0 };
+	struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 64 * 1024, form_piece, &f);
+	enum MHD_Result ok;
+
+	if (!pp)
+		return cp_error(EINVAL, "the body is not a form (multipart/form-data or urlencoded)");
+	ok = MHD_post_process(pp, (const char *)r->body, r->len);
+	if (MHD_destroy_post_processor(pp) != MHD_YES && ok == MHD_YES && !f.ret)
+		ok = MHD_NO;
+	if (!f.ret)
+		f.ret = form_emit(&f);
+	else
+		form_emit(&(struct form_ctx){ .name = f.name, .filename = f.filename });
+	free(f.data);
+	if (f.ret)
+		return f.ret;
+	if (ok != MHD_YES)
+		return cp_error(EINVAL, "malformed form body");
+	return 0;
+}
+
+/* ---- responses ---- */
+
+void cp_resp_take(struct cp_resp *out, int status, const char *type, char *body, size_t len)
+{
+	free(out->body);
+	out->status = status;
+	out->type = type;
+	out->body = body;
+	out->len = len;
+}
+
+static void resp_vtext(struct cp_resp *out, int status, const char *type, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	int n = vasprintf(&s, fmt, ap);
+
+	if (n < 0)
+		cp_resp_take(out, 500, "text/plain", NULL, 0);
+	else
+		cp_resp_take(out, status, type, s, (size_t)n);
+}
+
+void cp_resp_text(struct cp_resp *out, int status, const char *type, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	resp_vtext(out, status, type, fmt, ap);
+	va_end(ap);
+}
+
+/* a JSON string body, escaped by hand: the message is one line of text */
+void cp_resp_error(struct cp_resp *out, int status, const char *fmt, ...)
+{
+	char msg[CP_ERRMSG_MAX], *esc, *q;
+	const unsigned char *p;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	esc = malloc(strlen(msg) * 6 + 1);
+	if (!esc) {
+		cp_resp_take(out, 500, "text/plain", NULL, 0);
+		return;
+	}
+	for (p = (const unsigned char *)msg, q = esc; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			*q++ = '\\';
+			*q++ = (char)*p;
+		} else if (*p < 0x20) {
+			q += sprintf(q, "\\u%04x", *p);
+		} else {
+			*q++ = (char)*p;
+		}
+	}
+	*q = 0;
+	cp_resp_text(out, status, "application/json", "{\"error\":\"%s\"}\n", esc);
+	free(esc);
+}
+
+/* ---- metrics ---- */
+
+static void count(struct cp_server *s, long route, int status, double secs)
+{
+	struct route_stats *st = &s->stats[route < 0 ? (long)s->nroutes : route];
+	size_t b, c;
+
+	for (b = 0; b < NBUCKETS && secs > buckets[b]; b++)
+		;
+	pthread_mutex_lock(&s->lock);
+	st->hist[b]++;
+	st->sum += secs;
+	st->count++;
+	for (c = 0; c < NCODES && st->codes[c] && st->codes[c] != status; c++)
+		;
+	if (c == NCODES)
+		c = NCODES - 1; /* more distinct codes than slots: lumped into the last */
+	st->codes[c] = st->codes[c] ? st->codes[c] : status;
+	st->per_code[c]++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int cp_server_metrics(struct cp_server *s, FILE *out)
+{
+	size_t i, b, c;
+
+	fprintf(out, "# HELP cprof_http_requests_total HTTP requests answered, by handler and status.\n"
+		     "# TYPE cprof_http_requests_total counter\n");
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i <= s->nroutes; i++) {
+		const char *name = i < s->nroutes ? s->routes[i].name : "other";
+
+		for (c = 0; c < NCODES && s->stats[i].codes[c]; c++)
+			fprintf(out, "cprof_http_requests_total{handler=\"%s\",code=\"%d\"} %llu\n", name,
+				s->stats[i].codes[c], (unsigned long long)s->stats[i].per_code[c]);
+	}
+	fprintf(out, "# HELP cprof_http_request_duration_seconds Time to answer HTTP requests, by handler.\n"
+		     "# TYPE cprof_http_request_duration_seconds histogram\n");
+	for (i = 0; i <= s->nroutes; i++) {
+		const char *name = i < s->nroutes ? s->routes[i].name : "other";
+		uint64_t cum = 0;
+
+		for (b = 0; b < NBUCKETS; b++) {
+			cum += s->stats[i].hist[b];
+			fprintf(out, "cprof_http_request_duration_seconds_bucket{handler=\"%s\",le=\"%g\"} %llu\n", name,
+				buckets[b], (unsigned long long)cum);
+		}
+		cum += s->stats[i].hist[NBUCKETS];
+		fprintf(out, "cprof_http_request_duration_seconds_bucket{handler=\"%s\",le=\"+Inf\"} %llu\n", name,
+			(unsigned long long)cum);
+		fprintf(out, "cprof_http_request_duration_seconds_sum{handler=\"%s\"} %.6f\n", name, s->stats[i].sum);
+		fprintf(out, "cprof_http_request_duration_seconds_count{handler=\"%s\"} %llu\n", name,
+			(unsigned long long)s->stats[i].count);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* ---- serving ---- */
+
+static enum MHD_Result reply(struct cp_req *r, struct cp_resp *o)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(o->len, o->body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(o->body);
+		return MHD_NO;
+	}
+	o->body = NULL;
+	if (o->type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, o->type);
+	if (o->disposition)
+		MHD_add_response_header(resp, "Content-Disposition", o->disposition);
+	if (o->location)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, o->location);
+	if (o->status == 401)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"cprof\"");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	ret = MHD_queue_response(r->conn, (unsigned)o->status, resp);
+	MHD_destroy_response(resp);
+	r->status = o->status;
+	r->answered = true;
+	return ret;
+}
+
+static enum MHD_Result send_error(struct cp_req *r, int status, const char *fmt, const char *detail)
+{
+	struct cp_resp o = { 0 };
+
+	cp_resp_error(&o, status, fmt, detail);
+	return reply(r, &o);
+}
+
+static bool token_ok(struct cp_server *s, struct MHD_Connection *c)
+{
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *given = NULL;
+	size_t i, n, m;
+	unsigned char diff = 0;
+
+	if (auth && !strncasecmp(auth, "Bearer ", 7))
+		given = auth + 7;
+	else
+		given = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "cprof_token");
+	if (!given)
+		return false;
+	/* compare in time independent of where they differ */
+	n = strlen(given);
+	m = strlen(s->token);
+	for (i = 0; i < m; i++)
+		diff |= (unsigned char)(s->token[i] ^ (i < n ? given[i] : 0));
+	return !diff && n == m;
+}
+
+/* percent-encoding for a query value */
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
+			fputc(c, f);
+		else
+			fprintf(f, "%%%02X", c);
+	}
+}
+
+struct relink {
+	FILE *f;
+	bool first;
+};
+
+static enum MHD_Result put_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct relink *l = cls;
+
+	(void)kind;
+	fputs(l->first ? "?" : "&", l->f);
+	l->first = false;
+	put_escaped(l->f, key);
+	if (value) {
+		fputc('=', l->f);
+		put_escaped(l->f, value);
+	}
+	return MHD_YES;
+}
+
+/* "/login?next=<this path and query, encoded>"; NULL when out of memory */
+static char *login_location(struct MHD_Connection *c, const char *path)
+{
+	char *here = NULL, *loc = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&here, &len);
+	struct relink l = { f, true };
+
+	if (!f)
+		return NULL;
+	fputs(path, f);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, put_arg, &l);
+	if (fclose(f)) {
+		free(here);
+		return NULL;
+	}
+	if ((f = open_memstream(&loc, &len))) {
+		fputs("/login?next=", f);
+		put_escaped(f, here);
+		if (fclose(f)) {
+			free(loc);
+			loc = NULL;
+		}
+	}
+	free(here);
+	return loc;
+}
+
+static long find_route(struct cp_server *s, const char *method, const char *path, bool *other_method)
+{
+	size_t i, n;
+
+	*other_method = false;
+	for (i = 0; i < s->nroutes; i++) {
+		const struct cp_route *rt = &s->routes[i];
+
+		n = strlen(rt->path);
+		if (rt->path[n - 1] == '/' && n > 1 ? strncmp(path, rt->path, n) : strcmp(path, rt->path))
+			continue;
+		if (!strcmp(method, rt->method) || (!strcmp(method, "HEAD") && !strcmp(rt->method, "GET")))
+			return (long)i;
+		*other_method = true;
+	}
+	return -1;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct cp_server *s = cls;
+	struct cp_req *r = *con_cls;
+	struct cp_resp o = { 0 };
+	bool other_method;
+
+	(void)version;
+	if (!r) {
+		const char *cl;
+
+		if (!(r = calloc(1, sizeof(*r))))
+			return MHD_NO;
+		*con_cls = r;
+		r->s = s;
+		r->conn = conn;
+		r->method = method;
+		r->path = url;
+		r->status = 500;
+		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		r->route = find_route(s, method, url, &other_method);
+		if (s->token && !(r->route >= 0 && s->routes[r->route].open) && !token_ok(s, conn)) {
+			const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+
+			if (!strcmp(method, "GET") && accept && strstr(accept, "text/html")) {
+				/* back to this page (and its view state) after logging in */
+				char *loc = login_location(conn, url);
+				enum MHD_Result ret;
+
+				o.location = loc ? loc : "/login";
+				cp_resp_text(&o, 303, "text/plain", "see /login\n");
+				ret = reply(r, &o);
+				free(loc);
+				return ret;
+			}
+			return send_error(r, 401, "%s", "missing or wrong token: send 'Authorization: Bearer TOKEN' (the token of cprof serve --token-file)");
+		}
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+			char m[64];
+
+			snprintf(m, sizeof(m), "%zu", s->max_body);
+			return send_error(r, 413, "the body is larger than the server takes (%s bytes, cprof serve --max-body)", m);
+		}
+		return MHD_YES;
+	}
+	if (r->answered) { /* an early answer: drop the rest of the body */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+
+		*upload_size = 0;
+		if (r->too_big || r->len + n > s->max_body) {
+			r->too_big = true;
+			return MHD_YES;
+		}
+		if (r->len + n + 1 > r->cap) {
+			size_t cap = r->cap ? r->cap : 64 * 1024;
+			uint8_t *b;
+
+			while (cap < r->len + n + 1)
+				cap *= 2;
+			if (cap > s->max_body + 1)
+				cap = s->max_body + 1;
+			if (!(b = realloc(r->body, cap)))
+				return MHD_NO;
+			r->body = b;
+			r->cap = cap;
+		}
+		memcpy(r->body + r->len, upload, n);
+		r->len += n;
+		return MHD_YES;
+	}
+	if (r->too_big) {
+		char m[64];
+
+		snprintf(m, sizeof(m), "%zu", s->max_body);
+		return send_error(r, 413, "the body is larger than the server takes (%s bytes, cprof serve --max-body)", m);
+	}
+	if (r->route < 0) {
+		find_route(s, method, url, &other_method);
+		if (other_method)
+			return send_error(r, 405, "%s is not allowed here", method);
+		return send_error(r, 404, "no such endpoint: %s (docs/API.md lists them)", url);
+	}
+	o.status = 200;
+	s->routes[r->route].fn(r, &o, s->arg);
+	if (!o.type)
+		o.type = "application/json";
+	return reply(r, &o);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct cp_server *s = cls;
+	struct cp_req *r = *con_cls;
+	struct timespec t1;
+
+	(void)conn;
+	if (!r)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	count(s, r->route, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499,
+	      (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+static int split_listen(const char *listen, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon;
+
+	if (listen[0] == '[') {
+		const char *end = strchr(listen, ']');
+
+		if (!end || end[1] != ':' || (size_t)(end - listen) > hlen)
+			return -EINVAL;
+		snprintf(host, hlen, "%.*s", (int)(end - listen - 1), listen + 1);
+		colon = end + 1;
+	} else {
+		if (!(colon = strrchr(listen, ':')) || (size_t)(colon - listen) >= hlen)
+			return -EINVAL;
+		snprintf(host, hlen, "%.*s", (int)(colon - listen), listen);
+	}
+	if (!colon[1] || strlen(colon + 1) >= plen || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    atol(colon + 1) > 65535)
+		return -EINVAL;
+	snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
+int cp_listen_check(const char *addr)
+{
+	char host[256], port[16];
+
+	if (split_listen(addr, host, sizeof(host), port, sizeof(port)))
+		return cp_error(EINVAL, "--listen '%s': give HOST:PORT, [IPV6]:PORT or :PORT", addr);
+	return 0;
+}
+
+static int open_listener(const char *addr, int *fd_out, int *port_out, bool *v6)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[256], port[16];
+	int fd, one = 1, err;
+
+	if (split_listen(addr, host, sizeof(host), port, sizeof(port)))
+		return cp_error(EINVAL, "--listen '%s': give HOST:PORT, [IPV6]:PORT or :PORT", addr);
+	if ((err = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)))
+		return cp_error(EINVAL, "--listen '%s': %s", addr, gai_strerror(err));
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = errno;
+		freeaddrinfo(res);
+		return cp_error(err, "cannot open a socket: %s", strerror(err));
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 128)) {
+		err = errno;
+		freeaddrinfo(res);
+		close(fd);
+		return cp_error(err, "cannot listen on %s: %s%s", addr, strerror(err),
+				err == EADDRINUSE ? " (another server has it: pick another --listen)" :
+				err == EACCES ? " (ports below 1024 need root)" : "");
+	}
+	*v6 = res->ai_family == AF_INET6;
+	freeaddrinfo(res);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+						     ((struct sockaddr_in *)&ss)->sin_port);
+	*fd_out = fd;
+	return 0;
+}
+
+struct cp_server *cp_server_start(const struct cp_server_opts *o)
+{
+	struct cp_server *s = calloc(1, sizeof(*s));
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	bool v6 = false;
+	int err;
+
+	if (!s || !(s->stats = calloc(o->nroutes + 1, sizeof(*s->stats)))) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	s->fd = -1;
+	s->routes = o->routes;
+	s->nroutes = o->nroutes;
+	s->arg = o->arg;
+	s->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+	if (o->token && !(s->token = strdup(o->token))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if ((err = open_listener(o->listen, &s->fd, &s->port, &v6)))
+		goto fail;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	if (o->tls_cert_pem && o->tls_key_pem)
+		flags |= MHD_USE_TLS;
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+				(flags & MHD_USE_TLS) ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, o->tls_cert_pem,
+				MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem, MHD_OPTION_END);
+	if (!s->d) {
+		err = cp_error(EINVAL, "cannot start the HTTP server%s",
+			       (flags & MHD_USE_TLS) ? ": the TLS certificate or key was refused (PEM files that belong together?)" : "");
+		goto fail;
+	}
+	return s;
+fail:
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->token);
+	free(s->stats);
+	free(s);
+	errno = -err;
+	return NULL;
+}
+
+int cp_server_port(const struct cp_server *s)
+{
+	return s->port;
+}
+
+void cp_server_stop(struct cp_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->d); /* closes the listening socket too */
+	pthread_mutex_destroy(&s->lock);
+	free(s->token);
+	free(s->stats);
+	free(s);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* What push clients send, turned into profiles and series labels: the
+ * Pyroscope ingest API (its "app.cpu{k=v}" names, folded and lines bodies)
+ * and Parca's writeraw JSON.  Pure parsing: cmd/serve.c does the HTTP. */
+#ifndef CP_INGEST_H
+#define CP_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "store/store.h"
+
+/* Labels with owned strings. */
+struct cp_labels {
+	struct cp_kv *kv; /* name and value malloc'ed */
+	size_t n, cap;
+};
+/* Adds name=value (copied); -EINVAL with a message for a bad label name. */
+int cp_labels_add(struct cp_labels *l, const char *name, const char *value);
+void cp_labels_release(struct cp_labels *l);
+
+/* Pyroscope's name: "app.cpu{k=v,k2=v2}" -> app "app", suffix "cpu" (the
+ * part after the last dot; "cpu" when there is none), labels k, k2 (plus
+ * service_name=app).  -EINVAL with a message. */
+struct cp_pyro_name {
+	char *app, *suffix;
+	struct cp_labels labels;
+};
+int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out);
+void cp_pyro_name_release(struct cp_pyro_name *n);
+
+/* The profile type a suffix and units give: name, sample type/unit, period
+ * type/unit, and whether values are samples to multiply by 1e9/sampleRate. */
+struct cp_pyro_type {
+	const char *name, *type, *unit, *ptype, *punit;
+	int cpu;
+};
+void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t);
+
+/* A folded ("groups") or lines body as a profile of that type: values
+ * scaled for cpu, duration until - from, time from.  NULL + errno. */
+struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, const struct cp_pyro_type *t,
+				       int64_t sample_rate, int64_t from_ns, int64_t until_ns);
+
+/* Parca's writeraw body: fn gets each raw profile with its series labels
+ * (__name__ among them, as sent).  Stops at fn's first nonzero return.
+ * -EINVAL with a message naming what is wrong. */
+int cp_parca_writeraw(const char *body, size_t len,
+		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
+		      void *ctx);
+
+/* Base64 (standard or URL-safe, padding optional) and back; malloc'ed. */
+int cp_base64_decode(const char *s, size_t len, uint8_t **out, size_t *outlen);
+int cp_base64_encode(const uint8_t *d, size_t len, char **out, size_t *outlen);
+
+#endif

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* Comparing two profiles in one of the diff formats: the function table
+ * (text or JSON), differential folded stacks, the differential flame graph,
+ * or pprof's -diff_base form.  `cprof diff` and the server's /api/v1/diff
+ * both render through here. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../folded.h"
+#include "../pprof.h"
+#include "../util.h"
+#include "render.h"
+
+int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
+		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
+{
+	const char *unit = cp_profile_string(after, after->sample_types[va].unit);
+	struct cp_merge_opts mo = { 0 };
+	struct cp_fn_table *ft = NULL;
+	struct cp_profile *scaled = NULL, *res = NULL;
+	struct cp_tree *t = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err = -ENOMEM;
+	bool json = !strcmp(format, "json");
+
+	if (o->normalize) {
+		int64_t tb = cp_profile_total(before, vb), ta = cp_profile_total(after, va);
+
+		mo.scale = tb ? (double)ta / (double)tb : 1;
+		if (!(scaled = cp_profile_copy(before, &mo)))
+			goto out;
+		before = scaled;
+	}
+	if (json || !strcmp(format, "flamegraph")) {
+		if (!(t = cp_tree_new()) || (err = cp_tree_add(t, before, vb, 0, false)) ||
+		    (err = cp_tree_add(t, after, va, 1, false)) || (err = cp_tree_sort(t)))
+			goto out;
+	}
+	if (!strcmp(format, "table") || json) {
+		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes };
+
+		if (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
+		    (err = cp_fn_table_add(ft, after, va, 1)))
+			goto out;
+		d.tree = o->with_tree ? t : NULL;
+		err = json ? cp_render_diff_json(out, ft, &d) : cp_render_diff_table(out, ft, &d);
+	} else if (!strcmp(format, "folded")) {
+		err = cp_folded_write_diff(out, before, after, vb, va);
+	} else if (!strcmp(format, "flamegraph")) {
+		struct cp_flame_opts fo = { 0 };
+
+		fo.title = o->title ? o->title : "Differential Flame Graph";
+		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
+		fo.unit = unit;
+		fo.diff = true;
+		fo.icicle = o->icicle;
+		err = cp_render_flame(out, t, &fo);
+	} else if (!strcmp(format, "pprof")) { /* pprof's -diff_base form */
+		mo.scale = -1;
+		mo.tag_key = "pprof::base";
+		mo.tag_value = "true";
+		if ((err = cp_profile_compatible(after, before)) || !(res = cp_profile_copy(after, NULL))) {
+			err = err ? err : -errno;
+			goto out;
+		}
+		if ((err = cp_profile_merge(res, before, &mo)) || (err = cp_pprof_encode(res, 1, &buf, &len)))
+			goto out;
+		err = fwrite(buf, 1, len, out) == len ? 0 : cp_stream_check(out, NULL);
+	} else {
+		err = cp_error(EINVAL, "unknown diff format '%s' (choose table, flamegraph, folded, json or pprof)", format);
+	}
+out:
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory");
+	free(buf);
+	cp_fn_table_free(ft);
+	cp_tree_free(t);
+	cp_profile_free(scaled);
+	cp_profile_free(res);
+	return err;
+}

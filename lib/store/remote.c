@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+#include "remote.h"
+
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../error.h"
+#include "../http/client.h"
+#include "../pprof.h"
+#include "../util.h"
+
+struct cp_remote {
+	struct cp_http_client *c;
+	char *url, *token, *spool_dir;
+	size_t spool_max;
+	struct cp_pusher *pusher; /* on first use */
+};
+
+struct cp_remote *cp_remote_new(const char *url, const char *token, const char *spool_dir, size_t spool_max)
+{
+	struct cp_remote *r = calloc(1, sizeof(*r));
+	int err = 0;
+
+	if (!r || !(r->url = strdup(url)) || (token && !(r->token = strdup(token))) ||
+	    (spool_dir && !(r->spool_dir = strdup(spool_dir)))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	r->spool_max = spool_max;
+	if (!(r->c = cp_http_client_new(url, token, CP_REMOTE_TIMEOUT_MS)))
+		err = -errno;
+out:
+	if (err) {
+		cp_remote_free(r);
+		errno = -err;
+		return NULL;
+	}
+	return r;
+}
+
+void cp_remote_free(struct cp_remote *r)
+{
+	if (!r)
+		return;
+	cp_http_client_free(r->c);
+	cp_pusher_free(r->pusher);
+	free(r->url);
+	free(r->token);
+	free(r->spool_dir);
+	free(r);
+}
+
+const char *cp_remote_url(const struct cp_remote *r)
+{
+	return cp_http_client_url(r->c);
+}
+
+static int pusher(struct cp_remote *r)
+{
+	if (r->pusher)
+		return 0;
+	r->pusher = cp_pusher_new(r->url, r->token, r->spool_dir, r->spool_max);
+	return r->pusher ? 0 : -errno;
+}
+
+/* ---- requests ---- */
+
+/* a query argument: "&name=escaped value" appended to *q */
+static int add_arg(char **q, const char *name, const char *value)
+{
+	char *v = cp_http_escape(value), *n = cp_http_escape(name), *s = NULL;
+	int err = 0;
+
+	if (!v || !n || asprintf(&s, "%s%s%s=%s", *q ? *q : "", *q && **q ? "&" : "", n, v) < 0) {
+		s = NULL;
+		err = cp_error(ENOMEM, "out of memory");
+	} else {
+		free(*q);
+		*q = s;
+	}
+	free(v);
+	free(n);
+	return err;
+}
+
+/* a time as the server's times take it: 19 digits of nanoseconds when it
+ * has them, else RFC 3339 with nanoseconds */
+static const char *fmt_time(int64_t ns, char *buf, size_t len)
+{
+	int64_t s = ns / 1000000000LL, frac = ns % 1000000000LL;
+	time_t t;
+	struct tm tm;
+	char day[48];
+
+	if (ns >= 1000000000000000000LL) {
+		snprintf(buf, len, "%" PRId64, ns);
+		return buf;
+	}
+	if (frac < 0) {
+		frac += 1000000000LL;
+		s--;
+	}
+	t = (time_t)s;
+	if (!gmtime_r(&t, &tm))
+		memset(&tm, 0, sizeof(tm));
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%09" PRId64 "Z", day, frac);
+	return buf;
+}
+
+static int selector_arg(char **q, const char *name, const struct cp_selector *sel)
+{
+	if (sel && !sel->src)
+		return cp_error(EINVAL, "a selector without its text cannot be sent to a server");
+	return add_arg(q, name, sel ? sel->src : "");
+}
+
+static int range_args(char **q, const struct cp_store_query *sq)
+{
+	char a[64], b[64];
+	int err;
+
+	if ((err = add_arg(q, "from", fmt_time(sq->from, a, sizeof(a)))) ||
+	    (err = add_arg(q, "to", fmt_time(sq->to, b, sizeof(b)))))
+		return err;
+	return 0;
+}
+
+/* GET path?q: the answer's body when it is 2xx, else the server's error */
+static int get(struct cp_remote *r, const char *path, const char *q, struct cp_http_response *resp)
+{
+	char *pq = NULL;
+	int err;
+
+	if (asprintf(&pq, "%s%s%s", path, q && *q ? "?" : "", q ? q : "") < 0)
+		return cp_error(ENOMEM, "out of memory");
+	err = cp_http_request(r->c, "GET", pq, NULL, NULL, 0, resp);
+	free(pq);
+	if (err)
+		return err;
+	if ((err = cp_http_error_message(resp))) {
+		cp_http_response_release(resp);
+		return err;
+	}
+	return 0;
+}
+
+static int get_json(struct cp_remote *r, const char *path, const char *q, json_t **out)
+{
+	struct cp_http_response resp;
+	json_error_t je;
+	int err = get(r, path, q, &resp);
+
+	if (err)
+		return err;
+	*out = json_loadb(resp.body, resp.len, 0, &je);
+	cp_http_response_release(&resp);
+	if (!*out)
+		return cp_error(EBADMSG, "the answer of %s%s is not JSON (%s): is that a cprof server?", r->url, path,
+				je.text);
+	return 0;
+}
+
+static int bad_answer(struct cp_remote *r, const char *path, const char *what)
+{
+	return cp_error(EBADMSG, "unexpected answer from %s%s: %s", r->url, path, what);
+}
+
+/* ---- reading ---- */
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int one_series(json_t *js, struct cp_store_series *x)
+{
+	json_t *type = json_object_get(js, "type"), *labels = json_object_get(js, "labels"), *v;
+	const char *k;
+	size_t i = 0, n;
+	char **pairs;
+
+	if (!json_is_string(type) || (labels && !json_is_object(labels)))
+		return -EBADMSG;
+	n = labels ? json_object_size(labels) : 0;
+	if (!(x->type = strdup(json_string_value(type))) || !(x->names = calloc(n + 1, sizeof(char *))) ||
+	    !(x->values = calloc(n + 1, sizeof(char *))))
+		return -ENOMEM;
+	/* sorted by name, as the local store gives them: sort (name, value) pairs */
+	if (!(pairs = calloc(2 * n + 2, sizeof(char *))))
+		return -ENOMEM;
+	if (labels) {
+		json_object_foreach(labels, k, v) {
+			if (!json_is_string(v)) {
+				free(pairs);
+				return -EBADMSG;
+			}
+			pairs[2 * i] = (char *)k;
+			pairs[2 * i + 1] = (char *)json_string_value(v);
+			i++;
+		}
+	}
+	qsort(pairs, n, 2 * sizeof(char *), label_cmp);
+	for (i = 0; i < n; i++) {
+		x->names[i] = strdup(pairs[2 * i]);
+		x->values[i] = strdup(pairs[2 * i + 1]);
+		x->nlabels = i + 1;
+		if (!x->names[i] || !x->values[i]) {
+			free(pairs);
+			return -ENOMEM;
+		}
+	}
+	free(pairs);
+	return 0;
+}
+
+int cp_remote_series(struct cp_remote *r, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+{
+	struct cp_store_series *ser = NULL;
+	json_t *j = NULL;
+	char *q = NULL;
+	size_t i = 0, cnt = 0;
+	int err;
+
+	if ((err = selector_arg(&q, "query", sel)) || (err = get_json(r, "/api/v1/series", q, &j)))
+		goto out;
+	if (!json_is_array(j)) {
+		err = bad_answer(r, "/api/v1/series", "not a JSON array");
+		goto out;
+	}
+	cnt = json_array_size(j);
+	if (!(ser = calloc(cnt + 1, sizeof(*ser)))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < cnt; i++) {
+		ser[i].id = (int64_t)i + 1;
+		if ((err = one_series(json_array_get(j, i), &ser[i]))) {
+			i++;
+			err = err == -ENOMEM ? cp_error(ENOMEM, "out of memory") :
+					       bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
+			goto out;
+		}
+	}
+	*out = ser;
+	*n = cnt;
+	ser = NULL;
+out:
+	cp_store_series_free(ser, i);
+	json_decref(j);
+	free(q);
+	return err;
+}
+
+static int decode_into(struct cp_remote *r, const void *data, size_t len, struct cp_profile **p)
+{
+	*p = cp_pprof_decode(data, len);
+	if (!*p)
+		return cp_error_ctx(errno, "the profile from %s", r->url);
+	return 0;
+}
+
+static int select_groups(struct cp_remote *r, const char *q, struct cp_store_result **out, size_t *n)
+{
+	static const char path[] = "/api/v1/profile";
+	struct cp_store_result *res = NULL;
+	json_t *j = NULL, *groups;
+	size_t cnt = 0, i;
+	int err;
+
+	if ((err = get_json(r, path, q, &j)))
+		return err;
+	groups = json_object_get(j, "groups");
+	if (!json_is_array(groups)) {
+		err = bad_answer(r, path, "no \"groups\" array");
+		goto out;
+	}
+	cnt = json_array_size(groups);
+	if (!(res = calloc(cnt + 1, sizeof(*res)))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < cnt; i++) {
+		json_t *g = json_array_get(groups, i), *name = json_object_get(g, "group"), *b64 = json_object_get(g, "pprof");
+		gnutls_datum_t in, dec = { NULL, 0 };
+		int rc;
+
+		if (!json_is_string(name) || !json_is_string(b64)) {
+			err = bad_answer(r, path, "a group without \"group\" or \"pprof\"");
+			goto out;
+		}
+		if (!(res[i].group = strdup(json_string_value(name)))) {
+			err = cp_error(ENOMEM, "out of memory");
+			goto out;
+		}
+		in.data = (unsigned char *)json_string_value(b64);
+		in.size = (unsigned int)json_string_length(b64);
+		if ((rc = gnutls_base64_decode2(&in, &dec)) < 0) {
+			err = cp_error(EBADMSG, "unexpected answer from %s%s: the profile of group '%s' is not base64 (%s)",
+				       r->url, path, res[i].group, gnutls_strerror(rc));
+			goto out;
+		}
+		err = decode_into(r, dec.data, dec.size, &res[i].profile);
+		gnutls_free(dec.data);
+		if (err)
+			goto out;
+	}
+	*out = res;
+	*n = cnt;
+	res = NULL;
+out:
+	cp_store_results_free(res, cnt);
+	json_decref(j);
+	return err;
+}
+
+int cp_remote_select(struct cp_remote *r, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
+{
+	struct cp_http_response resp = { 0 };
+	struct cp_store_result *res = NULL;
+	char *args = NULL;
+	int err;
+
+	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)))
+		goto out;
+	if (q->group_by) {
+		if ((err = add_arg(&args, "format", "groups")) || (err = add_arg(&args, "group_by", q->group_by)))
+			goto out;
+		err = select_groups(r, args, out, n);
+		goto out;
+	}
+	if ((err = add_arg(&args, "format", "pprof")) || (err = get(r, "/api/v1/profile", args, &resp)))
+		goto out;
+	if (!(res = calloc(1, sizeof(*res))) || !(res->group = strdup(""))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((err = decode_into(r, resp.body, resp.len, &res->profile)))
+		goto out;
+	*out = res;
+	*n = 1;
+	res = NULL;
+out:
+	cp_store_results_free(res, 1);
+	cp_http_response_release(&resp);
+	free(args);
+	return err;
+}
+
+/* a time in an answer: nanoseconds as a number, or what cp_parse_time takes */
+static int json_time(json_t *v, int64_t *ns)
+{
+	if (json_is_integer(v)) {
+		*ns = (int64_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_real(v)) {
+		*ns = (int64_t)json_real_value(v);
+		return 0;
+	}
+	if (json_is_string(v))
+		return cp_parse_time(json_string_value(v), cp_now_ns(), ns);
+	return -EINVAL;
+}
+
+int cp_remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,
+			size_t *nsteps, char **type)
+{
+	static const char path[] = "/api/v1/range";
+	int64_t *tot = NULL;
+	json_t *j = NULL, *points, *jt;
+	char *args = NULL, stepbuf[32];
+	size_t n, i;
+	int err;
+
+	if (step <= 0 || q->to <= q->from)
+		return cp_error(EINVAL, "the step must be positive and the range not empty");
+	if ((uint64_t)(q->to - q->from) / (uint64_t)step > 100000)
+		return cp_error(EINVAL, "that is more than 100000 steps: use a larger --step");
+	if (step % 1000000)
+		return cp_error(EINVAL, "a server takes steps of whole milliseconds");
+	snprintf(stepbuf, sizeof(stepbuf), "%" PRId64 "ms", step / 1000000);
+	n = (size_t)((q->to - q->from + step - 1) / step);
+	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)) ||
+	    (err = add_arg(&args, "step", stepbuf)) || (err = get_json(r, path, args, &j)))
+		goto out;
+	jt = json_object_get(j, "type");
+	points = json_object_get(j, "points");
+	if (!json_is_string(jt) || !json_is_array(points)) {
+		err = bad_answer(r, path, "no \"type\" or \"points\"");
+		goto out;
+	}
+	if (!(tot = calloc(n ? n : 1, sizeof(*tot)))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < json_array_size(points); i++) {
+		json_t *pt = json_array_get(points, i), *v = json_object_get(pt, "value");
+		int64_t t;
+
+		if (json_time(json_object_get(pt, "time"), &t) || !json_is_number(v)) {
+			err = bad_answer(r, path, "a point without a \"time\" or a \"value\"");
+			goto out;
+		}
+		if (t < q->from || t >= q->to)
+			continue;
+		tot[(t - q->from) / step] += json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)json_real_value(v);
+	}
+	if (!(*type = strdup(json_string_value(jt)))) {
+		err = cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	*totals = tot;
+	*nsteps = n;
+	tot = NULL;
+out:
+	free(tot);
+	json_decref(j);
+	free(args);
+	return err;
+}
+
+int cp_remote_stats(struct cp_remote *r, struct cp_store_stats *st)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fields[] = {
+		{ "series", offsetof(struct cp_store_stats, series) },
+		{ "stacks", offsetof(struct cp_store_stats, stacks) },
+		{ "locations", offsetof(struct cp_store_stats, locations) },
+		{ "functions", offsetof(struct cp_store_stats, functions) },
+		{ "blocks", offsetof(struct cp_store_stats, blocks) },
+		{ "entries", offsetof(struct cp_store_stats, entries) },
+		{ "samples", offsetof(struct cp_store_stats, samples) },
+		{ "bytes", offsetof(struct cp_store_stats, bytes) },
+	};
+	json_t *j = NULL;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	if ((err = get_json(r, "/api/v1/stats", NULL, &j)))
+		return err;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return bad_answer(r, "/api/v1/stats", "not a JSON object");
+	}
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		json_t *v = json_object_get(j, fields[i].name);
+
+		if (json_is_integer(v))
+			*(int64_t *)((char *)st + fields[i].off) = (int64_t)json_integer_value(v);
+	}
+	json_decref(j);
+	return 0;
+}
+
+int cp_remote_ping(struct cp_remote *r)
+{
+	struct cp_http_response resp;
+	int err;
+
+	cp_http_client_set_timeout(r->c, CP_PUSH_TIMEOUT_MS);
+	err = cp_http_request(r->c, "GET", "/healthz", NULL, NULL, 0, &resp);
+	cp_http_client_set_timeout(r->c, CP_REMOTE_TIMEOUT_MS);
+	if (err)
+		return 1; /* no answer */
+	err = cp_http_error_message(&resp);
+	if (err && cp_http_status_transient(resp.status)) {
+		cp_error_ctx(-err, "%s", r->url);
+		err = 1;
+	}
+	cp_http_response_release(&resp);
+	return err;
+}
+
+/* ---- writing ---- */
+
+static int push_query(const struct cp_store_append *a, char **q)
+{
+	char t[32];
+	int err;
+
+	*q = NULL;
+	if (a->name && (err = add_arg(q, "name", a->name)))
+		return err;
+	if (a->time_ns) {
+		snprintf(t, sizeof(t), "%" PRId64, a->time_ns);
+		if ((err = add_arg(q, "time", t)))
+			return err;
+	}
+	for (size_t i = 0; i < a->nlabels; i++) {
+		if (!strcmp(a->labels[i].name, "name") || !strcmp(a->labels[i].name, "time"))
+			return cp_error(EINVAL, "a series label cannot be called '%s' when pushing to a server "
+						"(the push API takes name and time for itself)",
+					a->labels[i].name);
+		if ((err = add_arg(q, a->labels[i].name, a->labels[i].value)))
+			return err;
+	}
+	if (!*q && !(*q = strdup("")))
+		return cp_error(ENOMEM, "out of memory");
+	return 0;
+}
+
+int cp_remote_append(struct cp_remote *r, const struct cp_store_append *a, size_t n)
+{
+	int err = 0;
+	size_t i;
+
+	/* check every item first: a bad label stores nothing */
+	for (i = 0; i < n; i++) {
+		char *q = NULL;
+
+		err = push_query(&a[i], &q);
+		free(q);
+		if (err)
+			return err;
+	}
+	if ((err = pusher(r)))
+		return err;
+	for (i = 0; i < n; i++) {
+		uint8_t *body = NULL;
+		size_t len = 0;
+		char *q = NULL;
+
+		if ((err = push_query(&a[i], &q)) || (err = cp_pprof_encode(a[i].profile, 1, &body, &len))) {
+			free(q);
+			break;
+		}
+		err = cp_pusher_push(r->pusher, q, body, len);
+		free(body);
+		free(q);
+		if (err < 0)
+			break;
+		err = 0;
+	}
+	if (err < 0 && i > 0) {
+		char m[CP_ERRMSG_MAX];
+
+		snprintf(m, sizeof(m), "%s", cp_errmsg(err));
+		cp_error(-err, "%s (the %zu profile%s before it went through)", m, i, i == 1 ? "" : "s");
+	}
+	return err < 0 ? err : 0;
+}
+
+int cp_remote_flush(struct cp_remote *r, bool now)
+{
+	int err = pusher(r);
+
+	if (err)
+		return err;
+	return now ? cp_pusher_flush(r->pusher) : cp_pusher_retry(r->pusher);
+}
+
+void cp_remote_push_stats(struct cp_remote *r, struct cp_pusher_stats *st)
+{
+	if (r->pusher)
+		cp_pusher_stats(r->pusher, st);
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+const char *cp_remote_last_error(struct cp_remote *r)
+{
+	return r->pusher ? cp_pusher_last_error(r->pusher) : NULL;
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzz target: what push clients send to cprof serve, parsed as lib/ingest.c
+ * parses it: Pyroscope names ("app.cpu{k=v}"), Pyroscope folded and lines
+ * bodies, Parca's writeraw JSON (each raw profile decoded as pprof, as the
+ * server does) and base64.  The first byte chooses the parser (0 name,
+ * 1 folded, 2 lines, 3 writeraw, 4 base64) or, for any other value, runs all
+ * of them in turn on the rest of the input.  For the text bodies, the second
+ * byte picks the profile type and sampleRate. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest.h"
+#include "pprof.h"
+#include "profile.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+static void name(const uint8_t *data, size_t len)
+{
+	struct cp_pyro_name n;
+	struct cp_pyro_type t;
+	char *s = malloc(len + 1);
+
+	if (!s)
+		return;
+	memcpy(s, data, len);
+	s[len] = '\0';
+	if (!cp_pyro_name_parse(s, &n)) {
+		if (!n.app || !n.suffix || !n.labels.n)
+			abort(); /* an accepted name has an app, a suffix and service_name */
+		cp_pyro_type(n.suffix, NULL, &t);
+		cp_pyro_type(n.suffix, "samples", &t);
+		cp_pyro_type(n.suffix, "bytes", &t);
+		cp_pyro_name_release(&n);
+	}
+	free(s);
+}
+
+static void text(const uint8_t *data, size_t len, int lines)
+{
+	static const char *const suffixes[] = { "cpu", "alloc_space", "goroutines", "custom" };
+	static const int64_t rates[] = { 100, 1, 97, 1000000000, 1000000001, 0, -5 };
+	struct cp_pyro_type t;
+	struct cp_profile *p;
+	unsigned sel = len ? data[0] : 0;
+	uint8_t *buf = NULL;
+	size_t blen = 0;
+
+	if (len) {
+		data++;
+		len--;
+	}
+	cp_pyro_type(suffixes[sel % 4], (sel >> 2) & 1 ? "samples" : NULL, &t);
+	/* the body itself is a buffer of exactly len bytes: no terminating NUL */
+	p = cp_pyro_decode_text((const char *)data, len, lines, &t, rates[(sel >> 3) % 7], 1700000000000000000LL,
+				1700000010000000000LL);
+	if (!p)
+		return;
+	if (!cp_pprof_encode(p, 0, &buf, &blen)) {
+		struct cp_profile *q = cp_pprof_decode(buf, blen);
+
+		cp_profile_free(q);
+	}
+	free(buf);
+	cp_profile_free(p);
+}
+
+struct parca_ctx {
+	unsigned calls;
+};
+
+static int parca_one(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen)
+{
+	struct parca_ctx *c = ctx;
+	struct cp_profile *p;
+	size_t i;
+
+	for (i = 0; i < labels->n; i++)
+		if (!labels->kv[i].name || !labels->kv[i].value)
+			abort();
+	p = cp_pprof_decode(raw, rawlen);
+	cp_profile_free(p);
+	/* stop early now and then, as the server does on a bad profile */
+	return ++c->calls == 5 ? -ECANCELED : 0;
+}
+
+static void writeraw(const uint8_t *data, size_t len)
+{
+	struct parca_ctx c = { 0 };
+
+	cp_parca_writeraw((const char *)data, len, parca_one, &c);
+}
+
+static void base64(const uint8_t *data, size_t len)
+{
+	uint8_t *out = NULL, *again = NULL;
+	char *enc = NULL;
+	size_t olen = 0, elen = 0, alen = 0;
+
+	if (cp_base64_decode((const char *)data, len, &out, &olen))
+		return;
+	/* what decodes must encode and decode back to the same bytes */
+	if (!cp_base64_encode(out, olen, &enc, &elen)) {
+		if (cp_base64_decode(enc, elen, &again, &alen) || alen != olen || (olen && memcmp(again, out, olen)))
+			abort();
+	}
+	free(again);
+	free(enc);
+	free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	uint8_t which;
+
+	if (!len)
+		return 0;
+	which = data[0];
+	data++;
+	len--;
+	switch (which) {
+	case 0: name(data, len); break;
+	case 1: text(data, len, 0); break;
+	case 2: text(data, len, 1); break;
+	case 3: writeraw(data, len); break;
+	case 4: base64(data, len); break;
+	default:
+		name(data, len);
+		text(data, len, 0);
+		text(data, len, 1);
+		writeraw(data, len);
+		base64(data, len);
+		break;
+	}
+	return 0;
+}

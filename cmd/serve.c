@@ -741,43 +741,7 @@ out:
 	cp_selector_free(sa);
 }
 
-/* Parca's read API */
-static void h_parca_types(struct cp_req *r, struct cp_resp *out, void *arg)
-{
-	struct cp_store_series *ser = NULL;
-	const char **items = NULL;
-	size_t n = 0, ni = 0, i;
-	json_t *root, *arr;
-	struct mem m;
-	int err;
-
-	if (!get_series(arg, r, out, &ser, &n))
-		return;
-	if ((err = cp_store_distinct(ser, n, CP_LIST_TYPES, NULL, &items, &ni))) {
-		cp_resp_error(out, 500, "%s", cp_errmsg(-err));
-		goto out;
-	}
-	root = json_object();
-	arr = json_array();
-	json_object_set_new(root, "types", arr);
-	for (i = 0; i < ni; i++) {
-		char parts[5][128];
-		int k;
-
-		for (k = 0; k < 5; k++)
-			cp_store_type_part(items[i], k, parts[k], sizeof(parts[k]));
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "name", parts[0], "sampleType", parts[1],
-						     "sampleUnit", parts[2], "periodType", parts[3], "periodUnit",
-						     parts[4], "delta", strstr(items[i], ":delta") != NULL));
-	}
-	if (!mem_open(&m, out))
-		mem_close(&m, out, json_dumpf(root, m.f, JSON_COMPACT) ? -ENOMEM : 0, "application/json");
-	json_decref(root);
-out:
-	free(items);
-	cp_store_series_free(ser, n);
-}
-
+/* Parca's read API: {"types":[{...}]}, {"labelNames":[...]}, {"labelValues":[...]} */
 static void parca_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp_store_list what, const char *label,
 		       const char *key)
 {
@@ -797,14 +761,31 @@ static void parca_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp
 	root = json_object();
 	arr = json_array();
 	json_object_set_new(root, key, arr);
-	for (i = 0; i < ni; i++)
-		json_array_append_new(arr, json_string(items[i]));
+	for (i = 0; i < ni; i++) {
+		char parts[5][128];
+		int k;
+
+		if (what != CP_LIST_TYPES) {
+			json_array_append_new(arr, json_string(items[i]));
+			continue;
+		}
+		for (k = 0; k < 5; k++)
+			cp_store_type_part(items[i], k, parts[k], sizeof(parts[k]));
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "name", parts[0], "sampleType", parts[1],
+						     "sampleUnit", parts[2], "periodType", parts[3], "periodUnit",
+						     parts[4], "delta", strstr(items[i], ":delta") != NULL));
+	}
 	if (!mem_open(&m, out))
 		mem_close(&m, out, json_dumpf(root, m.f, JSON_COMPACT) ? -ENOMEM : 0, "application/json");
 	json_decref(root);
 out:
 	free(items);
 	cp_store_series_free(ser, n);
+}
+
+static void h_parca_types(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	parca_list(r, out, arg, CP_LIST_TYPES, NULL, "types");
 }
 
 static void h_parca_labels(struct cp_req *r, struct cp_resp *out, void *arg)

@@ -214,3 +214,28 @@ int cp_parse_size(const char *s, uint64_t *out)
 	*out = (uint64_t)v << shift;
 	return 0;
 }
+
+int cp_mkdirs(const char *path, mode_t leaf_mode)
+{
+	char *p = strdup(path), *s;
+	int err = 0;
+
+	if (!p)
+		return cp_error(ENOMEM, "out of memory");
+	for (s = p + 1;; s++) {
+		if (*s == '/' || !*s) {
+			char c = *s;
+
+			*s = '\0';
+			if (mkdir(p, c ? 0755 : leaf_mode) < 0 && errno != EEXIST) {
+				err = cp_error(errno, "cannot create %s: %s", p, strerror(errno));
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	free(p);
+	return err;
+}

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Read a whole file ("-" = stdin), refusing more than max bytes. 0 or -errno. */
 int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
@@ -24,6 +25,10 @@ const char *cp_size_str(size_t n, char *buf, size_t len);
 /* In an array sorted by a leading uint64_t key (elements of size bytes),
  * the index just past the last element whose key is <= key (0: none). */
 size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key);
+
+/* mkdir -p: the missing directories of path, the last with leaf_mode and
+ * the others 0755. 0 or -errno with a message. */
+int cp_mkdirs(const char *path, mode_t leaf_mode);
 
 /* Growable array helper: ensures *cap >= need (elements of size sz). */
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);

@@ -65,31 +65,6 @@ static void set_last_error(struct cp_pusher *p, int err)
 	p->last_errno = err;
 }
 
-static int mkdir_p(const char *path)
-{
-	char *s = strdup(path), *c;
-	int err = 0;
-
-	if (!s)
-		return cp_error(ENOMEM, "out of memory");
-	for (c = s + 1;; c++) {
-		if (*c == '/' || !*c) {
-			char was = *c;
-
-			*c = '\0';
-			if (mkdir(s, was ? 0755 : 0700) < 0 && errno != EEXIST) {
-				err = cp_error(errno, "cannot create the spool directory %s: %s", s, strerror(errno));
-				break;
-			}
-			*c = was;
-			if (!was)
-				break;
-		}
-	}
-	free(s);
-	return err;
-}
-
 static int entry_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
@@ -185,8 +160,10 @@ struct cp_pusher *cp_pusher_new(const char *url, const char *token, const char *
 		err = cp_error(ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((err = mkdir_p(spool_dir)))
+	if ((err = cp_mkdirs(spool_dir, 0700))) {
+		cp_error_ctx(-err, "the spool");
 		goto out;
+	}
 	p->dir_fd = open(spool_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p->dir_fd < 0) {
 		err = cp_error(errno, "cannot open the spool directory %s: %s", spool_dir, strerror(errno));

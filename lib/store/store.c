@@ -163,31 +163,6 @@ const char *cp_store_default_dir(char *buf, size_t len)
 	return buf;
 }
 
-static int mkdirs(const char *path)
-{
-	char *p = strdup(path), *s;
-	int err = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (s = p + 1;; s++) {
-		if (*s == '/' || !*s) {
-			char c = *s;
-
-			*s = '\0';
-			if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-				err = cp_error(errno, "cannot create %s: %s", p, strerror(errno));
-				break;
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	free(p);
-	return err;
-}
-
 static int reset_dict(struct cp_store *s)
 {
 	cp_profile_free(s->dict);
@@ -217,7 +192,7 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 	}
 	if (mode == CP_STORE_WRITE) {
 		snprintf(path, sizeof(path), "%s/parts", dir);
-		if ((err = mkdirs(path)))
+		if ((err = cp_mkdirs(path, 0755)))
 			goto out;
 		snprintf(path, sizeof(path), "%s/index.db", dir);
 	}

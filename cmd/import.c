@@ -99,8 +99,7 @@ static int run_import(int argc, char **argv)
 		status = usage_error("import", "--retention: %s", cp_errmsg(err));
 		goto out;
 	}
-	if (name && (!*name || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-					   strlen(name))) {
+	if (name && !cp_type_name_valid(name)) {
 		status = usage_error("import", "bad --name '%s': use letters, digits, '_', '.' and '-'", name);
 		goto out;
 	}

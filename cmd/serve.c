@@ -172,6 +172,7 @@ static void *writer_main(void *arg)
 					snprintf(j->msg, sizeof(j->msg), "%s", cp_errmsg(-err));
 			}
 		}
+		retain(s); /* at most hourly, also under a steady load */
 		pthread_mutex_lock(&s->lock);
 		for (j = batch; j;) {
 			struct job *next = j->next;
@@ -893,6 +894,12 @@ static void h_push(struct cp_req *r, struct cp_resp *out, void *arg)
 	}
 	a.profile = p;
 	a.name = cp_req_arg(r, "name");
+	if (a.name && !*a.name)
+		a.name = NULL;
+	if (a.name && !cp_type_name_valid(a.name)) {
+		bad_body(s, out, API_NATIVE, 400, "name: '%.64s' takes letters, digits, '_', '.' and '-' (e.g. cpu)", a.name);
+		goto out;
+	}
 	a.labels = pl.l.kv;
 	a.nlabels = pl.l.n;
 	a.time_ns = t;
@@ -963,7 +970,12 @@ static void h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 		}
 	}
 	format = format && *format ? format : "folded";
-	cp_pyro_type(nm.suffix, units, &ty);
+	if (units && *units && !cp_type_name_valid(units)) {
+		cp_resp_error(out, 400, "units: '%.32s' takes letters, digits, '_', '.' and '-' (samples, objects, bytes)",
+			      units);
+		goto bad;
+	}
+	cp_pyro_type(nm.suffix, units && *units ? units : NULL, &ty);
 	if (!strcmp(format, "folded") || !strcmp(format, "groups") || !strcmp(format, "lines")) {
 		if (!len) {
 			bad_body(s, out, API_PYROSCOPE, 400, "%s", "the body is empty: POST folded stacks");
@@ -1037,8 +1049,15 @@ static int parca_one(void *ctx, const struct cp_labels *labels, const uint8_t *r
 	int err;
 
 	for (i = 0; i < labels->n; i++) {
-		if (!strcmp(labels->kv[i].name, "__name__"))
+		if (!strcmp(labels->kv[i].name, "__name__")) {
+			if (!cp_type_name_valid(labels->kv[i].value)) {
+				err = cp_error(EINVAL, "__name__ '%.64s' takes letters, digits, '_', '.' and '-'",
+					       labels->kv[i].value);
+				goto fail;
+			}
+			free(name);
 			name = strdup(labels->kv[i].value);
+		}
 		else if ((err = cp_labels_add(&ls, labels->kv[i].name, labels->kv[i].value)))
 			goto fail;
 	}

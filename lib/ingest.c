@@ -90,6 +90,12 @@ int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out)
 	}
 	if (!out->app || !out->suffix)
 		goto nomem;
+	if (!cp_type_name_valid(out->suffix)) {
+		err = cp_error(EINVAL, "name '%.64s': the profile type after the last dot ('%.32s') takes letters, digits, "
+				       "'_', '.' and '-' (e.g. app.cpu{env=prod})",
+			       s, out->suffix);
+		goto fail;
+	}
 	if (brace) {
 		if (!(end = strchr(brace, '}')) || end[1]) {
 			err = cp_error(EINVAL, "name '%.64s': labels go in one {k=v,...} at the end", s);

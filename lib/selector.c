@@ -44,6 +44,22 @@ bool cp_label_name_valid(const char *s, size_t n)
 	return true;
 }
 
+/* a part of a profile type: what a selector's TYPE can name */
+static bool is_type_char(unsigned char c)
+{
+	return is_name_char(c, false) || c == '.' || c == '-';
+}
+
+bool cp_type_name_valid(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!is_type_char((unsigned char)*s))
+			return false;
+	return true;
+}
+
 static int parse_string(struct parser *ps, char **out)
 {
 	char quote = *ps->p, *buf, *w;
@@ -155,7 +171,7 @@ int cp_selector_parse(const char *s, struct cp_selector **out)
 	skip_ws(&ps);
 	start = ps.p;
 	while (*ps.p && *ps.p != '{' && *ps.p != ' ' && *ps.p != '\t' && *ps.p != '\n') {
-		if (!is_name_char((unsigned char)*ps.p, false) && *ps.p != ':' && *ps.p != '.' && *ps.p != '-') {
+		if (!is_type_char((unsigned char)*ps.p) && *ps.p != ':') {
 			err = perr(&ps, "unexpected character in the profile type");
 			goto out;
 		}

@@ -37,6 +37,9 @@ bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *
 			      const char *const *values, size_t n);
 /* A label name as selectors take it: [A-Za-z_][A-Za-z0-9_]*. */
 bool cp_label_name_valid(const char *s, size_t n);
+/* A part of a profile type name (cpu, process_cpu, alloc_space): letters,
+ * digits, '_', '.' and '-', what a selector can name. */
+bool cp_type_name_valid(const char *s);
 /* Does one matcher accept value (NULL = the label is missing)? */
 bool cp_matcher_match(const struct cp_matcher *m, const char *value);
 

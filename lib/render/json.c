@@ -14,17 +14,16 @@ uint32_t *cp_fn_table_sorted(const struct cp_fn_table *t, int mode, uint32_t *n)
 /* which nodes a tree of at most max nodes keeps: the largest (by the
  * larger side), ties to the older node; a child is never larger than its
  * parent and is newer, so the kept set hangs together from the root */
-static const struct cp_tree *sort_tree;
-
 static int64_t node_size(const struct cp_tree_node *n)
 {
 	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
 }
 
-static int by_size(const void *a, const void *b)
+static int by_size(const void *a, const void *b, void *tree)
 {
+	const struct cp_tree *t = tree;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int64_t sx = node_size(&sort_tree->nodes[x]), sy = node_size(&sort_tree->nodes[y]);
+	int64_t sx = node_size(&t->nodes[x]), sy = node_size(&t->nodes[y]);
 
 	return sx != sy ? (sx < sy ? 1 : -1) : (x > y) - (x < y);
 }
@@ -46,8 +45,7 @@ static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
 	}
 	for (i = 0; i < t->nnodes; i++)
 		ids[i] = i;
-	sort_tree = t; /* qsort has no context argument; renders do not run concurrently on one tree */
-	qsort(ids, t->nnodes, sizeof(*ids), by_size);
+	qsort_r(ids, t->nnodes, sizeof(*ids), by_size, (void *)t);
 	for (i = 0; i < max; i++)
 		(*keep)[ids[i]] = 1;
 	(*keep)[0] = 1;

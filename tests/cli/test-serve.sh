@@ -227,6 +227,12 @@ is "$code" 400 "an unknown format: 400"
 like "$(printf '%s' "$body" | jq -r .error)" 'folded, lines or pprof' "saying which are taken"
 http POST "/ingest?name=x.cpu&sampleRate=0" --data-binary @"$T/p.folded"
 is "$code" 400 "sampleRate 0: 400"
+http POST "/ingest?name=myapp.cpuenv=dev" --data-binary @"$T/p.folded"
+is "$code" 400 "a type no selector could name (myapp.cpuenv=dev): 400"
+http POST "/ingest?name=myapp.mine&units=a%20b" --data-binary @"$T/p.folded"
+is "$code" 400 "units with a space: 400"
+http POST "/api/v1/push?name=a%20b" --data-binary @"$before"
+is "$code" 400 "a native push named with a space: 400"
 
 # ---- Parca writeraw ----
 b64() { base64 -w0 "$1"; }
@@ -271,6 +277,18 @@ if [ -n "$GO" ]; then
 	fi
 else
 	ok "go is installed (apt-get install golang-go)" false
+fi
+
+# ---- concurrent queries (each thread renders its own tree) ----
+if [ -x "$T/client" ] && HOME=$T GOCACHE=$T/gocache GO111MODULE=off "$GO" build -o "$T/load" "$srcdir/bench/serve_load.go" 2>/dev/null; then
+	"$T/load" -mode query -url "$URL" -clients 8 -n 400 \
+		"/api/v1/profile?query=cpu%3Asamples&from=now-1d&max_nodes=5" \
+		"/api/v1/profile?query=cpu%3Acpu&from=now-1d&max_nodes=7" \
+		"/api/v1/diff?before=cpu%3Asamples%7Bservice%3D%22before%22%7D&after=cpu%3Asamples&from=now-1d&max_nodes=4" \
+		>"$T/q.json" 2>&1
+	is "$(jq -r '"\(.requests) \(.errors)"' "$T/q.json")" "400 0" "400 concurrent pruned-tree queries from 8 clients: no errors"
+	http GET /healthz
+	is "$code" 200 "and the server is still up"
 fi
 
 # ---- limits ----

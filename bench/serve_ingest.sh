@@ -87,6 +87,9 @@ echo "cprof serve:         $pushes pushes in $(js '.seconds * 10 | floor / 10') 
 echo "                     latency p50 $(js .p50_ms) ms, p99 $(js .p99_ms) ms;" \
 	"server CPU $cpu_s s ($(awk -v c="$cpu_s" -v n="$pushes" 'BEGIN { printf "%.2f", (n ? c * 1000 / n : 0) }') ms per push)"
 [ "$errors" = 0 ] || echo "                     first error: $(js .first_error)"
+curl -s "$url/api/v1/stats" > "$d/stats.json" || :
+echo "                     the store after the run: $(jq .bytes "$d/stats.json") bytes on disk," \
+	"$(jq .entries "$d/stats.json") entries, $(jq .series "$d/stats.json") series"
 
 # ---- the reference: the same bodies through cprof import, one process ----
 reps=$(( (pushes + CLIENTS - 1) / CLIENTS ))

@@ -19,37 +19,65 @@ static int64_t node_size(const struct cp_tree_node *n)
 	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
 }
 
-static int by_size(const void *a, const void *b, void *tree)
+/* the k-th largest of v[0..n) (k from 0), by quickselect; v is reordered */
+static int64_t kth_largest(int64_t *v, size_t n, size_t k)
 {
-	const struct cp_tree *t = tree;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int64_t sx = node_size(&t->nodes[x]), sy = node_size(&t->nodes[y]);
+	size_t lo = 0, hi = n - 1;
 
-	return sx != sy ? (sx < sy ? 1 : -1) : (x > y) - (x < y);
+	while (lo < hi) {
+		int64_t pivot = v[lo + (hi - lo) / 2], tmp;
+		size_t i = lo, j = hi;
+
+		while (i <= j) {
+			while (v[i] > pivot)
+				i++;
+			while (v[j] < pivot)
+				j--;
+			if (i <= j) {
+				tmp = v[i], v[i] = v[j], v[j] = tmp;
+				i++;
+				if (j-- == 0)
+					break;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
 }
 
 static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
 {
-	uint32_t *ids, i;
+	int64_t *sizes, cut;
+	uint32_t i, kept = 0;
 
 	*keep = NULL;
 	if (!max || t->nnodes <= max)
 		return 0;
-	ids = malloc(t->nnodes * sizeof(*ids));
+	sizes = malloc(t->nnodes * sizeof(*sizes));
 	*keep = calloc(t->nnodes, 1);
-	if (!ids || !*keep) {
-		free(ids);
+	if (!sizes || !*keep) {
+		free(sizes);
 		free(*keep);
 		*keep = NULL;
 		return -ENOMEM;
 	}
 	for (i = 0; i < t->nnodes; i++)
-		ids[i] = i;
-	qsort_r(ids, t->nnodes, sizeof(*ids), by_size, (void *)t);
-	for (i = 0; i < max; i++)
-		(*keep)[ids[i]] = 1;
+		sizes[i] = node_size(&t->nodes[i]);
+	cut = kth_largest(sizes, t->nnodes, max - 1);
+	free(sizes);
+	/* everything above the cut, then nodes at it, oldest first */
+	for (i = 0; i < t->nnodes; i++)
+		if (node_size(&t->nodes[i]) > cut)
+			(*keep)[i] = 1, kept++;
+	for (i = 0; i < t->nnodes && kept < max; i++)
+		if (node_size(&t->nodes[i]) == cut)
+			(*keep)[i] = 1, kept++;
 	(*keep)[0] = 1;
-	free(ids);
 	return 1;
 }
 

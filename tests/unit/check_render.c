@@ -801,6 +801,97 @@ START_TEST(test_render_flame_names)
 }
 END_TEST
 
+
+/* nodes with a value above v */
+static size_t count_above(json_t *n, json_int_t v)
+{
+	size_t c = json_integer_value(json_object_get(n, "value")) > v, i;
+	json_t *k;
+
+	json_array_foreach(json_object_get(n, "children"), i, k)
+		c += count_above(k, v);
+	return c;
+}
+
+/* walk a JSON tree: count nodes, check each child is no larger than its
+ * parent, and note the smallest value kept */
+static void walk(json_t *n, json_int_t parent, size_t *count, json_int_t *min)
+{
+	json_int_t v = json_integer_value(json_object_get(n, "value"));
+	json_t *k;
+	size_t i;
+
+	ck_assert(v <= parent);
+	(*count)++;
+	if (v < *min)
+		*min = v;
+	json_array_foreach(json_object_get(n, "children"), i, k)
+		walk(k, v, count, min);
+}
+
+START_TEST(test_render_json_max_nodes)
+{
+	/* a random tree of a few hundred nodes with many equal values */
+	char *text = NULL, line[256];
+	size_t len = 0, i, count;
+	FILE *f = open_memstream(&text, &len);
+	uint32_t rng = 12345;
+	struct cp_profile *p;
+	struct cp_json_opts o = { false, 0 };
+	struct capture c;
+	json_t *root, *full;
+	json_error_t jerr;
+	json_int_t min;
+	char *out;
+
+	ck_assert_ptr_nonnull(f);
+	for (i = 0; i < 400; i++) {
+		int d, depth;
+		size_t n = 0;
+
+		rng = rng * 1103515245 + 12345;
+		depth = 1 + (int)(rng >> 16) % 6;
+		for (d = 0; d < depth; d++) {
+			rng = rng * 1103515245 + 12345;
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%sf%u", d ? ";" : "", (rng >> 16) % 5);
+		}
+		rng = rng * 1103515245 + 12345;
+		fprintf(f, "%s %u\n", line, 1 + (rng >> 16) % 3);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+	p = folded(text, NULL, NULL);
+	free(text);
+	full = render_json(p, false);
+	count = 0;
+	min = INT64_MAX;
+	walk(json_object_get(full, "tree"), INT64_MAX, &count, &min);
+	ck_assert_uint_gt(count, 100);
+	ck_assert_ptr_null(json_object_get(full, "truncated"));
+	for (o.max_nodes = 1; o.max_nodes < count; o.max_nodes = o.max_nodes * 3 + 1) {
+		size_t kept = 0;
+		json_int_t kept_min = INT64_MAX;
+
+		ck_assert_int_eq(cp_render_json_opts(cap_open(&c), p, 0, &o), 0);
+		out = cap_close(&c);
+		root = json_loads(out, 0, &jerr);
+		ck_assert_msg(root != NULL, "bad JSON (%s)", jerr.text);
+		free(out);
+		walk(json_object_get(root, "tree"), INT64_MAX, &kept, &kept_min);
+		/* exactly max nodes, hanging together from the root (walk reaches
+		 * only connected nodes), and the largest ones */
+		ck_assert_uint_eq(kept, o.max_nodes);
+		ck_assert(json_is_true(json_object_get(root, "truncated")));
+		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "tree"), "value")),
+				 json_integer_value(json_object_get(json_object_get(full, "tree"), "value")));
+		/* no node left out is larger than the smallest one kept */
+		ck_assert_uint_le(count_above(json_object_get(full, "tree"), kept_min), o.max_nodes);
+		json_decref(root);
+	}
+	json_decref(full);
+	cp_profile_free(p);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
@@ -828,6 +919,7 @@ static Suite *render_suite(void)
 
 	tcase_add_test(json, test_render_json);
 	tcase_add_test(json, test_render_json_escaping);
+	tcase_add_test(json, test_render_json_max_nodes);
 	suite_add_tcase(s, json);
 
 	tcase_add_test(diff, test_render_diff_table);

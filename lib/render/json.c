@@ -20,15 +20,15 @@ static int64_t node_size(const struct cp_tree_node *n)
 }
 
 /* the k-th largest of v[0..n) (k from 0), by quickselect; v is reordered */
-static int64_t kth_largest(int64_t *v, size_t n, size_t k)
+static int64_t kth_largest(int64_t *v, long n, long k)
 {
-	size_t lo = 0, hi = n - 1;
+	long lo = 0, hi = n - 1;
 
 	while (lo < hi) {
 		int64_t pivot = v[lo + (hi - lo) / 2], tmp;
-		size_t i = lo, j = hi;
+		long i = lo, j = hi;
 
-		while (i <= j) {
+		while (i <= j) { /* Hoare: larger values to the left */
 			while (v[i] > pivot)
 				i++;
 			while (v[j] < pivot)
@@ -36,8 +36,7 @@ static int64_t kth_largest(int64_t *v, size_t n, size_t k)
 			if (i <= j) {
 				tmp = v[i], v[i] = v[j], v[j] = tmp;
 				i++;
-				if (j-- == 0)
-					break;
+				j--;
 			}
 		}
 		if (k <= j)
@@ -68,7 +67,7 @@ static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
 	}
 	for (i = 0; i < t->nnodes; i++)
 		sizes[i] = node_size(&t->nodes[i]);
-	cut = kth_largest(sizes, t->nnodes, max - 1);
+	cut = kth_largest(sizes, (long)t->nnodes, (long)max - 1);
 	free(sizes);
 	/* everything above the cut, then nodes at it, oldest first */
 	for (i = 0; i < t->nnodes; i++)

@@ -15,7 +15,6 @@ static const struct option no_options[] = { { "help", no_argument, NULL, 'h' }, 
 
 #define PLANNED(n, s) \
 	static const struct cmd cmd_##n = { #n, s " (not built yet)", NULL, no_options, "h", "" }
-PLANNED(scrape, "pull pprof profiles from HTTP endpoints");
 PLANNED(top, "live view of where the CPU goes");
 
 static int run_help(int argc, char **argv);

@@ -24,6 +24,7 @@
 #include "../lib/load.h"
 #include "../lib/pprof.h"
 #include "../lib/render/render.h"
+#include "../lib/scrape.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -57,7 +58,8 @@ const struct cmd cmd_serve = {
 	"                         0.0.0.0:7070 for every interface, port 0 picks one)\n"
 	"      --data DIR         the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
 	"                         else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
-	"      --config FILE      settings from a YAML file (options given here win)\n"
+	"      --config FILE      settings from a YAML file (options given here win), and\n"
+	"                         scrape_configs (as Parca's) to scrape into the store\n"
 	"      --token-file FILE  require 'Authorization: Bearer TOKEN' on every endpoint\n"
 	"      --tls-cert FILE    serve HTTPS with this PEM certificate (and --tls-key)\n"
 	"      --tls-key FILE     the PEM private key of --tls-cert\n"
@@ -66,8 +68,8 @@ const struct cmd cmd_serve = {
 	"  -h, --help             show this help\n",
 };
 
-enum api { API_NATIVE, API_PYROSCOPE, API_PARCA, NAPIS };
-static const char *const api_names[NAPIS] = { "native", "pyroscope", "parca" };
+enum api { API_NATIVE, API_PYROSCOPE, API_PARCA, API_SCRAPE, NAPIS };
+static const char *const api_names[NAPIS] = { "native", "pyroscope", "parca", "scrape" };
 
 #define POOL_MAX 4
 #define BATCH_MAX 512
@@ -98,6 +100,7 @@ struct server {
 	int npool;
 
 	struct cp_server *http;
+	struct cp_scraper *scraper; /* --config with scrape_configs */
 	_Atomic uint64_t profiles[NAPIS], samples[NAPIS], errors[NAPIS], bytes[NAPIS];
 };
 
@@ -1163,6 +1166,14 @@ static void h_metrics(struct cp_req *r, struct cp_resp *out, void *arg)
 	fprintf(m.f, "# HELP cprof_store_entries Stored (series, time, stack, labels) entries.\n"
 		     "# TYPE cprof_store_entries gauge\ncprof_store_entries %lld\n",
 		(long long)st.entries);
+	if (s->scraper) {
+		struct cp_target_state *t = NULL;
+		size_t n = 0;
+
+		if (!cp_scraper_targets(s->scraper, &t, &n))
+			cp_target_states_metrics(m.f, t, n);
+		cp_target_states_free(t, n);
+	}
 	cp_server_metrics(s->http, m.f);
 	mem_close(&m, out, 0, "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -1198,6 +1209,63 @@ static void h_ui(struct cp_req *r, struct cp_resp *out, void *arg)
 	asset(out, cp_req_path(r) + strlen("/ui/"));
 }
 
+/* scrape jobs in the server: each scraped profile goes through the writer */
+static int scrape_sink(void *ctx, const struct cp_store_append *a, size_t n)
+{
+	struct server *s = ctx;
+	char msg[512];
+	size_t i, samples = 0;
+	int err = submit(s, (struct cp_store_append *)a, n, msg, sizeof(msg));
+
+	if (err) {
+		atomic_fetch_add(&s->errors[API_SCRAPE], 1);
+		return cp_error(-err, "%s", msg);
+	}
+	for (i = 0; i < n; i++)
+		samples += a[i].profile->nsamples;
+	atomic_fetch_add(&s->profiles[API_SCRAPE], n);
+	atomic_fetch_add(&s->samples[API_SCRAPE], samples);
+	return 0;
+}
+
+static void scrape_log(void *ctx, const struct cp_target_state *t)
+{
+	(void)ctx;
+	if (t->up)
+		fprintf(stderr, "cprof serve: scrape %s %s %s: up\n", t->job, t->instance, t->profile);
+	else
+		fprintf(stderr, "cprof serve: scrape %s %s %s: down: %s\n", t->job, t->instance, t->profile,
+			t->last_error ? t->last_error : "failed");
+}
+
+static void *scrape_main(void *arg)
+{
+	struct server *s = arg;
+	int err = cp_scraper_run(s->scraper, NULL);
+
+	if (err)
+		fprintf(stderr, "cprof serve: scraping stopped: %s\n", cp_errmsg(-err));
+	return NULL;
+}
+
+static void h_targets(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	struct server *s = arg;
+	struct cp_target_state *t = NULL;
+	size_t n = 0;
+	struct mem m;
+	int err;
+
+	(void)r;
+	if (s->scraper && (err = cp_scraper_targets(s->scraper, &t, &n))) {
+		cp_resp_error(out, 500, "%s", cp_errmsg(-err));
+		return;
+	}
+	if (!mem_open(&m, out))
+		mem_close(&m, out, cp_target_states_json(m.f, t, n), "application/json");
+	cp_target_states_free(t, n);
+}
+
 static const struct cp_route routes[] = {
 	{ "GET", "/", "index", h_index, false },
 	{ "GET", "/ui/", "ui", h_ui, false },
@@ -1212,6 +1280,7 @@ static const struct cp_route routes[] = {
 	{ "GET", "/api/v1/profile", "profile", h_profile, false },
 	{ "GET", "/api/v1/diff", "diff", h_diff, false },
 	{ "GET", "/api/v1/stats", "stats", h_stats, false },
+	{ "GET", "/api/v1/targets", "targets", h_targets, false },
 	{ "POST", "/api/v1/push", "push", h_push, false },
 	{ "POST", "/ingest", "pyroscope_ingest", h_pyroscope, false },
 	{ "POST", "/api/profiles/writeraw", "parca_writeraw", h_parca_write, false },
@@ -1256,7 +1325,8 @@ static int run_serve(int argc, char **argv)
 	uint64_t max_body = 32u << 20;
 	sigset_t sigs;
 	int opt, status = EXIT_OK, err, sig, k;
-	bool writer_started = false;
+	bool writer_started = false, scraping = false;
+	pthread_t scrape_thread;
 
 	while ((opt = next_option(&cmd_serve, argc, argv)) != -1) {
 		switch (opt) {
@@ -1340,14 +1410,32 @@ static int run_serve(int argc, char **argv)
 		status = fail("serve", "%s", cp_errmsg(errno));
 		goto out;
 	}
+	if (cfg.scrape.njobs) {
+		if (!(s.scraper = cp_scraper_new(&cfg.scrape, scrape_sink, &s))) {
+			status = fail("serve", "%s", cp_errmsg(errno));
+			goto out;
+		}
+		cp_scraper_set_log(s.scraper, scrape_log, NULL);
+		if ((err = pthread_create(&scrape_thread, NULL, scrape_main, &s))) {
+			status = fail("serve", "cannot start scraping: %s", strerror(err));
+			goto out;
+		}
+		scraping = true;
+	}
 	snprintf(host, sizeof(host), "%.*s", (int)(strrchr(listen, ':') - listen), listen);
 	printf("listening on %s://%s:%d\n", cert ? "https" : "http", *host ? host : "0.0.0.0", cp_server_port(s.http));
 	fflush(stdout);
-	fprintf(stderr, "cprof serve: store %s%s\n", s.data, token ? ", token required" : "");
+	fprintf(stderr, "cprof serve: store %s%s%s\n", s.data, token ? ", token required" : "",
+		scraping ? ", scraping" : "");
 	sigwait(&sigs, &sig);
 	fprintf(stderr, "cprof serve: stopping (%s)\n", strsignal(sig));
 out:
+	if (scraping) { /* first: it feeds the writer */
+		cp_scraper_stop(s.scraper);
+		pthread_join(scrape_thread, NULL);
+	}
 	cp_server_stop(s.http); /* waits for the requests in flight */
+	cp_scraper_free(s.scraper);
 	if (writer_started) {
 		pthread_mutex_lock(&s.lock);
 		s.stopping = true;

@@ -787,6 +787,29 @@ void cp_profile_clear_samples(struct cp_profile *p)
 	memset(&p->period_type, 0, sizeof(p->period_type));
 }
 
+int cp_profile_keep_types(struct cp_profile *p, const bool *keep)
+{
+	size_t i, t, k = 0, nt = 0;
+
+	for (t = 0; t < p->ntypes; t++)
+		nt += keep[t];
+	if (!nt)
+		return cp_error(EINVAL, "no sample type would be left");
+	if (nt == p->ntypes)
+		return 0;
+	/* values[i * ntypes + t] -> values[i * nt + k], in place: the new
+	 * index never passes the old one */
+	for (i = 0; i < p->nsamples; i++)
+		for (t = 0; t < p->ntypes; t++)
+			if (keep[t])
+				p->values[k++] = p->values[i * p->ntypes + t];
+	for (t = 0, k = 0; t < p->ntypes; t++)
+		if (keep[t])
+			p->sample_types[k++] = p->sample_types[t];
+	p->ntypes = nt;
+	return 0;
+}
+
 /* ---- frames ---- */
 
 int cp_profile_frames(const struct cp_profile *p, uint32_t stack, struct cp_frame **frames, size_t *cap)

@@ -179,6 +179,10 @@ struct cp_profile *cp_profile_copy(const struct cp_profile *src, const struct cp
  * another set of samples of other types. */
 void cp_profile_clear_samples(struct cp_profile *p);
 
+/* Keep only the sample types with keep[t] (in their order; the samples
+ * stay, with fewer values). 0, or -EINVAL when none would be left. */
+int cp_profile_keep_types(struct cp_profile *p, const bool *keep);
+
 /* Frames of a stack, leaf first, with inline frames expanded.  A frame with
  * no function has name 0; then the location identifies it. */
 struct cp_frame {

@@ -1,23 +1,398 @@
 /* SPDX-License-Identifier: MIT */
-/* cprof.yaml: libyaml loads the document; we walk its top-level mapping. */
+/* cprof.yaml / parca.yaml: libyaml loads the document; we walk it, checking
+ * every key and value and naming the line of what is wrong. */
 #include "settings.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "error.h"
+#include "selector.h"
 #include "util.h"
 
-static int scalar(yaml_document_t *d, yaml_node_t *n, const char *name, const char *key, char **out)
+struct walk {
+	yaml_document_t doc;
+	const char *name; /* the file, for messages */
+};
+
+static int bad(const struct walk *w, const yaml_node_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(const struct walk *w, const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return cp_error(EINVAL, "%s:%zu: %s", w->name, n->start_mark.line + 1, msg);
+}
+
+/* room for one more element at the end of *arr (n elements now) */
+static int push1(void **arr, size_t n, size_t size)
+{
+	void *p = realloc(*arr, (n + 1) * size);
+
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	return 0;
+}
+
+static yaml_node_t *node(struct walk *w, int id)
+{
+	return yaml_document_get_node(&w->doc, id);
+}
+
+static bool key_is(const yaml_node_t *k, const char *s)
+{
+	return k->type == YAML_SCALAR_NODE && strlen(s) == k->data.scalar.length &&
+	       !memcmp(s, k->data.scalar.value, k->data.scalar.length);
+}
+
+static const char *text_of(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* a scalar value, copied */
+static int scalar(struct walk *w, yaml_node_t *n, const char *key, char **out)
 {
 	if (n->type != YAML_SCALAR_NODE)
-		return cp_error(EINVAL, "%s:%zu: %s wants a single value", name, n->start_mark.line + 1, key);
-	(void)d;
+		return bad(w, n, "%s wants a single value", key);
 	free(*out);
-	*out = strndup((const char *)n->data.scalar.value, n->data.scalar.length);
+	*out = strndup(text_of(n), n->data.scalar.length);
 	return *out ? 0 : -ENOMEM;
+}
+
+static int boolean(struct walk *w, yaml_node_t *n, const char *key, bool *out)
+{
+	const char *v = text_of(n);
+
+	if (n->type == YAML_SCALAR_NODE && (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "yes"))) {
+		*out = true;
+		return 0;
+	}
+	if (n->type == YAML_SCALAR_NODE && (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "no"))) {
+		*out = false;
+		return 0;
+	}
+	return bad(w, n, "%s wants true or false", key);
+}
+
+static int duration(struct walk *w, yaml_node_t *n, const char *key, int64_t *out)
+{
+	int err;
+
+	if (n->type != YAML_SCALAR_NODE)
+		return bad(w, n, "%s wants a duration such as 10s", key);
+	if ((err = cp_parse_duration(text_of(n), out)) || *out <= 0)
+		return bad(w, n, "%s: '%.32s' is not a positive duration (such as 10s, 1m)", key, text_of(n));
+	return 0;
+}
+
+static int want(struct walk *w, yaml_node_t *n, yaml_node_type_t type, const char *key)
+{
+	if (n->type == type)
+		return 0;
+	return bad(w, n, "%s wants %s", key,
+		   type == YAML_MAPPING_NODE ? "a mapping (key: value lines)" : "a list (- item lines)");
+}
+
+static int unknown(struct walk *w, yaml_node_t *k, const char *where, const char *known)
+{
+	return bad(w, k, "unknown %s '%.64s' (known: %s)", where, k->type == YAML_SCALAR_NODE ? text_of(k) : "?", known);
+}
+
+#define FOR_PAIRS(w, map, k, v)                                                                            \
+	for (yaml_node_pair_t *p_ = (map)->data.mapping.pairs.start; p_ < (map)->data.mapping.pairs.top; p_++) \
+		if (((k) = node(w, p_->key)) && ((v) = node(w, p_->value)))
+#define FOR_ITEMS(w, seq, item)                                                                          \
+	for (yaml_node_item_t *i_ = (seq)->data.sequence.items.start; i_ < (seq)->data.sequence.items.top; i_++) \
+		if (((item) = node(w, *i_)))
+
+/* labels: {name: value} */
+static int kv_map(struct walk *w, yaml_node_t *n, const char *key, bool label_names, struct cp_kv **out, size_t *cnt)
+{
+	yaml_node_t *k, *v;
+	int err;
+
+	if ((err = want(w, n, YAML_MAPPING_NODE, key)))
+		return err;
+	FOR_PAIRS(w, n, k, v)
+	{
+		char *name = NULL, *value = NULL;
+
+		if (k->type != YAML_SCALAR_NODE || (label_names && !cp_label_name_valid(text_of(k), k->data.scalar.length)))
+			return bad(w, k, "%s: '%.64s' is not a label name (letters, digits and _)", key,
+				   k->type == YAML_SCALAR_NODE ? text_of(k) : "?");
+		if (v->type == YAML_SEQUENCE_NODE && !label_names) { /* params: {key: [value]} as Prometheus has them */
+			yaml_node_t *item;
+
+			FOR_ITEMS(w, v, item)
+			{
+				if (item->type != YAML_SCALAR_NODE)
+					return bad(w, item, "%s: values are text", key);
+				if (push1((void **)out, *cnt, sizeof(**out)))
+					return -ENOMEM;
+				(*out)[*cnt].name = strdup(text_of(k));
+				(*out)[*cnt].value = strdup(text_of(item));
+				(*cnt)++;
+				if (!(*out)[*cnt - 1].name || !(*out)[*cnt - 1].value)
+					return -ENOMEM;
+			}
+			continue;
+		}
+		if ((err = scalar(w, v, key, &value)))
+			return err;
+		name = strdup(text_of(k));
+		if (!name || push1((void **)out, *cnt, sizeof(**out))) {
+			free(name);
+			free(value);
+			return -ENOMEM;
+		}
+		(*out)[*cnt].name = name;
+		(*out)[*cnt].value = value;
+		(*cnt)++;
+	}
+	return 0;
+}
+
+/* host:port, [v6]:port */
+static bool target_ok(const char *t)
+{
+	const char *colon = strrchr(t, ':');
+	char *end;
+	long port;
+
+	if (!colon || colon == t || strchr(t, '/') || strchr(t, ' '))
+		return false;
+	if (t[0] == '[' && colon[-1] != ']')
+		return false;
+	port = strtol(colon + 1, &end, 10);
+	return *end == '\0' && colon[1] && port > 0 && port <= 65535;
+}
+
+static int statics(struct walk *w, yaml_node_t *n, struct cp_scrape_job *j)
+{
+	yaml_node_t *item, *k, *v;
+	int err;
+
+	if ((err = want(w, n, YAML_SEQUENCE_NODE, "static_configs")))
+		return err;
+	FOR_ITEMS(w, n, item)
+	{
+		struct cp_scrape_static *s;
+
+		if ((err = want(w, item, YAML_MAPPING_NODE, "static_configs")))
+			return err;
+		if (push1((void **)&j->statics, j->nstatics, sizeof(*j->statics)))
+			return -ENOMEM;
+		s = &j->statics[j->nstatics++];
+		memset(s, 0, sizeof(*s));
+		FOR_PAIRS(w, item, k, v)
+		{
+			if (key_is(k, "targets")) {
+				yaml_node_t *t;
+
+				if ((err = want(w, v, YAML_SEQUENCE_NODE, "targets")))
+					return err;
+				FOR_ITEMS(w, v, t)
+				{
+					if (t->type != YAML_SCALAR_NODE || !target_ok(text_of(t)))
+						return bad(w, t, "target '%.64s' is not HOST:PORT (e.g. 127.0.0.1:6060)",
+							   t->type == YAML_SCALAR_NODE ? text_of(t) : "?");
+					if (push1((void **)&s->targets, s->ntargets, sizeof(*s->targets)) ||
+					    !(s->targets[s->ntargets] = strdup(text_of(t))))
+						return -ENOMEM;
+					s->ntargets++;
+				}
+			} else if (key_is(k, "labels")) {
+				if ((err = kv_map(w, v, "labels", true, &s->labels, &s->nlabels)))
+					return err;
+			} else {
+				return unknown(w, k, "key in static_configs", "targets, labels");
+			}
+		}
+	}
+	return 0;
+}
+
+static struct cp_scrape_profile *profile_named(struct cp_scrape_job *j, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < j->nprofiles; i++)
+		if (!strcmp(j->profiles[i].name, name))
+			return &j->profiles[i];
+	return NULL;
+}
+
+static int profile_entry(struct walk *w, yaml_node_t *k, yaml_node_t *v, struct cp_scrape_job *j)
+{
+	struct cp_scrape_profile *p;
+	yaml_node_t *kk, *vv;
+	int err;
+
+	if (k->type != YAML_SCALAR_NODE || !cp_type_name_valid(text_of(k)))
+		return bad(w, k, "pprof_config: '%.64s' is not a profile name (letters, digits, _ . -)",
+			   k->type == YAML_SCALAR_NODE ? text_of(k) : "?");
+	if ((err = want(w, v, YAML_MAPPING_NODE, text_of(k))))
+		return err;
+	if (!(p = profile_named(j, text_of(k)))) { /* a custom entry (fgprof...) */
+		if (push1((void **)&j->profiles, j->nprofiles, sizeof(*j->profiles)))
+			return -ENOMEM;
+		p = &j->profiles[j->nprofiles++];
+		memset(p, 0, sizeof(*p));
+		if (!(p->name = strdup(text_of(k))))
+			return -ENOMEM;
+		p->enabled = true;
+	}
+	FOR_PAIRS(w, v, kk, vv)
+	{
+		if (key_is(kk, "enabled"))
+			err = boolean(w, vv, "enabled", &p->enabled);
+		else if (key_is(kk, "path"))
+			err = scalar(w, vv, "path", &p->path);
+		else if (key_is(kk, "delta"))
+			err = boolean(w, vv, "delta", &p->delta);
+		else if (key_is(kk, "seconds")) {
+			char *end;
+			long secs = vv->type == YAML_SCALAR_NODE ? strtol(text_of(vv), &end, 10) : 0;
+
+			if (vv->type != YAML_SCALAR_NODE || *end || secs <= 0 || secs > 86400)
+				return bad(w, vv, "seconds wants a whole number of seconds (1 to 86400)");
+			p->seconds = secs * 1000000000LL;
+		} else if (key_is(kk, "keep_sample_type")) {
+			yaml_node_t *item, *a, *b;
+
+			if ((err = want(w, vv, YAML_SEQUENCE_NODE, "keep_sample_type")))
+				return err;
+			FOR_ITEMS(w, vv, item)
+			{
+				struct cp_scrape_keep *kp;
+
+				if ((err = want(w, item, YAML_MAPPING_NODE, "keep_sample_type")))
+					return err;
+				if (push1((void **)&p->keep, p->nkeep, sizeof(*p->keep)))
+					return -ENOMEM;
+				kp = &p->keep[p->nkeep++];
+				memset(kp, 0, sizeof(*kp));
+				FOR_PAIRS(w, item, a, b)
+				{
+					if (key_is(a, "type"))
+						err = scalar(w, b, "type", &kp->type);
+					else if (key_is(a, "unit"))
+						err = scalar(w, b, "unit", &kp->unit);
+					else
+						return unknown(w, a, "key in keep_sample_type", "type, unit");
+					if (err)
+						return err;
+				}
+				if (!kp->type)
+					return bad(w, item, "keep_sample_type wants a type (and a unit)");
+			}
+		} else
+			return unknown(w, kk, "key in a pprof_config entry", "enabled, path, delta, seconds, keep_sample_type");
+		if (err)
+			return err;
+	}
+	if (p->enabled && (!p->path || p->path[0] != '/'))
+		return bad(w, v, "%s: wants a path starting with / (e.g. /debug/pprof/%s)", p->name, p->name);
+	return 0;
+}
+
+static int profiling(struct walk *w, yaml_node_t *n, struct cp_scrape_job *j)
+{
+	yaml_node_t *k, *v, *kk, *vv;
+	int err;
+
+	if ((err = want(w, n, YAML_MAPPING_NODE, "profiling_config")))
+		return err;
+	FOR_PAIRS(w, n, k, v)
+	{
+		if (key_is(k, "path_prefix")) {
+			if ((err = scalar(w, v, "path_prefix", &j->path_prefix)))
+				return err;
+		} else if (key_is(k, "pprof_config")) {
+			if ((err = want(w, v, YAML_MAPPING_NODE, "pprof_config")))
+				return err;
+			FOR_PAIRS(w, v, kk, vv)
+			if ((err = profile_entry(w, kk, vv, j)))
+				return err;
+		} else {
+			return unknown(w, k, "key in profiling_config", "path_prefix, pprof_config");
+		}
+	}
+	return 0;
+}
+
+static int job(struct walk *w, yaml_node_t *n, struct cp_scrape_config *c)
+{
+	struct cp_scrape_job *j;
+	yaml_node_t *k, *v, *timeout_node = NULL;
+	size_t i;
+	int err;
+
+	if ((err = want(w, n, YAML_MAPPING_NODE, "a scrape config")))
+		return err;
+	if (push1((void **)&c->jobs, c->njobs, sizeof(*c->jobs)))
+		return -ENOMEM;
+	j = &c->jobs[c->njobs++];
+	memset(j, 0, sizeof(*j));
+	j->interval = 10 * 1000000000LL;
+	if ((err = cp_scrape_default_profiles(&j->profiles, &j->nprofiles)))
+		return err;
+	FOR_PAIRS(w, n, k, v)
+	{
+		if (key_is(k, "job_name"))
+			err = scalar(w, v, "job_name", &j->name);
+		else if (key_is(k, "scrape_interval"))
+			err = duration(w, v, "scrape_interval", &j->interval);
+		else if (key_is(k, "scrape_timeout")) {
+			err = duration(w, v, "scrape_timeout", &j->timeout);
+			timeout_node = v;
+		} else if (key_is(k, "scheme")) {
+			if (!(err = scalar(w, v, "scheme", &j->scheme)) && strcmp(j->scheme, "http") && strcmp(j->scheme, "https"))
+				return bad(w, v, "scheme is http or https, not '%.32s'", j->scheme);
+		} else if (key_is(k, "params"))
+			err = kv_map(w, v, "params", false, &j->params, &j->nparams);
+		else if (key_is(k, "static_configs"))
+			err = statics(w, v, j);
+		else if (key_is(k, "profiling_config"))
+			err = profiling(w, v, j);
+		else if (key_is(k, "relabel_configs"))
+			return bad(w, k, "relabel_configs are not applied by cprof: remove them (static labels go in "
+					 "static_configs[].labels)");
+		else
+			return unknown(w, k, "key in a scrape config",
+				       "job_name, scrape_interval, scrape_timeout, scheme, params, static_configs, "
+				       "profiling_config");
+		if (err)
+			return err;
+	}
+	if (!j->name || !*j->name)
+		return bad(w, n, "a scrape config wants a job_name");
+	for (i = 0; i + 1 < c->njobs; i++)
+		if (!strcmp(c->jobs[i].name, j->name))
+			return bad(w, n, "job_name '%.64s' is used twice", j->name);
+	if (!j->scheme && !(j->scheme = strdup("http")))
+		return -ENOMEM;
+	if (!j->timeout)
+		j->timeout = j->interval + 3 * 1000000000LL;
+	for (i = 0; i < j->nprofiles; i++) {
+		struct cp_scrape_profile *p = &j->profiles[i];
+		int64_t secs = p->seconds ? p->seconds : j->interval;
+
+		if (p->enabled && p->delta && j->timeout <= secs)
+			return bad(w, timeout_node ? timeout_node : n,
+				   "job %s: scrape_timeout must exceed the %llds that the delta profile %s covers "
+				   "(e.g. scrape_timeout: %llds)",
+				   j->name, (long long)(secs / 1000000000), p->name, (long long)(secs / 1000000000 + 3));
+	}
+	return 0;
 }
 
 int cp_config_parse(const char *text, size_t len, const char *name, struct cp_config *c)
@@ -35,53 +410,55 @@ int cp_config_parse(const char *text, size_t len, const char *name, struct cp_co
 		{ "max_body", offsetof(struct cp_config, max_body) },
 	};
 	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
-	yaml_node_pair_t *pair;
+	struct walk w;
+	yaml_node_t *root, *k, *v, *item;
 	int err = 0;
 
 	memset(c, 0, sizeof(*c));
+	w.name = name;
 	if (!yaml_parser_initialize(&parser))
 		return cp_error(ENOMEM, "out of memory");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &doc)) {
+	if (!yaml_parser_load(&parser, &w.doc)) {
 		err = cp_error(EINVAL, "%s:%zu: %s", name, parser.problem_mark.line + 1,
 			       parser.problem ? parser.problem : "not YAML");
 		yaml_parser_delete(&parser);
 		return err;
 	}
 	yaml_parser_delete(&parser);
-	root = yaml_document_get_root_node(&doc);
+	root = yaml_document_get_root_node(&w.doc);
 	if (!root) /* an empty file: all defaults */
 		goto out;
 	if (root->type != YAML_MAPPING_NODE) {
-		err = cp_error(EINVAL, "%s:%zu: wants a mapping of settings (key: value)", name, root->start_mark.line + 1);
+		err = bad(&w, root, "wants a mapping of settings (key: value)");
 		goto out;
 	}
-	for (pair = root->data.mapping.pairs.start; pair < root->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = yaml_document_get_node(&doc, pair->key), *v = yaml_document_get_node(&doc, pair->value);
+	FOR_PAIRS(&w, root, k, v)
+	{
 		size_t i;
 
-		if (!k || !v || k->type != YAML_SCALAR_NODE) {
-			err = cp_error(EINVAL, "%s: a key that is not a name", name);
-			goto out;
+		for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && !key_is(k, keys[i].key); i++)
+			;
+		if (i < sizeof(keys) / sizeof(keys[0])) {
+			err = scalar(&w, v, keys[i].key, (char **)((char *)c + keys[i].off));
+		} else if (key_is(k, "scrape_configs")) {
+			if (!(err = want(&w, v, YAML_SEQUENCE_NODE, "scrape_configs")))
+				FOR_ITEMS(&w, v, item)
+				if ((err = job(&w, item, &c->scrape)))
+					break;
+		} else if (key_is(k, "object_storage")) {
+			/* Parca's storage; cprof has its own store (--data) */
+		} else {
+			err = unknown(&w, k, "setting",
+				      "listen, data, retention, token_file, tls_cert, tls_key, max_body, scrape_configs");
 		}
-		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-			if (strlen(keys[i].key) == k->data.scalar.length &&
-			    !memcmp(keys[i].key, k->data.scalar.value, k->data.scalar.length))
-				break;
-		if (i == sizeof(keys) / sizeof(keys[0])) {
-			err = cp_error(EINVAL, "%s:%zu: unknown setting '%.*s' (known: listen, data, retention, token_file, "
-					       "tls_cert, tls_key, max_body)",
-				       name, k->start_mark.line + 1, (int)(k->data.scalar.length > 64 ? 64 : k->data.scalar.length),
-				       (const char *)k->data.scalar.value);
-			goto out;
-		}
-		if ((err = scalar(&doc, v, name, keys[i].key, (char **)((char *)c + keys[i].off))))
+		if (err)
 			goto out;
 	}
 out:
-	yaml_document_delete(&doc);
+	yaml_document_delete(&w.doc);
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory reading %s", name);
 	if (err)
 		cp_config_release(c);
 	return err;
@@ -109,5 +486,6 @@ void cp_config_release(struct cp_config *c)
 	free(c->tls_cert);
 	free(c->tls_key);
 	free(c->max_body);
+	cp_scrape_config_release(&c->scrape);
 	memset(c, 0, sizeof(*c));
 }

@@ -30,7 +30,7 @@ for c in record import query merge diff help; do
 	is "$rc" 0 "$c --help exits 0"
 done
 
-for c in scrape top; do
+for c in top; do
 	run "$CPROF" "$c"
 	is "$rc" 1 "$c (not built yet) exits 1"
 	like "$err" "^cprof: '$c' is not built yet" "$c says clearly that it is not built yet"

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* Pulling pprof profiles from HTTP endpoints (Go's net/http/pprof and the
+ * like), configured as Parca's scrape_configs.  One thread drives every
+ * transfer through libcurl's multi interface, so targets are scraped
+ * concurrently and a slow one delays no other; each finished scrape is
+ * decoded and handed to a sink (the store, a server, or serve's writer). */
+#ifndef CP_SCRAPE_H
+#define CP_SCRAPE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store/store.h"
+
+/* ---- configuration (Parca's scrape_configs; parsed in lib/settings.c) ---- */
+
+struct cp_scrape_keep {
+	char *type, *unit; /* unit NULL: any */
+};
+
+struct cp_scrape_profile {
+	char *name;   /* process_cpu, memory, block, mutex, goroutine, fgprof, ... */
+	char *path;   /* /debug/pprof/profile */
+	bool enabled, delta;
+	int64_t seconds; /* delta: ?seconds= (nanoseconds; 0: the scrape interval) */
+	struct cp_scrape_keep *keep;
+	size_t nkeep;
+};
+
+struct cp_scrape_static {
+	char **targets; /* host:port */
+	size_t ntargets;
+	struct cp_kv *labels; /* owned strings */
+	size_t nlabels;
+};
+
+struct cp_scrape_job {
+	char *name;
+	int64_t interval, timeout; /* nanoseconds */
+	char *scheme;              /* http or https */
+	struct cp_kv *params;      /* extra URL parameters, owned */
+	size_t nparams;
+	struct cp_scrape_static *statics;
+	size_t nstatics;
+	char *path_prefix;
+	struct cp_scrape_profile *profiles; /* the defaults merged with the job's pprof_config */
+	size_t nprofiles;
+};
+
+struct cp_scrape_config {
+	struct cp_scrape_job *jobs;
+	size_t njobs;
+};
+
+void cp_scrape_config_release(struct cp_scrape_config *c);
+/* The built-in profiles of a job (Parca's defaults): memory (/debug/pprof/allocs),
+ * block, goroutine, mutex, process_cpu (/debug/pprof/profile, delta). */
+int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n);
+/* The default path of a profile name, or NULL. */
+const char *cp_scrape_default_path(const char *name, bool *delta);
+
+/* ---- scraping ---- */
+
+/* What a scrape gives: appends of one profile (name = the profile entry's
+ * name; labels job, instance, the static labels).  The sink owns nothing:
+ * it must copy what it keeps.  Returns 0 or -errno (the scrape is then
+ * counted as failed with cp_errmsg). */
+typedef int (*cp_scrape_sink)(void *ctx, const struct cp_store_append *a, size_t n);
+
+struct cp_target_state {
+	char *job, *instance, *profile, *url;
+	bool up;                  /* the last scrape succeeded */
+	int64_t last_ns;          /* when the last scrape started (wall clock), 0: never */
+	int64_t last_duration_ns; /* how long it took */
+	char *last_error;         /* NULL when up */
+	uint64_t scrapes, failures;
+	uint64_t last_samples; /* samples in the last profile */
+	uint64_t last_bytes;   /* size of the last body */
+};
+
+struct cp_scraper;
+/* NULL + errno (message in cp_errmsg). */
+struct cp_scraper *cp_scraper_new(const struct cp_scrape_config *cfg, cp_scrape_sink sink, void *ctx);
+void cp_scraper_free(struct cp_scraper *s);
+/* Called (from the scraping thread) when a target goes up or down, or its
+ * error changes: what a log line is made of. */
+void cp_scraper_set_log(struct cp_scraper *s, void (*fn)(void *ctx, const struct cp_target_state *t), void *ctx);
+/* Scrape every target on its schedule until *stop is set or
+ * cp_scraper_stop is called (from another thread or a signal handler's
+ * flag).  0 or -errno. */
+int cp_scraper_run(struct cp_scraper *s, volatile sig_atomic_t *stop);
+/* Wake cp_scraper_run so that it returns (thread-safe). */
+void cp_scraper_stop(struct cp_scraper *s);
+/* Scrape every target once, concurrently, and return when all are done. */
+int cp_scraper_round(struct cp_scraper *s);
+/* A snapshot of every target's state (thread-safe): free with
+ * cp_target_states_free. */
+int cp_scraper_targets(struct cp_scraper *s, struct cp_target_state **out, size_t *n);
+void cp_target_states_free(struct cp_target_state *t, size_t n);
+/* The states as JSON: [{"job","instance","profile","url","health":"up"|"down"|"unknown",
+ * "last_scrape","last_duration_seconds","last_error","scrapes","failures","samples","bytes"}] */
+int cp_target_states_json(FILE *out, const struct cp_target_state *t, size_t n);
+/* ... and in Prometheus text (cprof_scrape_up, _last_duration_seconds,
+ * _last_timestamp_seconds, _samples, _total, _failures_total by job,
+ * instance and profile). */
+int cp_target_states_metrics(FILE *out, const struct cp_target_state *t, size_t n);
+
+/* One scrape of url (a full URL) with a timeout: the decoded profile.
+ * NULL + errno with a message naming the URL and what went wrong. */
+struct cp_profile *cp_scrape_once(const char *url, int64_t timeout_ns, size_t *bytes);
+
+#endif

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/settings.c (cprof.yaml and Parca's scrape_configs), the scrape
+ * defaults of lib/scrape.c, and cp_profile_keep_types. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "folded.h"
+#include "profile.h"
+#include "settings.h"
+
+static int parse(const char *text, struct cp_config *c)
+{
+	return cp_config_parse(text, strlen(text), "t.yaml", c);
+}
+
+static const struct cp_scrape_profile *prof(const struct cp_scrape_job *j, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < j->nprofiles; i++)
+		if (!strcmp(j->profiles[i].name, name))
+			return &j->profiles[i];
+	return NULL;
+}
+
+START_TEST(test_server_keys)
+{
+	struct cp_config c;
+
+	ck_assert_int_eq(parse("listen: 127.0.0.1:9\nmax_body: 1M\nobject_storage: {bucket: {}}\n", &c), 0);
+	ck_assert_str_eq(c.listen, "127.0.0.1:9");
+	ck_assert_str_eq(c.max_body, "1M");
+	ck_assert_uint_eq(c.scrape.njobs, 0);
+	cp_config_release(&c);
+	ck_assert_int_eq(parse("", &c), 0);
+	ck_assert_ptr_null(c.listen);
+	cp_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_scrape_defaults)
+{
+	struct cp_config c;
+	const struct cp_scrape_job *j;
+	const struct cp_scrape_profile *p;
+
+	ck_assert_int_eq(parse("scrape_configs:\n  - job_name: api\n    static_configs:\n      - targets: ['a:1', 'b:2']\n"
+			       "        labels: {env: prod}\n",
+			       &c),
+			 0);
+	ck_assert_uint_eq(c.scrape.njobs, 1);
+	j = &c.scrape.jobs[0];
+	ck_assert_str_eq(j->name, "api");
+	ck_assert_int_eq(j->interval, 10000000000LL);
+	ck_assert_int_eq(j->timeout, 13000000000LL); /* interval + 3s */
+	ck_assert_str_eq(j->scheme, "http");
+	ck_assert_uint_eq(j->nstatics, 1);
+	ck_assert_uint_eq(j->statics[0].ntargets, 2);
+	ck_assert_str_eq(j->statics[0].targets[1], "b:2");
+	ck_assert_str_eq(j->statics[0].labels[0].name, "env");
+	ck_assert_str_eq(j->statics[0].labels[0].value, "prod");
+	/* Parca's default profiles */
+	ck_assert_uint_eq(j->nprofiles, 5);
+	ck_assert_ptr_nonnull(p = prof(j, "process_cpu"));
+	ck_assert(p->delta && p->enabled);
+	ck_assert_str_eq(p->path, "/debug/pprof/profile");
+	ck_assert_ptr_nonnull(p = prof(j, "memory"));
+	ck_assert(!p->delta);
+	ck_assert_str_eq(p->path, "/debug/pprof/allocs");
+	ck_assert_ptr_nonnull(prof(j, "goroutine"));
+	ck_assert_ptr_nonnull(prof(j, "block"));
+	ck_assert_ptr_nonnull(prof(j, "mutex"));
+	cp_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_scrape_everything)
+{
+	struct cp_config c;
+	const struct cp_scrape_job *j;
+	const struct cp_scrape_profile *p;
+
+	ck_assert_int_eq(parse("scrape_configs:\n"
+			       "  - job_name: x\n"
+			       "    scrape_interval: 20s\n"
+			       "    scrape_timeout: 25s\n"
+			       "    scheme: https\n"
+			       "    params: {debug: ['0'], tag: v}\n"
+			       "    static_configs: [{targets: ['[::1]:6060']}]\n"
+			       "    profiling_config:\n"
+			       "      path_prefix: /app\n"
+			       "      pprof_config:\n"
+			       "        memory: {enabled: false}\n"
+			       "        process_cpu: {seconds: 5, keep_sample_type: [{type: cpu, unit: nanoseconds}]}\n"
+			       "        fgprof: {enabled: true, path: /debug/fgprof, delta: true}\n",
+			       &c),
+			 0);
+	j = &c.scrape.jobs[0];
+	ck_assert_int_eq(j->interval, 20000000000LL);
+	ck_assert_int_eq(j->timeout, 25000000000LL);
+	ck_assert_str_eq(j->scheme, "https");
+	ck_assert_uint_eq(j->nparams, 2);
+	ck_assert_str_eq(j->params[0].name, "debug");
+	ck_assert_str_eq(j->params[0].value, "0");
+	ck_assert_str_eq(j->path_prefix, "/app");
+	ck_assert(!prof(j, "memory")->enabled);
+	p = prof(j, "process_cpu");
+	ck_assert_int_eq(p->seconds, 5000000000LL);
+	ck_assert_uint_eq(p->nkeep, 1);
+	ck_assert_str_eq(p->keep[0].type, "cpu");
+	ck_assert_str_eq(p->keep[0].unit, "nanoseconds");
+	ck_assert_ptr_nonnull(p = prof(j, "fgprof"));
+	ck_assert(p->delta && p->enabled);
+	ck_assert_uint_eq(j->nprofiles, 6);
+	cp_config_release(&c);
+}
+END_TEST
+
+static void refused(const char *yaml, const char *msg)
+{
+	struct cp_config c;
+	int err = parse(yaml, &c);
+
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), msg), "'%s' does not say '%s'", cp_errmsg(EINVAL), msg);
+}
+
+START_TEST(test_scrape_refused)
+{
+	refused("scrape_configs:\n  - job_name: a\n    bogus: 1\n", "t.yaml:3: unknown key in a scrape config 'bogus'");
+	refused("nope: 1\n", "t.yaml:1: unknown setting 'nope'");
+	refused("scrape_configs:\n  - job_name: a\n    scrape_timeout: 5s\n    static_configs: [{targets: ['h:1']}]\n",
+		"scrape_timeout must exceed the 10s");
+	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: [nohostport]}]\n",
+		"t.yaml:3: target 'nohostport' is not HOST:PORT");
+	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['h:0']}]\n", "is not HOST:PORT");
+	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['http://h:1']}]\n", "is not HOST:PORT");
+	refused("scrape_configs:\n  - job_name: a\n    scrape_interval: -1s\n", "not a positive duration");
+	refused("scrape_configs:\n  - job_name: a\n  - job_name: a\n", "used twice");
+	refused("scrape_configs:\n  - scrape_interval: 1s\n", "wants a job_name");
+	refused("scrape_configs:\n  - job_name: a\n    scheme: ftp\n", "http or https");
+	refused("scrape_configs:\n  - job_name: a\n    relabel_configs: []\n", "relabel_configs are not applied");
+	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['h:1'], labels: {'bad-name': x}}]\n",
+		"not a label name");
+	refused("scrape_configs:\n  - job_name: a\n    profiling_config: {pprof_config: {c: {enabled: true}}}\n",
+		"wants a path starting with /");
+	refused("scrape_configs:\n  - job_name: a\n    profiling_config: {pprof_config: {memory: {enabled: maybe}}}\n",
+		"enabled wants true or false");
+	refused("scrape_configs:\n  - job_name: a\n    profiling_config: {pprof_config: {memory: {seconds: x}}}\n",
+		"seconds wants a whole number");
+	refused("scrape_configs: {a: 1}\n", "scrape_configs wants a list");
+	refused("listen: [1, 2]\n", "listen wants a single value");
+	refused("a: [unclosed\n", "t.yaml:");
+}
+END_TEST
+
+START_TEST(test_keep_types)
+{
+	struct cp_profile *p = cp_folded_decode("a;b 3\na;c 4\n", 12);
+	bool keep1[2] = { false, true }, none[2] = { false, false };
+	int64_t v[2];
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(p);
+	/* a second type: each sample's value times 10 */
+	cp_profile_clear_samples(p);
+	cp_profile_add_sample_type(p, "samples", "count");
+	cp_profile_add_sample_type(p, "cpu", "nanoseconds");
+	for (i = 1; i <= 2; i++) {
+		uint32_t loc = i;
+
+		v[0] = i;
+		v[1] = i * 10;
+		ck_assert_int_eq(cp_profile_add_sample(p, (uint32_t)cp_profile_stack(p, &loc, 1), 0, v), 0);
+	}
+	ck_assert_int_eq(cp_profile_keep_types(p, none), -EINVAL);
+	ck_assert_uint_eq(p->ntypes, 2);
+	ck_assert_int_eq(cp_profile_keep_types(p, keep1), 0);
+	ck_assert_uint_eq(p->ntypes, 1);
+	ck_assert_str_eq(cp_profile_string(p, p->sample_types[0].type), "cpu");
+	ck_assert_int_eq(cp_profile_values(p, 0)[0], 10);
+	ck_assert_int_eq(cp_profile_values(p, 1)[0], 20);
+	cp_profile_free(p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("settings");
+	TCase *tc = tcase_create("config");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_server_keys);
+	tcase_add_test(tc, test_scrape_defaults);
+	tcase_add_test(tc, test_scrape_everything);
+	tcase_add_test(tc, test_scrape_refused);
+	tcase_add_test(tc, test_keep_types);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

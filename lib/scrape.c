@@ -241,6 +241,14 @@ struct target {
 	struct body body;
 	bool busy;
 	char errbuf[CURL_ERROR_SIZE];
+	struct cp_kv *labels; /* job, instance, the static labels */
+	size_t nlabels;
+	/* a finished scrape on its way to the sink */
+	struct cp_profile *p;
+	int err;
+	char *msg;
+	size_t bytes;
+	int64_t t1;
 	struct cp_target_state state; /* under the scraper's lock */
 };
 
@@ -248,6 +256,8 @@ struct cp_scraper {
 	CURLM *multi;
 	struct target *t;
 	size_t n;
+	struct target **done;          /* drain's room: s->n of each */
+	struct cp_store_append *batch;
 	cp_scrape_sink sink;
 	void *ctx;
 	void (*log)(void *ctx, const struct cp_target_state *t);
@@ -294,6 +304,24 @@ static char *build_url(CURL *esc, const struct cp_scrape_job *j, const char *tar
 	return url;
 }
 
+static int target_labels(struct target *t)
+{
+	size_t i, j, n = 0;
+
+	if (!(t->labels = calloc(t->st->nlabels + 2, sizeof(*t->labels))))
+		return -ENOMEM;
+	t->labels[n++] = (struct cp_kv){ "job", t->job->name };
+	t->labels[n++] = (struct cp_kv){ "instance", t->instance };
+	for (i = 0; i < t->st->nlabels; i++) {
+		for (j = 0; j < n && strcmp(t->labels[j].name, t->st->labels[i].name); j++)
+			;
+		t->labels[j] = t->st->labels[i]; /* a static label may replace job or instance */
+		n += j == n;
+	}
+	t->nlabels = n;
+	return 0;
+}
+
 void cp_scraper_free(struct cp_scraper *s)
 {
 	size_t i;
@@ -310,6 +338,9 @@ void cp_scraper_free(struct cp_scraper *s)
 		}
 		free(t->body.d);
 		free(t->url);
+		free(t->labels);
+		cp_profile_free(t->p);
+		free(t->msg);
 		free(t->state.job);
 		free(t->state.instance);
 		free(t->state.profile);
@@ -317,6 +348,8 @@ void cp_scraper_free(struct cp_scraper *s)
 		free(t->state.last_error);
 	}
 	free(s->t);
+	free(s->done);
+	free(s->batch);
 	if (s->multi)
 		curl_multi_cleanup(s->multi);
 	pthread_mutex_destroy(&s->lock);
@@ -361,6 +394,8 @@ struct cp_scraper *cp_scraper_new(const struct cp_scrape_config *cfg, cp_scrape_
 					t->instance = j->statics[k].targets[m];
 					t->prof = &j->profiles[q];
 					t->url = build_url(esc, j, t->instance, t->prof);
+					if ((err = target_labels(t)))
+						goto out;
 					t->state.job = strdup(j->name);
 					t->state.instance = strdup(t->instance);
 					t->state.profile = strdup(t->prof->name);
@@ -374,6 +409,8 @@ struct cp_scraper *cp_scraper_new(const struct cp_scrape_config *cfg, cp_scrape_
 	if (!s->n)
 		err = cp_error(EINVAL, "no targets to scrape: give scrape_configs with static_configs targets "
 				       "and enabled profiles");
+	else if (!(s->done = calloc(s->n, sizeof(*s->done))) || !(s->batch = calloc(s->n, sizeof(*s->batch))))
+		err = -ENOMEM;
 out:
 	curl_easy_cleanup(esc);
 	if (err) {
@@ -431,79 +468,81 @@ static int keep_types(const struct cp_scrape_profile *prof, struct cp_profile *p
 	return cp_profile_keep_types(p, keep);
 }
 
-static void done(struct cp_scraper *s, struct target *t, CURLcode rc)
+/* a finished transfer: decoded into t->p, or t->err with the reason */
+static void finished(struct cp_scraper *s, struct target *t, CURLcode rc)
 {
-	struct cp_profile *p = finish(t->easy, rc, t->url, &t->body, t->errbuf);
-	int64_t now = mono_ns();
-	char *msg = NULL;
-	bool was_up, changed;
-	int err = 0;
-
-	if (!p)
-		err = -EIO;
-	else if (!(err = keep_types(t->prof, p))) {
-		struct cp_kv labels[66];
-		struct cp_store_append a = { 0 };
-		size_t n = 0, i, j;
-
-		labels[n++] = (struct cp_kv){ "job", t->job->name };
-		labels[n++] = (struct cp_kv){ "instance", t->instance };
-		for (i = 0; i < t->st->nlabels && n < 66; i++) {
-			for (j = 0; j < n && strcmp(labels[j].name, t->st->labels[i].name); j++)
-				;
-			labels[j] = t->st->labels[i]; /* a static label may replace job or instance */
-			n += j == n;
-		}
-		a.profile = p;
-		a.name = t->prof->name;
-		a.labels = labels;
-		a.nlabels = n;
-		a.time_ns = p->time_nanos ? p->time_nanos : t->w0;
-		err = s->sink(s->ctx, &a, 1);
-	}
-	if (err)
-		msg = strdup(cp_errmsg(-err));
-	pthread_mutex_lock(&s->lock);
-	was_up = t->state.up;
-	changed = t->state.scrapes == 0 || was_up != !err ||
-		  (err && (!t->state.last_error || !msg || strcmp(t->state.last_error, msg)));
-	t->state.up = !err;
-	t->state.last_ns = t->w0;
-	t->state.last_duration_ns = now - t->t0;
-	t->state.scrapes++;
-	t->state.failures += err != 0;
-	t->state.last_bytes = t->body.len;
-	if (p)
-		t->state.last_samples = p->nsamples;
-	free(t->state.last_error);
-	t->state.last_error = msg;
-	pthread_mutex_unlock(&s->lock);
-	if (changed && s->log)
-		s->log(s->log_ctx, &t->state);
-	cp_profile_free(p);
+	t->p = finish(t->easy, rc, t->url, &t->body, t->errbuf);
+	t->err = t->p ? keep_types(t->prof, t->p) : -EIO;
+	t->msg = t->err ? strdup(cp_errmsg(-t->err)) : NULL;
+	t->bytes = t->body.len;
+	t->t1 = mono_ns();
 	curl_multi_remove_handle(s->multi, t->easy);
 	t->busy = false;
-	/* a big body is not kept between scrapes */
-	if (t->body.cap > (1u << 20)) {
-		free(t->body.d);
-		t->body.d = NULL;
-		t->body.cap = 0;
-	}
+	free(t->body.d); /* bodies are not kept between scrapes */
+	memset(&t->body, 0, sizeof(t->body));
 }
 
+/* the scrapes that finished since the last call: one sink call for all of
+ * them (one store batch), then their states */
 static int drain(struct cp_scraper *s)
 {
+	struct cp_store_append *a = s->batch;
+	struct target **done = s->done;
+	size_t n = 0, na = 0, i;
 	CURLMsg *m;
-	int left;
+	int left, err = 0;
 
-	while ((m = curl_multi_info_read(s->multi, &left)))
-		if (m->msg == CURLMSG_DONE) {
-			struct target *t = NULL;
+	while ((m = curl_multi_info_read(s->multi, &left))) {
+		struct target *t = NULL;
 
-			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-			if (t)
-				done(s, t, m->data.result);
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+		if (!t)
+			continue;
+		finished(s, t, m->data.result);
+		done[n++] = t; /* each target at most once: n <= s->n */
+		if (!t->err) {
+			memset(&a[na], 0, sizeof(a[na]));
+			a[na].profile = t->p;
+			a[na].name = t->prof->name;
+			a[na].labels = t->labels;
+			a[na].nlabels = t->nlabels;
+			a[na].time_ns = t->p->time_nanos ? t->p->time_nanos : t->w0;
+			na++;
 		}
+	}
+	if (na && (err = s->sink(s->ctx, a, na))) { /* nothing of the batch was stored */
+		for (i = 0; i < n; i++)
+			if (!done[i]->err) {
+				done[i]->err = err;
+				done[i]->msg = strdup(cp_errmsg(-err));
+			}
+	}
+	for (i = 0; i < n; i++) {
+		struct target *t = done[i];
+		bool changed;
+
+		pthread_mutex_lock(&s->lock);
+		changed = t->state.scrapes == 0 || t->state.up != !t->err ||
+			  (t->err && (!t->state.last_error || !t->msg || strcmp(t->state.last_error, t->msg)));
+		t->state.up = !t->err;
+		t->state.last_ns = t->w0;
+		t->state.last_duration_ns = t->t1 - t->t0;
+		t->state.scrapes++;
+		t->state.failures += t->err != 0;
+		t->state.last_bytes = t->bytes;
+		if (t->p)
+			t->state.last_samples = t->p->nsamples;
+		free(t->state.last_error);
+		t->state.last_error = t->msg;
+		t->msg = NULL;
+		pthread_mutex_unlock(&s->lock);
+		if (changed && s->log)
+			s->log(s->log_ctx, &t->state);
+		cp_profile_free(t->p);
+		t->p = NULL;
+	}
 	return 0;
 }
 

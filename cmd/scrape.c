@@ -119,12 +119,13 @@ static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 
 static void log_target(void *ctx, const struct cp_target_state *t)
 {
-	(void)ctx;
+	const bool *once = ctx;
+
 	if (t->up)
 		fprintf(stderr, "cprof scrape: %s %s %s: up\n", t->job, t->instance, t->profile);
 	else
-		fprintf(stderr, "cprof scrape: %s %s %s: down: %s (retried in the next interval)\n", t->job, t->instance,
-			t->profile, t->last_error ? t->last_error : "failed");
+		fprintf(stderr, "cprof scrape: %s %s %s: down: %s%s\n", t->job, t->instance, t->profile,
+			t->last_error ? t->last_error : "failed", *once ? "" : " (retried in the next interval)");
 }
 
 static int write_state(struct cp_scraper *s, const char *dir)
@@ -172,14 +173,25 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 
 	if (o->remote) {
 		char spool[4096];
+		int err;
 
 		if ((status = read_token("scrape", o->token_file, &token)))
 			return status;
-		snprintf(spool, sizeof(spool), "%s/spool-scrape", cp_store_default_dir(dir, dlen));
+		/* the targets' state where --targets looks, the spool beside it */
+		cp_store_default_dir(dir, dlen);
+		snprintf(spool, sizeof(spool), "%s/spool-scrape", dir);
+		if ((err = cp_mkdirs(dir, 0755))) {
+			free(token);
+			return fail("scrape", "%s", cp_errmsg(err));
+		}
 		k->store = cp_store_open_remote(o->remote, token, spool, 256u << 20);
 		free(token);
-		if (k->store)
-			snprintf(dir, dlen, "%s", spool);
+		/* a refused token or not a cprof server: say so now, not as failing targets */
+		if (k->store && (err = cp_store_remote_ping(k->store)) < 0) { /* 1: no answer yet, spooled */
+			cp_store_close(k->store);
+			k->store = NULL;
+			return fail("scrape", "%s", cp_errmsg(err));
+		}
 	} else {
 		snprintf(dir, dlen, "%s", o->data ? o->data : cp_store_default_dir(dir, dlen));
 		k->store = cp_store_open(dir, CP_STORE_WRITE);
@@ -213,7 +225,7 @@ static int run_config(const struct scrape_opts *o)
 		goto out;
 	}
 	if (!o->quiet)
-		cp_scraper_set_log(s, log_target, NULL);
+		cp_scraper_set_log(s, log_target, (void *)&o->once);
 	if (o->once) {
 		struct cp_target_state *t = NULL;
 		size_t n = 0, i, failed = 0;
@@ -253,6 +265,17 @@ out:
 
 /* ---- one scrape ---- */
 
+/* the seconds= a URL already asks for (0: none) */
+static long url_seconds(const char *url)
+{
+	const char *q = strchr(url, '?'), *p;
+
+	for (p = q; p && *p; p = strchr(p + 1, '&'))
+		if (!strncmp(p + 1, "seconds=", 8))
+			return atol(p + 9);
+	return 0;
+}
+
 static int run_once(const struct scrape_opts *o, const char *url_arg)
 {
 	const char *scheme_end = strstr(url_arg, "://"), *path, *name = o->profile, *dpath;
@@ -260,7 +283,8 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 	struct cp_profile *p = NULL;
 	struct cp_kv labels[34];
 	bool delta = false;
-	int64_t timeout;
+	int64_t timeout = 0;
+	long given;
 	size_t bytes = 0, n = 0, i;
 	int status = EXIT_OK, err;
 
@@ -293,11 +317,21 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 			       *pname				    ? pname :
 								      "profile";
 		}
-		delta = !strcmp(name, "process_cpu") || !strcmp(name, "fgprof") || o->seconds;
+		delta = !strcmp(name, "process_cpu") || !strcmp(name, "fgprof");
 		err = asprintf(&url, "%s", url_arg);
 	}
 	if (err < 0)
 		return fail("scrape", "out of memory");
+	if (!cp_type_name_valid(name)) {
+		free(url);
+		return usage_error("scrape", "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
+	}
+	delta = delta || o->seconds; /* Go takes ?seconds= on every profile: a delta over that time */
+	if ((given = url_seconds(url)) > 0) { /* the URL says how long already */
+		delta = false;
+		if (!o->timeout)
+			timeout = given * 1000000000LL + 3 * 1000000000LL;
+	}
 	if (delta) {
 		char *u2 = NULL;
 		long long secs = o->seconds ? o->seconds / 1000000000 : 10;
@@ -309,9 +343,10 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		free(url);
 		url = u2;
 	}
-	timeout = o->timeout ? o->timeout :
-		  delta	     ? (o->seconds ? o->seconds : 10 * 1000000000LL) + 3 * 1000000000LL :
-			       30 * 1000000000LL;
+	if (!timeout)
+		timeout = o->timeout ? o->timeout :
+			  delta	     ? (o->seconds ? o->seconds : 10 * 1000000000LL) + 3 * 1000000000LL :
+				       30 * 1000000000LL;
 	if (!(p = cp_scrape_once(url, timeout, &bytes))) {
 		status = fail("scrape", "%s", cp_errmsg(errno));
 		goto out;
@@ -346,6 +381,8 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		a.nlabels = n;
 		a.time_ns = p->time_nanos ? p->time_nanos : cp_now_ns();
 		err = cp_store_append(k.store, &a, 1);
+		if (err >= 0 && k.retention)
+			cp_store_retain(k.store, k.retention);
 		if (err < 0)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)
@@ -487,6 +524,13 @@ static int run_scrape(int argc, char **argv)
 		return usage_error("scrape", "unknown format '%s' (choose table or json)", o.format);
 	if (o.retention && (err = cp_parse_duration(o.retention, &o.keep)))
 		return usage_error("scrape", "--retention: %s", cp_errmsg(err));
+	if (o.output && (o.data || o.remote || o.retention))
+		return usage_error("scrape", "-o writes the profile to a file: --data, --remote and --retention are "
+					     "for the store");
+	if (o.format && !o.targets)
+		return usage_error("scrape", "--format goes with --targets");
+	if (o.once && o.targets)
+		return usage_error("scrape", "--once goes with --config, not --targets");
 	if ((status = remote_args("scrape", o.data ? o.data : o.output, o.targets, &o.remote, &o.token_file)))
 		return status;
 	if (o.remote && o.retention)

@@ -7,10 +7,10 @@
 # Command and option names come from the cprof being completed, through its
 # hidden helpers `cprof --list-commands` and `cprof --list-options COMMAND`;
 # the answers are cached per program and command, so that pressing TAB again
-# does not run cprof again.  Listed here: the values of --format, which
-# options take a value (_cprof_takes_arg), and what is completed for the
-# values and arguments that are files, directories or process ids, and for
-# the command that `cprof record -- CMD ARGS` runs.
+# does not run cprof again.  Listed here: the values of --format and of
+# scrape --profile, which options take a value (_cprof_takes_arg), and what
+# is completed for the values and arguments that are files, directories or
+# process ids, and for the command that `cprof record -- CMD ARGS` runs.
 
 # cache: "PROGRAM<TAB>COMMAND" (or "PROGRAM<TAB>" for the command list) -> words
 declare -gA _cprof_cache 2>/dev/null || declare -A _cprof_cache
@@ -121,8 +121,12 @@ _cprof_formats()
 	query) printf '%s\n' top folded flamegraph json pprof ;;
 	merge) printf '%s\n' pprof folded json top ;;
 	diff) printf '%s\n' table flamegraph folded json pprof ;;
+	scrape) printf '%s\n' table json ;;
 	esac
 }
+
+# the values of cprof scrape --profile (the profiles that it knows the path of)
+_cprof_scrape_profiles=$'process_cpu\nmemory\nheap\nblock\nmutex\ngoroutine\nfgprof'
 
 # _cprof_takes_arg OPTION: does OPTION take an argument?
 _cprof_takes_arg()
@@ -135,7 +139,8 @@ _cprof_takes_arg()
 		-l | --label | --time | --name | --retention | \
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --remote | --spool | --spool-size | \
-		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body) return 0 ;;
+		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | \
+		-c | --profile | --seconds | --timeout) return 0 ;;
 	esac
 	return 1
 }
@@ -212,14 +217,23 @@ _cprof()
 	if [[ -n $opt ]]; then
 		case $opt in
 		-i | --input | -o | --output) _cprof_files ;;
-		--config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # serve, --remote
+		-c | --config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # serve, scrape, --remote
 		--data | --cgroup | --debuginfo-path | --spool) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
-		-p | --pid) _cprof_pids ;;
+		--profile) _cprof_reply "$_cprof_scrape_profiles" ;;
+		-p | --pid)
+			# scrape -p is --profile; record -p is --pid
+			if [[ $cmd == scrape ]]; then
+				_cprof_reply "$_cprof_scrape_profiles"
+			else
+				_cprof_pids
+			fi
+			;;
 		esac
 		# the others (-t, --focus, -n, -l, --since, --from, --step, --time,
 		# --retention, --group-by, -F, -d, --flush-interval, --listen,
-		# --max-body, --remote, --spool-size, ...): nothing to offer
+		# --max-body, --remote, --spool-size, --seconds, --timeout, ...):
+		# nothing to offer
 		return 0
 	fi
 

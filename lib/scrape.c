@@ -728,15 +728,18 @@ int cp_target_states_metrics(FILE *out, const struct cp_target_state *t, size_t 
 	for (h = 0; h < sizeof(help) / sizeof(help[0]); h++) {
 		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", help[h][0], help[h][2], help[h][0], help[h][1]);
 		for (i = 0; i < n; i++) {
-			double v = h == 0 ? t[i].up : h == 1 ? (double)t[i].last_duration_ns / 1e9 :
-				   h == 2 ? (double)t[i].last_ns / 1e9 : h == 3 ? (double)t[i].last_samples :
-				   h == 4 ? (double)t[i].scrapes : (double)t[i].failures;
+			uint64_t c = h == 0 ? t[i].up : h == 3 ? t[i].last_samples : h == 4 ? t[i].scrapes : t[i].failures;
+			int64_t ns = h == 1 ? t[i].last_duration_ns : t[i].last_ns;
 
 			fprintf(out, "%s{job=\"", help[h][0]);
 			put_label_value(out, t[i].job);
 			fprintf(out, "\",instance=\"");
 			put_label_value(out, t[i].instance);
-			fprintf(out, "\",profile=\"%s\"} %.17g\n", t[i].profile, v);
+			fprintf(out, "\",profile=\"%s\"} ", t[i].profile);
+			if (h == 1 || h == 2) /* seconds, to the nanosecond */
+				fprintf(out, "%lld.%09lld\n", (long long)(ns / 1000000000), (long long)(ns % 1000000000));
+			else
+				fprintf(out, "%llu\n", (unsigned long long)c);
 		}
 	}
 	return cp_stream_check(out, NULL);

@@ -299,6 +299,17 @@ static int profile_entry(struct walk *w, yaml_node_t *k, yaml_node_t *v, struct 
 		if (err)
 			return err;
 	}
+	if (!p->path) { /* a name cprof knows: its usual path (fgprof, heap) */
+		bool delta = false, delta_given = false;
+		const char *dp = cp_scrape_default_path(p->name, &delta);
+
+		FOR_PAIRS(w, v, kk, vv)
+		delta_given |= key_is(kk, "delta");
+		if (dp && !(p->path = strdup(dp)))
+			return -ENOMEM;
+		if (dp && !delta_given)
+			p->delta = delta;
+	}
 	if (p->enabled && (!p->path || p->path[0] != '/'))
 		return bad(w, v, "%s: wants a path starting with / (e.g. /debug/pprof/%s)", p->name, p->name);
 	return 0;
@@ -316,6 +327,8 @@ static int profiling(struct walk *w, yaml_node_t *n, struct cp_scrape_job *j)
 		if (key_is(k, "path_prefix")) {
 			if ((err = scalar(w, v, "path_prefix", &j->path_prefix)))
 				return err;
+			if (j->path_prefix[0] && j->path_prefix[0] != '/')
+				return bad(w, v, "path_prefix wants a path starting with / (e.g. /app)");
 		} else if (key_is(k, "pprof_config")) {
 			if ((err = want(w, v, YAML_MAPPING_NODE, "pprof_config")))
 				return err;
@@ -386,6 +399,10 @@ static int job(struct walk *w, yaml_node_t *n, struct cp_scrape_config *c)
 		struct cp_scrape_profile *p = &j->profiles[i];
 		int64_t secs = p->seconds ? p->seconds : j->interval;
 
+		if (p->enabled && p->delta && secs < 1000000000LL)
+			return bad(w, n, "job %s: the delta profile %s covers whole seconds: give it seconds: 1 or more, "
+					 "or a scrape_interval of at least 1s",
+				   j->name, p->name);
 		if (p->enabled && p->delta && j->timeout <= secs)
 			return bad(w, timeout_node ? timeout_node : n,
 				   "job %s: scrape_timeout must exceed the %llds that the delta profile %s covers "

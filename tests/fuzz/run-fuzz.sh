@@ -46,6 +46,43 @@ printf '%s\n' '# cprof.yaml' 'listen: 0.0.0.0:7070' 'data: /var/lib/cprof' 'rete
 printf '%s\n' '---' 'listen: [a, b]' 'data: &d /x' 'retention: *d' 'max_body: {a: 1}' '...' > "$T/seeds-config/shapes.yaml"
 printf '{listen: ":0", max_body: 1Gi}\n' > "$T/seeds-config/flow.yaml"
 : > "$T/seeds-config/empty.yaml"
+# config: scrape_configs as in Parca's parca.yaml, every key; then small broken ones
+printf '%s\n' 'object_storage:' '  bucket: {type: FILESYSTEM, config: {directory: ./data}}' 'scrape_configs:' \
+	'  - job_name: "api"' '    scrape_interval: "15s"' '    scrape_timeout: 20s' '    scheme: https' \
+	'    params: {debug: "0", tag: [a, "b c"]}' '    static_configs:' \
+	"      - targets: ['127.0.0.1:6060', '[::1]:6061']" '        labels: {env: prod, instance: web-1}' \
+	'      - targets: [localhost:8080]' '    profiling_config:' '      path_prefix: /app' '      pprof_config:' \
+	'        memory: {enabled: true, path: /debug/pprof/allocs, keep_sample_type: [{type: alloc_space, unit: bytes}, {type: inuse_space}]}' \
+	'        block: {enabled: false}' '        goroutine: {enabled: yes, path: /debug/pprof/goroutine}' \
+	'        mutex: {enabled: False}' \
+	'        process_cpu: {enabled: true, path: /debug/pprof/profile, delta: true, seconds: 5}' \
+	'        fgprof: {enabled: true, path: "/debug/fgprof?format=pprof", delta: true}' \
+	'  - job_name: worker' '    static_configs: [{targets: ["10.0.0.2:6060"]}]' > "$T/seeds-config/scrape-full.yaml"
+printf '%s\n' 'scrape_configs:' '  - &j {job_name: a, static_configs: &s [{targets: ["h:1"], labels: {x: "1"}}]}' \
+	'  - {job_name: b, static_configs: *s, profiling_config: {pprof_config: {heap: {path: /debug/pprof/heap}}}}' \
+	> "$T/seeds-config/scrape-alias.yaml"
+i=0
+for y in 'scrape_configs: [{job_name: a, relabel_configs: [{action: keep}]}]' \
+	'scrape_configs: [{job_name: a, scrape_intervall: 10s}]' \
+	'scrape_configs: [{static_configs: [{targets: ["h:1"]}]}]' \
+	'scrape_configs: [{job_name: a}, {job_name: a}]' \
+	'scrape_configs: [{job_name: a, static_configs: [{targets: ["h"]}, {targets: ["h:0", "h:65536", "a/b:1"]}]}]' \
+	'scrape_configs: [{job_name: a, scrape_interval: 30s, scrape_timeout: 30s}]' \
+	'scrape_configs: [{job_name: a, scrape_interval: 0s}]' \
+	'scrape_configs: [{job_name: a, scheme: ftp}]' \
+	'scrape_configs: [{job_name: a, static_configs: [{labels: {"0bad": x}}]}]' \
+	'scrape_configs: [{job_name: a, profiling_config: {pprof_config: {fgprof: {enabled: true}}}}]' \
+	'scrape_configs: [{job_name: a, profiling_config: {pprof_config: {process_cpu: {seconds: 86401}}}}]' \
+	'scrape_configs: [{job_name: a, profiling_config: {pprof_config: {memory: {keep_sample_type: [{unit: bytes}]}}}}]' \
+	'scrape_configs: [{job_name: a, profiling_config: {pprof_config: {memory: {enabled: maybe}}}}]' \
+	'scrape_configs: [{job_name: a, profiling_config: {pprof_config: {"a b": {path: /x}}}}]' \
+	'scrape_configs: [{job_name: a, params: {k: [[1]]}}]' \
+	'scrape_configs: {job_name: a}' \
+	'scrape_configs: [[job_name]]' \
+	'scrape_configs: &a [*a]'; do
+	i=$((i + 1))
+	printf '%s\n' "$y" > "$T/seeds-config/scrape-bad-$i.yaml"
+done
 for target in pprof folded selector procfs ingest config; do
 	bin="$fuzz/fuzz_$target"
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then

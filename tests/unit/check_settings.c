@@ -116,6 +116,15 @@ START_TEST(test_scrape_everything)
 	ck_assert(p->delta && p->enabled);
 	ck_assert_uint_eq(j->nprofiles, 6);
 	cp_config_release(&c);
+	/* names cprof knows get their usual path */
+	ck_assert_int_eq(parse("scrape_configs:\n  - job_name: y\n    profiling_config:\n      pprof_config: {fgprof: {}, heap: {}}\n", &c), 0);
+	p = prof(&c.scrape.jobs[0], "fgprof");
+	ck_assert_str_eq(p->path, "/debug/fgprof");
+	ck_assert(p->delta);
+	p = prof(&c.scrape.jobs[0], "heap");
+	ck_assert_str_eq(p->path, "/debug/pprof/heap");
+	ck_assert(!p->delta);
+	cp_config_release(&c);
 }
 END_TEST
 
@@ -154,6 +163,8 @@ START_TEST(test_scrape_refused)
 	refused("scrape_configs: {a: 1}\n", "scrape_configs wants a list");
 	refused("listen: [1, 2]\n", "listen wants a single value");
 	refused("a: [unclosed\n", "t.yaml:");
+	refused("scrape_configs:\n  - job_name: a\n    profiling_config: {path_prefix: app}\n", "path_prefix wants a path");
+	refused("scrape_configs:\n  - job_name: a\n    scrape_interval: 500ms\n", "covers whole seconds");
 }
 END_TEST
 

@@ -298,11 +298,14 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 	if (!path || !strcmp(path, "/")) { /* the profile's default path */
 		if (!name)
 			name = "process_cpu";
-		if (!(dpath = cp_scrape_default_path(name, &delta)))
-			return usage_error("scrape", "unknown profile '%s' (process_cpu, memory, heap, block, mutex, "
-						     "goroutine, fgprof), or give the URL with its path",
-					   name);
-		err = asprintf(&url, "%.*s%s", (int)(path ? path - url_arg : (long)strlen(url_arg)), url_arg, dpath);
+		if (!cp_type_name_valid(name))
+			return usage_error("scrape", "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
+		/* a name without a known path: Go's /debug/pprof/NAME (threadcreate...) */
+		if ((dpath = cp_scrape_default_path(name, &delta)))
+			err = asprintf(&url, "%.*s%s", (int)(path ? path - url_arg : (long)strlen(url_arg)), url_arg, dpath);
+		else
+			err = asprintf(&url, "%.*s/debug/pprof/%s", (int)(path ? path - url_arg : (long)strlen(url_arg)),
+				       url_arg, name);
 	} else {
 		/* a URL with its path: the name from --profile, the path, or its last part */
 		if (!name) {

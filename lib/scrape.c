@@ -198,7 +198,7 @@ static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct b
 		return NULL;
 	}
 	if (!(p = cp_pprof_decode(b->d, b->len)))
-		cp_error_ctx(errno ? errno : EPROTO, "%s: not a pprof profile", url);
+		cp_error_ctx(errno ? errno : EPROTO, "%s", url);
 	return p;
 }
 
@@ -567,6 +567,9 @@ static int64_t offset(const struct target *t)
 	return (int64_t)(h % (uint64_t)(t->job->interval / 4 + 1));
 }
 
+/* targets due this close to now start together: fewer wake-ups */
+#define SLACK_NS (20 * 1000000LL)
+
 int cp_scraper_run(struct cp_scraper *s, volatile sig_atomic_t *stop)
 {
 	int64_t now = mono_ns();
@@ -582,7 +585,7 @@ int cp_scraper_run(struct cp_scraper *s, volatile sig_atomic_t *stop)
 		for (i = 0; i < s->n; i++) {
 			struct target *t = &s->t[i];
 
-			if (!t->busy && t->next <= now) {
+			if (!t->busy && t->next <= now + SLACK_NS) {
 				if ((err = start(s, t)))
 					return err;
 				t->next += t->job->interval;
@@ -592,9 +595,9 @@ int cp_scraper_run(struct cp_scraper *s, volatile sig_atomic_t *stop)
 			if (!t->busy && t->next - now < wait)
 				wait = t->next - now;
 		}
-		curl_multi_perform(s->multi, &running);
-		drain(s);
-		curl_multi_poll(s->multi, NULL, 0, (int)(wait > 0 ? wait / 1000000 + 1 : 1), NULL);
+		/* sleeps until a transfer has something to do, a target falls due,
+		 * or cp_scraper_stop */
+		curl_multi_poll(s->multi, NULL, 0, (int)(wait > 0 ? wait / 1000000 : 0), NULL);
 		curl_multi_perform(s->multi, &running);
 		drain(s);
 	}

@@ -393,6 +393,18 @@ static int job(struct walk *w, yaml_node_t *n, struct cp_scrape_config *c)
 			return bad(w, n, "job_name '%.64s' is used twice", j->name);
 	if (!j->scheme && !(j->scheme = strdup("http")))
 		return -ENOMEM;
+	{
+		size_t targets = 0, enabled = 0;
+
+		for (i = 0; i < j->nstatics; i++)
+			targets += j->statics[i].ntargets;
+		for (i = 0; i < j->nprofiles; i++)
+			enabled += j->profiles[i].enabled;
+		if (!targets)
+			return bad(w, n, "job %s has no targets (static_configs: [{targets: ['HOST:PORT']}])", j->name);
+		if (!enabled)
+			return bad(w, n, "job %s has every profile disabled", j->name);
+	}
 	if (!j->timeout)
 		j->timeout = j->interval + 3 * 1000000000LL;
 	for (i = 0; i < j->nprofiles; i++) {

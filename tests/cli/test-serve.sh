@@ -14,6 +14,7 @@ start_server() {
 	shift
 	"$CPROF" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
 	SPID=$!
+	PIDS="$PIDS $SPID"
 	i=0
 	while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/$name.out" 2>/dev/null; do
 		kill -0 $SPID 2>/dev/null || break
@@ -23,7 +24,9 @@ start_server() {
 	URL=$(awk '/^listening on / {print $3; exit}' "$T/$name.out")
 }
 stop_server() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; }
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+PIDS=
+# every process started here (dash's trap sees no jobs, so they are listed)
+trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
 # http METHOD PATH [curl args]: sets $code and $body
 http() {
 	m=$1
@@ -382,6 +385,7 @@ if [ -n "$GO" ] && HOME=$T GOCACHE=$T/gocache GO111MODULE=off "$GO" build -o "$T
 	port=${URL##*:}
 	"$T/load" -mode push -url "$URL" -clients 4 -duration 6s "$before" >"$T/load.json" 2>&1 &
 	lp=$!
+	PIDS="$PIDS $lp"
 	sleep 2
 	kill -KILL "$SPID"
 	wait "$SPID" 2>/dev/null

@@ -117,7 +117,10 @@ START_TEST(test_scrape_everything)
 	ck_assert_uint_eq(j->nprofiles, 6);
 	cp_config_release(&c);
 	/* names cprof knows get their usual path */
-	ck_assert_int_eq(parse("scrape_configs:\n  - job_name: y\n    profiling_config:\n      pprof_config: {fgprof: {}, heap: {}}\n", &c), 0);
+	ck_assert_int_eq(parse("scrape_configs:\n  - job_name: y\n    static_configs: [{targets: ['h:1']}]\n"
+			       "    profiling_config:\n      pprof_config: {fgprof: {}, heap: {}}\n",
+			       &c),
+			 0);
 	p = prof(&c.scrape.jobs[0], "fgprof");
 	ck_assert_str_eq(p->path, "/debug/fgprof");
 	ck_assert(p->delta);
@@ -148,7 +151,12 @@ START_TEST(test_scrape_refused)
 	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['h:0']}]\n", "is not HOST:PORT");
 	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['http://h:1']}]\n", "is not HOST:PORT");
 	refused("scrape_configs:\n  - job_name: a\n    scrape_interval: -1s\n", "not a positive duration");
-	refused("scrape_configs:\n  - job_name: a\n  - job_name: a\n", "used twice");
+	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['h:1']}]\n  - job_name: a\n", "used twice");
+	refused("scrape_configs:\n  - job_name: a\n", "t.yaml:2: job a has no targets");
+	refused("scrape_configs:\n  - job_name: a\n    static_configs: [{targets: ['h:1']}]\n    profiling_config:\n"
+		"      pprof_config: {memory: {enabled: false}, block: {enabled: false}, goroutine: {enabled: false},"
+		" mutex: {enabled: false}, process_cpu: {enabled: false}}\n",
+		"every profile disabled");
 	refused("scrape_configs:\n  - scrape_interval: 1s\n", "wants a job_name");
 	refused("scrape_configs:\n  - job_name: a\n    scheme: ftp\n", "http or https");
 	refused("scrape_configs:\n  - job_name: a\n    relabel_configs: []\n", "relabel_configs are not applied");
@@ -164,7 +172,8 @@ START_TEST(test_scrape_refused)
 	refused("listen: [1, 2]\n", "listen wants a single value");
 	refused("a: [unclosed\n", "t.yaml:");
 	refused("scrape_configs:\n  - job_name: a\n    profiling_config: {path_prefix: app}\n", "path_prefix wants a path");
-	refused("scrape_configs:\n  - job_name: a\n    scrape_interval: 500ms\n", "covers whole seconds");
+	refused("scrape_configs:\n  - job_name: a\n    scrape_interval: 500ms\n    static_configs: [{targets: ['h:1']}]\n",
+		"covers whole seconds");
 }
 END_TEST
 

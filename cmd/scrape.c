@@ -119,13 +119,9 @@ static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 
 static void log_target(void *ctx, const struct cp_target_state *t)
 {
-	const bool *once = ctx;
+	char line[1280];
 
-	if (t->up)
-		fprintf(stderr, "cprof scrape: %s %s %s: up\n", t->job, t->instance, t->profile);
-	else
-		fprintf(stderr, "cprof scrape: %s %s %s: down: %s%s\n", t->job, t->instance, t->profile,
-			t->last_error ? t->last_error : "failed", *once ? "" : " (retried in the next interval)");
+	fprintf(stderr, "cprof scrape: %s\n", cp_target_state_line(t, !*(const bool *)ctx, line, sizeof(line)));
 }
 
 static int write_state(struct cp_scraper *s, const char *dir)

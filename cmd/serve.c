@@ -1230,12 +1230,10 @@ static int scrape_sink(void *ctx, const struct cp_store_append *a, size_t n)
 
 static void scrape_log(void *ctx, const struct cp_target_state *t)
 {
+	char line[1280];
+
 	(void)ctx;
-	if (t->up)
-		fprintf(stderr, "cprof serve: scrape %s %s %s: up\n", t->job, t->instance, t->profile);
-	else
-		fprintf(stderr, "cprof serve: scrape %s %s %s: down: %s\n", t->job, t->instance, t->profile,
-			t->last_error ? t->last_error : "failed");
+	fprintf(stderr, "cprof serve: scrape %s\n", cp_target_state_line(t, false, line, sizeof(line)));
 }
 
 static void *scrape_main(void *arg)

@@ -703,6 +703,16 @@ int cp_target_states_json(FILE *out, const struct cp_target_state *t, size_t n)
 	return err ? err : cp_stream_check(out, NULL);
 }
 
+const char *cp_target_state_line(const struct cp_target_state *t, bool retried, char *buf, size_t len)
+{
+	if (t->up)
+		snprintf(buf, len, "%s %s %s: up", t->job, t->instance, t->profile);
+	else
+		snprintf(buf, len, "%s %s %s: down: %s%s", t->job, t->instance, t->profile,
+			 t->last_error ? t->last_error : "failed", retried ? " (retried in the next interval)" : "");
+	return buf;
+}
+
 /* a Prometheus label value: \\, \" and \n escaped */
 static void put_label_value(FILE *out, const char *v)
 {

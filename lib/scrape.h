@@ -107,6 +107,9 @@ int cp_target_states_json(FILE *out, const struct cp_target_state *t, size_t n);
  * _last_timestamp_seconds, _samples, _total, _failures_total by job,
  * instance and profile). */
 int cp_target_states_metrics(FILE *out, const struct cp_target_state *t, size_t n);
+/* A log line for a target's change: "JOB INSTANCE PROFILE: up", or
+ * "...: down: ERROR" (plus that it is retried, when retried). */
+const char *cp_target_state_line(const struct cp_target_state *t, bool retried, char *buf, size_t len);
 
 /* One scrape of url (a full URL) with a timeout: the decoded profile.
  * NULL + errno with a message naming the URL and what went wrong. */

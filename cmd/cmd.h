@@ -6,7 +6,9 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "../lib/profile.h"
 #include "../lib/store/store.h"
@@ -113,5 +115,11 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 				  int *status);
 /* Is arg a profile file rather than a selector? */
 bool is_file_arg(const char *arg);
+
+/* Is any of these processes alive? */
+bool pids_alive(const uint32_t *pids, size_t n);
+/* Forks cmd, held before exec until a byte is written to go_fd[0]; an exec
+ * failure's errno comes back on go_fd[1].  The pid, or -1 with errno. */
+pid_t start_gated_command(char **cmd, int *go_fd);
 
 #endif

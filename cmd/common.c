@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,4 +318,59 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 	cp_store_results_free(res, n);
 	cp_selector_free(sel);
 	return p;
+}
+
+/* ---- a command to profile ---- */
+
+bool pids_alive(const uint32_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (kill((pid_t)pids[i], 0) == 0 || errno == EPERM)
+			return true;
+	return false;
+}
+
+pid_t start_gated_command(char **cmd, int *go_fd)
+{
+	int gate[2], errp[2];
+	pid_t pid;
+
+	if (pipe2(gate, O_CLOEXEC))
+		return -1;
+	if (pipe2(errp, O_CLOEXEC)) {
+		close(gate[0]);
+		close(gate[1]);
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		close(gate[0]);
+		close(gate[1]);
+		close(errp[0]);
+		close(errp[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		char c;
+		int e;
+
+		close(gate[1]);
+		close(errp[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		/* wait until the sampler watches us */
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(errp[1]);
+	*go_fd = gate[1];
+	/* the exec error comes back on errp: read after the gate opens */
+	go_fd[1] = errp[0];
+	return pid;
 }

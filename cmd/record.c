@@ -20,11 +20,9 @@
 #include "../lib/folded.h"
 #include "../lib/http/push.h"
 #include "../lib/proc.h"
-#include "../lib/sampler.h"
+#include "../lib/recorder.h"
 #include "../lib/selector.h"
 #include "../lib/store/remote.h"
-#include "../lib/symbolize.h"
-#include "../lib/unwind.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -95,10 +93,6 @@ const struct cmd cmd_record = {
 	"  -h, --help              show this help\n",
 };
 
-struct target {
-	struct cp_profile *prof; /* samples since the last flush */
-};
-
 struct rec {
 	/* options */
 	int freq;
@@ -115,19 +109,11 @@ struct rec {
 	size_t npids;
 	char **cmd;
 	/* state */
-	struct cp_procs *procs;
-	struct cp_unwinder *unw;
-	struct cp_symbolizer *sym;
+	struct cp_recorder *rec;
 	struct cp_store *store;
-	struct cp_profile *file_prof; /* -o / folded: everything in one profile */
 	char node[256];
-	int64_t period, wall_offset; /* realtime - monotonic */
-	int64_t interval_start;      /* wall clock ns */
-	uint64_t nsamples;
-	int error;                   /* first failure inside a callback */
-	bool track_all;              /* keep records of every process (else only followed ones) */
-	uint64_t *pcs;
-	uint32_t *locs;
+	int64_t wall_offset;    /* realtime - monotonic */
+	int64_t interval_start; /* wall clock ns */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -135,243 +121,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static void target_free(void *t)
-{
-	struct target *tg = t;
-
-	if (!tg)
-		return;
-	cp_profile_free(tg->prof);
-	free(tg);
-}
-
-static struct cp_profile *new_profile(struct rec *r, bool with_time)
-{
-	struct cp_profile *p = cp_profile_new();
-
-	if (!p)
-		return NULL;
-	if (cp_profile_add_sample_type(p, "samples", "count") ||
-	    (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
-	    cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
-		cp_profile_free(p);
-		return NULL;
-	}
-	return p;
-}
-
-static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, const char *v)
-{
-	int64_t ks = cp_profile_str(p, k), vs = cp_profile_str(p, v);
-
-	if (ks < 0 || vs < 0)
-		return -ENOMEM;
-	memset(l, 0, sizeof(*l));
-	l->key = (uint32_t)ks;
-	l->str = (uint32_t)vs;
-	return 0;
-}
-
-/* The process a sample belongs to, read from /proc on first sight. */
-static struct cp_proc *sample_proc(struct rec *r, const struct cp_sample_rec *s)
-{
-	struct cp_proc *p = cp_procs_get(r->procs, s->pid, true);
-
-	if (!p)
-		return NULL;
-	if (!p->proc_read && s->pid != 0)
-		cp_proc_read(p); /* gone already: the mmap records are what we have */
-	if (!p->meta_read && s->pid != 0)
-		cp_proc_read_meta(p);
-	if (s->pcomm[0])
-		memcpy(p->comm, s->pcomm, sizeof(p->comm));
-	p->comm[sizeof(p->comm) - 1] = 0;
-	return p;
-}
-
-/* pprof takes a profile's first mapping for the main binary ("File:") */
-static void main_mapping_first(struct rec *r, struct cp_profile *prof, struct cp_proc *p)
-{
-	for (size_t i = 0; p->exe && i < p->nmaps; i++) {
-		if (!strcmp(p->maps[i].path, p->exe)) {
-			cp_symbolize_mapping(r->sym, prof, p, p->maps[i].start);
-			return;
-		}
-	}
-}
-
-static void on_sample(void *arg, const struct cp_sample_rec *s)
-{
-	struct rec *r = arg;
-	struct cp_proc *p;
-	struct cp_profile *prof;
-	struct cp_label labels[4];
-	size_t nl = 0, nlocs = 0;
-	char tid[16], pid[16], comm[CP_COMM_LEN + 1];
-	int64_t stack, ls, loc;
-	int64_t values[2];
-	int n;
-
-	if (r->error)
-		return;
-	p = sample_proc(r, s);
-	if (!p) {
-		r->error = -ENOMEM;
-		return;
-	}
-	if (r->file_prof) {
-		prof = r->file_prof;
-	} else {
-		struct target *t = p->user;
-
-		if (!t) {
-			t = calloc(1, sizeof(*t));
-			if (!t || !(t->prof = new_profile(r, false))) {
-				target_free(t);
-				r->error = -ENOMEM;
-				return;
-			}
-			p->user = t;
-		}
-		prof = t->prof;
-	}
-	if (prof->nmappings == 0)
-		main_mapping_first(r, prof, p);
-	/* kernel frames first (leaf first), then user frames */
-	if (!r->no_kernel) {
-		for (uint32_t i = 0; i < s->kstack_len / 8 && i < CP_KSTACK_MAX; i++) {
-			loc = cp_symbolize_kernel(r->sym, prof, s->kstack[i], i > 0);
-			if (loc < 0)
-				goto fail;
-			r->locs[nlocs++] = (uint32_t)loc;
-		}
-	}
-	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP]))
-		cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
-	n = cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
-	for (int i = 0; i < n; i++) {
-		loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0);
-		if (loc < 0)
-			goto fail;
-		r->locs[nlocs++] = (uint32_t)loc;
-	}
-	if (nlocs == 0 && r->no_kernel)
-		return; /* a kernel thread's sample, and kernel frames are not wanted */
-	stack = cp_profile_stack(prof, r->locs, nlocs);
-	if (stack < 0)
-		goto fail;
-	memcpy(comm, s->comm, CP_COMM_LEN);
-	comm[CP_COMM_LEN] = 0;
-	snprintf(tid, sizeof(tid), "%u", s->tid);
-	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm))
-		goto fail;
-	if (r->file_prof) {
-		snprintf(pid, sizeof(pid), "%u", s->pid);
-		if (str_label(prof, &labels[nl++], "pid", pid) || str_label(prof, &labels[nl++], "comm", p->comm))
-			goto fail;
-	}
-	ls = cp_profile_labelset(prof, labels, nl);
-	if (ls < 0)
-		goto fail;
-	values[0] = 1;
-	values[1] = r->period;
-	if (cp_profile_add_sample(prof, (uint32_t)stack, (uint32_t)ls, values))
-		goto fail;
-	r->nsamples++;
-	return;
-fail:
-	r->error = -ENOMEM;
-}
-
-/* ---- process lifecycle records ---- */
-
-static void on_mmap(void *arg, const struct cp_mmap_event *e)
-{
-	struct rec *r = arg;
-	struct cp_proc *p;
-
-	if (!(e->prot & 4 /* PROT_EXEC */) || e->pid == 0 || e->pid == UINT32_MAX)
-		return;
-	p = cp_procs_get(r->procs, e->pid, r->track_all);
-	if (!p)
-		return;
-	if (p->exec_time && e->time_ns < p->exec_time)
-		return; /* the previous program's, read late from another CPU's buffer */
-	if (cp_proc_add_map(p, e->start, e->start + e->len, e->pgoff, e->path, e->build_id, e->build_id_len)) {
-		r->error = -ENOMEM;
-		return;
-	}
-	{
-		struct cp_map *m = (struct cp_map *)cp_proc_find_map(p, e->start);
-
-		if (m)
-			m->time = e->time_ns;
-	}
-	if (p->exe_from_mmap && e->path[0] == '/') {
-		free(p->exe);
-		p->exe = strdup(e->path);
-		p->exe_from_mmap = false;
-	}
-}
-
-static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, bool exec, uint64_t t)
-{
-	struct rec *r = arg;
-	struct cp_proc *p;
-
-	if (!exec || pid != tid)
-		return;
-	p = cp_procs_get(r->procs, pid, r->track_all);
-	if (!p)
-		return;
-	/* a new program: its mappings follow in mmap records (some may have
-	 * been read already, from another CPU's buffer) */
-	cp_unwind_forget(r->unw, p);
-	cp_proc_drop_maps_before(p, t);
-	p->have_maps = true;
-	p->proc_read = true; /* the records are complete from here on */
-	p->exec_time = t;
-	p->exe_from_mmap = true;
-	snprintf(p->comm, sizeof(p->comm), "%s", comm);
-}
-
-static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64_t t)
-{
-	struct rec *r = arg;
-	struct cp_proc *parent, *child;
-
-	if (pid != tid || pid == ppid)
-		return; /* a thread */
-	parent = cp_procs_get(r->procs, ppid, false);
-	if (!parent && !r->track_all)
-		return; /* not a process we follow */
-	child = cp_procs_get(r->procs, pid, true);
-	if (!child)
-		return;
-	if (child->exec_time && child->exec_time > t)
-		return; /* its exec was seen first */
-	if (parent && !parent->proc_read && !parent->have_maps)
-		cp_proc_read(parent);
-	if (parent && parent->have_maps) {
-		cp_proc_inherit(child, parent);
-		child->proc_read = true;
-	}
-}
-
-static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
-{
-	struct rec *r = arg;
-	struct cp_proc *p;
-
-	if (pid != tid)
-		return;
-	p = cp_procs_get(r->procs, pid, false);
-	if (p) {
-		p->dead = true;
-		p->exit_time = t;
-	}
 }
 
 /* ---- flushing ---- */
@@ -385,14 +134,13 @@ struct flush_ctx {
 	int err;
 };
 
-static void collect(struct cp_proc *p, void *arg)
+static void collect(const struct cp_proc *p, struct cp_profile *prof, void *arg)
 {
 	struct flush_ctx *c = arg;
-	struct target *t = p->user;
 	struct cp_kv *kv;
 	size_t k = 0;
 
-	if (!t || !t->prof || t->prof->nsamples == 0 || c->n >= c->cap)
+	if (c->n >= c->cap)
 		return;
 	kv = c->kv + c->n * (c->r->nlabels + 8);
 	snprintf(c->pidbuf[c->n], 16, "%u", p->pid);
@@ -416,62 +164,12 @@ static void collect(struct cp_proc *p, void *arg)
 		if (j == k)
 			k++;
 	}
-	c->batch[c->n].profile = t->prof;
+	c->batch[c->n].profile = prof;
 	c->batch[c->n].name = "cpu";
 	c->batch[c->n].labels = kv;
 	c->batch[c->n].nlabels = k;
 	c->batch[c->n].time_ns = 0;
 	c->n++;
-}
-
-static void reset_target(struct cp_proc *p, void *arg)
-{
-	struct rec *r = arg;
-	struct target *t = p->user;
-
-	if (t) {
-		target_free(t);
-		p->user = NULL;
-	}
-	(void)r;
-}
-
-struct dead_list {
-	uint32_t *pids;
-	size_t n, cap;
-	uint64_t before;
-};
-
-static void find_dead(struct cp_proc *p, void *arg)
-{
-	struct dead_list *d = arg;
-	struct target *t = p->user;
-
-	/* gone a while (its last samples are drained) and nothing pending */
-	if (p->dead && p->exit_time < d->before && (!t || !t->prof || !t->prof->nsamples) && d->n < d->cap)
-		d->pids[d->n++] = p->pid;
-}
-
-static int64_t mono_ns(void);
-
-/* Forget processes that exited more than 2 s ago. */
-static void prune(struct rec *r)
-{
-	struct dead_list d = { NULL, 0, cp_procs_count(r->procs), 0 };
-	int64_t now = mono_ns();
-
-	d.before = now > 2000000000 ? (uint64_t)(now - 2000000000) : 0;
-	if (!d.cap || !(d.pids = malloc(d.cap * sizeof(*d.pids))))
-		return;
-	cp_procs_each(r->procs, find_dead, &d);
-	for (size_t i = 0; i < d.n; i++) {
-		struct cp_proc *p = cp_procs_get(r->procs, d.pids[i], false);
-
-		if (p)
-			cp_unwind_forget(r->unw, p);
-		cp_procs_remove(r->procs, d.pids[i], target_free);
-	}
-	free(d.pids);
 }
 
 /* Say on stderr what happened to the pushes since the last report: the
@@ -515,7 +213,7 @@ static bool push_error_passes(int err)
 
 static int flush_store(struct rec *r, int64_t now_wall)
 {
-	struct flush_ctx c = { r, NULL, NULL, NULL, 0, cp_procs_count(r->procs), 0 };
+	struct flush_ctx c = { r, NULL, NULL, NULL, 0, cp_recorder_nprocs(r->rec), 0 };
 	int err = 0;
 
 	if (c.cap) {
@@ -526,7 +224,7 @@ static int flush_store(struct rec *r, int64_t now_wall)
 			err = -ENOMEM;
 			goto out;
 		}
-		cp_procs_each(r->procs, collect, &c);
+		cp_recorder_each(r->rec, collect, &c);
 	}
 	for (size_t i = 0; i < c.n; i++) {
 		struct cp_profile *p = (struct cp_profile *)c.batch[i].profile;
@@ -548,18 +246,14 @@ static int flush_store(struct rec *r, int64_t now_wall)
 		report_push(r);
 	if (r->retention)
 		cp_store_retain(r->store, r->retention);
-	cp_procs_each(r->procs, reset_target, r);
-	prune(r);
-	malloc_trim(0); /* the interval's profiles are gone: give the memory back */
+	cp_recorder_reset(r->rec);
 	if (getenv("CPROF_DEBUG")) {
 		struct mallinfo2 mi = mallinfo2();
-		struct cp_unwind_counts u;
 
-		cp_unwind_counts(r->unw, &u);
 		fprintf(stderr, "cprof record: flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
 				"mmapped %zu KiB), sessions built %llu\n",
-			c.n, cp_procs_count(r->procs), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
-			(unsigned long long)u.sessions_built);
+			c.n, cp_recorder_nprocs(r->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
+			(unsigned long long)cp_recorder_sessions_built(r->rec));
 	}
 out:
 	free(c.batch);
@@ -721,65 +415,12 @@ static int parse_options(struct rec *r, int argc, char **argv)
 
 /* ---- the command ---- */
 
-static bool any_alive(const uint32_t *pids, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (kill((pid_t)pids[i], 0) == 0 || errno == EPERM)
-			return true;
-	return false;
-}
-
-static pid_t start_command(char **cmd, int *go_fd)
-{
-	int gate[2], errp[2];
-	pid_t pid;
-
-	if (pipe2(gate, O_CLOEXEC))
-		return -1;
-	if (pipe2(errp, O_CLOEXEC)) {
-		close(gate[0]);
-		close(gate[1]);
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		close(gate[0]);
-		close(gate[1]);
-		close(errp[0]);
-		close(errp[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(gate[1]);
-		close(errp[0]);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		/* wait until the sampler watches us */
-		if (read(gate[0], &c, 1) != 1)
-			_exit(127);
-		execvp(cmd[0], cmd);
-		e = errno;
-		if (write(errp[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(gate[0]);
-	close(errp[1]);
-	*go_fd = gate[1];
-	/* the exec error comes back on errp: read after the gate opens */
-	go_fd[1] = errp[0];
-	return pid;
-}
-
 static int run_record(int argc, char **argv)
 {
 	struct rec r;
-	struct cp_sampler *s = NULL;
-	struct cp_sampler_opts so;
-	struct cp_sampler_ops ops = { on_sample, on_mmap, on_comm, on_fork, on_exit_rec };
+	struct cp_recorder_opts ro;
+	struct cp_profile *file_prof = NULL;
+	uint32_t child_pid;
 	struct sigaction sa;
 	char dir[4096], spool[4200];
 	int status = EXIT_OK, err, fds[2] = { -1, -1 };
@@ -798,18 +439,8 @@ static int run_record(int argc, char **argv)
 		free(r.pids);
 		return status < 0 ? EXIT_OK : status;
 	}
-	r.period = 1000000000LL / r.freq;
 	if (gethostname(r.node, sizeof(r.node) - 1) != 0)
 		snprintf(r.node, sizeof(r.node), "localhost");
-	r.pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r.pcs));
-	r.locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r.locs));
-	r.procs = cp_procs_new();
-	r.unw = cp_unwinder_new(r.debuginfo, 16);
-	r.sym = r.unw ? cp_symbolizer_new(r.unw, 0) : NULL;
-	if (!r.pcs || !r.locs || !r.procs || !r.unw || !r.sym) {
-		status = fail("record", "out of memory");
-		goto out;
-	}
 	if (r.output) {
 		/* fail now, not after a long recording */
 		char *copy = strdup(r.output), *slash = copy ? strrchr(copy, '/') : NULL;
@@ -824,13 +455,7 @@ static int run_record(int argc, char **argv)
 		}
 		free(copy);
 	}
-	if (r.output || r.format) {
-		r.file_prof = new_profile(&r, true);
-		if (!r.file_prof) {
-			status = fail("record", "out of memory");
-			goto out;
-		}
-	} else {
+	if (!r.output && !r.format) {
 		r.data = r.data ? r.data : cp_store_default_dir(dir, sizeof(dir));
 		if (!r.flush)
 			r.flush = 10000000000LL;
@@ -872,31 +497,26 @@ static int run_record(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 
 	if (r.cmd) {
-		child = start_command(r.cmd, fds);
+		child = start_gated_command(r.cmd, fds);
 		if (child < 0) {
 			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
 			goto out;
 		}
 	}
-	memset(&so, 0, sizeof(so));
-	so.freq = r.freq;
-	so.pids = child > 0 ? (uint32_t *)&child : r.pids;
-	so.npids = child > 0 ? 1 : r.npids;
-	so.follow_forks = child > 0;
-	so.cgroup = r.cgroup;
-	so.idle = r.idle;
-	/* every process's records are kept: a child's exec may be read
-	 * before the fork that makes it ours (records come per CPU) */
-	r.track_all = true;
-	for (size_t i = 0; i < so.npids; i++)
-		if (!cp_procs_get(r.procs, so.pids[i], true)) {
-			status = fail("record", "out of memory");
-			goto out;
-		}
-	if (!r.no_kernel)
-		cp_symbolize_preload(r.sym);
-	s = cp_sampler_new(&so, &ops, &r);
-	if (!s) {
+	memset(&ro, 0, sizeof(ro));
+	child_pid = child > 0 ? (uint32_t)child : 0;
+	ro.freq = r.freq;
+	ro.pids = child > 0 ? &child_pid : r.pids;
+	ro.npids = child > 0 ? 1 : r.npids;
+	ro.follow_forks = child > 0;
+	ro.cgroup = r.cgroup;
+	ro.idle = r.idle;
+	ro.no_kernel = r.no_kernel;
+	ro.debuginfo = r.debuginfo;
+	ro.per_process = !r.output && !r.format;
+	ro.with_time = true;
+	r.rec = cp_recorder_new(&ro);
+	if (!r.rec) {
 		status = fail("record", "%s", cp_errmsg(errno));
 		goto out;
 	}
@@ -912,7 +532,7 @@ static int run_record(int argc, char **argv)
 		if (r.pushed.resent && !r.quiet)
 			fprintf(stderr, "cprof record: sent %llu profiles a previous run left in %s\n",
 				(unsigned long long)r.pushed.resent, r.spool);
-	} else if (!r.file_prof) {
+	} else if (ro.per_process) {
 		r.store = cp_store_open(r.data, CP_STORE_WRITE);
 		if (!r.store) {
 			status = fail("record", "%s", cp_errmsg(errno));
@@ -953,13 +573,9 @@ static int run_record(int argc, char **argv)
 	for (;;) {
 		int64_t now;
 
-		err = cp_sampler_poll(s, 100);
+		err = cp_recorder_poll(r.rec, 100);
 		if (err < 0 && err != -EINTR) {
 			status = fail("record", "%s", cp_errmsg(err));
-			break;
-		}
-		if (r.error) {
-			status = fail("record", "%s", cp_errmsg(r.error));
 			break;
 		}
 		now = mono_ns();
@@ -967,10 +583,10 @@ static int run_record(int argc, char **argv)
 			child_done = true;
 		if (stop_signal || child_done || (deadline && now >= deadline))
 			break;
-		if (r.npids && !any_alive(r.pids, r.npids))
+		if (r.npids && !pids_alive(r.pids, r.npids))
 			break; /* as perf record -p: the processes are gone */
 		if (!next_flush && now >= next_prune) {
-			prune(&r); /* file output: no flushes, but exited processes go */
+			cp_recorder_prune(r.rec); /* file output: no flushes, but exited processes go */
 			next_prune = now + 10000000000LL;
 		}
 		if (next_flush && now >= next_flush) {
@@ -984,11 +600,8 @@ static int run_record(int argc, char **argv)
 	/* what is still in flight */
 	if (status == EXIT_OK) {
 		/* stop sampling, then take everything still in the ring */
-		cp_sampler_stop(s);
-		while (cp_sampler_drain(s) >= 4096 && !r.error)
-			;
-		if (r.error)
-			status = fail("record", "%s", cp_errmsg(r.error));
+		if ((err = cp_recorder_finish(r.rec)))
+			status = fail("record", "%s", cp_errmsg(err));
 	}
 	if (status == EXIT_OK) {
 		int64_t now = mono_ns();
@@ -1017,11 +630,15 @@ static int run_record(int argc, char **argv)
 			struct output o;
 			bool folded = r.format && !strcmp(r.format, "folded");
 
-			r.file_prof->time_nanos = t0 + r.wall_offset;
-			r.file_prof->duration_nanos = now - t0;
+			if (!(file_prof = cp_recorder_take(r.rec))) {
+				status = fail("record", "out of memory");
+				goto out;
+			}
+			file_prof->time_nanos = t0 + r.wall_offset;
+			file_prof->duration_nanos = now - t0;
 			status = output_open(&o, "record", r.output, !folded);
 			if (status == EXIT_OK) {
-				err = folded ? cp_folded_write(o.f, r.file_prof, 0, false) : write_pprof(&o, r.file_prof);
+				err = folded ? cp_folded_write(o.f, file_prof, 0, false) : write_pprof(&o, file_prof);
 				if (err)
 					fprintf(stderr, "cprof record: %s\n", cp_errmsg(err));
 				status = output_close(&o, err ? EXIT_FAIL : EXIT_OK);
@@ -1032,26 +649,13 @@ static int run_record(int argc, char **argv)
 		struct cp_sampler_counts c;
 		double secs = (double)(mono_ns() - t0) / 1e9;
 
-		cp_sampler_counts(s, &c);
-		fprintf(stderr, "cprof record: %llu samples in %.1f s", (unsigned long long)r.nsamples, secs);
+		cp_recorder_counts(r.rec, &c);
+		fprintf(stderr, "cprof record: %llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r.rec),
+			secs);
 		if (c.dropped)
 			fprintf(stderr, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
-		if (getenv("CPROF_DEBUG")) {
-			struct cp_unwind_counts u;
-			struct cp_symbolize_counts y;
-
-			cp_unwind_counts(r.unw, &u);
-			cp_symbolize_counts(r.sym, &y);
-			fprintf(stderr, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
-					"frames %llu, sessions %llu built %llu evicted; lookups %llu, misses %llu; "
-					"processes %zu; bpf %llu ns in %llu runs]",
-				(unsigned long long)c.samples, (unsigned long long)c.dropped,
-				(unsigned long long)c.ustack_fault, (unsigned long long)c.lost_records,
-				(unsigned long long)u.unwinds, (unsigned long long)u.frames,
-				(unsigned long long)u.sessions_built, (unsigned long long)u.sessions_evicted,
-				(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r.procs),
-				(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
-		}
+		if (getenv("CPROF_DEBUG"))
+			cp_recorder_debug(r.rec, stderr);
 		if (r.remote) {
 			struct cp_pusher_stats ps = r.pushed;
 
@@ -1083,14 +687,9 @@ out:
 		close(fds[0]);
 	if (fds[1] >= 0)
 		close(fds[1]);
-	cp_sampler_free(s);
-	cp_symbolizer_free(r.sym);
-	cp_unwinder_free(r.unw); /* before the processes its sessions point to */
-	cp_procs_free(r.procs, target_free);
-	cp_profile_free(r.file_prof);
+	cp_recorder_free(r.rec);
+	cp_profile_free(file_prof);
 	cp_store_close(r.store);
-	free(r.pcs);
-	free(r.locs);
 	free(r.pids);
 	return status;
 }

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling pipeline: sampler records -> processes -> unwinding ->
+ * symbolizing -> stacks in profiles (see recorder.h). */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "recorder.h"
+#include "symbolize.h"
+#include "unwind.h"
+
+struct cp_recorder {
+	struct cp_recorder_opts o;
+	struct cp_procs *procs;
+	struct cp_unwinder *unw;
+	struct cp_symbolizer *sym;
+	struct cp_sampler *sampler;
+	struct cp_profile *one; /* !per_process: everything in one profile */
+	int64_t period;
+	uint64_t nsamples;
+	int error; /* the first failure inside a callback */
+	uint64_t *pcs;
+	uint32_t *locs;
+};
+
+static void profile_free_user(void *p)
+{
+	cp_profile_free(p);
+}
+
+static struct cp_profile *new_profile(struct cp_recorder *r, bool with_time)
+{
+	struct cp_profile *p = cp_profile_new();
+
+	if (!p)
+		return NULL;
+	if (cp_profile_add_sample_type(p, "samples", "count") ||
+	    (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
+	    cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
+		cp_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, const char *v)
+{
+	int64_t ks = cp_profile_str(p, k), vs = cp_profile_str(p, v);
+
+	if (ks < 0 || vs < 0)
+		return -ENOMEM;
+	memset(l, 0, sizeof(*l));
+	l->key = (uint32_t)ks;
+	l->str = (uint32_t)vs;
+	return 0;
+}
+
+/* The process a sample belongs to, read from /proc on first sight. */
+static struct cp_proc *sample_proc(struct cp_recorder *r, const struct cp_sample_rec *s)
+{
+	struct cp_proc *p = cp_procs_get(r->procs, s->pid, true);
+
+	if (!p)
+		return NULL;
+	if (!p->proc_read && s->pid != 0)
+		cp_proc_read(p); /* gone already: the mmap records are what we have */
+	if (!p->meta_read && s->pid != 0)
+		cp_proc_read_meta(p);
+	if (s->pcomm[0])
+		memcpy(p->comm, s->pcomm, sizeof(p->comm));
+	p->comm[sizeof(p->comm) - 1] = 0;
+	return p;
+}
+
+/* pprof takes a profile's first mapping for the main binary ("File:") */
+static void main_mapping_first(struct cp_recorder *r, struct cp_profile *prof, struct cp_proc *p)
+{
+	for (size_t i = 0; p->exe && i < p->nmaps; i++) {
+		if (!strcmp(p->maps[i].path, p->exe)) {
+			cp_symbolize_mapping(r->sym, prof, p, p->maps[i].start);
+			return;
+		}
+	}
+}
+
+static void on_sample(void *arg, const struct cp_sample_rec *s)
+{
+	struct cp_recorder *r = arg;
+	struct cp_proc *p;
+	struct cp_profile *prof;
+	struct cp_label labels[4];
+	size_t nl = 0, nlocs = 0;
+	char tid[16], pid[16], comm[CP_COMM_LEN + 1];
+	int64_t stack, ls, loc;
+	int64_t values[2];
+	int n;
+
+	if (r->error)
+		return;
+	p = sample_proc(r, s);
+	if (!p) {
+		r->error = -ENOMEM;
+		return;
+	}
+	if (!r->o.per_process) {
+		if (!r->one && !(r->one = new_profile(r, r->o.with_time)))
+			goto fail;
+		prof = r->one;
+	} else {
+		if (!p->user && !(p->user = new_profile(r, false)))
+			goto fail;
+		prof = p->user;
+	}
+	if (prof->nmappings == 0)
+		main_mapping_first(r, prof, p);
+	/* kernel frames first (leaf first), then user frames */
+	if (!r->o.no_kernel) {
+		for (uint32_t i = 0; i < s->kstack_len / 8 && i < CP_KSTACK_MAX; i++) {
+			loc = cp_symbolize_kernel(r->sym, prof, s->kstack[i], i > 0);
+			if (loc < 0)
+				goto fail;
+			r->locs[nlocs++] = (uint32_t)loc;
+		}
+	}
+	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP]))
+		cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
+	n = cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	for (int i = 0; i < n; i++) {
+		loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0);
+		if (loc < 0)
+			goto fail;
+		r->locs[nlocs++] = (uint32_t)loc;
+	}
+	if (nlocs == 0 && r->o.no_kernel)
+		return; /* a kernel thread's sample, and kernel frames are not wanted */
+	stack = cp_profile_stack(prof, r->locs, nlocs);
+	if (stack < 0)
+		goto fail;
+	memcpy(comm, s->comm, CP_COMM_LEN);
+	comm[CP_COMM_LEN] = 0;
+	snprintf(tid, sizeof(tid), "%u", s->tid);
+	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm))
+		goto fail;
+	if (!r->o.per_process) {
+		snprintf(pid, sizeof(pid), "%u", s->pid);
+		if (str_label(prof, &labels[nl++], "pid", pid) || str_label(prof, &labels[nl++], "comm", p->comm))
+			goto fail;
+	}
+	ls = cp_profile_labelset(prof, labels, nl);
+	if (ls < 0)
+		goto fail;
+	values[0] = 1;
+	values[1] = r->period;
+	if (cp_profile_add_sample(prof, (uint32_t)stack, (uint32_t)ls, values))
+		goto fail;
+	r->nsamples++;
+	return;
+fail:
+	r->error = -ENOMEM;
+}
+
+/* ---- process lifecycle records ---- */
+
+static void on_mmap(void *arg, const struct cp_mmap_event *e)
+{
+	struct cp_recorder *r = arg;
+	struct cp_proc *p;
+	struct cp_map *m;
+
+	if (!(e->prot & 4 /* PROT_EXEC */) || e->pid == 0 || e->pid == UINT32_MAX)
+		return;
+	/* every process's records are kept: a child's exec may be read before
+	 * the fork that makes it ours (records come per CPU) */
+	p = cp_procs_get(r->procs, e->pid, true);
+	if (!p)
+		return;
+	if (p->exec_time && e->time_ns < p->exec_time)
+		return; /* the previous program's, read late from another CPU's buffer */
+	if (cp_proc_add_map(p, e->start, e->start + e->len, e->pgoff, e->path, e->build_id, e->build_id_len)) {
+		r->error = -ENOMEM;
+		return;
+	}
+	m = (struct cp_map *)cp_proc_find_map(p, e->start);
+	if (m)
+		m->time = e->time_ns;
+	if (p->exe_from_mmap && e->path[0] == '/') {
+		free(p->exe);
+		p->exe = strdup(e->path);
+		p->exe_from_mmap = false;
+	}
+}
+
+static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, bool exec, uint64_t t)
+{
+	struct cp_recorder *r = arg;
+	struct cp_proc *p;
+
+	if (!exec || pid != tid)
+		return;
+	p = cp_procs_get(r->procs, pid, true);
+	if (!p)
+		return;
+	/* a new program: its mappings follow in mmap records (some may have
+	 * been read already, from another CPU's buffer) */
+	cp_unwind_forget(r->unw, p);
+	cp_proc_drop_maps_before(p, t);
+	p->have_maps = true;
+	p->proc_read = true; /* the records are complete from here on */
+	p->exec_time = t;
+	p->exe_from_mmap = true;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+}
+
+static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64_t t)
+{
+	struct cp_recorder *r = arg;
+	struct cp_proc *parent, *child;
+
+	if (pid != tid || pid == ppid)
+		return; /* a thread */
+	parent = cp_procs_get(r->procs, ppid, false);
+	child = cp_procs_get(r->procs, pid, true);
+	if (!child)
+		return;
+	if (child->exec_time && child->exec_time > t)
+		return; /* its exec was seen first */
+	if (parent && !parent->proc_read && !parent->have_maps)
+		cp_proc_read(parent);
+	if (parent && parent->have_maps) {
+		cp_proc_inherit(child, parent);
+		child->proc_read = true;
+	}
+}
+
+static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	struct cp_recorder *r = arg;
+	struct cp_proc *p;
+
+	if (pid != tid)
+		return;
+	p = cp_procs_get(r->procs, pid, false);
+	if (p) {
+		p->dead = true;
+		p->exit_time = t;
+	}
+}
+
+/* ---- the object ---- */
+
+struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
+{
+	struct cp_recorder *r = calloc(1, sizeof(*r));
+	struct cp_sampler_opts so;
+	static const struct cp_sampler_ops ops = { on_sample, on_mmap, on_comm, on_fork, on_exit_rec };
+	int err = ENOMEM;
+
+	if (!r)
+		goto nomem;
+	r->o = *o;
+	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
+	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
+	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r->locs));
+	r->procs = cp_procs_new();
+	r->unw = cp_unwinder_new(o->debuginfo, 16);
+	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
+	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym)
+		goto nomem;
+	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
+		goto nomem;
+	for (size_t i = 0; i < o->npids; i++)
+		if (!cp_procs_get(r->procs, o->pids[i], true))
+			goto nomem;
+	if (!o->no_kernel)
+		cp_symbolize_preload(r->sym);
+	memset(&so, 0, sizeof(so));
+	so.freq = o->freq;
+	so.pids = o->pids;
+	so.npids = o->npids;
+	so.follow_forks = o->follow_forks;
+	so.cgroup = o->cgroup;
+	so.idle = o->idle;
+	r->sampler = cp_sampler_new(&so, &ops, r);
+	if (!r->sampler) {
+		err = errno; /* the message is in cp_errmsg() */
+		cp_recorder_free(r);
+		errno = err;
+		return NULL;
+	}
+	return r;
+nomem:
+	cp_recorder_free(r);
+	cp_error(err, "out of memory");
+	errno = err;
+	return NULL;
+}
+
+void cp_recorder_free(struct cp_recorder *r)
+{
+	if (!r)
+		return;
+	cp_sampler_free(r->sampler);
+	cp_symbolizer_free(r->sym);
+	cp_unwinder_free(r->unw); /* before the processes its sessions point to */
+	cp_procs_free(r->procs, profile_free_user);
+	cp_profile_free(r->one);
+	free(r->pcs);
+	free(r->locs);
+	free(r);
+}
+
+int cp_recorder_poll(struct cp_recorder *r, int timeout_ms)
+{
+	int err = cp_sampler_poll(r->sampler, timeout_ms);
+
+	if (r->error)
+		return r->error;
+	return err < 0 ? err : 0;
+}
+
+int cp_recorder_finish(struct cp_recorder *r)
+{
+	cp_sampler_stop(r->sampler);
+	while (cp_sampler_drain(r->sampler) >= 4096 && !r->error)
+		;
+	return r->error;
+}
+
+int64_t cp_recorder_period(const struct cp_recorder *r)
+{
+	return r->period;
+}
+
+uint64_t cp_recorder_samples(const struct cp_recorder *r)
+{
+	return r->nsamples;
+}
+
+void cp_recorder_counts(struct cp_recorder *r, struct cp_sampler_counts *c)
+{
+	cp_sampler_counts(r->sampler, c);
+}
+
+size_t cp_recorder_nprocs(const struct cp_recorder *r)
+{
+	return cp_procs_count(r->procs);
+}
+
+struct each_ctx {
+	cp_recorder_each_fn fn;
+	void *arg;
+};
+
+static void each_one(struct cp_proc *p, void *arg)
+{
+	struct each_ctx *c = arg;
+	struct cp_profile *prof = p->user;
+
+	if (prof && prof->nsamples)
+		c->fn(p, prof, c->arg);
+}
+
+void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg)
+{
+	struct each_ctx c = { fn, arg };
+
+	cp_procs_each(r->procs, each_one, &c);
+}
+
+static void drop_profile(struct cp_proc *p, void *arg)
+{
+	(void)arg;
+	cp_profile_free(p->user);
+	p->user = NULL;
+}
+
+void cp_recorder_reset(struct cp_recorder *r)
+{
+	cp_procs_each(r->procs, drop_profile, NULL);
+	cp_recorder_prune(r);
+	malloc_trim(0); /* the interval's profiles are gone: give the memory back */
+}
+
+struct dead_list {
+	uint32_t *pids;
+	size_t n, cap;
+	uint64_t before;
+};
+
+static void find_dead(struct cp_proc *p, void *arg)
+{
+	struct dead_list *d = arg;
+	struct cp_profile *prof = p->user;
+
+	/* gone a while (its last samples are drained) and nothing pending */
+	if (p->dead && p->exit_time < d->before && (!prof || !prof->nsamples) && d->n < d->cap)
+		d->pids[d->n++] = p->pid;
+}
+
+void cp_recorder_prune(struct cp_recorder *r)
+{
+	struct dead_list d = { NULL, 0, cp_procs_count(r->procs), 0 };
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	d.before = now > 2000000000 ? (uint64_t)(now - 2000000000) : 0;
+	if (!d.cap || !(d.pids = malloc(d.cap * sizeof(*d.pids))))
+		return;
+	cp_procs_each(r->procs, find_dead, &d);
+	for (size_t i = 0; i < d.n; i++) {
+		struct cp_proc *p = cp_procs_get(r->procs, d.pids[i], false);
+
+		if (p)
+			cp_unwind_forget(r->unw, p);
+		cp_procs_remove(r->procs, d.pids[i], profile_free_user);
+	}
+	free(d.pids);
+}
+
+struct cp_profile *cp_recorder_take(struct cp_recorder *r)
+{
+	struct cp_profile *p = r->one, *next = new_profile(r, r->o.with_time);
+
+	if (!next)
+		return NULL;
+	r->one = next;
+	return p;
+}
+
+uint64_t cp_recorder_sessions_built(struct cp_recorder *r)
+{
+	struct cp_unwind_counts u;
+
+	cp_unwind_counts(r->unw, &u);
+	return u.sessions_built;
+}
+
+void cp_recorder_debug(struct cp_recorder *r, FILE *out)
+{
+	struct cp_sampler_counts c;
+	struct cp_unwind_counts u;
+	struct cp_symbolize_counts y;
+
+	cp_sampler_counts(r->sampler, &c);
+	cp_unwind_counts(r->unw, &u);
+	cp_symbolize_counts(r->sym, &y);
+	fprintf(out, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
+		     "frames %llu, sessions %llu built %llu evicted; lookups %llu, misses %llu; "
+		     "processes %zu; bpf %llu ns in %llu runs]",
+		(unsigned long long)c.samples, (unsigned long long)c.dropped, (unsigned long long)c.ustack_fault,
+		(unsigned long long)c.lost_records, (unsigned long long)u.unwinds, (unsigned long long)u.frames,
+		(unsigned long long)u.sessions_built, (unsigned long long)u.sessions_evicted,
+		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
+		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
+}

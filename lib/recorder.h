@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling pipeline record and top share: the BPF sampler, the process
+ * records it reports (mmap, exec, fork, exit), the DWARF unwinder and the
+ * symbolizer, turning each sample into a stack in a cp_profile.
+ *
+ * Two ways to collect: one profile per process (cp_recorder_each, for the
+ * store's series), or one profile for everything whose samples carry the
+ * labels pid and comm (cp_recorder_take).  Samples always carry thread_id and
+ * thread_name. */
+#ifndef CP_RECORDER_H
+#define CP_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proc.h"
+#include "profile.h"
+#include "sampler.h"
+
+struct cp_recorder;
+
+struct cp_recorder_opts {
+	int freq;             /* Hz per CPU */
+	const uint32_t *pids; /* only these processes (npids > 0) */
+	size_t npids;
+	bool follow_forks;    /* and what they start */
+	const char *cgroup;   /* only tasks in this cgroup v2 directory */
+	bool idle;            /* keep the idle task's samples */
+	bool no_kernel;       /* leave kernel frames out */
+	const char *debuginfo; /* where separate debug files are (NULL: libdw's default) */
+	bool per_process;     /* a profile per process; else one with pid and comm labels */
+	bool with_time;       /* the one profile has cpu nanoseconds beside the sample count */
+};
+
+/* Loads the symbol tables and starts sampling.  NULL + errno, with the
+ * message (privileges, a kernel feature) in cp_errmsg(). */
+struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o);
+void cp_recorder_free(struct cp_recorder *r);
+/* Wait up to timeout_ms, then take what is pending.  0, or -errno (-EINTR
+ * at a signal); an error inside the pipeline (out of memory) also comes
+ * back here. */
+int cp_recorder_poll(struct cp_recorder *r, int timeout_ms);
+/* Stop sampling and take everything still in the ring buffers. */
+int cp_recorder_finish(struct cp_recorder *r);
+/* The sampling period in nanoseconds (1 s / freq). */
+int64_t cp_recorder_period(const struct cp_recorder *r);
+/* Samples turned into stacks so far. */
+uint64_t cp_recorder_samples(const struct cp_recorder *r);
+void cp_recorder_counts(struct cp_recorder *r, struct cp_sampler_counts *c);
+
+/* per_process: calls fn for each process with samples since the last reset. */
+typedef void (*cp_recorder_each_fn)(const struct cp_proc *p, struct cp_profile *prof, void *arg);
+void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg);
+/* per_process: drops the processes' profiles (and forgets exited processes). */
+void cp_recorder_reset(struct cp_recorder *r);
+/* Forgets processes that exited more than 2 s ago and have nothing pending. */
+void cp_recorder_prune(struct cp_recorder *r);
+/* !per_process: the profile so far, handed over (a new one starts); NULL
+ * when out of memory. */
+struct cp_profile *cp_recorder_take(struct cp_recorder *r);
+/* Processes known (alive or with records pending). */
+size_t cp_recorder_nprocs(const struct cp_recorder *r);
+
+/* For CPROF_DEBUG: the unwinder's, symbolizer's and sampler's counters. */
+void cp_recorder_debug(struct cp_recorder *r, FILE *out);
+/* How many unwind sessions were built so far. */
+uint64_t cp_recorder_sessions_built(struct cp_recorder *r);
+
+#endif

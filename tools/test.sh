@@ -23,7 +23,15 @@ set -- $(summary build-asan); pass=$((pass + $1)); failed=$((failed + $2))
 
 step "build/: make distcheck"
 (cd build && make -s distcheck >distcheck.log 2>&1 && tail -n 4 distcheck.log) ||
-	{ tail -n 40 build/distcheck.log; status=1; failed=$((failed + 1)); }
+	{
+		tail -n 40 build/distcheck.log
+		# the failing tests' own logs, so that a CI transcript says what broke
+		grep -h '^\(FAIL\|ERROR\|XPASS\):' build/distcheck.log
+		for l in build/cprof-*/_build/sub/test-suite.log; do
+			[ -f "$l" ] && grep -v '^\(PASS\|ok\) ' "$l" | tail -n 80
+		done
+		status=1; failed=$((failed + 1))
+	}
 
 for d in build build-asan; do
 	grep -h '^\(FAIL\|ERROR\|XPASS\):' "$d/test-suite.log" 2>/dev/null

@@ -186,22 +186,30 @@ run sfolded --data "$T/all" 'cpu{comm="shortlived_qz"}'
 like "$out" '(^|;)main;short_lived_spin_qz [0-9]+$' "short-lived processes are symbolized and unwound"
 # A sample taken inside execve, between the new name and the new registers,
 # still has the old program's user address while only the new program's
-# mappings are known: it keeps a bare address.  That window is tiny; allow 2%.
-bare=$(printf '%s\n' "$out" | awk '$0 ~ /^(0x[0-9a-f]+;)*0x[0-9a-f]+ [0-9]+$|(^|;)shortlived_qz\+0x/ { b += $NF } { t += $NF }
-	END { printf "%d %d", b, t }')
+# mappings are known: it keeps a bare address.  That window is tiny, but
+# longer on a loaded machine (CI): allow 5%, and show them when it fails.
+bare_re='^(0x[0-9a-f]+;)*0x[0-9a-f]+ [0-9]+$|(^|;)shortlived_qz[+]0x'
+bare=$(printf '%s\n' "$out" | awk -v re="$bare_re" '$0 ~ re { b += $NF } { t += $NF } END { printf "%d %d", b, t }')
 set -- $bare
 ok "user stacks of short-lived processes are not bare addresses ($1 of $2 samples are)" \
-	test $(( ${1:-1} * 50 )) -le "${2:-0}"
-spin=$(printf '%s\n' "$out" | sum '(^|;)main;short_lived_spin_qz [0-9]+$')
+	test $(( ${1:-1} * 20 )) -le "${2:-0}"
+[ $(( ${1:-1} * 20 )) -le "${2:-0}" ] || printf '%s\n' "$out" | grep -E "$bare_re" | head -n 10 | sed 's/^/#   /'
+# every stack through the spin function has main right above it (the
+# function may be the leaf, or call now() -> clock_gettime -> the vDSO,
+# whose first call page-faults into the kernel)
+spin=$(printf '%s\n' "$out" | sum '(^|;)main;short_lived_spin_qz( |;)')
 all=$(printf '%s\n' "$out" | sum 'short_lived_spin_qz')
 ok "the spin function's samples have main as caller ($spin of $all)" \
 	test "$all" -gt 0 -a "$((100 * spin))" -ge "$((95 * all))"
+[ "$((100 * spin))" -ge "$((95 * all))" ] || printf '%s\n' "$out" | grep short_lived_spin_qz |
+	grep -Ev '(^|;)main;short_lived_spin_qz( |;)' | head -n 10 | sed 's/^/#   /' 
 
 # ---- SIGINT and SIGTERM stop the recording and write what was collected ----
 "$T/work" 3 & pw=$!
 bg="$bg $pw"
-"$CPROF" record --all -o "$T/int.pb.gz" 2>"$T/int.err" & r1=$!
-"$CPROF" record --all -f folded -o "$T/term.folded" 2>"$T/term.err" & r2=$!
+# (199 Hz: enough of the workload's samples on a loaded machine too)
+"$CPROF" record --all -F 199 -o "$T/int.pb.gz" 2>"$T/int.err" & r1=$!
+"$CPROF" record --all -F 199 -f folded -o "$T/term.folded" 2>"$T/term.err" & r2=$!
 sleep 2
 kill -INT "$r1" 2>/dev/null
 kill -TERM "$r2" 2>/dev/null

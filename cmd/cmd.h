@@ -18,7 +18,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 struct cmd {
 	const char *name;
 	const char *summary;
-	int (*run)(int argc, char **argv); /* NULL: not built yet */
+	int (*run)(int argc, char **argv);
 	const struct option *options;
 	const char *shortopts;
 	const char *usage;
@@ -27,7 +27,7 @@ struct cmd {
 /* NULL-terminated, in the order help lists them */
 extern const struct cmd *const commands[];
 const struct cmd *find_cmd(const char *name);
-extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import, cmd_record, cmd_serve, cmd_scrape;
+extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import, cmd_record, cmd_serve, cmd_scrape, cmd_top;
 
 /* "cprof VERB: message" on stderr; return EXIT_FAIL. */
 int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

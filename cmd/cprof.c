@@ -11,11 +11,6 @@
 #include "../lib/util.h"
 #include "cmd.h"
 
-static const struct option no_options[] = { { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
-
-#define PLANNED(n, s) \
-	static const struct cmd cmd_##n = { #n, s " (not built yet)", NULL, no_options, "h", "" }
-PLANNED(top, "live view of where the CPU goes");
 
 static int run_help(int argc, char **argv);
 static const struct option help_options[] = { { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
@@ -137,9 +132,6 @@ static int run_help(int argc, char **argv)
 	c = find_cmd(argv[optind]);
 	if (!c)
 		return unknown_command(argv[optind]);
-	if (!c->run)
-		return fail(NULL, "'%s' is not built yet in this version; the commands that work are record, import, query, merge and diff",
-			    c->name);
 	if (isatty(STDOUT_FILENO)) {
 		snprintf(page, sizeof(page), "cprof-%s", c->name);
 		fflush(stdout);
@@ -178,9 +170,6 @@ int main(int argc, char **argv)
 	c = find_cmd(argv[1]);
 	if (!c)
 		return unknown_command(argv[1]);
-	if (!c->run)
-		return fail(NULL, "'%s' is not built yet in this version; the commands that work are record, import, query, merge and diff",
-			    c->name);
 	optind = 1;
 	return c->run(argc - 1, argv + 1);
 }

@@ -7,10 +7,11 @@
 # Command and option names come from the cprof being completed, through its
 # hidden helpers `cprof --list-commands` and `cprof --list-options COMMAND`;
 # the answers are cached per program and command, so that pressing TAB again
-# does not run cprof again.  Listed here: the values of --format and of
-# scrape --profile, which options take a value (_cprof_takes_arg), and what
-# is completed for the values and arguments that are files, directories or
-# process ids, and for the command that `cprof record -- CMD ARGS` runs.
+# does not run cprof again.  Listed here: the values of --format, of
+# scrape --profile and of top --view and --sort, which options take a value
+# (_cprof_takes_arg), and what is completed for the values and arguments that
+# are files, directories or process ids, and for the command that
+# `cprof record -- CMD ARGS` and `cprof top -- CMD ARGS` run.
 
 # cache: "PROGRAM<TAB>COMMAND" (or "PROGRAM<TAB>" for the command list) -> words
 declare -gA _cprof_cache 2>/dev/null || declare -A _cprof_cache
@@ -98,7 +99,7 @@ _cprof_pids()
 	_cprof_reply "$list"
 }
 
-# _cprof_command I: complete the command line of `cprof record -- CMD ARGS`,
+# _cprof_command I: complete the command line of `cprof record|top -- CMD ARGS`,
 # which starts at word I: with bash-completion, as that command's own line;
 # without it, command names for CMD and file names for its arguments
 _cprof_command()
@@ -127,6 +128,9 @@ _cprof_formats()
 
 # the values of cprof scrape --profile (the profiles that it knows the path of)
 _cprof_scrape_profiles=$'process_cpu\nmemory\nheap\nblock\nmutex\ngoroutine\nfgprof'
+# the values of cprof top --view and --sort
+_cprof_top_views=$'functions\nprocesses\nthreads\ncallers'
+_cprof_top_sorts=$'self\ntotal\nname'
 
 # _cprof_takes_arg OPTION: does OPTION take an argument?
 _cprof_takes_arg()
@@ -140,7 +144,9 @@ _cprof_takes_arg()
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --remote | --spool | --spool-size | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | \
-		-c | --profile | --seconds | --timeout) return 0 ;;
+		-c | --profile | --seconds | --timeout | \
+		--delay | --window | --iterations | --view | -s | --sort | \
+		--filter | --function | --type) return 0 ;;
 	esac
 	return 1
 }
@@ -221,8 +227,10 @@ _cprof()
 		--data | --cgroup | --debuginfo-path | --spool) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
 		--profile) _cprof_reply "$_cprof_scrape_profiles" ;;
+		--view) _cprof_reply "$_cprof_top_views" ;;   # top
+		-s | --sort) _cprof_reply "$_cprof_top_sorts" ;; # top
 		-p | --pid)
-			# scrape -p is --profile; record -p is --pid
+			# scrape -p is --profile; record and top -p is --pid
 			if [[ $cmd == scrape ]]; then
 				_cprof_reply "$_cprof_scrape_profiles"
 			else
@@ -232,8 +240,9 @@ _cprof()
 		esac
 		# the others (-t, --focus, -n, -l, --since, --from, --step, --time,
 		# --retention, --group-by, -F, -d, --flush-interval, --listen,
-		# --max-body, --remote, --spool-size, --seconds, --timeout, ...):
-		# nothing to offer
+		# --max-body, --remote, --spool-size, --seconds, --timeout, and
+		# top's --delay, --window, --filter, --function and --type, whose
+		# selector is typed, ...): nothing to offer
 		return 0
 	fi
 
@@ -245,7 +254,7 @@ _cprof()
 
 	case $cmd in
 	import | merge | diff) _cprof_files ;; # selectors, for merge and diff, are typed
-	record)
+	record | top)
 		# the command to run and its arguments come after "--"
 		if ((ddash)); then
 			_cprof_command $((ddashi + 1))
@@ -255,8 +264,8 @@ _cprof()
 		fi
 		;;
 	*)
-		# query takes a selector (typed) or its inputs with -i, and the
-		# other commands are not built yet: offer their options
+		# query takes a selector (typed) or its inputs with -i, scrape a
+		# URL (typed), serve nothing: offer their options
 		if ((!ddash)); then
 			_cprof_words "$cmd"
 			_cprof_reply "$_cprof_list"

@@ -3,14 +3,16 @@
 # the BPF toolchain for record (clang, llvm, bpftool, libbpf, libdw) and
 # linux-perf, which the benchmarks compare record with; the libraries of serve
 # (libmicrohttpd, GnuTLS, libcurl, libyaml) and what its tests drive it with
-# (curl, openssl, chromium for the web view, python3-pil for screenshots).
+# (curl, openssl, chromium for the web view, python3-pil for screenshots), ncurses
+# for top and tmux to drive its screen in the tests.
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time
 libbpf-dev libdw-dev libelf-dev bpftool llvm linux-perf
-libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl chromium python3-pil"
+libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl chromium python3-pil
+libncurses-dev tmux"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

@@ -22,18 +22,12 @@ like "$out" '^usage: cprof query' "help query shows the query usage"
 run "$CPROF" help nosuch
 is "$rc" 2 "help of an unknown command is a usage error"
 
-for c in record import query merge diff help; do
+for c in record import query merge diff top help; do
 	run "$CPROF" "$c" -h
 	is "$rc" 0 "$c -h exits 0"
 	like "$out" "^usage: cprof $c" "$c -h prints its usage"
 	run "$CPROF" "$c" --help
 	is "$rc" 0 "$c --help exits 0"
-done
-
-for c in top; do
-	run "$CPROF" "$c"
-	is "$rc" 1 "$c (not built yet) exits 1"
-	like "$err" "^cprof: '$c' is not built yet" "$c says clearly that it is not built yet"
 done
 
 # record: what is checked before the sampler starts (no privileges needed)
@@ -52,6 +46,40 @@ done
 run "$CPROF" record -p 2147483647
 is "$rc" 1 "record -p of a process that does not exist exits 1"
 like "$err" "^cprof record: no process 2147483647" "and names the pid"
+
+# top: what is checked before the sampler starts or the store is opened
+run "$CPROF" help top
+is "$rc" 0 "help top exits 0 (no terminal: usage)"
+like "$out" '^usage: cprof top' "help top shows the top usage"
+like "$out" '--from-store' "help top mentions --from-store"
+# top_usage DESCRIPTION ERROR-REGEX ARGS...: cprof top ARGS (no terminal) exits 2
+# with a one-line error that names the problem, and prints nothing on stdout
+top_usage() {
+	_d=$1 _re=$2; shift 2
+	run "$CPROF" top "$@" </dev/null
+	_a="top${*:+ $*}"
+	is "$rc" 2 "$_a: $_d is a usage error"
+	like "$(printf '%s\n' "$err" | sed -n 1p)" "^cprof top: $_re" "$_a: the error says so"
+	is "$(printf '%s\n' "$err" | grep -c '^cprof top:')" 1 "$_a: one error line"
+	is "$out" "" "$_a: nothing on standard output"
+}
+top_usage "an unknown view" "unknown view 'bogus'" --view bogus
+top_usage "an unknown sort key" "unknown sort key 'bogus'" -s bogus
+top_usage "no frames left" "--no-kernel and --no-user together" --no-kernel --no-user --stdio
+top_usage "a bad regular expression" "bad filter '\('" --filter '(' --stdio
+top_usage "a bad frequency" "bad frequency '0'" -F 0 --stdio
+top_usage "--type without --from-store" "--type .*--from-store" --type cpu --stdio
+top_usage "-F with --from-store" "--from-store browses stored profiles: -F" --from-store -F 99 --stdio
+top_usage "no terminal without --stdio" "the screen view needs a terminal: use --stdio"
+top_usage "--function without --view callers" "--function goes with --view callers" --function main --stdio
+top_usage "-n 0" "bad --iterations '0'" -n 0 --stdio
+top_usage "a bad delay" "bad --delay 'soon'" -d soon --stdio
+top_usage "two targets" "give one target" --all -p 1 --stdio
+top_usage "-- CMD with --from-store" "--from-store browses stored profiles" --from-store --stdio -- true
+top_usage "--since and --from" "give --since or --from, not both" --since 1h --from now-2h --stdio
+run "$CPROF" top -p 2147483647 --stdio
+is "$rc" 1 "top -p of a process that does not exist exits 1"
+like "$err" "^cprof top: no process 2147483647" "and names the pid"
 
 run "$CPROF" qurey
 is "$rc" 2 "an unknown command is a usage error"

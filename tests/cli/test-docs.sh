@@ -8,7 +8,7 @@ command -v groff >/dev/null 2>&1 || skip_all "groff is not installed (apt-get in
 
 MAN=$(cd "$srcdir/man" && pwd)
 COMPL=$(cd "$srcdir/completions" && pwd)
-CMDS="record serve scrape import query merge diff" # the commands that have a manual page
+CMDS="record serve scrape import query merge diff top" # the commands that have a manual page
 
 # render PAGE: the page as plain text, in lines long enough not to be broken
 render() { groff -man -Tascii -P-c -P-b -P-u -rLL=250n "$1" 2>/dev/null; }
@@ -168,10 +168,28 @@ if command -v bash >/dev/null 2>&1; then
 	completes "'cprof record -a -- sh ' completes file names" cpu.pb.gz '' -- "$CPROF" record -a -- sh ''
 	run complete_bash "$T" "$CPROF" record -- sh -
 	unlike "$out" '^--all$' "bash: 'cprof record -- sh -' offers no record option"
+	# top: its options, views, sort keys, pids, directories, and the command after --
+	completes "'cprof to' completes top" top '' -- "$CPROF" to
+	completes "'cprof top --from-s' completes --from-store" --from-store '' -- "$CPROF" top --from-s
+	completes "'cprof top ' offers --stdio" --stdio cpu.pb.gz -- "$CPROF" top ''
+	completes "'cprof top --view ' offers callers" callers self -- "$CPROF" top --view ''
+	completes "'cprof top --view=th' completes threads" threads '' -- "$CPROF" top --view = th
+	completes "'cprof top -s ' offers total" total functions -- "$CPROF" top -s ''
+	completes "'cprof top --sort n' completes name" name '' -- "$CPROF" top --sort n
+	completes "'cprof top -p ' offers pid 1" 1 cpu.pb.gz -- "$CPROF" top -p ''
+	completes "'cprof top --cgroup ' completes directories" files cpu.pb.gz -- "$CPROF" top --cgroup ''
+	completes "'cprof top --from-store --data ' completes directories" files cpu.pb.gz \
+		-- "$CPROF" top --from-store --data ''
+	completes "'cprof top --token-file ' completes file names" cpu.pb.gz '' -- "$CPROF" top --token-file ''
+	completes "'cprof top -- s' completes command names" sh '' -- "$CPROF" top -- s
+	completes "'cprof top --stdio -- sh ' completes file names" cpu.pb.gz '' -- "$CPROF" top --stdio -- sh ''
+	run complete_bash "$T" "$CPROF" top -- sh -
+	unlike "$out" '^--stdio$' "bash: 'cprof top -- sh -' offers no top option"
 	# options that take a value (a duration, a time, a label) offer nothing
 	for _words in "query --since" "query --from" "query --step" "query --group-by" "merge --to" \
 		"diff --before-range" "import --time" "import --retention" "import --label" \
-		"record -F" "record --duration" "record --flush-interval" "record -l"; do
+		"record -F" "record --duration" "record --flush-interval" "record -l" \
+		"top -d" "top --window" "top -n" "top --filter" "top --function" "top --type" "top --limit"; do
 		# shellcheck disable=SC2086
 		run complete_bash "$T" "$CPROF" $_words ''
 		is "$rc:$out$err" "0:" "bash: 'cprof $_words ' offers nothing"

@@ -1,0 +1,277 @@
+# cprof top with the real BPF sampler against a workload with known shares
+# (tests/fixtures/record/work.c: hot_a 3 parts, hot_b 1 part, both called by
+# run): --stdio tables of every view, filters, sorting, frames, -- CMD and
+# --all; history from the store and from a server; then the screen, driven
+# under tmux (send-keys, capture-pane): the workload on top, help, views,
+# zoom, callers, filter, pause, kernel frames, resizing, a too small
+# terminal, quitting with the terminal restored, and history's time windows.
+# Needs root (CI runs as root).
+. "$srcdir/tests/cli/lib.sh"
+if [ "$(id -u)" != 0 ]; then
+	ok "running as root: cprof top samples with eBPF, which needs root or CAP_BPF+CAP_PERFMON" false
+	done_testing; exit
+fi
+R="$FIXTURES/record"
+bg=""                        # background processes, killed at exit
+TM="tmux -L cproftest$$ -f /dev/null"
+trap 'for p in $bg; do kill "$p" 2>/dev/null; done; $TM kill-server 2>/dev/null; rm -rf "$T"' EXIT
+
+cc -O2 -g -fomit-frame-pointer -o "$T/topwork_qz" "$R/work.c" -lz 2>"$T/cc.err" || sed 's/^/# /' "$T/cc.err"
+ok "builds the workload (cc -O2 -g -fomit-frame-pointer)" test -x "$T/topwork_qz"
+[ -x "$T/topwork_qz" ] || { done_testing; exit; }
+
+# top ARGS: cprof top, killed if it hangs (a test must end)
+top_() { timeout -s KILL 60 "$CPROF" top "$@"; }
+exits0() {
+	is "$rc" 0 "$1"
+	[ "$rc" = 0 ] || printf '%s\n' "$err" | tail -n 15 | sed 's/^/#   stderr: /'
+}
+# one_line DESCRIPTION: $err is one line "cprof top: ..." (plus the -h hint)
+one_line() {
+	printf '%s\n' "$err" | grep -v "^Try 'cprof top -h' for more information\.$" > "$T/.lines"
+	if [ "$(wc -l < "$T/.lines")" = 1 ] && grep -q '^cprof top: ' "$T/.lines"; then _result 0 "$1"; else
+		_result 1 "$1"; printf '%s\n' "$err" | sed 's/^/#   stderr: /'; fi
+}
+# rows: the table rows of the last block of --stdio output in $out
+rows() { printf '%s\n' "$out" | awk '/^ *(SELF%|CPU%|SHARE%)/ { n = 0; delete r; h = 1; next } h && NF && !/^\(/ { r[++n] = $0 } END { for (i = 1; i <= n; i++) print r[i] }'; }
+# col N: field N of the first row whose function is $1
+self_of() { rows | awk -v f="$1" '$4 == f { sub("%", "", $1); print $1; exit }'; }
+
+"$T/topwork_qz" 600 &
+W=$!
+bg="$bg $W"
+sleep 0.3
+
+# ---- --stdio, live ----
+run top_ --stdio -n 3 -d 0.7 -p "$W" --limit 0
+exits0 "top --stdio -n 3 -p PID exits 0"
+is "$(printf '%s\n' "$out" | grep -c '^cprof top - pid ')" 3 "-n 3: three tables, each with its header"
+like "$out" 'samples/s [1-9][0-9]*   CPUs [0-9]+   processes 1 ' "the header has samples/s, CPUs and the one process"
+like "$out" 'dropped [0-9]+' "and the dropped samples"
+first=$(rows | head -n 1 | awk '{ print $4 }')
+is "$first" hot_a "the function with the most self is on top: hot_a"
+a=$(self_of hot_a); b=$(self_of hot_b)
+ok "hot_b is in the table too" test -n "$b"
+ok "hot_a's self% ($a) is about 3 times hot_b's ($b): between 1.8 and 5" \
+	awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(b > 0 && a / b > 1.8 && a / b < 5) }'
+like "$(rows | awk '$4 == "run"')" '^ +0\.00% +[0-9.]+% .* run +topwork_qz +topwork_qz\[' \
+	"run has no self but a total, with its binary and process[pid]"
+run_total=$(rows | awk '$4 == "run" { sub("%", "", $2); print $2 }')
+ok "run's total% ($run_total) is at least hot_a's self% ($a)" \
+	awk -v r="${run_total:-0}" -v a="${a:-0}" 'BEGIN { exit !(r >= a - 0.01) }'
+like "$(rows | awk '$4 == "main"')" '^ +0\.00% +(9[0-9]|100)\.[0-9]+%' "main has (nearly) all of the total"
+
+run top_ --stdio -n 1 -d 1 -p "$W" --view processes
+exits0 "--view processes exits 0"
+like "$(rows | head -n 1)" "^ *[0-9.]+% +[0-9]+ +$W +1  topwork_qz\$" "the process with its pid, threads and comm"
+run top_ --stdio -n 1 -d 1 -p "$W" --view threads
+like "$(rows | head -n 1)" "^ *[0-9.]+% +[0-9]+ +$W +$W  topwork_qz +topwork_qz\$" "--view threads: the thread (tid = pid)"
+run top_ --stdio -n 1 -d 1 -p "$W" --view callers --function hot_a
+exits0 "--view callers --function hot_a exits 0"
+like "$out" 'function: hot_a \(topwork_qz\)' "names the function"
+like "$(rows | head -n 1)" '^100\.00% +[0-9]+  hot_a  \(self (9[0-9]|100)\.[0-9]+%\)' "the function first, with its self share"
+like "$(rows)" '  <- run +topwork_qz' "its caller run"
+run top_ --stdio -n 1 -d 1 -p "$W" --view callers --function run
+like "$(rows)" '  -> hot_a ' "run's callees: hot_a"
+like "$(rows)" '  -> hot_b ' "and hot_b"
+like "$(rows)" '  <- main ' "and its caller main"
+
+run top_ --stdio -n 1 -d 1 -p "$W" --filter 'hot_b'
+is "$(rows | awk '{ print $4 }' | sort -u | tr '\n' ' ')" "hot_b " "--filter hot_b: only hot_b's row"
+run top_ --stdio -n 1 -d 1 -p "$W" --filter 'HOT_[AB]'
+is "$(rows | wc -l)" 0 "--filter with a capital is case-sensitive: HOT_ matches nothing"
+like "$out" '\(no samples match the filter\)' "and says so"
+run top_ --stdio -n 1 -d 1 -p "$W" -s name --limit 0
+names=$(rows | awk '{ print $4 }')
+is "$names" "$(printf '%s\n' "$names" | LC_ALL=C sort)" "-s name: rows in name order"
+run top_ --stdio -n 1 -d 1 -p "$W" -s total --limit 3
+is "$(rows | head -n 1 | awk '{ print $2 }')" "100.00%" "-s total: a function on every stack first"
+
+# kernel and user frames: zlib's compress2 page-faults, the loop does not; --all has kernel work
+run top_ --stdio -n 2 -d 1 --no-kernel --limit 0
+exits0 "--all --no-kernel exits 0"
+is "$(rows | awk '$5 == "[kernel]" && $4 != "[kernel]"' | wc -l)" 0 \
+	"--no-kernel: no kernel function in the table (a kernel thread's samples count as [kernel])"
+like "$(rows)" ' hot_a +topwork_qz' "--all (the default) sees the workload"
+run top_ --stdio -n 2 -d 1 --no-user --limit 0
+exits0 "--no-user exits 0"
+is "$(rows | awk '$5 != "[kernel]" && $5 != "[user]"' | wc -l)" 0 "--no-user: every row is a kernel function (or [user])"
+like "$(rows)" '\[user\] +\[user\]' "samples without kernel frames count as [user]"
+
+# -- CMD: runs it, stops when it exits
+run top_ --stdio -d 0.5 --limit 5 -- "$T/topwork_qz" 2
+exits0 "top --stdio -- CMD exits 0 when the command is done"
+like "$(rows | head -n 1)" ' hot_a ' "and shows the command's hot_a"
+n=$(printf '%s\n' "$out" | grep -c '^cprof top - ')
+ok "it stopped with the command: $n tables in 2 s at 0.5 s" test "$n" -ge 2 -a "$n" -le 6
+
+# ---- errors ----
+run "$CPROF" top --stdio -p 2147483646
+is "$rc" 1 "a pid that does not exist: exit 1"
+one_line "one line: no process"
+like "$err" 'no process 2147483646' "that names the pid"
+run "$CPROF" top --stdio -- /nonexistent/prog
+is "$rc" 1 "-- CMD that cannot run: exit 1"
+like "$err" "cannot run /nonexistent/prog: No such file" "says why"
+run "$CPROF" top --stdio --cgroup /nonexistent/cg
+is "$rc" 1 "--cgroup that does not exist: exit 1"
+one_line "one line"
+
+# ---- history: the store and a server ----
+run timeout -s KILL 60 "$CPROF" record -q -F 199 --flush-interval 1s --data "$T/s" -- "$T/topwork_qz" 3
+exits0 "record -- work 3 into a store"
+run top_ --from-store --data "$T/s" --since 5m --window 10s --stdio --limit 5
+exits0 "top --from-store --stdio exits 0"
+like "$out" 'history of cpu: [0-9-]+ [0-9:]+ - [0-9:]+ \(window [0-9]+ of 30, 10s each\)' \
+	"the header names the window (5m in 10 s windows: 30)"
+like "$out" 'over time: \|[ _.:=+*#-]*[#][ _.:=+*#-]*\|' "a sparkline of the totals over time"
+like "$out" 'samples [1-9][0-9]*   samples/s [0-9.]+   processes 1   threads 1' "totals of the window"
+is "$(rows | head -n 1 | awk '{ print $4 }')" hot_a "hot_a on top in the stored window"
+like "$(rows | head -n 1)" ' topwork_qz\[[0-9]+\]$' "with its process from the series labels (comm[pid])"
+run top_ --from-store --data "$T/s" --since 5m --stdio --view processes
+like "$(rows | head -n 1)" ' topwork_qz$' "--from-store --view processes: the command's comm"
+run top_ --from-store --data "$T/s" --stdio --type 'memory'
+is "$rc" 1 "--type matching no stored series: exit 1"
+one_line "one line"
+run top_ --from-store --data "$T/nonexistent" --stdio
+is "$rc" 1 "--from-store on a missing store: exit 1"
+one_line "one line"
+
+"$CPROF" serve --data "$T/s" --listen 127.0.0.1:0 >"$T/serve.out" 2>&1 &
+S=$!
+bg="$bg $S"
+i=0
+while ! grep -q 'listening on' "$T/serve.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.out" | head -n 1)
+run top_ --remote "$URL" --since 5m --window 10s --stdio --limit 5
+exits0 "top --remote URL --stdio exits 0"
+is "$(rows | head -n 1 | awk '{ print $4 }')" hot_a "the server's history: hot_a on top"
+kill "$S" 2>/dev/null; wait "$S" 2>/dev/null
+
+# ---- the screen, under tmux ----
+if ! command -v tmux >/dev/null; then
+	ok "tmux is installed (tools/setup.sh installs it)" false
+	done_testing; exit
+fi
+screen() { $TM capture-pane -p -t top 2>/dev/null; }
+# wait_screen REGEX [TENTHS]: until the screen matches (default 10 s)
+wait_screen() {
+	i=0
+	while [ $i -lt "${2:-100}" ]; do
+		screen | grep -Eq -- "$1" && return 0
+		sleep 0.1; i=$((i + 1))
+	done
+	return 1
+}
+# row N: line N of the table (1 = the first row)
+row() { screen | sed -n "$((5 + $1))p"; }
+# wait_row1 NAME: until NAME is the first row (the shares settle as samples come)
+wait_row1() {
+	i=0
+	while [ $i -lt 150 ]; do
+		row 1 | grep -q "  $1 " && return 0
+		sleep 0.1; i=$((i + 1))
+	done
+	return 1
+}
+keys() { $TM send-keys -t top "$@"; }
+
+$TM new-session -d -s top -x 120 -y 30 \
+	"'$CPROF' top -p $W -F 199 -d 0.5; echo \"exit=\$?\" > '$T/tui.rc'; sleep 60"
+ok "the screen comes up showing hot_a" wait_screen '^ +[0-9.]+% +[0-9.]+% +[0-9]+  hot_a '
+ok "and hot_a comes to be the first row" wait_row1 hot_a
+like "$(screen | sed -n 1p)" '^cprof top - pid [0-9]+ at 199 Hz, every 500ms, the last 10s' "the title line"
+like "$(screen | sed -n 2p)" '^samples/s [0-9]+   CPUs [0-9]+   processes 1   threads 1   dropped [0-9]+' \
+	"the totals line"
+like "$(screen | sed -n 5p)" 'SELF% +TOTAL% +SAMPLES +FUNCTION +BINARY +PROCESS' "the column headers"
+like "$(screen | tail -n 1)" '\? help' "the key hint at the bottom"
+
+keys '?'
+ok "? shows the help screen" wait_screen '^cprof top - keys'
+like "$(screen)" '/ +filter rows by regular expression' "which lists the keys"
+keys x
+ok "any key closes it" wait_screen 'SELF% +TOTAL%'
+
+keys / h o t _ b Enter
+ok "/hot_b Enter: the filter is shown" wait_screen 'filter: /hot_b/'
+ok "and the rows are hot_b's" wait_screen '^ +[0-9.]+% +[0-9.]+% +[0-9]+  hot_b '
+is "$(screen | sed -n '6,29p' | grep -c '% ')" 1 "only one row"
+keys / BSpace BSpace BSpace BSpace BSpace Enter
+ok "an empty filter clears it" wait_screen 'filter cleared'
+
+keys 2
+ok "2: the processes view" wait_screen 'view: processes'
+like "$(row 1)" " $W +1  topwork_qz" "with the workload's pid, threads and comm"
+keys Enter
+ok "Enter zooms into the process" wait_screen "zoom: process topwork_qz\\[$W\\]"
+ok "showing its functions" wait_screen 'view: functions'
+ok "hot_a first" wait_row1 hot_a
+keys / h o t _ a Enter
+ok "/hot_a: hot_a selected, the only row" wait_screen 'filter: /hot_a/'
+keys Enter
+ok "Enter on a function: its callers and callees" wait_screen 'view: callers'
+ok "hot_a with its self share" wait_screen '^100\.00% +[0-9]+  hot_a  \(self '
+ok "the caller of hot_a is run" wait_screen '  <- run '
+keys Escape
+ok "Esc goes back to the functions" wait_screen 'view: functions'
+keys / BSpace BSpace BSpace BSpace BSpace Enter
+keys Escape
+ok "Esc again leaves the zoom (processes)" wait_screen 'view: processes'
+keys 1
+ok "1: functions again" wait_screen 'view: functions'
+keys 3
+ok "3: threads" wait_screen 'view: threads'
+like "$(row 1)" " $W +$W  topwork_qz" "the workload's thread"
+keys 1 t
+ok "t sorts by total" wait_screen 'sort: total'
+keys s k
+ok "k hides kernel frames" wait_screen 'frames: user'
+keys k
+ok "k shows them again" wait_screen 'frames: kernel\+user'
+
+keys p
+ok "p pauses" wait_screen '\[PAUSED\]'
+a1=$(screen | sed -n '6,20p'); sleep 1.5; a2=$(screen | sed -n '6,20p')
+is "$a2" "$a1" "paused: the table stays as it was"
+keys p
+ok "p resumes" wait_screen 'resumed'
+keys +
+ok "+ refreshes more often" wait_screen 'refresh every 250ms'
+keys - -
+ok "- less often" wait_screen 'refresh every 1s'
+
+$TM resize-window -t top -x 70 -y 16
+ok "resized to 70x16: drawn again in the new size" wait_screen '^ +SELF% +TOTAL% +SAMPLES +FUNCTION *$'
+w=$(screen | sed 3d | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+ok "no line is wider than 70 ($w; the sparkline aside, whose cells may take 3 bytes)" test "$w" -le 70
+like "$(row 1)" '  hot_a' "hot_a still first"
+$TM resize-window -t top -x 40 -y 8
+ok "40x8: says the terminal is too small" wait_screen 'terminal too small \(40x8\)'
+$TM resize-window -t top -x 120 -y 30
+ok "back to 120x30: the table again" wait_screen 'SELF% +TOTAL% +SAMPLES +FUNCTION +BINARY +PROCESS'
+
+keys q
+i=0
+while [ ! -s "$T/tui.rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+is "$(cat "$T/tui.rc" 2>/dev/null)" "exit=0" "q quits with status 0"
+is "$($TM display -p -t top '#{alternate_on}')" 0 "the terminal is back on its normal screen"
+unlike "$(screen)" 'SELF%' "with the table gone"
+$TM kill-session -t top 2>/dev/null
+
+# history on the screen: the arrow keys step through the windows
+$TM new-session -d -s top -x 120 -y 30 \
+	"'$CPROF' top --from-store --data '$T/s' --since 5m --window 10s; echo \"exit=\$?\" > '$T/tui2.rc'; sleep 60"
+ok "history on the screen" wait_screen 'history of cpu: .*\(window [0-9]+ of 30, 10s each\)'
+win=$(screen | sed -n 's/.*(window \([0-9]*\) of 30.*/\1/p' | head -n 1)
+like "$(row 1)" '  hot_a ' "hot_a on top of the newest window with data"
+like "$(screen | sed -n 3p)" '^over time  ' "the sparkline of the totals"
+keys Left
+ok "Left: the window before" wait_screen "\\(window $((win - 1)) of 30"
+keys Right
+ok "Right: back" wait_screen "\\(window $win of 30"
+keys q
+i=0
+while [ ! -s "$T/tui2.rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+is "$(cat "$T/tui2.rc" 2>/dev/null)" "exit=0" "q quits"
+
+done_testing

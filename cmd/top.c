@@ -747,7 +747,9 @@ static int print_stdio(struct top *t)
 		format_row(t, &t->rows[i], buf, sizeof(buf), 120);
 		printf("%s\n", buf);
 	}
-	if (!t->nrows)
+	if (t->view == V_CALLERS && !t->focus_name[0] && t->function && t->agg && t->agg->nsamples)
+		printf("(no function named %s, nor one whose name contains it)\n", t->function);
+	else if (!t->nrows)
 		printf("(no samples%s)\n", t->filter[0] ? " match the filter" : "");
 	printf("\n");
 	fflush(stdout);
@@ -1568,8 +1570,6 @@ static int stdio_refresh(struct top *t)
 	/* --function, or the top function of this refresh */
 	if ((err = ensure_focus(t, true)) || (err = refresh_view(t, false)))
 		return err;
-	if (t->view == V_CALLERS && !t->focus_name[0] && t->agg->nfns && t->function)
-		printf("(no function named %s, nor one whose name contains it)\n", t->function);
 	return print_stdio(t);
 }
 

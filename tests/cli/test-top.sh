@@ -14,7 +14,8 @@ fi
 R="$FIXTURES/record"
 bg=""                        # background processes, killed at exit
 TM="tmux -L cproftest$$ -f /dev/null"
-trap 'for p in $bg; do kill "$p" 2>/dev/null; done; $TM kill-server 2>/dev/null; rm -rf "$T"' EXIT
+CG=""                        # a cgroup made for the --cgroup test
+trap 'for p in $bg; do kill "$p" 2>/dev/null; done; $TM kill-server 2>/dev/null; [ -z "$CG" ] || rmdir "$CG" 2>/dev/null; rm -rf "$T"' EXIT
 
 cc -O2 -g -fomit-frame-pointer -o "$T/topwork_qz" "$R/work.c" -lz 2>"$T/cc.err" || sed 's/^/# /' "$T/cc.err"
 ok "builds the workload (cc -O2 -g -fomit-frame-pointer)" test -x "$T/topwork_qz"
@@ -104,6 +105,25 @@ exits0 "top --stdio -- CMD exits 0 when the command is done"
 like "$(rows | head -n 1)" ' hot_a ' "and shows the command's hot_a"
 n=$(printf '%s\n' "$out" | grep -c '^cprof top - ')
 ok "it stopped with the command: $n tables in 2 s at 0.5 s" test "$n" -ge 2 -a "$n" -le 6
+
+# --cgroup: only the tasks of a cgroup v2 directory
+cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -n "$cg2" ] && mkdir "$cg2/cprof-top-test-$$" 2>/dev/null; then
+	CG="$cg2/cprof-top-test-$$"
+	"$T/topwork_qz" 600 &
+	W2=$!
+	bg="$bg $W2"
+	echo "$W2" > "$CG/cgroup.procs"
+	run top_ --stdio -n 2 -d 0.7 --cgroup "$CG" --view processes --limit 0
+	exits0 "--cgroup DIR exits 0"
+	is "$(rows | awk '{ print $3 }' | sort -u | tr '\n' ' ')" "$W2 " "--cgroup: only the process in the cgroup"
+	run top_ --stdio -n 1 -d 1 --cgroup "$CG" --limit 3
+	like "$(rows | head -n 1)" '  hot_a ' "and its functions"
+	kill "$W2" 2>/dev/null; wait "$W2" 2>/dev/null
+	rmdir "$CG" 2>/dev/null && CG=""
+else
+	ok "a cgroup v2 hierarchy is mounted and writable (${cg2:-none}) for the --cgroup test" false
+fi
 
 # ---- errors ----
 run "$CPROF" top --stdio -p 2147483646

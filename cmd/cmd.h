@@ -116,6 +116,12 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 /* Is arg a profile file rather than a selector? */
 bool is_file_arg(const char *arg);
 
+/* -p PID[,PID...]: appends to *pids; EXIT_OK or an error (printed). */
+int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids);
+/* -F HZ: 1 to 10000; EXIT_OK or a usage error (printed). */
+int parse_freq(const char *verb, const char *arg, int *freq);
+/* Each pid has a /proc entry: EXIT_OK, or EXIT_FAIL naming the first that has not. */
+int check_pids_exist(const char *verb, const uint32_t *pids, size_t n);
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
 /* Forks cmd, held before exec until a byte is written to go_fd[0]; an exec

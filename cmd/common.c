@@ -320,6 +320,57 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 	return p;
 }
 
+/* ---- options of the commands that sample ---- */
+
+int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids)
+{
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v;
+		uint32_t *np;
+
+		errno = 0;
+		v = strtoul(tok, &end, 10);
+		if (errno || *end || end == tok || v == 0 || v > 0x7fffffff)
+			return usage_error(verb, "bad pid '%s': want a process id (e.g. -p 1234,5678)", tok);
+		np = realloc(*pids, (*npids + 1) * sizeof(*np));
+		if (!np)
+			return fail(verb, "out of memory");
+		*pids = np;
+		(*pids)[(*npids)++] = (uint32_t)v;
+	}
+	if (!*npids)
+		return usage_error(verb, "-p wants a process id (e.g. -p 1234)");
+	return EXIT_OK;
+}
+
+int parse_freq(const char *verb, const char *arg, int *freq)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < 1 || v > 10000)
+		return usage_error(verb, "bad frequency '%s': want 1 to 10000 (Hz)", arg);
+	*freq = (int)v;
+	return EXIT_OK;
+}
+
+int check_pids_exist(const char *verb, const uint32_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%u", pids[i]);
+		if (access(path, F_OK) != 0)
+			return fail(verb, "no process %u: check the pid (ps -p %u)", pids[i], pids[i]);
+	}
+	return EXIT_OK;
+}
+
 /* ---- a command to profile ---- */
 
 bool pids_alive(const uint32_t *pids, size_t n)

@@ -273,30 +273,6 @@ static int64_t mono_ns(void)
 
 /* ---- options ---- */
 
-static int parse_pids(struct rec *r, char *arg)
-{
-	char *save = NULL, *tok;
-
-	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v;
-		uint32_t *np;
-
-		errno = 0;
-		v = strtoul(tok, &end, 10);
-		if (errno || *end || end == tok || v == 0 || v > 0x7fffffff)
-			return usage_error("record", "bad pid '%s': want a process id (e.g. -p 1234,5678)", tok);
-		np = realloc(r->pids, (r->npids + 1) * sizeof(*np));
-		if (!np)
-			return fail("record", "out of memory");
-		r->pids = np;
-		r->pids[r->npids++] = (uint32_t)v;
-	}
-	if (!r->npids)
-		return usage_error("record", "-p wants a process id (e.g. -p 1234)");
-	return EXIT_OK;
-}
-
 static int parse_options(struct rec *r, int argc, char **argv)
 {
 	int opt, err;
@@ -305,21 +281,14 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		switch (opt) {
 		case 'a': r->all = true; break;
 		case 'p':
-			if ((err = parse_pids(r, optarg)) != EXIT_OK)
+			if ((err = parse_pid_list("record", optarg, &r->pids, &r->npids)) != EXIT_OK)
 				return err;
 			break;
 		case OPT_CGROUP: r->cgroup = optarg; break;
-		case 'F': {
-			char *end;
-			long v;
-
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > 10000)
-				return usage_error("record", "bad frequency '%s': want 1 to 10000 (Hz)", optarg);
-			r->freq = (int)v;
+		case 'F':
+			if ((err = parse_freq("record", optarg, &r->freq)) != EXIT_OK)
+				return err;
 			break;
-		}
 		case 'd':
 			if (optarg[0] && strspn(optarg, "0123456789") == strlen(optarg) && strlen(optarg) < 10)
 				r->duration = atoll(optarg) * 1000000000LL; /* plain seconds, as timeout(1) takes */
@@ -403,13 +372,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		if (!strcmp(r->labels[i].name, "name") || !strcmp(r->labels[i].name, "time"))
 			return usage_error("record", "label '%s': with --remote, 'name' and 'time' are the push API's, "
 						     "not labels", r->labels[i].name);
-	for (size_t i = 0; i < r->npids; i++) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/proc/%u", r->pids[i]);
-		if (access(path, F_OK) != 0)
-			return fail("record", "no process %u: check the pid (ps -p %u)", r->pids[i], r->pids[i]);
-	}
+	if ((err = check_pids_exist("record", r->pids, r->npids)) != EXIT_OK)
+		return err;
 	return EXIT_OK;
 }
 

@@ -1263,30 +1263,6 @@ static int handle_key(struct top *t, int ch)
 
 /* ---- options ---- */
 
-static int parse_pids(struct top *t, char *arg)
-{
-	char *save = NULL, *tok;
-
-	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v;
-		uint32_t *np;
-
-		errno = 0;
-		v = strtoul(tok, &end, 10);
-		if (errno || *end || end == tok || v == 0 || v > 0x7fffffff)
-			return usage_error("top", "bad pid '%s': want a process id (e.g. -p 1234,5678)", tok);
-		np = realloc(t->pids, (t->npids + 1) * sizeof(*np));
-		if (!np)
-			return fail("top", "out of memory");
-		t->pids = np;
-		t->pids[t->npids++] = (uint32_t)v;
-	}
-	if (!t->npids)
-		return usage_error("top", "-p wants a process id (e.g. -p 1234)");
-	return EXIT_OK;
-}
-
 static int parse_dur(const char *opt, const char *arg, int64_t min, int64_t *out)
 {
 	int64_t v = 0;
@@ -1318,22 +1294,15 @@ static int parse_options(struct top *t, int argc, char **argv)
 		switch (opt) {
 		case 'a': t->all = true; break;
 		case 'p':
-			if ((err = parse_pids(t, optarg)) != EXIT_OK)
+			if ((err = parse_pid_list("top", optarg, &t->pids, &t->npids)) != EXIT_OK)
 				return err;
 			break;
 		case OPT_CGROUP: t->cgroup = optarg; sampling_opt = true; break;
-		case 'F': {
-			char *end;
-			long v;
-
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > 10000)
-				return usage_error("top", "bad frequency '%s': want 1 to 10000 (Hz)", optarg);
-			t->freq = (int)v;
+		case 'F':
+			if ((err = parse_freq("top", optarg, &t->freq)) != EXIT_OK)
+				return err;
 			sampling_opt = true;
 			break;
-		}
 		case 'd':
 			if ((err = parse_dur("--delay", optarg, 100000000LL, &t->delay)) != EXIT_OK)
 				return err;
@@ -1413,13 +1382,8 @@ static int parse_options(struct top *t, int argc, char **argv)
 			return usage_error("top", "--token-file goes with --remote URL");
 		if ((int)t->all + (t->npids > 0) + (t->cmd != NULL) > 1)
 			return usage_error("top", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
-		for (size_t i = 0; i < t->npids; i++) {
-			char path[32];
-
-			snprintf(path, sizeof(path), "/proc/%u", t->pids[i]);
-			if (access(path, F_OK) != 0)
-				return fail("top", "no process %u: check the pid (ps -p %u)", t->pids[i], t->pids[i]);
-		}
+		if ((err = check_pids_exist("top", t->pids, t->npids)) != EXIT_OK)
+			return err;
 	}
 	if (!t->stdio && (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)))
 		return usage_error("top", "the screen view needs a terminal: use --stdio for plain tables");

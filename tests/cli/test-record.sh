@@ -226,9 +226,11 @@ ok "SIGTERM stops record" wait_gone "$r2"
 wait "$r2"; rc=$?
 is "$rc" 0 "and it exits 0"
 like "$(cat "$T/int.err")" '^cprof record: [0-9]+ samples in' "after SIGINT the summary is printed"
-run "$CPROF" query -i "$T/int.pb.gz" -f json
+# (folded, not JSON: jq refuses JSON nested deeper than 256, and a stack of
+# 128 frames somewhere on the machine makes the call tree that deep)
+run folded -i "$T/int.pb.gz"
 is "$rc" 0 "after SIGINT the pprof file is written and valid"
-n=$(printf '%s' "$out" | jq .total)
+n=$(printf '%s\n' "$out" | sum '')
 ok "and it has samples ($n)" test "${n:-0}" -gt 0
 [ "${n:-0}" -gt 0 ] || sed 's/^/#   int.err: /' "$T/int.err"
 ok "after SIGTERM the folded file is written" test -s "$T/term.folded"

@@ -70,7 +70,8 @@ like "$(rows | head -n 1)" "^ *[0-9.]+% +[0-9]+ +$W +$W  topwork_qz +topwork_qz\
 run top_ --stdio -n 1 -d 1 -p "$W" --view callers --function hot_a
 exits0 "--view callers --function hot_a exits 0"
 like "$out" 'function: hot_a \(topwork_qz\)' "names the function"
-like "$(rows | head -n 1)" '^100\.00% +[0-9]+  hot_a  \(self (9[0-9]|100)\.[0-9]+%\)' "the function first, with its self share"
+# (mostly self: the rest is kernel work under it, interrupts and faults)
+like "$(rows | head -n 1)" '^100\.00% +[0-9]+  hot_a  \(self ([6-9][0-9]|100)\.[0-9]+%\)' "the function first, with its self share"
 like "$(rows)" '  <- run +topwork_qz' "its caller run"
 run top_ --stdio -n 1 -d 1 -p "$W" --view callers --function run
 like "$(rows)" '  -> hot_a ' "run's callees: hot_a"
@@ -173,7 +174,8 @@ if ! command -v tmux >/dev/null; then
 	ok "tmux is installed (tools/setup.sh installs it)" false
 	done_testing; exit
 fi
-screen() { $TM capture-pane -p -t top 2>/dev/null; }
+SES=top # the tmux session the helpers below look at
+screen() { $TM capture-pane -p -t "$SES" 2>/dev/null; }
 # wait_screen REGEX [TENTHS]: until the screen matches (default 10 s)
 wait_screen() {
 	i=0
@@ -194,7 +196,7 @@ wait_row1() {
 	done
 	return 1
 }
-keys() { $TM send-keys -t top "$@"; }
+keys() { $TM send-keys -t "$SES" "$@"; }
 
 $TM new-session -d -s top -x 120 -y 30 \
 	"'$CPROF' top -p $W -F 199 -d 0.5; echo \"exit=\$?\" > '$T/tui.rc'; sleep 60"
@@ -260,26 +262,28 @@ ok "+ refreshes more often" wait_screen 'refresh every 250ms'
 keys - -
 ok "- less often" wait_screen 'refresh every 1s'
 
-$TM resize-window -t top -x 70 -y 16
+$TM resize-window -t "$SES" -x 70 -y 16
 ok "resized to 70x16: drawn again in the new size" wait_screen '^ +SELF% +TOTAL% +SAMPLES +FUNCTION *$'
 w=$(screen | sed 3d | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
 ok "no line is wider than 70 ($w; the sparkline aside, whose cells may take 3 bytes)" test "$w" -le 70
 like "$(row 1)" '  hot_a' "hot_a still first"
-$TM resize-window -t top -x 40 -y 8
+$TM resize-window -t "$SES" -x 40 -y 8
 ok "40x8: says the terminal is too small" wait_screen 'terminal too small \(40x8\)'
-$TM resize-window -t top -x 120 -y 30
+$TM resize-window -t "$SES" -x 120 -y 30
 ok "back to 120x30: the table again" wait_screen 'SELF% +TOTAL% +SAMPLES +FUNCTION +BINARY +PROCESS'
 
 keys q
 i=0
 while [ ! -s "$T/tui.rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 is "$(cat "$T/tui.rc" 2>/dev/null)" "exit=0" "q quits with status 0"
-is "$($TM display -p -t top '#{alternate_on}')" 0 "the terminal is back on its normal screen"
+is "$($TM display -p -t "$SES" '#{alternate_on}')" 0 "the terminal is back on its normal screen"
 unlike "$(screen)" 'SELF%' "with the table gone"
-$TM kill-session -t top 2>/dev/null
 
-# history on the screen: the arrow keys step through the windows
-$TM new-session -d -s top -x 120 -y 30 \
+# history on the screen: the arrow keys step through the windows (a new
+# session beside the first, whose shell still sleeps: killing the last
+# session would stop the tmux server, racing with the next new-session)
+SES=hist
+$TM new-session -d -s hist -x 120 -y 30 \
 	"'$CPROF' top --from-store --data '$T/s' --since 5m --window 10s; echo \"exit=\$?\" > '$T/tui2.rc'; sleep 60"
 ok "history on the screen" wait_screen 'history of cpu: .*\(window [0-9]+ of 30, 10s each\)'
 win=$(screen | sed -n 's/.*(window \([0-9]*\) of 30.*/\1/p' | head -n 1)

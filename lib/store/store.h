@@ -6,7 +6,8 @@
  * locations, stacks, label sets: each stored once, for all time and series),
  * the series, and the list of partitions.  DIR/parts/YYYYMMDD.db: one SQLite
  * file per UTC day holding compressed sample blocks; retention deletes whole
- * files.  A sample is (series, timestamp, stack, label set, value). */
+ * files, a size limit whole files then the oldest blocks of the oldest left.
+ * A sample is (series, timestamp, stack, label set, value). */
 #ifndef CP_STORE_H
 #define CP_STORE_H
 
@@ -47,6 +48,30 @@ struct cp_store_append {
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n);
 /* Deletes partitions entirely older than now - keep_ns. Returns how many. */
 int cp_store_retain(struct cp_store *s, int64_t keep_ns);
+/* Keeps the store's files under max_bytes: deletes the oldest data first,
+ * whole days (partitions) while more than one is left, then the oldest
+ * blocks of the oldest day left.  Returns the bytes freed (>= 0) or -errno.
+ *
+ * A day goes whole only when all of it has to go, and the newest (where
+ * appends go) never does: it loses its oldest blocks at most.  The size is
+ * cp_store_size()'s; "freed" is how much it went down.  What
+ * costs no data goes first: partition files that no row lists (a crash
+ * between a deletion's commit and its unlink), the WAL of index.db, the free
+ * pages and WAL of the day being trimmed.  The dictionary and series in
+ * index.db are shared by all time and never shrink: when index.db alone is
+ * over max_bytes, every day but the newest is deleted and the newest loses
+ * all its blocks (its empty file stays), and the store is still over the
+ * bound: the caller compares cp_store_size() with max_bytes afterwards to
+ * warn about it.  A reader (another process) on an old snapshot can keep a
+ * WAL from being truncated for a while: the call then stops short of the
+ * bound rather than delete more data for it, and a later call goes on.
+ * -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one (the
+ * server applies its own limit). */
+int64_t cp_store_limit(struct cp_store *s, uint64_t max_bytes);
+/* The store's size on disk in bytes (every file: index.db, partitions, WAL):
+ * the sizes of DIR/index.db and DIR/parts/YYYYMMDD.db with their -wal and -shm
+ * files.  For a remote store, the server's figure. */
+int cp_store_size(struct cp_store *s, uint64_t *bytes);
 
 /* The profile type name cprof gives a profile without --name:
  * name:sample_type:sample_unit:period_type:period_unit[:delta] for value vidx. */

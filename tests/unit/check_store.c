@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "folded.h"
 #include "profile.h"
 #include "selector.h"
+#include "store/remote.h"
 #include "store/store.h"
 #include "testutil.h"
 
@@ -1341,11 +1343,492 @@ START_TEST(test_many_partitions)
 }
 END_TEST
 
+/* ---- the size limit ---- */
+
+#define DAY (86400 * NS)
+#define STEP (60 * NS) /* between two appends of one day */
+#define PER 60            /* appends a day: 60 blocks of about 1 KiB */
+
+/* Closes s and opens the store again (SQLite folds the WAL files in). */
+static struct cp_store *reopen(struct cp_store *s)
+{
+	cp_store_close(s);
+	return open_store(CP_STORE_WRITE);
+}
+
+/* A profile of n stacks main;mN;fN with counts drawn from seed: random
+ * enough that its blocks do not compress to nothing. */
+static struct cp_profile *big_profile(uint32_t seed, int n)
+{
+	struct cp_profile *p = new_profile(10 * NS);
+	char frames[64];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		snprintf(frames, sizeof(frames), "main;m%d;f%d", i % 17, i);
+		add(p, frames, 0, 1 + (seed >> 16) % 1000);
+	}
+	return p;
+}
+
+/* per appends a day for ndays days from T0 (day d, append i at
+ * T0 + d * DAY + i * STEP); tot[d * per + i]: the samples of each. */
+static void fill(struct cp_store *s, int ndays, int per, int64_t *tot)
+{
+	int d, i;
+
+	for (d = 0; d < ndays; d++)
+		for (i = 0; i < per; i++) {
+			struct cp_profile *p = big_profile((uint32_t)(d * per + i + 1), 300);
+
+			append_at(s, p, T0 + d * DAY + i * STEP, "comm=a");
+			tot[d * per + i] = cp_profile_total(p, 0);
+			cp_profile_free(p);
+		}
+}
+
+static uint64_t store_size(struct cp_store *s)
+{
+	uint64_t n = 0;
+	int r = cp_store_size(s, &n);
+
+	ck_assert_msg(r == 0, "cp_store_size: %s", cp_errmsg(r));
+	return n;
+}
+
+/* Column 0 of sql's first row in the SQLite file DIR/name. */
+static int64_t sql_int(const char *name, const char *sql)
+{
+	char path[2 * PATH_MAX];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static int64_t limit(struct cp_store *s, uint64_t max)
+{
+	int64_t r;
+
+	cp_error_clear();
+	r = cp_store_limit(s, max);
+	ck_assert_msg(r >= 0, "cp_store_limit(%" PRIu64 "): %s", max, cp_errmsg((int)r));
+	return r;
+}
+
+/* The bytes of day d's files (.db, -wal, -shm). */
+static uint64_t day_bytes(int d)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	char path[PATH_MAX + 32], f[PATH_MAX + 64];
+	struct stat sb;
+	uint64_t n = 0;
+
+	part_path(T0 + d * DAY, path, sizeof(path));
+	for (int k = 0; k < 3; k++) {
+		snprintf(f, sizeof(f), "%s%s", path, sfx[k]);
+		if (!stat(f, &sb))
+			n += (uint64_t)sb.st_size;
+	}
+	return n;
+}
+
+static int64_t day_total(struct cp_store *s, int d)
+{
+	return select_total(s, "process_cpu:samples", T0 - 11 * 3600 * NS + d * DAY,
+			    T0 - 11 * 3600 * NS + (d + 1) * DAY);
+}
+
+/* The first of the appends [0, n) still there, asserting that every one
+ * before it is gone and every one from it on is whole. */
+static int first_kept(struct cp_store *s, const int64_t *tot, int per, int n)
+{
+	int i, k = -1;
+
+	for (i = 0; i < n; i++) {
+		int64_t t = select_total(s, "process_cpu:samples", T0 + (i / per) * DAY + (i % per) * STEP,
+					 T0 + (i / per) * DAY + (i % per) * STEP + 1);
+
+		if (k < 0 && t)
+			k = i;
+		if (k < 0)
+			ck_assert_int_eq(t, 0);
+		else
+			ck_assert_msg(t == tot[i], "append %d: %" PRId64 " samples, not %" PRId64 " (the first kept: %d)", i,
+				      t, tot[i], k);
+	}
+	return k < 0 ? n : k;
+}
+
+START_TEST(test_limit_days)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE), *r;
+	int64_t tot[4 * PER], want[4] = { 0 }, freed;
+	uint64_t size0, size, bound;
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, T0, T0 + DAY, NULL };
+	struct cp_store_result *res;
+	struct cp_store_stats st;
+	char path[PATH_MAX + 32];
+	int64_t *steps = NULL;
+	char *type = NULL;
+	size_t n, nsteps = 0;
+	int d, k;
+
+	fill(s, 4, PER, tot);
+	for (d = 0; d < 4; d++) {
+		for (k = 0; k < PER; k++)
+			want[d] += tot[d * PER + k];
+		ck_assert_int_eq(day_total(s, d), want[d]);
+	}
+	s = reopen(s); /* without WAL files, so that the figures are the data's */
+	size0 = store_size(s);
+	ck_assert_uint_gt(size0, 300 * 1024);
+
+	/* over the size: nothing to do */
+	ck_assert_int_eq(limit(s, size0), 0);
+	ck_assert_int_eq(limit(s, size0 + 10 * 1024 * 1024), 0);
+	for (d = 0; d < 4; d++) {
+		part_path(T0 + d * DAY, path, sizeof(path));
+		ck_assert_int_eq(access(path, F_OK), 0);
+		ck_assert_int_eq(day_total(s, d), want[d]);
+	}
+
+	/* the two oldest days' size: they go whole, the newest stay whole */
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), want[0] + want[1] + want[2] + want[3]);
+	size0 = store_size(s); /* with the reader's -shm files */
+	bound = size0 - day_bytes(0) - day_bytes(1);
+	freed = limit(s, bound);
+	size = store_size(s);
+	ck_assert_msg(size <= bound, "%" PRIu64 " bytes left, over %" PRIu64, size, bound);
+	ck_assert_int_eq(freed, (int64_t)(size0 - size));
+	k = first_kept(s, tot, PER, 4 * PER);
+	ck_assert_msg(k == 2 * PER, "the first append kept is %d, not %d", k, 2 * PER);
+	for (d = 0; d < 4; d++) {
+		part_path(T0 + d * DAY, path, sizeof(path));
+		ck_assert_int_eq(access(path, F_OK) == 0, d >= k / PER);
+		ck_assert_int_eq(day_total(s, d), d >= k / PER ? want[d] : 0);
+		/* and a reader that had the store open sees the same */
+		ck_assert_int_eq(day_total(r, d), d >= k / PER ? want[d] : 0);
+	}
+	/* the oldest day's range: an empty profile, zero totals over time */
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0, T0 + DAY, NULL, &res, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(res[0].profile->nsamples, 0);
+	cp_store_results_free(res, n);
+	ck_assert_int_eq(cp_store_over_time(s, &q, DAY, &steps, &nsteps, &type), 0);
+	ck_assert_uint_eq(nsteps, 1);
+	ck_assert_int_eq(steps[0], 0);
+	free(steps);
+	free(type);
+	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 4 - k / PER);
+	/* under the bound already */
+	ck_assert_int_eq(limit(s, bound), 0);
+
+	/* half a day more: the oldest day left loses its oldest blocks only */
+	size0 = store_size(s);
+	bound = size0 - day_bytes(2) / 2;
+	freed = limit(s, bound);
+	size = store_size(s);
+	ck_assert_msg(size <= bound, "%" PRIu64 " bytes left, over %" PRIu64, size, bound);
+	ck_assert_int_eq(freed, (int64_t)(size0 - size));
+	k = first_kept(s, tot, PER, 4 * PER); /* and the rest is whole */
+	ck_assert_msg(k > 2 * PER && k < 3 * PER, "the first append kept is %d, not within day 2", k);
+	ck_assert_int_eq(first_kept(r, tot, PER, 4 * PER), k);
+	ck_assert_int_eq(day_total(s, 3), want[3]);
+	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 2);
+	ck_assert_int_eq(sql_int("index.db", "SELECT min(t_min) FROM partitions"), T0 + 2 * DAY + (k - 2 * PER) * STEP);
+	ck_assert_int_eq(limit(s, bound), 0);
+	/* stats count the same files (nothing else is in the directory) */
+	ck_assert_int_eq(cp_store_stats(s, &st), 0);
+	ck_assert_uint_eq(store_size(s), (uint64_t)st.bytes);
+	cp_store_close(r);
+	cp_store_close(s);
+
+	/* reopened, it reads the same */
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(first_kept(s, tot, PER, 4 * PER), k);
+	cp_store_close(s);
+	cp_selector_free(sel);
+}
+END_TEST
+
+/* Trims the one day of a store to bound (fill()ed with per appends): the
+ * oldest appends go, the newest stay, the size ends under the bound. */
+static void check_trim(struct cp_store *s, const int64_t *tot, int per, uint64_t bound)
+{
+	uint64_t size0 = store_size(s), size;
+	int64_t freed, total = 0;
+	int k, i;
+
+	freed = limit(s, bound);
+	size = store_size(s);
+	ck_assert_msg(size <= bound, "%" PRIu64 " bytes left, over %" PRIu64, size, bound);
+	ck_assert_int_eq(freed, (int64_t)(size0 - size));
+	k = first_kept(s, tot, per, per);
+	ck_assert_msg(k > 0 && k < per, "the first append kept is %d of %d", k, per);
+	for (i = k; i < per; i++)
+		total += tot[i];
+	ck_assert_int_eq(day_total(s, 0), total);
+	/* the partition row starts at the first block left */
+	ck_assert_int_eq(sql_int("index.db", "SELECT t_min FROM partitions"), T0 + k * STEP);
+	/* the space went back to the file system, and the file can give back more */
+	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA freelist_count"), 0);
+	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA auto_vacuum"), 2);
+}
+
+START_TEST(test_limit_trim)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE), *r;
+	int64_t tot[151];
+	uint64_t size0, bound;
+	char path[PATH_MAX + 32];
+	int k, i;
+
+	part_path(T0, path, sizeof(path));
+	ck_assert_str_eq(path + strlen(dir), "/parts/20261118.db");
+	fill(s, 1, 150, tot);
+	/* a new partition can shrink without a VACUUM */
+	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA auto_vacuum"), 2);
+	s = reopen(s);
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_gt(day_total(r, 0), 0);
+	size0 = store_size(s);
+	ck_assert_uint_gt(size0, 200 * 1024);
+	bound = size0 - 60 * 1024;
+	check_trim(s, tot, 150, bound);
+	k = first_kept(r, tot, 150, 150); /* the reader that was open sees it too */
+	cp_store_close(r);
+	cp_store_close(s);
+
+	/* reopened: the same, and appends go on */
+	s = open_store(CP_STORE_WRITE);
+	ck_assert_int_eq(first_kept(s, tot, 150, 150), k);
+	ck_assert_int_eq(limit(s, bound), 0);
+	{
+		struct cp_profile *p = std_profile(1);
+
+		append_at(s, p, T0 + 150 * STEP, "comm=a");
+		ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 150 * STEP, T0 + 151 * STEP), 6);
+		tot[150] = 6;
+		cp_profile_free(p);
+	}
+	/* trims again, deleting the next oldest */
+	for (i = 0; i < k; i++)
+		tot[i] = 0;
+	s = reopen(s);
+	check_trim(s, tot, 151, store_size(s) - 30 * 1024);
+	ck_assert_int_gt(first_kept(s, tot, 151, 151), k);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 + 150 * STEP, T0 + 151 * STEP), 6);
+	cp_store_close(s);
+}
+END_TEST
+
+/* A partition made before auto_vacuum (NONE): one VACUUM shrinks it and
+ * turns auto_vacuum on for it. */
+START_TEST(test_limit_trim_legacy)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	int64_t tot[100];
+	uint64_t size;
+
+	fill(s, 1, 100, tot);
+	cp_store_close(s);
+	{
+		char path[2 * PATH_MAX];
+		sqlite3 *db = NULL;
+
+		snprintf(path, sizeof(path), "%s/parts/20261118.db", dir);
+		ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(db, "PRAGMA auto_vacuum=NONE; VACUUM", NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	}
+	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA auto_vacuum"), 0);
+	s = open_store(CP_STORE_WRITE);
+	size = store_size(s);
+	check_trim(s, tot, 100, size - 40 * 1024);
+	cp_store_close(s);
+}
+END_TEST
+
+/* The dictionary alone over the bound: every day but the newest goes, and
+ * the newest's blocks; the store stays usable. */
+START_TEST(test_limit_dictionary)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	int64_t tot[3 * 5], freed;
+	uint64_t size0, size;
+	char path[PATH_MAX + 32];
+	struct stat sb;
+
+	fill(s, 3, 5, tot);
+	size0 = store_size(s);
+	freed = limit(s, 1024);
+	size = store_size(s);
+	ck_assert_int_eq(freed, (int64_t)(size0 - size));
+	ck_assert_uint_gt(size, 1024); /* the documented exception */
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 0);
+	part_path(T0, path, sizeof(path));
+	ck_assert_int_ne(access(path, F_OK), 0);
+	part_path(T0 + 2 * DAY, path, sizeof(path)); /* the newest day's file stays, empty */
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 1);
+	/* what is left: the index, and the empty day of a few pages */
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_le(sb.st_size, 8192);
+	ck_assert_int_eq(sql_int("parts/20261120.db", "SELECT count(*) FROM blocks"), 0);
+	/* nothing more to free */
+	ck_assert_int_eq(limit(s, 1024), 0);
+	append_at(s, p, T0 + 2 * DAY + 3600 * NS, "comm=a");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* Files that no partition row lists (a crash between a deletion's commit
+ * and its unlink) go before any data. */
+START_TEST(test_limit_orphans)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	int64_t tot[2 * 20];
+	char path[PATH_MAX + 32];
+	uint64_t size;
+	void *junk = calloc(1, 200 * 1024);
+	FILE *f;
+
+	fill(s, 2, 20, tot);
+	s = reopen(s);
+	snprintf(path, sizeof(path), "%s/parts/20200101.db", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	ck_assert_uint_eq(fwrite(junk, 1, 200 * 1024, f), 200 * 1024);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/parts/20200101.db-wal", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fclose(f);
+	size = store_size(s);
+	ck_assert_int_eq(limit(s, size - 100 * 1024), 200 * 1024);
+	ck_assert(!exists("parts/20200101.db"));
+	ck_assert(!exists("parts/20200101.db-wal"));
+	ck_assert_int_eq(first_kept(s, tot, 20, 40), 0);
+	cp_store_close(s);
+	free(junk);
+}
+END_TEST
+
+/* Readers selecting while the limit deletes days and trims the last one,
+ * vacuums and checkpoints it: every select succeeds. */
+struct reader_arg {
+	int stop;  /* set (atomically) when the reader is to stop */
+	int fails, selects;
+	char msg[256];
+};
+
+static void *reader(void *arg)
+{
+	struct reader_arg *ra = arg;
+	struct cp_store *r = cp_store_open(dir, CP_STORE_READ);
+
+	if (!r) {
+		ra->fails++;
+		snprintf(ra->msg, sizeof(ra->msg), "%s", cp_errmsg(errno));
+		return NULL;
+	}
+	while (!__atomic_load_n(&ra->stop, __ATOMIC_ACQUIRE)) {
+		struct cp_store_result *res;
+		size_t n;
+		int e = try_select(r, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+
+		ra->selects++;
+		if (e) {
+			if (!ra->fails++)
+				snprintf(ra->msg, sizeof(ra->msg), "%s", cp_errmsg(e));
+		} else {
+			cp_store_results_free(res, n);
+		}
+	}
+	cp_store_close(r);
+	return NULL;
+}
+
+START_TEST(test_limit_concurrent_reader)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct reader_arg ra = { 0, 0, 0, "" };
+	int64_t tot[3 * 80];
+	uint64_t bound;
+	pthread_t th;
+	int i;
+
+	fill(s, 3, 80, tot);
+	s = reopen(s);
+	bound = store_size(s);
+	ck_assert_int_eq(pthread_create(&th, NULL, reader, &ra), 0);
+	for (i = 0; i < 7; i++) { /* two days go, then blocks of the third */
+		bound -= 25 * 1024;
+		limit(s, bound);
+	}
+	__atomic_store_n(&ra.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	ck_assert_msg(ra.fails == 0, "%d of %d selects failed, the first: %s", ra.fails, ra.selects, ra.msg);
+	ck_assert_int_gt(ra.selects, 0);
+	/* a reader may have kept a WAL for a while: with it gone, the bound holds */
+	limit(s, bound);
+	ck_assert_uint_le(store_size(s), bound);
+	i = first_kept(s, tot, 80, 240);
+	ck_assert_int_gt(i, 160);
+	ck_assert_int_lt(i, 240);
+	cp_store_close(s);
+}
+END_TEST
+
+START_TEST(test_limit_read_only_remote)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	uint64_t size;
+	int64_t r;
+
+	append_at(s, p, T0, "comm=a");
+	cp_store_close(s);
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(cp_store_size(s, &size), 0);
+	ck_assert_uint_gt(size, 0);
+	cp_error_clear();
+	r = cp_store_limit(s, 1);
+	ck_assert_int_eq(r, -EPERM);
+	ck_assert_contains(cp_errmsg((int)r), "read-only");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(s);
+
+	/* a server applies its own limit (nothing is sent) */
+	s = cp_store_open_remote("http://127.0.0.1:9", NULL, NULL, 0);
+	ck_assert_ptr_nonnull(s);
+	cp_error_clear();
+	r = cp_store_limit(s, 1);
+	ck_assert_int_eq(r, -EOPNOTSUPP);
+	ck_assert_contains(cp_errmsg((int)r), "--max-store-size");
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
 	TCase *open = tcase_create("open"), *query = tcase_create("query"), *life = tcase_create("lifecycle"),
-	      *bad = tcase_create("corrupt");
+	      *bad = tcase_create("corrupt"), *limit = tcase_create("limit");
 
 	tcase_add_checked_fixture(open, dir_setup, dir_teardown);
 	tcase_add_test(open, test_open_creates);
@@ -1375,6 +1858,17 @@ static Suite *store_suite(void)
 	tcase_add_test(life, test_many_partitions);
 	tcase_add_test(life, test_failed_batch_rolls_back);
 	suite_add_tcase(s, life);
+
+	tcase_add_checked_fixture(limit, dir_setup, dir_teardown);
+	tcase_set_timeout(limit, 120);
+	tcase_add_test(limit, test_limit_days);
+	tcase_add_test(limit, test_limit_trim);
+	tcase_add_test(limit, test_limit_trim_legacy);
+	tcase_add_test(limit, test_limit_dictionary);
+	tcase_add_test(limit, test_limit_orphans);
+	tcase_add_test(limit, test_limit_concurrent_reader);
+	tcase_add_test(limit, test_limit_read_only_remote);
+	suite_add_tcase(s, limit);
 
 	tcase_add_checked_fixture(bad, dir_setup, dir_teardown);
 	tcase_set_timeout(bad, 60);

@@ -122,6 +122,30 @@ int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids);
 int parse_freq(const char *verb, const char *arg, int *freq);
 /* Each pid has a /proc entry: EXIT_OK, or EXIT_FAIL naming the first that has not. */
 int check_pids_exist(const char *verb, const uint32_t *pids, size_t n);
+/* ---- the configuration file (cmd/config.c) ---- */
+/* The file in effect (NULL: none): --config FILE, else $CPROF_CONFIG (empty:
+ * none), else SYSCONFDIR/cprof/cprof.yaml when it exists. */
+extern const char *config_file;
+/* argv index of the first argument from the command line; before it, the
+ * file's settings as options */
+extern int config_end;
+/* Puts the file's settings for command c before its arguments (argv[0]
+ * stays first).  EXIT_OK, or an exit code after printing (a setting that is
+ * no option, a file that is not YAML). */
+int config_apply(const struct cmd *c, int *argc, char ***argv);
+/* Did the option getopt just returned come from the file? */
+bool from_config(void);
+
+/* ---- logging: one line per event on stderr ---- */
+enum { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+extern int log_level; /* LOG_LEVEL_INFO unless --log-level, -q or $CPROF_DEBUG */
+/* --log-level error|warn|info|debug: EXIT_OK or a usage error (printed). */
+int parse_log_level(const char *verb, const char *arg);
+/* "cprof VERB: message" when level is within --log-level; under systemd
+ * (stderr is the journal's stream) with the priority prefix <N>. */
+void logmsg(const char *verb, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool log_enabled(int level);
+
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
 /* Forks cmd, held before exec until a byte is written to go_fd[0]; an exec

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../lib/error.h"
@@ -318,6 +319,59 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 	cp_store_results_free(res, n);
 	cp_selector_free(sel);
 	return p;
+}
+
+/* ---- logging ---- */
+
+int log_level = LOG_LEVEL_INFO;
+
+int parse_log_level(const char *verb, const char *arg)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+
+	for (int i = 0; i < 4; i++) {
+		if (!strcmp(arg, names[i]) || (i == 1 && !strcmp(arg, "warning"))) {
+			log_level = i;
+			return EXIT_OK;
+		}
+	}
+	return usage_error(verb, "bad --log-level '%s': want error, warn, info or debug", arg);
+}
+
+bool log_enabled(int level)
+{
+	return level <= log_level || (level == LOG_LEVEL_DEBUG && getenv("CPROF_DEBUG"));
+}
+
+/* stderr is the journal's stream ($JOURNAL_STREAM is its device:inode) */
+static bool to_journal(void)
+{
+	static int known = -1;
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (known < 0)
+		known = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+			(unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+	return known;
+}
+
+void logmsg(const char *verb, int level, const char *fmt, ...)
+{
+	static const int prio[] = { 3, 4, 6, 7 }; /* sd-daemon(3): err, warning, info, debug */
+	char line[2048];
+	va_list ap;
+
+	if (!log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (to_journal())
+		fprintf(stderr, "<%d>cprof %s: %s\n", prio[level], verb, line);
+	else
+		fprintf(stderr, "cprof %s: %s\n", verb, line);
 }
 
 /* ---- options of the commands that sample ---- */

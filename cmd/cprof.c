@@ -141,6 +141,15 @@ static int run_help(int argc, char **argv)
 	return show_usage(c);
 }
 
+/* -h or --help among a command's options: its usage, whatever the file says */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	const struct cmd *c;
@@ -170,6 +179,14 @@ int main(int argc, char **argv)
 	c = find_cmd(argv[1]);
 	if (!c)
 		return unknown_command(argv[1]);
+	argc--;
+	argv++;
+	if (c->run != run_help && !wants_help(argc, argv)) {
+		int status = config_apply(c, &argc, &argv);
+
+		if (status != EXIT_OK)
+			return status;
+	}
 	optind = 1;
-	return c->run(argc - 1, argv + 1);
+	return c->run(argc, argv);
 }

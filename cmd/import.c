@@ -7,10 +7,11 @@
 #include "../lib/error.h"
 #include "../lib/load.h"
 #include "../lib/selector.h"
+#include "../lib/util.h"
 #include "../lib/store/remote.h"
 #include "cmd.h"
 
-enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION };
+enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION, OPT_MAX_STORE };
 
 static const struct option options[] = {
 	{ "data", required_argument, NULL, OPT_DATA },
@@ -18,6 +19,7 @@ static const struct option options[] = {
 	{ "time", required_argument, NULL, OPT_TIME },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
+	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	REMOTE_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -41,6 +43,8 @@ const struct cmd cmd_import = {
 	"      --name NAME       the profile type's name (default: from the profile:\n"
 	"                        process_cpu, memory, goroutine...)\n"
 	"      --retention DUR   then delete stored data older than DUR (e.g. 15d)\n"
+	"      --max-store-size SIZE  then delete the oldest data to keep the store\n"
+	"                        under SIZE (e.g. 10G)\n"
 	REMOTE_USAGE
 	"  -h, --help            show this help\n",
 };
@@ -53,6 +57,8 @@ static int run_import(int argc, char **argv)
 	struct cp_store_append *batch = NULL;
 	struct cp_store *store = NULL;
 	int64_t t = 0, keep = 0;
+	uint64_t max_store = 0;
+	bool cfg_retention = false, cfg_max_store = false;
 	size_t nlabels = 0, nfiles = 0, i;
 	int opt, status = EXIT_OK, err;
 	char dir[4096];
@@ -84,7 +90,18 @@ static int run_import(int argc, char **argv)
 		}
 		case OPT_TIME: when = optarg; break;
 		case OPT_NAME: name = optarg; break;
-		case OPT_RETENTION: retention = optarg; break;
+		case OPT_RETENTION:
+			retention = optarg;
+			cfg_retention = from_config();
+			break;
+		case OPT_MAX_STORE:
+			if ((err = cp_parse_size(optarg, &max_store)) || !max_store) {
+				status = usage_error("import", "--max-store-size: %s",
+						     err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+				goto out;
+			}
+			cfg_max_store = from_config();
+			break;
 		case OPT_REMOTE: remote = optarg; break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case 'h': status = show_usage(&cmd_import); goto out;
@@ -109,6 +126,17 @@ static int run_import(int argc, char **argv)
 	}
 	if ((status = remote_args("import", data, false, &remote, &token_file)))
 		goto out;
+	if (remote) { /* the configuration file's store settings are for a local store */
+		if (cfg_retention)
+			retention = NULL;
+		if (cfg_max_store)
+			max_store = 0;
+	}
+	if (remote && max_store) {
+		status = usage_error("import", "--max-store-size is for the local store: a server applies its own "
+					       "(cprof serve --max-store-size)");
+		goto out;
+	}
 	if (remote && retention) {
 		status = usage_error("import", "--retention is for the local store: a server applies its own "
 					       "(cprof serve --retention)");
@@ -156,6 +184,14 @@ static int run_import(int argc, char **argv)
 	if (retention && (err = cp_store_retain(store, keep)) < 0) {
 		status = fail("import", "imported, but retention failed: %s", cp_errmsg(err));
 		goto out;
+	}
+	if (max_store) {
+		int64_t freed = cp_store_limit(store, max_store);
+
+		if (freed < 0) {
+			status = fail("import", "imported, but --max-store-size failed: %s", cp_errmsg((int)freed));
+			goto out;
+		}
 	}
 	printf("imported %zu profile%s into %s\n", nfiles, nfiles == 1 ? "" : "s", data);
 	status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);

@@ -27,7 +27,7 @@
 #include "cmd.h"
 
 enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
-       OPT_SPOOL_SIZE };
+       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -47,7 +47,11 @@ static const struct option options[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
+	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -89,22 +93,31 @@ const struct cmd cmd_record = {
 	"      --no-kernel         leave kernel frames out\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
-	"  -q, --quiet             no summary on stderr\n"
+	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting\n"
+	"                          its oldest data as it goes\n"
+	"      --log-level LEVEL   error, warn, info (default) or debug\n"
+	"  -q, --quiet             only warnings and errors on stderr (--log-level warn)\n"
+	"      --config FILE       settings from FILE (default: $CPROF_CONFIG, else\n"
+	"                          " CP_SYSCONFDIR "/cprof/cprof.yaml if present); options win\n"
+	"      --print-config      print the settings in effect (file and options) as\n"
+	"                          YAML, and exit\n"
 	"  -h, --help              show this help\n",
 };
 
 struct rec {
 	/* options */
 	int freq;
-	bool all, idle, quiet, no_kernel;
+	bool all, idle, no_kernel, print_config;
 	const char *cgroup, *output, *format, *data, *debuginfo;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
 	size_t spool_size;
 	struct cp_pusher_stats pushed; /* as last reported */
 	bool spooling;                 /* the server did not take the last push */
 	int64_t duration, flush, retention;
+	uint64_t max_store_size;
 	struct cp_kv labels[32];
-	size_t nlabels;
+	size_t nlabels, cfg_labels; /* the first cfg_labels are the file's */
+	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
 	uint32_t *pids;
 	size_t npids;
 	char **cmd;
@@ -115,6 +128,8 @@ struct rec {
 	int64_t wall_offset;    /* realtime - monotonic */
 	int64_t interval_start; /* wall clock ns */
 };
+
+enum { CFG_FLUSH = 1, CFG_RETENTION = 2, CFG_SPOOL = 4, CFG_SPOOL_SIZE = 8, CFG_MAX_STORE = 16 };
 
 static volatile sig_atomic_t stop_signal;
 
@@ -183,20 +198,20 @@ static void report_push(struct rec *r)
 
 	cp_store_remote_stats(r->store, &st);
 	if (st.spooled > r->pushed.spooled && !r->spooling)
-		fprintf(stderr, "cprof record: %s; keeping the profiles in %s and retrying\n",
+		logmsg("record", LOG_LEVEL_WARN, "%s; keeping the profiles in %s and retrying",
 			why ? why : "the server did not take the profiles", r->spool);
 	if (st.pending)
 		r->spooling = true;
 	if (st.dropped > r->pushed.dropped)
-		fprintf(stderr, "cprof record: the spool is full (--spool-size %s): dropped %llu of the oldest "
-				"profiles (%llu so far)\n",
+		logmsg("record", LOG_LEVEL_WARN, "the spool is full (--spool-size %s): dropped %llu of the oldest "
+						 "profiles (%llu so far)",
 			cp_size_str(r->spool_size, sz, sizeof(sz)), (unsigned long long)(st.dropped - r->pushed.dropped),
 			(unsigned long long)st.dropped);
 	if (st.rejected > r->pushed.rejected || st.corrupt > r->pushed.corrupt)
-		fprintf(stderr, "cprof record: %s\n", why ? why : "dropped spooled profiles");
+		logmsg("record", LOG_LEVEL_WARN, "%s", why ? why : "dropped spooled profiles");
 	if (r->spooling && !st.pending) {
 		if (st.resent > r->pushed.resent)
-			fprintf(stderr, "cprof record: %s answers again: the spooled profiles are sent\n",
+			logmsg("record", LOG_LEVEL_INFO, "%s answers again: the spooled profiles are sent",
 				cp_store_remote_url(r->store));
 		r->spooling = false;
 	}
@@ -235,7 +250,7 @@ static int flush_store(struct rec *r, int64_t now_wall)
 	if (c.n && (err = cp_store_append(r->store, c.batch, c.n))) {
 		if (!r->remote || !push_error_passes(err))
 			goto out;
-		fprintf(stderr, "cprof record: %s: the profiles of this interval are lost\n", cp_errmsg(err));
+		logmsg("record", LOG_LEVEL_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
 		err = 0;
 	}
 	if (r->remote && !c.n && r->pushed.pending &&
@@ -246,12 +261,22 @@ static int flush_store(struct rec *r, int64_t now_wall)
 		report_push(r);
 	if (r->retention)
 		cp_store_retain(r->store, r->retention);
+	if (r->max_store_size) {
+		int64_t freed = cp_store_limit(r->store, r->max_store_size);
+		char a[32], b[32];
+
+		if (freed < 0)
+			logmsg("record", LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
+		else if (freed > 0)
+			logmsg("record", LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
+			       cp_size_str((size_t)r->max_store_size, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+	}
 	cp_recorder_reset(r->rec);
-	if (getenv("CPROF_DEBUG")) {
+	if (log_enabled(LOG_LEVEL_DEBUG)) {
 		struct mallinfo2 mi = mallinfo2();
 
-		fprintf(stderr, "cprof record: flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
-				"mmapped %zu KiB), sessions built %llu\n",
+		logmsg("record", LOG_LEVEL_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
+						  "mmapped %zu KiB), sessions built %llu",
 			c.n, cp_recorder_nprocs(r->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
 			(unsigned long long)cp_recorder_sessions_built(r->rec));
 	}
@@ -273,18 +298,61 @@ static int64_t mono_ns(void)
 
 /* ---- options ---- */
 
+/* a store setting from the configuration file, or from the command line */
+static void cfg_mark(struct rec *r, unsigned bit)
+{
+	if (from_config())
+		r->cfg_store |= bit;
+	else
+		r->cfg_store &= ~bit;
+}
+
 static int parse_options(struct rec *r, int argc, char **argv)
 {
 	int opt, err;
+	/* the file's target, for when the command line gives none */
+	bool cfg_all = false;
+	const char *cfg_cgroup = NULL;
+	uint32_t *cfg_pids = NULL;
+	size_t cfg_npids = 0;
 
 	while ((opt = next_option(&cmd_record, argc, argv)) != -1) {
 		switch (opt) {
-		case 'a': r->all = true; break;
+		case 'a':
+			if (from_config())
+				cfg_all = true;
+			else
+				r->all = true;
+			break;
 		case 'p':
-			if ((err = parse_pid_list("record", optarg, &r->pids, &r->npids)) != EXIT_OK)
+			if ((err = from_config() ? parse_pid_list("record", optarg, &cfg_pids, &cfg_npids) :
+						   parse_pid_list("record", optarg, &r->pids, &r->npids)) != EXIT_OK) {
+				free(cfg_pids);
+				return err;
+			}
+			break;
+		case OPT_CGROUP:
+			if (from_config())
+				cfg_cgroup = optarg;
+			else
+				r->cgroup = optarg;
+			break;
+		case OPT_CONFIG: break; /* read before the options (cmd/config.c) */
+		case OPT_PRINT_CONFIG: r->print_config = true; break;
+		case OPT_LOG_LEVEL:
+			if ((err = parse_log_level("record", optarg)) != EXIT_OK)
 				return err;
 			break;
-		case OPT_CGROUP: r->cgroup = optarg; break;
+		case OPT_MAX_STORE: {
+			uint64_t v = 0;
+
+			if ((err = cp_parse_size(optarg, &v)) || !v)
+				return usage_error("record", "--max-store-size: %s",
+						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+			r->max_store_size = v;
+			cfg_mark(r, CFG_MAX_STORE);
+			break;
+		}
 		case 'F':
 			if ((err = parse_freq("record", optarg, &r->freq)) != EXIT_OK)
 				return err;
@@ -301,17 +369,22 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			if ((err = cp_parse_duration(optarg, &r->flush)) || r->flush < 100000000)
 				return usage_error("record", "bad --flush-interval '%s': want 100ms or more, e.g. 10s",
 						   optarg);
+			cfg_mark(r, CFG_FLUSH);
 			break;
 		case OPT_RETENTION:
 			if ((err = cp_parse_duration(optarg, &r->retention)) || r->retention <= 0)
 				return usage_error("record", "bad --retention '%s': want e.g. 15d", optarg);
+			cfg_mark(r, CFG_RETENTION);
 			break;
 		case 'o': r->output = optarg; break;
 		case 'f': r->format = optarg; break;
 		case OPT_DATA: r->data = optarg; break;
 		case OPT_REMOTE: r->remote = optarg; break;
 		case OPT_TOKEN_FILE: r->token_file = optarg; break;
-		case OPT_SPOOL: r->spool = optarg; break;
+		case OPT_SPOOL:
+			r->spool = optarg;
+			cfg_mark(r, CFG_SPOOL);
+			break;
 		case OPT_SPOOL_SIZE: {
 			uint64_t v = 0;
 
@@ -319,6 +392,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 				return usage_error("record", "--spool-size: %s",
 						   err ? cp_errmsg(err) : "want a size such as 64M or 1G");
 			r->spool_size = (size_t)v;
+			cfg_mark(r, CFG_SPOOL_SIZE);
 			break;
 		}
 		case 'l':
@@ -333,21 +407,47 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			*eq = 0;
 			r->labels[r->nlabels].name = optarg;
 			r->labels[r->nlabels++].value = eq + 1;
+			if (from_config())
+				r->cfg_labels = r->nlabels;
 			break;
 		}
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
-		case 'q': r->quiet = true; break;
+		case 'q': log_level = LOG_LEVEL_WARN; break;
 		case 'h': return show_usage(&cmd_record) == EXIT_OK ? -1 : EXIT_FAIL;
 		default: return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
 		r->cmd = argv + optind;
+	if (!r->all && !r->npids && !r->cmd && !r->cgroup) { /* the file's target */
+		r->all = cfg_all;
+		r->pids = cfg_pids;
+		r->npids = cfg_npids;
+		r->cgroup = cfg_cgroup;
+		cfg_pids = NULL;
+	}
+	free(cfg_pids);
+	if (r->output || r->format) {
+		/* a file: the configuration's store settings do not apply */
+		if (r->cfg_store & CFG_FLUSH)
+			r->flush = 0;
+		if (r->cfg_store & CFG_RETENTION)
+			r->retention = 0;
+		if (r->cfg_store & CFG_SPOOL)
+			r->spool = NULL;
+		if (r->cfg_store & CFG_SPOOL_SIZE)
+			r->spool_size = 0;
+		if (r->cfg_store & CFG_MAX_STORE)
+			r->max_store_size = 0;
+		memmove(r->labels, r->labels + r->cfg_labels, (r->nlabels - r->cfg_labels) * sizeof(*r->labels));
+		r->nlabels -= r->cfg_labels;
+		r->cfg_labels = 0;
+	}
 	if ((int)r->all + (r->npids > 0) + (r->cmd != NULL) > 1)
 		return usage_error("record", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
-	if (!r->all && !r->npids && !r->cmd && !r->cgroup)
+	if (!r->all && !r->npids && !r->cmd && !r->cgroup && !r->print_config)
 		return usage_error("record", "say what to record: --all, -p PID, --cgroup PATH or -- CMD");
 	if (r->format && strcmp(r->format, "pprof") && strcmp(r->format, "folded"))
 		return usage_error("record", "unknown format '%s': want pprof or folded", r->format);
@@ -363,9 +463,25 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "--remote pushes to a server; with -o/-f the profile goes to a file or stdout");
 	if ((err = remote_args("record", r->data, r->output || r->format, &r->remote, &r->token_file)))
 		return err;
+	if (r->remote) { /* the file's store settings are for a local store */
+		if (r->cfg_store & CFG_RETENTION)
+			r->retention = 0;
+		if (r->cfg_store & CFG_MAX_STORE)
+			r->max_store_size = 0;
+	} else { /* and its spool for a server */
+		if (r->cfg_store & CFG_SPOOL)
+			r->spool = NULL;
+		if (r->cfg_store & CFG_SPOOL_SIZE)
+			r->spool_size = 0;
+	}
 	if (r->remote && r->retention)
 		return usage_error("record", "--retention is for the local store: a server applies its own "
 					     "(cprof serve --retention)");
+	if (r->remote && r->max_store_size)
+		return usage_error("record", "--max-store-size is for the local store: a server applies its own "
+					     "(cprof serve --max-store-size)");
+	if ((r->output || r->format) && r->max_store_size)
+		return usage_error("record", "--max-store-size is for the store, not -o/-f");
 	if (!r->remote && (r->spool || r->spool_size))
 		return usage_error("record", "--spool and --spool-size go with --remote URL");
 	for (size_t i = 0; r->remote && i < r->nlabels; i++)
@@ -375,6 +491,128 @@ static int parse_options(struct rec *r, int argc, char **argv)
 	if ((err = check_pids_exist("record", r->pids, r->npids)) != EXIT_OK)
 		return err;
 	return EXIT_OK;
+}
+
+/* ---- --print-config ---- */
+
+static const char *dur_text(int64_t ns, char *buf, size_t len)
+{
+	static const struct { int64_t ns; const char *unit; } units[] = {
+		{ 86400000000000LL, "d" }, { 3600000000000LL, "h" }, { 60000000000LL, "m" },
+		{ 1000000000LL, "s" },     { 1000000LL, "ms" },
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%lld%s", (long long)(ns / units[i].ns), units[i].unit);
+			return buf;
+		}
+	snprintf(buf, len, "%lldns", (long long)ns);
+	return buf;
+}
+
+/* a size as --max-store-size takes it back */
+static const char *size_text(uint64_t n, char *buf, size_t len)
+{
+	static const char units[] = "TGMK";
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t u = 1ull << (10 * (4 - i));
+
+		if (n % u == 0) {
+			snprintf(buf, len, "%llu%c", (unsigned long long)(n / u), units[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)n);
+	return buf;
+}
+
+/* a YAML scalar, quoted (JSON-style escapes are valid YAML) */
+static void yaml_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20)
+			fprintf(f, "\\x%02x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+/* The settings in effect, as the record: section of a configuration file. */
+static int print_config(const struct rec *r)
+{
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	char b[64];
+	FILE *f = stdout;
+
+	fprintf(f, "# cprof record: the settings in effect (the configuration file: %s; then the options)\n",
+		config_file ? config_file : "none");
+	fprintf(f, "record:\n");
+	if (r->cmd) {
+		fprintf(f, "  # the command:");
+		for (char **a = r->cmd; *a; a++)
+			fprintf(f, " %s", *a);
+		fputc('\n', f);
+	}
+	fprintf(f, "  all: %s\n", r->all ? "true" : "false");
+	fprintf(f, "  pid: [");
+	for (size_t i = 0; i < r->npids; i++)
+		fprintf(f, "%s%u", i ? ", " : "", r->pids[i]);
+	fprintf(f, "]\n  cgroup: ");
+	yaml_str(f, r->cgroup);
+	fprintf(f, "\n  freq: %d\n", r->freq);
+	fprintf(f, "  duration: %s\n", r->duration ? dur_text(r->duration, b, sizeof(b)) : "null");
+	if (r->output || r->format) {
+		fprintf(f, "  output: ");
+		yaml_str(f, r->output);
+		fprintf(f, "\n  format: %s\n", r->format ? r->format : "pprof");
+	} else {
+		fprintf(f, "  data: ");
+		yaml_str(f, r->remote ? NULL : r->data);
+		fprintf(f, "\n  remote: ");
+		yaml_str(f, r->remote);
+		fprintf(f, "\n  token-file: ");
+		yaml_str(f, r->remote ? r->token_file : NULL);
+		fprintf(f, "\n  flush-interval: %s\n", dur_text(r->flush, b, sizeof(b)));
+		fprintf(f, "  retention: %s\n", r->retention ? dur_text(r->retention, b, sizeof(b)) : "null");
+		fprintf(f, "  max-store-size: %s\n",
+			r->max_store_size ? size_text(r->max_store_size, b, sizeof(b)) : "null");
+		if (r->remote) {
+			fprintf(f, "  spool: ");
+			if (r->spool)
+				yaml_str(f, r->spool);
+			else
+				fprintf(f, "\"%s/spool\"", r->data ? r->data : "");
+			fprintf(f, "\n  spool-size: %s\n",
+				size_text(r->spool_size ? r->spool_size : (size_t)256 << 20, b, sizeof(b)));
+		}
+		fprintf(f, "  label: {");
+		for (size_t i = 0, n = 0; i < r->nlabels; i++) {
+			size_t j;
+
+			for (j = i + 1; j < r->nlabels && strcmp(r->labels[j].name, r->labels[i].name); j++)
+				;
+			if (j < r->nlabels)
+				continue; /* a later one wins */
+			fprintf(f, "%s%s: ", n++ ? ", " : "", r->labels[i].name);
+			yaml_str(f, r->labels[i].value);
+		}
+		fprintf(f, "}\n");
+	}
+	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
+	fprintf(f, "  debuginfo-path: ");
+	yaml_str(f, r->debuginfo);
+	fprintf(f, "\n  log-level: %s\n", levels[log_level]);
+	return cp_stream_check(f, "standard output") ? fail("record", "%s", cp_errmsg(EIO)) : EXIT_OK;
 }
 
 /* ---- the command ---- */
@@ -424,6 +662,10 @@ static int run_record(int argc, char **argv)
 		if (!r.flush)
 			r.flush = 10000000000LL;
 	}
+	if (r.print_config) {
+		status = print_config(&r);
+		goto out;
+	}
 	if (r.remote) {
 		char *token = NULL;
 
@@ -450,7 +692,7 @@ static int run_record(int argc, char **argv)
 			goto out;
 		}
 		if (err > 0)
-			fprintf(stderr, "cprof record: %s; recording anyway: the profiles wait in %s until it answers\n",
+			logmsg("record", LOG_LEVEL_WARN, "%s; recording anyway: the profiles wait in %s until it answers",
 				cp_errmsg(EIO), r.spool);
 	}
 
@@ -493,8 +735,8 @@ static int run_record(int argc, char **argv)
 			goto out;
 		}
 		report_push(&r);
-		if (r.pushed.resent && !r.quiet)
-			fprintf(stderr, "cprof record: sent %llu profiles a previous run left in %s\n",
+		if (r.pushed.resent)
+			logmsg("record", LOG_LEVEL_INFO, "sent %llu profiles a previous run left in %s",
 				(unsigned long long)r.pushed.resent, r.spool);
 	} else if (ro.per_process) {
 		r.store = cp_store_open(r.data, CP_STORE_WRITE);
@@ -529,9 +771,8 @@ static int run_record(int argc, char **argv)
 		close(fds[1]);
 		fds[1] = -1;
 	}
-	if (!r.quiet)
-		fprintf(stderr, "cprof record: sampling %s at %d Hz%s\n",
-			r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
+	logmsg("record", LOG_LEVEL_INFO, "sampling %s at %d Hz%s",
+	       r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
 			r.freq, r.duration || r.cmd ? "" : "; Ctrl-C to stop");
 
 	for (;;) {
@@ -583,8 +824,8 @@ static int run_record(int argc, char **argv)
 				if (err < 0)
 					status = fail("record", "%s", cp_errmsg(err));
 				else if (err == CP_PUSH_SPOOLED)
-					fprintf(stderr, "cprof record: %s; %llu profiles (%s) stay in %s for the next "
-							"cprof record --remote to send\n",
+					logmsg("record", LOG_LEVEL_WARN, "%s; %llu profiles (%s) stay in %s for the next "
+									 "cprof record --remote to send",
 						cp_store_remote_last_error(r.store) ? cp_store_remote_last_error(r.store) :
 										    "the server does not answer",
 						(unsigned long long)r.pushed.pending,
@@ -604,39 +845,48 @@ static int run_record(int argc, char **argv)
 			if (status == EXIT_OK) {
 				err = folded ? cp_folded_write(o.f, file_prof, 0, false) : write_pprof(&o, file_prof);
 				if (err)
-					fprintf(stderr, "cprof record: %s\n", cp_errmsg(err));
+					logmsg("record", LOG_LEVEL_ERROR, "%s", cp_errmsg(err));
 				status = output_close(&o, err ? EXIT_FAIL : EXIT_OK);
 			}
 		}
 	}
-	if (!r.quiet && status == EXIT_OK) {
+	if (status == EXIT_OK && log_enabled(LOG_LEVEL_INFO)) {
+		/* the summary: one line */
 		struct cp_sampler_counts c;
 		double secs = (double)(mono_ns() - t0) / 1e9;
+		char *line = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&line, &len);
 
 		cp_recorder_counts(r.rec, &c);
-		fprintf(stderr, "cprof record: %llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r.rec),
-			secs);
-		if (c.dropped)
-			fprintf(stderr, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
-		if (getenv("CPROF_DEBUG"))
-			cp_recorder_debug(r.rec, stderr);
-		if (r.remote) {
-			struct cp_pusher_stats ps = r.pushed;
+		if (m) {
+			fprintf(m, "%llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r.rec), secs);
+			if (c.dropped)
+				fprintf(m, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
+			if (log_enabled(LOG_LEVEL_DEBUG))
+				cp_recorder_debug(r.rec, m);
+			if (r.remote) {
+				struct cp_pusher_stats ps = r.pushed;
 
-			if (getenv("CPROF_DEBUG"))
-				fprintf(stderr, " [pushes: sent %llu (%llu from the spool), spooled %llu, dropped %llu, "
-						"refused %llu, pending %llu]",
-					(unsigned long long)ps.sent, (unsigned long long)ps.resent,
-					(unsigned long long)ps.spooled, (unsigned long long)ps.dropped,
-					(unsigned long long)ps.rejected, (unsigned long long)ps.pending);
-			fprintf(stderr, " -> %s (cprof query --remote %s cpu)\n", r.remote, r.remote);
-		} else if (r.store)
-			fprintf(stderr, " -> %s (cprof query --data %s cpu)\n", r.data, r.data);
-		else
-			fprintf(stderr, " -> %s\n", r.output ? r.output : "standard output");
+				if (log_enabled(LOG_LEVEL_DEBUG))
+					fprintf(m, " [pushes: sent %llu (%llu from the spool), spooled %llu, dropped %llu, "
+						   "refused %llu, pending %llu]",
+						(unsigned long long)ps.sent, (unsigned long long)ps.resent,
+						(unsigned long long)ps.spooled, (unsigned long long)ps.dropped,
+						(unsigned long long)ps.rejected, (unsigned long long)ps.pending);
+				fprintf(m, " -> %s (cprof query --remote %s cpu)", r.remote, r.remote);
+			} else if (r.store) {
+				fprintf(m, " -> %s (cprof query --data %s cpu)", r.data, r.data);
+			} else {
+				fprintf(m, " -> %s", r.output ? r.output : "standard output");
+			}
+			fclose(m);
+			logmsg("record", LOG_LEVEL_INFO, "%s", line ? line : "");
+		}
+		free(line);
 	}
-	if (child > 0 && child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status) && !r.quiet)
-		fprintf(stderr, "cprof record: %s exited with status %d\n", r.cmd[0], WEXITSTATUS(child_status));
+	if (child > 0 && child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status))
+		logmsg("record", LOG_LEVEL_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child_status));
 out:
 	if (child > 0 && !child_done) {
 		if (fds[0] >= 0) {

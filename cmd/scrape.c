@@ -20,7 +20,7 @@
 #include "../lib/util.h"
 #include "cmd.h"
 
-enum { OPT_ONCE = 256, OPT_SECONDS, OPT_TIMEOUT, OPT_TARGETS, OPT_RETENTION };
+enum { OPT_ONCE = 256, OPT_SECONDS, OPT_TIMEOUT, OPT_TARGETS, OPT_RETENTION, OPT_MAX_STORE, OPT_LOG_LEVEL };
 
 static const struct option options[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -35,6 +35,8 @@ static const struct option options[] = {
 	{ "data", required_argument, NULL, OPT_DATA },
 	REMOTE_OPTIONS,
 	{ "retention", required_argument, NULL, OPT_RETENTION },
+	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -73,7 +75,11 @@ const struct cmd cmd_scrape = {
 	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
 	REMOTE_USAGE
 	"      --retention DUR   delete stored data older than DUR as it goes\n"
+	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting its\n"
+	"                        oldest data, checked every minute\n"
+	"      --log-level LEVEL error, warn, info (default) or debug\n"
 	"  -q, --quiet           no messages about targets going up and down\n"
+	"                        (--log-level warn)\n"
 	"  -h, --help            show this help\n",
 };
 
@@ -82,9 +88,11 @@ const struct cmd cmd_scrape = {
 struct scrape_opts {
 	const char *config, *profile, *output, *format, *data, *remote, *token_file, *retention;
 	int64_t seconds, timeout, keep;
+	uint64_t max_store;
 	bool once, targets, quiet;
 	struct cp_kv labels[32];
-	size_t nlabels;
+	size_t nlabels, cfg_labels; /* the first cfg_labels from the configuration file */
+	bool cfg_retention, cfg_max_store;
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -100,7 +108,26 @@ static void on_signal(int sig)
 struct sink {
 	struct cp_store *store;
 	int64_t retention, last_retain;
+	uint64_t max_store;
+	int64_t last_limit;
 };
+
+/* --max-store-size, at most once a minute (now: 0 for at once) */
+static void limit_store(struct sink *k, int64_t now)
+{
+	int64_t freed;
+	char a[32], b[32];
+
+	if (!k->max_store || (now && now - k->last_limit < 60 * (int64_t)1000000000))
+		return;
+	k->last_limit = now;
+	freed = cp_store_limit(k->store, k->max_store);
+	if (freed < 0)
+		logmsg("scrape", LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
+	else if (freed > 0)
+		logmsg("scrape", LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
+		       cp_size_str((size_t)k->max_store, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+}
 
 static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 {
@@ -114,6 +141,8 @@ static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 		k->last_retain = now;
 		cp_store_retain(k->store, k->retention);
 	}
+	if (!err)
+		limit_store(k, now);
 	return err < 0 ? err : 0;
 }
 
@@ -121,7 +150,7 @@ static void log_target(void *ctx, const struct cp_target_state *t)
 {
 	char line[1280];
 
-	fprintf(stderr, "cprof scrape: %s\n", cp_target_state_line(t, !*(const bool *)ctx, line, sizeof(line)));
+	logmsg("scrape", LOG_LEVEL_INFO, "%s", cp_target_state_line(t, !*(const bool *)ctx, line, sizeof(line)));
 }
 
 static int write_state(struct cp_scraper *s, const char *dir)
@@ -195,6 +224,7 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 	if (!k->store)
 		return fail("scrape", "%s", cp_errmsg(errno));
 	k->retention = o->keep;
+	k->max_store = o->max_store;
 	return EXIT_OK;
 }
 
@@ -382,10 +412,12 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		err = cp_store_append(k.store, &a, 1);
 		if (err >= 0 && k.retention)
 			cp_store_retain(k.store, k.retention);
+		if (err >= 0)
+			limit_store(&k, 0);
 		if (err < 0)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)
-			fprintf(stderr, "cprof scrape: %s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s\n",
+			logmsg("scrape", LOG_LEVEL_INFO, "%s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s",
 				url, p->nsamples, bytes, name, instance, err == CP_PUSH_SPOOLED ? " (spooled: the server is away)" : "");
 		cp_store_close(k.store);
 	}
@@ -505,6 +537,8 @@ static int run_scrape(int argc, char **argv)
 				return usage_error("scrape", "too many labels");
 			*eq = '\0';
 			o.labels[o.nlabels++] = (struct cp_kv){ optarg, eq + 1 };
+			if (from_config())
+				o.cfg_labels = o.nlabels;
 			break;
 		}
 		case 'o': o.output = optarg; break;
@@ -513,12 +547,42 @@ static int run_scrape(int argc, char **argv)
 		case OPT_DATA: o.data = optarg; break;
 		case OPT_REMOTE: o.remote = optarg; break;
 		case OPT_TOKEN_FILE: o.token_file = optarg; break;
-		case OPT_RETENTION: o.retention = optarg; break;
-		case 'q': o.quiet = true; break;
+		case OPT_RETENTION:
+			o.retention = optarg;
+			o.cfg_retention = from_config();
+			break;
+		case OPT_MAX_STORE:
+			if ((err = cp_parse_size(optarg, &o.max_store)) || !o.max_store)
+				return usage_error("scrape", "--max-store-size: %s",
+						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+			o.cfg_max_store = from_config();
+			break;
+		case OPT_LOG_LEVEL:
+			if ((err = parse_log_level("scrape", optarg)) != EXIT_OK)
+				return err;
+			break;
+		case 'q':
+			o.quiet = true;
+			log_level = LOG_LEVEL_WARN;
+			break;
 		case 'h': return show_usage(&cmd_scrape);
 		default: return EXIT_USAGE;
 		}
 	}
+	/* the configuration file's store settings and labels, where they do not apply */
+	if (o.output || o.targets) {
+		if (o.cfg_retention)
+			o.retention = NULL;
+		if (o.cfg_max_store)
+			o.max_store = 0;
+	}
+	if (o.config || o.targets) {
+		memmove(o.labels, o.labels + o.cfg_labels, (o.nlabels - o.cfg_labels) * sizeof(*o.labels));
+		o.nlabels -= o.cfg_labels;
+		o.cfg_labels = 0;
+	}
+	if (o.output && o.max_store)
+		return usage_error("scrape", "-o writes the profile to a file: --max-store-size is for the store");
 	if (o.format && strcmp(o.format, "table") && strcmp(o.format, "json"))
 		return usage_error("scrape", "unknown format '%s' (choose table or json)", o.format);
 	if (o.retention && (err = cp_parse_duration(o.retention, &o.keep)))
@@ -532,8 +596,16 @@ static int run_scrape(int argc, char **argv)
 		return usage_error("scrape", "--once goes with --config, not --targets");
 	if ((status = remote_args("scrape", o.data ? o.data : o.output, o.targets, &o.remote, &o.token_file)))
 		return status;
+	if (o.remote) { /* the file's store settings are for a local store */
+		if (o.cfg_retention)
+			o.retention = NULL;
+		if (o.cfg_max_store)
+			o.max_store = 0;
+	}
 	if (o.remote && o.retention)
 		return usage_error("scrape", "--retention applies to the local store; the server keeps its own");
+	if (o.remote && o.max_store)
+		return usage_error("scrape", "--max-store-size applies to the local store; the server keeps its own");
 	if (o.targets) {
 		if (o.config || optind < argc)
 			return usage_error("scrape", "--targets takes no config and no URL");

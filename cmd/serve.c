@@ -28,7 +28,8 @@
 #include "../lib/util.h"
 #include "cmd.h"
 
-enum { OPT_LISTEN = 256, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_MAX_BODY, OPT_RETENTION };
+enum { OPT_LISTEN = 256, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_MAX_BODY, OPT_RETENTION, OPT_MAX_STORE,
+       OPT_LOG_LEVEL };
 
 static const struct option options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -39,6 +40,8 @@ static const struct option options[] = {
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
+	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -60,11 +63,16 @@ const struct cmd cmd_serve = {
 	"                         else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
 	"      --config FILE      settings from a YAML file (options given here win), and\n"
 	"                         scrape_configs (as Parca's) to scrape into the store\n"
+	"                         (default: $CPROF_CONFIG, else " CP_SYSCONFDIR "/cprof/cprof.yaml\n"
+	"                         if present)\n"
 	"      --token-file FILE  require 'Authorization: Bearer TOKEN' on every endpoint\n"
 	"      --tls-cert FILE    serve HTTPS with this PEM certificate (and --tls-key)\n"
 	"      --tls-key FILE     the PEM private key of --tls-cert\n"
 	"      --max-body SIZE    refuse larger request bodies with 413 (default 32M)\n"
 	"      --retention DUR    delete stored data older than DUR (e.g. 30d), hourly\n"
+	"      --max-store-size SIZE  keep the store under SIZE (e.g. 50G), deleting its\n"
+	"                         oldest data, checked every minute\n"
+	"      --log-level LEVEL  error, warn, info (default) or debug\n"
 	"  -h, --help             show this help\n",
 };
 
@@ -86,6 +94,8 @@ struct job {
 struct server {
 	const char *data;
 	int64_t retention, last_retain;
+	uint64_t max_store;
+	int64_t last_limit;
 	struct cp_store *w;
 	pthread_t writer;
 	pthread_mutex_t lock;
@@ -110,11 +120,22 @@ static void retain(struct server *s)
 {
 	int64_t now = cp_now_ns();
 
+	if (s->max_store && now - s->last_limit >= 60 * (int64_t)1000000000) {
+		int64_t freed = cp_store_limit(s->w, s->max_store);
+		char a[32], b[32];
+
+		s->last_limit = now;
+		if (freed < 0)
+			logmsg("serve", LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
+		else if (freed > 0)
+			logmsg("serve", LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
+			       cp_size_str((size_t)s->max_store, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+	}
 	if (!s->retention || now - s->last_retain < 3600 * (int64_t)1000000000)
 		return;
 	s->last_retain = now;
 	if (cp_store_retain(s->w, s->retention) < 0)
-		fprintf(stderr, "cprof serve: retention: %s\n", cp_errmsg(EIO));
+		logmsg("serve", LOG_LEVEL_WARN, "retention: %s", cp_errmsg(EIO));
 }
 
 static void *writer_main(void *arg)
@@ -1233,7 +1254,7 @@ static void scrape_log(void *ctx, const struct cp_target_state *t)
 	char line[1280];
 
 	(void)ctx;
-	fprintf(stderr, "cprof serve: scrape %s\n", cp_target_state_line(t, false, line, sizeof(line)));
+	logmsg("serve", LOG_LEVEL_INFO, "scrape %s", cp_target_state_line(t, false, line, sizeof(line)));
 }
 
 static void *scrape_main(void *arg)
@@ -1242,7 +1263,7 @@ static void *scrape_main(void *arg)
 	int err = cp_scraper_run(s->scraper, NULL);
 
 	if (err)
-		fprintf(stderr, "cprof serve: scraping stopped: %s\n", cp_errmsg(-err));
+		logmsg("serve", LOG_LEVEL_ERROR, "scraping stopped: %s", cp_errmsg(-err));
 	return NULL;
 }
 
@@ -1336,6 +1357,15 @@ static int run_serve(int argc, char **argv)
 		case OPT_TLS_KEY: key_o = optarg; break;
 		case OPT_MAX_BODY: maxb_o = optarg; break;
 		case OPT_RETENTION: ret_o = optarg; break;
+		case OPT_MAX_STORE:
+			if ((err = cp_parse_size(optarg, &s.max_store)) || !s.max_store)
+				return usage_error("serve", "--max-store-size: %s",
+						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+			break;
+		case OPT_LOG_LEVEL:
+			if ((err = parse_log_level("serve", optarg)) != EXIT_OK)
+				return err;
+			break;
 		case 'h': return show_usage(&cmd_serve);
 		default: return EXIT_USAGE;
 		}
@@ -1423,10 +1453,10 @@ static int run_serve(int argc, char **argv)
 	snprintf(host, sizeof(host), "%.*s", (int)(strrchr(listen, ':') - listen), listen);
 	printf("listening on %s://%s:%d\n", cert ? "https" : "http", *host ? host : "0.0.0.0", cp_server_port(s.http));
 	fflush(stdout);
-	fprintf(stderr, "cprof serve: store %s%s%s\n", s.data, token ? ", token required" : "",
-		scraping ? ", scraping" : "");
+	logmsg("serve", LOG_LEVEL_INFO, "store %s%s%s", s.data, token ? ", token required" : "",
+	       scraping ? ", scraping" : "");
 	sigwait(&sigs, &sig);
-	fprintf(stderr, "cprof serve: stopping (%s)\n", strsignal(sig));
+	logmsg("serve", LOG_LEVEL_INFO, "stopping (%s)", strsignal(sig));
 out:
 	if (scraping) { /* first: it feeds the writer */
 		cp_scraper_stop(s.scraper);

@@ -8,7 +8,8 @@
 # hidden helpers `cprof --list-commands` and `cprof --list-options COMMAND`;
 # the answers are cached per program and command, so that pressing TAB again
 # does not run cprof again.  Listed here: the values of --format, of
-# scrape --profile and of top --view and --sort, which options take a value
+# scrape --profile, of top --view and --sort and of --log-level (record, serve,
+# scrape), which options take a value
 # (_cprof_takes_arg), and what is completed for the values and arguments that
 # are files, directories or process ids, and for the command that
 # `cprof record -- CMD ARGS` and `cprof top -- CMD ARGS` run.
@@ -131,6 +132,8 @@ _cprof_scrape_profiles=$'process_cpu\nmemory\nheap\nblock\nmutex\ngoroutine\nfgp
 # the values of cprof top --view and --sort
 _cprof_top_views=$'functions\nprocesses\nthreads\ncallers'
 _cprof_top_sorts=$'self\ntotal\nname'
+# the values of --log-level (record, serve, scrape)
+_cprof_log_levels=$'error\nwarn\ninfo\ndebug'
 
 # _cprof_takes_arg OPTION: does OPTION take an argument?
 _cprof_takes_arg()
@@ -143,6 +146,7 @@ _cprof_takes_arg()
 		-l | --label | --time | --name | --retention | \
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --remote | --spool | --spool-size | \
+		--max-store-size | --log-level | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | \
 		-c | --profile | --seconds | --timeout | \
 		--delay | --window | --iterations | --view | -s | --sort | \
@@ -223,7 +227,8 @@ _cprof()
 	if [[ -n $opt ]]; then
 		case $opt in
 		-i | --input | -o | --output) _cprof_files ;;
-		-c | --config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # serve, scrape, --remote
+		-c | --config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # record, serve, scrape, --remote
+		--log-level) _cprof_reply "$_cprof_log_levels" ;; # record, serve, scrape
 		--data | --cgroup | --debuginfo-path | --spool) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
 		--profile) _cprof_reply "$_cprof_scrape_profiles" ;;
@@ -240,9 +245,9 @@ _cprof()
 		esac
 		# the others (-t, --focus, -n, -l, --since, --from, --step, --time,
 		# --retention, --group-by, -F, -d, --flush-interval, --listen,
-		# --max-body, --remote, --spool-size, --seconds, --timeout, and
-		# top's --delay, --window, --filter, --function and --type, whose
-		# selector is typed, ...): nothing to offer
+		# --max-body, --max-store-size, --remote, --spool-size, --seconds,
+		# --timeout, and top's --delay, --window, --filter, --function and
+		# --type, whose selector is typed, ...): nothing to offer
 		return 0
 	fi
 

@@ -46,10 +46,20 @@ static yaml_node_t *node(struct walk *w, int id)
 	return yaml_document_get_node(&w->doc, id);
 }
 
+/* k is the key s, where '-' and '_' are the same (token-file, token_file) */
 static bool key_is(const yaml_node_t *k, const char *s)
 {
-	return k->type == YAML_SCALAR_NODE && strlen(s) == k->data.scalar.length &&
-	       !memcmp(s, k->data.scalar.value, k->data.scalar.length);
+	size_t n = strlen(s);
+
+	if (k->type != YAML_SCALAR_NODE || n != k->data.scalar.length)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char a = (char)k->data.scalar.value[i], b = s[i];
+
+		if (a != b && !((a == '-' || a == '_') && (b == '-' || b == '_')))
+			return false;
+	}
+	return true;
 }
 
 static const char *text_of(const yaml_node_t *n)
@@ -475,11 +485,10 @@ int cp_config_parse(const char *text, size_t len, const char *name, struct cp_co
 				FOR_ITEMS(&w, v, item)
 				if ((err = job(&w, item, &c->scrape)))
 					break;
-		} else if (key_is(k, "object_storage")) {
-			/* Parca's storage; cprof has its own store (--data) */
 		} else {
-			err = unknown(&w, k, "setting",
-				      "listen, data, retention, token_file, tls_cert, tls_key, max_body, scrape_configs");
+			/* Parca's object_storage (cprof has its own store), the
+			 * other commands' settings and the sections: checked by
+			 * cp_config_opts_parse and the command line */
 		}
 		if (err)
 			goto out;
@@ -517,4 +526,162 @@ void cp_config_release(struct cp_config *c)
 	free(c->max_body);
 	cp_scrape_config_release(&c->scrape);
 	memset(c, 0, sizeof(*c));
+}
+
+/* ---- every command's settings: option names and values ---- */
+
+static int opt_push(struct cp_config_opts *o, const char *section, const yaml_node_t *k, const char *value,
+		    size_t vlen)
+{
+	struct cp_config_opt *e;
+	char *key;
+
+	if (push1((void **)&o->v, o->n, sizeof(*o->v)))
+		return -ENOMEM;
+	e = &o->v[o->n];
+	memset(e, 0, sizeof(*e));
+	key = strndup(text_of(k), k->data.scalar.length);
+	e->section = section ? strdup(section) : NULL;
+	e->value = strndup(value, vlen);
+	if (!key || !e->value || (section && !e->section)) {
+		free(key);
+		free(e->section);
+		free(e->value);
+		return -ENOMEM;
+	}
+	for (char *c = key; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	e->key = key;
+	e->line = k->start_mark.line + 1;
+	o->n++;
+	return 0;
+}
+
+/* null, ~ or nothing, unquoted: YAML's null */
+static bool is_null(const yaml_node_t *v)
+{
+	const char *t = text_of(v);
+	size_t n = v->data.scalar.length;
+
+	return v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (n == 0 || (n == 1 && t[0] == '~') ||
+		(n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4))));
+}
+
+/* One option's value: a scalar, a list of scalars (the option repeated) or
+ * a mapping of scalars (NAME=VALUE each, as --label takes). */
+static int opt_value(struct walk *w, struct cp_config_opts *o, const char *section, yaml_node_t *k, yaml_node_t *v)
+{
+	yaml_node_t *item, *kk, *vv;
+	int err = 0;
+
+	if (k->type != YAML_SCALAR_NODE || !k->data.scalar.length)
+		return bad(w, k, "a setting's name must be a word");
+	switch (v->type) {
+	case YAML_SCALAR_NODE:
+		if (is_null(v))
+			return 0; /* not set */
+		return opt_push(o, section, k, text_of(v), v->data.scalar.length);
+	case YAML_SEQUENCE_NODE:
+		FOR_ITEMS(w, v, item)
+		{
+			if (item->type != YAML_SCALAR_NODE)
+				return bad(w, item, "%.64s: a list of single values", text_of(k));
+			if ((err = opt_push(o, section, k, text_of(item), item->data.scalar.length)))
+				return err;
+		}
+		return 0;
+	case YAML_MAPPING_NODE:
+		FOR_PAIRS(w, v, kk, vv)
+		{
+			char *pair;
+			size_t n;
+
+			if (kk->type != YAML_SCALAR_NODE || vv->type != YAML_SCALAR_NODE)
+				return bad(w, kk, "%.64s: a mapping of NAME: VALUE", text_of(k));
+			n = kk->data.scalar.length + 1 + vv->data.scalar.length;
+			if (!(pair = malloc(n + 1)))
+				return -ENOMEM;
+			snprintf(pair, n + 1, "%.*s=%.*s", (int)kk->data.scalar.length, text_of(kk),
+				 (int)vv->data.scalar.length, text_of(vv));
+			err = opt_push(o, section, k, pair, n);
+			free(pair);
+			if (err)
+				return err;
+		}
+		return 0;
+	default:
+		return bad(w, v, "%.64s: no value", text_of(k));
+	}
+}
+
+int cp_config_opts_parse(const char *text, size_t len, const char *name, const char *const *sections,
+			 struct cp_config_opts *o)
+{
+	yaml_parser_t parser;
+	struct walk w;
+	yaml_node_t *root, *k, *v, *kk, *vv;
+	int err = 0;
+
+	memset(o, 0, sizeof(*o));
+	w.name = name;
+	if (!yaml_parser_initialize(&parser))
+		return cp_error(ENOMEM, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &w.doc)) {
+		err = cp_error(EINVAL, "%s:%zu: %s", name, parser.problem_mark.line + 1,
+			       parser.problem ? parser.problem : "not YAML");
+		yaml_parser_delete(&parser);
+		return err;
+	}
+	yaml_parser_delete(&parser);
+	root = yaml_document_get_root_node(&w.doc);
+	if (!root) /* empty, or only comments */
+		goto out;
+	if (root->type != YAML_MAPPING_NODE) {
+		err = bad(&w, root, "wants a mapping of settings (key: value)");
+		goto out;
+	}
+	FOR_PAIRS(&w, root, k, v)
+	{
+		const char *const *sec;
+
+		if (key_is(k, "scrape_configs") || key_is(k, "object_storage"))
+			continue; /* the scrape jobs: cp_config_parse */
+		for (sec = sections; sec && *sec && !key_is(k, *sec); sec++)
+			;
+		if (sec && *sec) {
+			if (v->type == YAML_SCALAR_NODE && !v->data.scalar.length)
+				continue; /* "record:" with nothing under it */
+			if (v->type != YAML_MAPPING_NODE) {
+				err = bad(&w, v, "%s: wants the settings of cprof %s (key: value)", *sec, *sec);
+				goto out;
+			}
+			FOR_PAIRS(&w, v, kk, vv)
+			if ((err = opt_value(&w, o, *sec, kk, vv)))
+				goto out;
+			continue;
+		}
+		if ((err = opt_value(&w, o, NULL, k, v)))
+			goto out;
+	}
+out:
+	yaml_document_delete(&w.doc);
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory reading %s", name);
+	if (err)
+		cp_config_opts_release(o);
+	return err;
+}
+
+void cp_config_opts_release(struct cp_config_opts *o)
+{
+	for (size_t i = 0; i < o->n; i++) {
+		free(o->v[i].section);
+		free(o->v[i].key);
+		free(o->v[i].value);
+	}
+	free(o->v);
+	memset(o, 0, sizeof(*o));
 }

@@ -17,7 +17,7 @@ set -- $(summary build); pass=$1; failed=$2
 
 step "build-asan/: make check with ASan + UBSan (clang, libFuzzer)"
 mkdir -p build-asan
-(cd build-asan && { [ -f Makefile ] || "$top/configure" -q --enable-werror --enable-sanitizers CC=clang; } &&
+(cd build-asan && { [ -f Makefile ] || "$top/configure" -q --enable-werror --enable-sanitizers --sysconfdir=/etc CC=clang; } &&
 	ASAN_OPTIONS=detect_leaks=1 make -s -j"$(nproc)" check) || status=1
 set -- $(summary build-asan); pass=$((pass + $1)); failed=$((failed + $2))
 

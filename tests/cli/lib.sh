@@ -4,6 +4,9 @@ set -u
 : "${srcdir:=.}"
 : "${top_builddir:=.}"
 CPROF=${CPROF:-$(cd "$top_builddir" && pwd)/cprof}
+# no configuration file: a host's /etc/cprof/cprof.yaml must not change the tests
+CPROF_CONFIG=
+export CPROF_CONFIG
 FIXTURES=$(cd "$srcdir/tests/fixtures" && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/cprof-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT

@@ -168,6 +168,12 @@ if command -v bash >/dev/null 2>&1; then
 	completes "'cprof record -a -- sh ' completes file names" cpu.pb.gz '' -- "$CPROF" record -a -- sh ''
 	run complete_bash "$T" "$CPROF" record -- sh -
 	unlike "$out" '^--all$' "bash: 'cprof record -- sh -' offers no record option"
+	# the configuration file, --log-level and --max-store-size
+	completes "'cprof record --print' completes --print-config" --print-config '' -- "$CPROF" record --print
+	completes "'cprof record --config ' completes file names" cpu.pb.gz '' -- "$CPROF" record --config ''
+	completes "'cprof record --log-level ' offers warn" warn cpu.pb.gz -- "$CPROF" record --log-level ''
+	completes "'cprof serve --log-level=de' completes debug" debug '' -- "$CPROF" serve --log-level = de
+	completes "'cprof scrape --max-st' completes --max-store-size" --max-store-size '' -- "$CPROF" scrape --max-st
 	# top: its options, views, sort keys, pids, directories, and the command after --
 	completes "'cprof to' completes top" top '' -- "$CPROF" to
 	completes "'cprof top --from-s' completes --from-store" --from-store '' -- "$CPROF" top --from-s
@@ -188,6 +194,7 @@ if command -v bash >/dev/null 2>&1; then
 	# options that take a value (a duration, a time, a label) offer nothing
 	for _words in "query --since" "query --from" "query --step" "query --group-by" "merge --to" \
 		"diff --before-range" "import --time" "import --retention" "import --label" \
+		"import --max-store-size" "serve --max-store-size" "record --max-store-size" \
 		"record -F" "record --duration" "record --flush-interval" "record -l" \
 		"top -d" "top --window" "top -n" "top --filter" "top --function" "top --type" "top --limit"; do
 		# shellcheck disable=SC2086

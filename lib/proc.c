@@ -740,16 +740,23 @@ int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd)
 	int fd = -1;
 
 	if (m->path[0] == '/') {
+		char mapped[64];
+		struct stat a, b;
+
+		snprintf(mapped, sizeof(mapped), "/proc/%u/map_files/%llx-%llx", p->pid, (unsigned long long)m->start,
+			 (unsigned long long)m->end);
 		snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, m->path);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			/* deleted or replaced: the mapped file itself, while the process lives */
-			snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", p->pid,
-				 (unsigned long long)m->start, (unsigned long long)m->end);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* the path may now name another file (an upgrade replaced it):
+		 * then the mapped one, while the process lives */
+		if (fd >= 0 && stat(mapped, &b) == 0 && fstat(fd, &a) == 0 && (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
+			close(fd);
+			fd = -1;
 		}
+		if (fd < 0) /* deleted or replaced */
+			fd = open(mapped, O_RDONLY | O_CLOEXEC);
 	} else if (!strcmp(m->path, "[vdso]") && vdso_fd >= 0) {
 		fd = fcntl(vdso_fd, F_DUPFD_CLOEXEC, 0);
 	}

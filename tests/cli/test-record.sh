@@ -204,6 +204,26 @@ ok "the spin function's samples have main as caller ($spin of $all)" \
 [ "$((100 * spin))" -ge "$((95 * all))" ] || printf '%s\n' "$out" | grep short_lived_spin_qz |
 	grep -Ev '(^|;)main;short_lived_spin_qz( |;)' | head -n 10 | sed 's/^/#   /' 
 
+# ---- a binary replaced while it runs (an upgrade): its symbols come from
+# the file it mapped, not from the new one at its path.  The program sleeps
+# first, so that the replacement comes after its mmap record and before
+# its first sample is symbolized. ----
+cat > "$T/upg.c" <<'CEOF'
+#include <unistd.h>
+volatile unsigned long upg_sink;
+__attribute__((noinline)) void upgraded_spin_qz(void) { for (unsigned long i = 0; i < 2000000000UL; i++) upg_sink += i; }
+int main(void) { usleep(800000); upgraded_spin_qz(); return 0; }
+CEOF
+cc -O1 -g -o "$T/upg_qz" "$T/upg.c" && cc -O2 -o "$T/upg_new" "$R/short.c" 2>/dev/null
+rec -q -F 199 -d 3s -f folded -o "$T/upg.folded" -- "$T/upg_qz" &
+pu=$!
+sleep 0.4
+mv "$T/upg_new" "$T/upg_qz"
+wait "$pu"
+like "$(cat "$T/upg.folded" 2>/dev/null)" '(^|;)main;upgraded_spin_qz [0-9]+$' \
+	"a binary replaced while it runs: symbolized from the file it mapped"
+unlike "$(cat "$T/upg.folded" 2>/dev/null)" 'short_lived_spin_qz' "not from the new file at its path"
+
 # ---- SIGINT and SIGTERM stop the recording and write what was collected ----
 "$T/work" 5 & pw=$!
 bg="$bg $pw"

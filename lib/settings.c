@@ -434,6 +434,32 @@ static int job(struct walk *w, yaml_node_t *n, struct cp_scrape_config *c)
 	return 0;
 }
 
+/* Loads the document into w; *root is its mapping, or NULL for an empty
+ * file.  0 or -errno; w->doc is to be deleted either way. */
+static int load(struct walk *w, const char *text, size_t len, const char *name, yaml_node_t **root)
+{
+	yaml_parser_t parser;
+	int err;
+
+	*root = NULL;
+	w->name = name;
+	memset(&w->doc, 0, sizeof(w->doc)); /* deleting it is harmless until it is loaded */
+	if (!yaml_parser_initialize(&parser))
+		return cp_error(ENOMEM, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &w->doc)) {
+		err = cp_error(EINVAL, "%s:%zu: %s", name, parser.problem_mark.line + 1,
+			       parser.problem ? parser.problem : "not YAML");
+		yaml_parser_delete(&parser);
+		return err;
+	}
+	yaml_parser_delete(&parser);
+	*root = yaml_document_get_root_node(&w->doc);
+	if (*root && (*root)->type != YAML_MAPPING_NODE)
+		return bad(w, *root, "wants a mapping of settings (key: value)");
+	return 0;
+}
+
 int cp_config_parse(const char *text, size_t len, const char *name, struct cp_config *c)
 {
 	static const struct {
@@ -448,30 +474,13 @@ int cp_config_parse(const char *text, size_t len, const char *name, struct cp_co
 		{ "tls_key", offsetof(struct cp_config, tls_key) },
 		{ "max_body", offsetof(struct cp_config, max_body) },
 	};
-	yaml_parser_t parser;
 	struct walk w;
 	yaml_node_t *root, *k, *v, *item;
-	int err = 0;
+	int err;
 
 	memset(c, 0, sizeof(*c));
-	w.name = name;
-	if (!yaml_parser_initialize(&parser))
-		return cp_error(ENOMEM, "out of memory");
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &w.doc)) {
-		err = cp_error(EINVAL, "%s:%zu: %s", name, parser.problem_mark.line + 1,
-			       parser.problem ? parser.problem : "not YAML");
-		yaml_parser_delete(&parser);
-		return err;
-	}
-	yaml_parser_delete(&parser);
-	root = yaml_document_get_root_node(&w.doc);
-	if (!root) /* an empty file: all defaults */
+	if ((err = load(&w, text, len, name, &root)) || !root) /* empty: all defaults */
 		goto out;
-	if (root->type != YAML_MAPPING_NODE) {
-		err = bad(&w, root, "wants a mapping of settings (key: value)");
-		goto out;
-	}
 	FOR_PAIRS(&w, root, k, v)
 	{
 		size_t i;
@@ -619,30 +628,13 @@ static int opt_value(struct walk *w, struct cp_config_opts *o, const char *secti
 int cp_config_opts_parse(const char *text, size_t len, const char *name, const char *const *sections,
 			 struct cp_config_opts *o)
 {
-	yaml_parser_t parser;
 	struct walk w;
 	yaml_node_t *root, *k, *v, *kk, *vv;
-	int err = 0;
+	int err;
 
 	memset(o, 0, sizeof(*o));
-	w.name = name;
-	if (!yaml_parser_initialize(&parser))
-		return cp_error(ENOMEM, "out of memory");
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &w.doc)) {
-		err = cp_error(EINVAL, "%s:%zu: %s", name, parser.problem_mark.line + 1,
-			       parser.problem ? parser.problem : "not YAML");
-		yaml_parser_delete(&parser);
-		return err;
-	}
-	yaml_parser_delete(&parser);
-	root = yaml_document_get_root_node(&w.doc);
-	if (!root) /* empty, or only comments */
+	if ((err = load(&w, text, len, name, &root)) || !root) /* empty, or only comments */
 		goto out;
-	if (root->type != YAML_MAPPING_NODE) {
-		err = bad(&w, root, "wants a mapping of settings (key: value)");
-		goto out;
-	}
 	FOR_PAIRS(&w, root, k, v)
 	{
 		const char *const *sec;

@@ -138,6 +138,8 @@ int config_apply(const struct cmd *c, int *argc, char ***argv)
 		snprintf(config_path, sizeof(config_path), "%s/cprof/cprof.yaml", CP_SYSCONFDIR);
 		if (access(config_path, F_OK) != 0)
 			return EXIT_OK; /* none installed */
+		if (access(config_path, R_OK) != 0 && errno == EACCES)
+			return EXIT_OK; /* root's (mode 0600): not for this user */
 		path = config_path;
 	}
 	if (!path)

@@ -122,7 +122,7 @@ int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids);
 int parse_freq(const char *verb, const char *arg, int *freq);
 /* Each pid has a /proc entry: EXIT_OK, or EXIT_FAIL naming the first that has not. */
 int check_pids_exist(const char *verb, const uint32_t *pids, size_t n);
-/* ---- the configuration file (cmd/config.c) ---- */
+/* ---- the configuration file (cmd/util_config.c) ---- */
 /* The file in effect (NULL: none): --config FILE, else $CPROF_CONFIG (empty:
  * none), else SYSCONFDIR/cprof/cprof.yaml when it exists. */
 extern const char *config_file;

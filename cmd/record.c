@@ -337,7 +337,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			else
 				r->cgroup = optarg;
 			break;
-		case OPT_CONFIG: break; /* read before the options (cmd/config.c) */
+		case OPT_CONFIG: break; /* read before the options (cmd/util_config.c) */
 		case OPT_PRINT_CONFIG: r->print_config = true; break;
 		case OPT_LOG_LEVEL:
 			if ((err = parse_log_level("record", optarg)) != EXIT_OK)

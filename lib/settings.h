@@ -40,7 +40,7 @@ void cp_config_release(struct cp_config *c);
  * NULL-terminated).  A list gives the option once per item, a mapping
  * NAME: VALUE pairs as NAME=VALUE (--label).  scrape_configs and
  * object_storage are left to cp_config_parse.  Whether each name is an
- * option is for the caller to check (cmd/config.c). */
+ * option is for the caller to check (cmd/util_config.c). */
 struct cp_config_opt {
 	char *section; /* NULL: the top level */
 	char *key;

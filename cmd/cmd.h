@@ -146,6 +146,10 @@ int parse_log_level(const char *verb, const char *arg);
 void logmsg(const char *verb, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool log_enabled(int level);
 
+/* --max-store-size: cp_store_limit, and the line to log about it (a
+ * warning, once per *warned, when the store stays over the bound). */
+void limit_store(const char *verb, struct cp_store *s, uint64_t max, bool *warned);
+
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
 /* Forks cmd, held before exec until a byte is written to go_fd[0]; an exec

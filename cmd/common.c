@@ -374,6 +374,31 @@ void logmsg(const char *verb, int level, const char *fmt, ...)
 		fprintf(stderr, "cprof %s: %s\n", verb, line);
 }
 
+/* ---- --max-store-size ---- */
+
+void limit_store(const char *verb, struct cp_store *s, uint64_t max, bool *warned)
+{
+	int64_t freed = cp_store_limit(s, max);
+	uint64_t size = 0;
+	char a[32], b[32];
+
+	if (freed < 0) {
+		logmsg(verb, LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
+		return;
+	}
+	if (freed > 0)
+		logmsg(verb, LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
+		       cp_size_str((size_t)max, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+	/* still over: the dictionary (index.db) alone is bigger, and it cannot
+	 * shrink by deleting samples; said once */
+	if (!*warned && !cp_store_size(s, &size) && size > max) {
+		*warned = true;
+		logmsg(verb, LOG_LEVEL_WARN, "the store takes %s, over --max-store-size %s even with its samples deleted: "
+					     "its dictionary (index.db) alone is that big; raise the bound",
+		       cp_size_str((size_t)size, a, sizeof(a)), cp_size_str((size_t)max, b, sizeof(b)));
+	}
+}
+
 /* ---- options of the commands that sample ---- */
 
 int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids)

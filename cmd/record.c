@@ -118,6 +118,7 @@ struct rec {
 	struct cp_kv labels[32];
 	size_t nlabels, cfg_labels; /* the first cfg_labels are the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
+	bool limit_warned;          /* said that the store stays over --max-store-size */
 	uint32_t *pids;
 	size_t npids;
 	char **cmd;
@@ -261,16 +262,8 @@ static int flush_store(struct rec *r, int64_t now_wall)
 		report_push(r);
 	if (r->retention)
 		cp_store_retain(r->store, r->retention);
-	if (r->max_store_size) {
-		int64_t freed = cp_store_limit(r->store, r->max_store_size);
-		char a[32], b[32];
-
-		if (freed < 0)
-			logmsg("record", LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
-		else if (freed > 0)
-			logmsg("record", LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
-			       cp_size_str((size_t)r->max_store_size, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
-	}
+	if (r->max_store_size)
+		limit_store("record", r->store, r->max_store_size, &r->limit_warned);
 	cp_recorder_reset(r->rec);
 	if (log_enabled(LOG_LEVEL_DEBUG)) {
 		struct mallinfo2 mi = mallinfo2();

@@ -110,23 +110,16 @@ struct sink {
 	int64_t retention, last_retain;
 	uint64_t max_store;
 	int64_t last_limit;
+	bool limit_warned;
 };
 
 /* --max-store-size, at most once a minute (now: 0 for at once) */
-static void limit_store(struct sink *k, int64_t now)
+static void sink_limit(struct sink *k, int64_t now)
 {
-	int64_t freed;
-	char a[32], b[32];
-
 	if (!k->max_store || (now && now - k->last_limit < 60 * (int64_t)1000000000))
 		return;
 	k->last_limit = now;
-	freed = cp_store_limit(k->store, k->max_store);
-	if (freed < 0)
-		logmsg("scrape", LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
-	else if (freed > 0)
-		logmsg("scrape", LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
-		       cp_size_str((size_t)k->max_store, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+	limit_store("scrape", k->store, k->max_store, &k->limit_warned);
 }
 
 static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
@@ -142,7 +135,7 @@ static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 		cp_store_retain(k->store, k->retention);
 	}
 	if (!err)
-		limit_store(k, now);
+		sink_limit(k, now);
 	return err < 0 ? err : 0;
 }
 
@@ -413,7 +406,7 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		if (err >= 0 && k.retention)
 			cp_store_retain(k.store, k.retention);
 		if (err >= 0)
-			limit_store(&k, 0);
+			sink_limit(&k, 0);
 		if (err < 0)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)

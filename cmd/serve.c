@@ -96,6 +96,7 @@ struct server {
 	int64_t retention, last_retain;
 	uint64_t max_store;
 	int64_t last_limit;
+	bool limit_warned;
 	struct cp_store *w;
 	pthread_t writer;
 	pthread_mutex_t lock;
@@ -121,15 +122,8 @@ static void retain(struct server *s)
 	int64_t now = cp_now_ns();
 
 	if (s->max_store && now - s->last_limit >= 60 * (int64_t)1000000000) {
-		int64_t freed = cp_store_limit(s->w, s->max_store);
-		char a[32], b[32];
-
 		s->last_limit = now;
-		if (freed < 0)
-			logmsg("serve", LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
-		else if (freed > 0)
-			logmsg("serve", LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
-			       cp_size_str((size_t)s->max_store, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+		limit_store("serve", s->w, s->max_store, &s->limit_warned);
 	}
 	if (!s->retention || now - s->last_retain < 3600 * (int64_t)1000000000)
 		return;

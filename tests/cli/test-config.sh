@@ -136,6 +136,12 @@ if [ "$(id -u)" = 0 ]; then
 	CPROF_CONFIG= run timeout -s KILL 60 "$CPROF" record --log-level debug --data "$T/dbg" --flush-interval 500ms -- "$T/work" 1
 	like "$err" '^cprof record: flush: [0-9]+ batches' "--log-level debug: the flushes"
 	like "$err" '\[taken [0-9]+, dropped' "and the counters in the summary"
+	# a bound the dictionary alone exceeds: said once, the recording goes on
+	CPROF_CONFIG= run timeout -s KILL 60 "$CPROF" record --data "$T/tiny" --flush-interval 300ms --max-store-size 1K \
+		-- "$T/work" 2
+	is "$rc" 0 "record --max-store-size 1K exits 0"
+	is "$(printf '%s\n' "$err" | grep -c 'its dictionary (index.db) alone is that big')" 1 \
+		"a bound that the dictionary alone exceeds is a warning, given once"
 	# under systemd, stderr is the journal's stream: the priority prefix
 	: > "$T/journal"
 	js=$(stat -c '%d:%i' "$T/journal")

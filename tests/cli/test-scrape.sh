@@ -499,8 +499,21 @@ ok "the goroutine profile has data ($c)" test "${c:-0}" -gt 0
 get /metrics >"$T/metrics"
 like "$(cat "$T/metrics")" "cprof_scrape_up\\{job=\"srv\",instance=\"$G1\",profile=\"goroutine\"\\} 1" "/metrics: cprof_scrape_up 1 for G1"
 like "$(cat "$T/metrics")" "cprof_scrape_up\\{job=\"srv\",instance=\"$DOWN\",profile=\"goroutine\"\\} 0" "and 0 for the down target"
-like "$(cat "$T/metrics")" "cprof_scrape_last_duration_seconds\\{job=\"srv\",instance=\"$G1\",profile=\"process_cpu\"\\} (0\\.9|1\\.|1e)" \
-	"cprof_scrape_last_duration_seconds: ~1 s for the 1 s CPU profile"
+# (the 1 s CPU profile takes 1 s and a little more, much more on a loaded
+# machine; but the first may join one that an earlier scraper started in the
+# same target process, and end sooner: the second is the server's own)
+cpu_scraped_twice() {
+	get /api/v1/targets | jq -e --arg g "$G1" \
+		'[.[] | select(.instance == $g and .profile == "process_cpu" and .scrapes >= 2)] | length == 1' >/dev/null
+}
+wait_for 10 cpu_scraped_twice
+get /metrics >"$T/metrics2"
+d=$(awk -v i="$G1" 'index($0, "cprof_scrape_last_duration_seconds{") == 1 && index($0, "instance=\"" i "\"") &&
+	index($0, "profile=\"process_cpu\"") { print $2 }' "$T/metrics2")
+ok "cprof_scrape_last_duration_seconds: 1 s or a little more for the 1 s CPU profile ($d)" \
+	awk -v d="${d:-0}" 'BEGIN { exit !(d >= 0.9 && d < 10) }'
+awk -v d="${d:-0}" 'BEGIN { exit !(d >= 0.9 && d < 10) }' ||
+	get /api/v1/targets | jq -c --arg g "$G1" '.[] | select(.instance == $g)' | sed 's/^/#   /'
 ok "cprof_scrape_failures_total counts the down target's failures" \
 	test "$(awk -v i="$DOWN" 'index($0, "cprof_scrape_failures_total{") == 1 && index($0, "instance=\"" i "\"") && index($0, "profile=\"goroutine\"") {print int($2)}' "$T/metrics")" -ge 2
 run "$CPROF" scrape --targets --remote "$URL" --token-file "$T/token" -f json

@@ -31,9 +31,13 @@ struct cp_perfmap_entry {
 struct cp_perfmap {
 	struct cp_perfmap_entry *e; /* sorted by start */
 	uint64_t *maxend;           /* maxend[i]: the largest end among e[0..i] */
-	size_t n;
+	size_t n, cap;
+	/* a process's file, read as it grows (cp_proc_jit_symbol) */
 	int64_t mtime_ns;
 	int64_t size;
+	uint64_t ino, dev;
+	uint64_t used;              /* bytes of the file parsed (whole lines) */
+	uint64_t checked_ns;        /* CLOCK_MONOTONIC of the last look at it */
 };
 
 struct cp_proc {
@@ -95,7 +99,8 @@ const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t
 int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd);
 /* The file's identity for caches: its build id in hex, else its path. */
 const char *cp_map_key(struct cp_map *m, const struct cp_proc *p, char *buf, size_t len);
-/* The JIT symbol for addr from /tmp/perf-PID.map (reread when it changed). */
+/* The JIT symbol for addr from /tmp/perf-PID.map, or NULL.  The file is
+ * cached, and its new lines read when addr is not in it (it may have grown). */
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr);
 
 /* Parsers (outside input; each has a fuzz target). */

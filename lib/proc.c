@@ -682,7 +682,7 @@ const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 
 /* Reads what was added to the perf map at path since m last read it (all of
  * it when the file is new or was rewritten). */
-static void perfmap_update(struct cp_perfmap *m, const char *path)
+static void perfmap_update(struct cp_perfmap *m, const char *path, int64_t not_before)
 {
 	struct stat st;
 	int64_t mtime;
@@ -699,6 +699,10 @@ static void perfmap_update(struct cp_perfmap *m, const char *path)
 		return;
 	}
 	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if (mtime < not_before) { /* an earlier process's with this pid */
+		close(fd);
+		return;
+	}
 	if (st.st_ino != m->ino || st.st_dev != m->dev || (uint64_t)st.st_size < m->used) {
 		/* another file (a new process with this pid), or rewritten */
 		cp_perfmap_release(m);
@@ -729,6 +733,36 @@ static void perfmap_update(struct cp_perfmap *m, const char *path)
 	free(buf);
 }
 
+/* When process pid started, in CLOCK_REALTIME ns; 0 when unknown. */
+static int64_t proc_start_ns(uint32_t pid)
+{
+	static long long btime = -1; /* boot time, in seconds since the epoch */
+	char path[64], buf[1024], *q;
+	unsigned long long ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (btime < 0) {
+		FILE *f = fopen("/proc/stat", "re");
+		char line[256];
+
+		btime = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %lld", &btime) == 1)
+				break;
+		if (f)
+			fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	/* "PID (COMM) STATE ..." with starttime the 22nd field (the 20th after
+	 * the comm, which may hold spaces and parentheses) */
+	if (btime <= 0 || hz <= 0 || !read_small(path, buf, sizeof(buf)) || !(q = strrchr(buf, ')')))
+		return 0;
+	if (sscanf(q + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+		   &ticks) != 1)
+		return 0;
+	return (int64_t)btime * 1000000000 + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -743,8 +777,17 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 	const char *name = NULL;
 	uint64_t now = mono_ns();
 
-	if (!p->jit && !(p->jit = calloc(1, sizeof(*p->jit))))
-		return NULL;
+	if (!p->jit) {
+		int64_t start;
+
+		if (!(p->jit = calloc(1, sizeof(*p->jit))))
+			return NULL;
+		/* runtimes leave their files behind, and pids are reused: one
+		 * older than the process is not its own (2 s: the boot time
+		 * it is counted from is in whole seconds) */
+		start = proc_start_ns(p->pid);
+		p->jit->not_before_ns = start > 2000000000 ? start - 2000000000 : 0;
+	}
 	if (p->jit->n)
 		name = cp_perfmap_find(p->jit, addr);
 	/* The file is kept after the process exits, and a JIT appends to it
@@ -755,7 +798,7 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 		return name;
 	p->jit->checked_ns = now;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-	perfmap_update(p->jit, path);
+	perfmap_update(p->jit, path, p->jit->not_before_ns);
 	return p->jit->n ? cp_perfmap_find(p->jit, addr) : NULL;
 }
 

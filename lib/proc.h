@@ -38,6 +38,7 @@ struct cp_perfmap {
 	uint64_t ino, dev;
 	uint64_t used;              /* bytes of the file parsed (whole lines) */
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC of the last look at it */
+	int64_t not_before_ns;      /* a file older (CLOCK_REALTIME) is another process's */
 };
 
 struct cp_proc {

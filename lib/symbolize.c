@@ -483,7 +483,7 @@ static int64_t jit_location(struct cp_symbolizer *s, struct cp_profile *prof, st
 	/* anonymous memory has no file offset: its start stands for it, so
 	 * that a frame shows its address ("anon+0x7f...") whichever way the
 	 * mapping was learnt, and pprof keeps regions of processes apart */
-	file = no_file(m->path) && (!m->path[0] || !strcmp(m->path, "//anon")) ? "//anon" : m->path;
+	file = !m->path[0] || !strcmp(m->path, "//anon") ? "//anon" : m->path;
 	offset = no_file(m->path) ? m->start : m->pgoff;
 	mapping = profile_mapping(prof, m->start, m->end, offset, file, "", jit != NULL);
 	if (mapping < 0)

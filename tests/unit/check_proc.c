@@ -4,10 +4,12 @@
  * sampler reads. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -479,6 +481,34 @@ START_TEST(test_perfmap_grows)
 }
 END_TEST
 
+START_TEST(test_perfmap_stale)
+{
+	/* a perf map older than the process: another process's with this pid
+	 * (runtimes leave their files, pids are reused); this test's own pid */
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct timespec old[2];
+	struct stat st;
+	char path[64];
+	const char *s;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	pm_write(path, "w", "1000 100 stale\n");
+	/* a day older, by the file system's clock (not a faked one) */
+	ck_assert_int_eq(stat(path, &st), 0);
+	old[0] = old[1] = st.st_mtim;
+	old[0].tv_sec = old[1].tv_sec = st.st_mtim.tv_sec - 3600 * 24;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	ck_assert_ptr_null(cp_proc_jit_symbol(p, 0x1010));
+	usleep(2000);
+	pm_write(path, "w", "1000 100 fresh\n"); /* the process writes its own */
+	s = cp_proc_jit_symbol(p, 0x1010);
+	ck_assert_str_eq(s ? s : "(null)", "fresh");
+	unlink(path);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 /* The name cp_symbolize_user gives addr in p, as a frame shows it. */
 static const char *sym_name(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr,
 			    char *buf, size_t len)
@@ -846,6 +876,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(perfmap, test_perfmap_nested);
 	tcase_add_test(perfmap, test_perfmap_reused);
 	tcase_add_test(perfmap, test_perfmap_grows);
+	tcase_add_test(perfmap, test_perfmap_stale);
 	tcase_add_test(perfmap, test_jit_mappings);
 	suite_add_tcase(s, perfmap);
 	tcase_add_test(pmaps, test_add_map_sorted_and_find);

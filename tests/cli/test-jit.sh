@@ -93,7 +93,7 @@ check "record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
 # (timeout passes SIGTERM on; a background job ignores SIGINT)
 timeout -s KILL 300 "$CPROF" record --all -F 199 --data "$T/all" 2>"$T/all.err" & r=$!
 sampling "$T/all.err"
-"$NODE" --perf-basic-prof "$APP" 1.5 > "$T/all.out"
+"$NODE" --perf-basic-prof "$APP" 2 > "$T/all.out"
 nn=$(head -n 1 "$T/all.out")
 case $nn in *[!0-9]*|"") nn=0 ;; *) maps="$maps /tmp/perf-$nn.map" ;; esac
 kill -TERM "$r" 2>/dev/null

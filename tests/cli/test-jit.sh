@@ -13,6 +13,7 @@ if [ "$(id -u)" != 0 ]; then
 	done_testing; exit
 fi
 APP="$FIXTURES/record/jit.js"
+cd "$T" || exit 1 # node --perf-basic-prof also writes isolate-*-v8.log files here
 bg=""     # background nodes, killed at exit
 maps=""   # the perf maps they leave in /tmp, removed at exit
 trap 'for p in $bg; do kill "$p" 2>/dev/null; done; rm -f $maps; rm -rf "$T"' EXIT

@@ -699,7 +699,10 @@ static void perfmap_update(struct cp_perfmap *m, const char *path, int64_t not_b
 		return;
 	}
 	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	if (mtime < not_before) { /* an earlier process's with this pid */
+	/* as perf does: the file of the process's user or root only (another
+	 * user may not name its frames); and not an earlier process's with
+	 * this pid */
+	if ((m->owner >= 0 && st.st_uid != (uid_t)m->owner && st.st_uid != 0) || mtime < not_before) {
 		close(fd);
 		return;
 	}
@@ -776,6 +779,7 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 	char path[64];
 	const char *name = NULL;
 	uint64_t now = mono_ns();
+	struct stat st;
 
 	if (!p->jit) {
 		int64_t start;
@@ -787,6 +791,8 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 		 * it is counted from is in whole seconds) */
 		start = proc_start_ns(p->pid);
 		p->jit->not_before_ns = start > 2000000000 ? start - 2000000000 : 0;
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		p->jit->owner = stat(path, &st) == 0 ? (int64_t)st.st_uid : -1;
 	}
 	if (p->jit->n)
 		name = cp_perfmap_find(p->jit, addr);

@@ -39,6 +39,7 @@ struct cp_perfmap {
 	uint64_t used;              /* bytes of the file parsed (whole lines) */
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC of the last look at it */
 	int64_t not_before_ns;      /* a file older (CLOCK_REALTIME) is another process's */
+	int64_t owner;              /* the process's uid (-1: unknown): the file's owner, or root */
 };
 
 struct cp_proc {

@@ -504,6 +504,15 @@ START_TEST(test_perfmap_stale)
 	pm_write(path, "w", "1000 100 fresh\n"); /* the process writes its own */
 	s = cp_proc_jit_symbol(p, 0x1010);
 	ck_assert_str_eq(s ? s : "(null)", "fresh");
+	if (geteuid() == 0) {
+		/* another user's file does not name a process's frames */
+		struct cp_procs *t2 = cp_procs_new();
+		struct cp_proc *p2 = cp_procs_get(t2, (uint32_t)getpid(), true);
+
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		ck_assert_ptr_null(cp_proc_jit_symbol(p2, 0x1010));
+		cp_procs_free(t2, NULL);
+	}
 	unlink(path);
 	cp_procs_free(t, NULL);
 }

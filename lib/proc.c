@@ -661,6 +661,11 @@ int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
 	return 0;
 }
 
+int64_t cp_perfmap_append(struct cp_perfmap *m, const char *text, size_t len)
+{
+	return perfmap_add(m, text, len, true);
+}
+
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 {
 	const struct cp_perfmap_entry *best = NULL;

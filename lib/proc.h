@@ -120,6 +120,9 @@ void cp_cgroup_labels(const char *path, char *container, size_t clen, char *unit
 		      size_t plen);
 /* A perf-map file: "START SIZE NAME" per line, hexadecimal (0x optional). */
 int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out);
+/* Adds the lines of text that end in '\n' to m (parsed or zeroed before, as
+ * a JIT appends to its file): the bytes used, or -ENOMEM. */
+int64_t cp_perfmap_append(struct cp_perfmap *m, const char *text, size_t len);
 void cp_perfmap_release(struct cp_perfmap *m);
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr);
 

@@ -171,6 +171,10 @@ static enum MHD_Result form_piece(void *cls, enum MHD_ValueKind kind, const char
 	struct form_ctx *f = cls;
 
 	(void)kind, (void)content_type, (void)transfer_encoding;
+	if (!key || !*key) { /* no Content-Disposition name (or an unquoted or empty one) */
+		f->ret = cp_error(EINVAL, "a form part has no name (Content-Disposition: form-data; name=\"...\")");
+		return MHD_NO;
+	}
 	if (off == 0 || !f->open || strcmp(f->name, key)) {
 		if ((f->ret = form_emit(f)))
 			return MHD_NO;

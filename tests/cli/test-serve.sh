@@ -36,7 +36,7 @@ http() {
 	body=$(cat "$T/.body")
 }
 # the fixtures' own time (unix seconds): data stored at it is as old as the committed file, whatever the clock
-ftime=$(("$("$CPROF" query -i "$before" -f json | jq .time_nanos)" / 1000000000))
+ftime=$(($("$CPROF" query -i "$before" -f json | jq .time_nanos) / 1000000000))
 total() { # the total of a selector from a day before the fixtures' time (or now, if earlier) until now
 	_now=$(date +%s)
 	_since=$((ftime < _now ? ftime - 86400 : _now - 86400))

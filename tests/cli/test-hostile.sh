@@ -1,0 +1,99 @@
+# cprof serve under hostile requests: each request shape that once crashed the server or lost data is
+# sent to the real server (under ASan in the sanitizer build); after each, the server must be alive,
+# answer with a clear status, and keep the data stored before it.
+. "$srcdir/tests/cli/lib.sh"
+command -v curl >/dev/null || skip_all "curl is not installed (apt-get install curl)"
+command -v jq >/dev/null || skip_all "jq is not installed (apt-get install jq)"
+before="$FIXTURES/cpu-before.pb.gz"
+heap="$FIXTURES/heap.pb.gz"
+
+"$CPROF" serve --listen 127.0.0.1:0 --data "$T/data" >"$T/serve.out" 2>"$T/serve.err" &
+SPID=$!
+trap 'kill $SPID 2>/dev/null; rm -rf "$T"' EXIT
+i=0
+while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/serve.out" 2>/dev/null; do
+	kill -0 $SPID 2>/dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+URL=$(awk '/^listening on / {print $3; exit}' "$T/serve.out")
+like "$URL" '^http://127\.0\.0\.1:[0-9]+$' "the server listens"
+
+# http METHOD PATH [curl args]: sets $code and $body
+http() {
+	m=$1
+	p=$2
+	shift 2
+	: >"$T/.body"
+	code=$(curl -s -o "$T/.body" -w '%{http_code}' -X "$m" "$@" "$URL$p")
+	body=$(cat "$T/.body")
+}
+# writeraw stores a profile at its own time: the fixture's, as old as the committed file
+ftime=$(($("$CPROF" query -i "$before" -f json | jq .time_nanos) / 1000000000))
+total() { # SELECTOR: its total from a day before the fixture's time (or now, if earlier) until now
+	_now=$(date +%s)
+	curl -s -G "$URL/api/v1/profile" --data-urlencode "query=$1" \
+		--data-urlencode "from=$((ftime < _now ? ftime - 86400 : _now - 86400))" \
+		--data-urlencode max_nodes=1 | jq -r .total
+}
+per=$("$CPROF" query -i "$before" -t samples -f json | jq .total)
+http POST '/api/v1/push?name=base&time=now' --data-binary @"$before"
+is "$code" 200 "the data stored before the attacks"
+# alive WHAT: after each hostile request the server answers /healthz and still has the earlier data
+alive() {
+	http GET /healthz
+	is "$code/$body" "200/ok" "$1: the server is alive"
+	is "$(total base:samples)" "$per" "$1: the earlier data is intact"
+}
+
+# ---- Parca writeraw with 5 or more profiles in one request (the batch's arrays grew unevenly) ----
+b64=$(base64 -w0 "$before")
+s5=
+for k in 1 2 3 4 5 6 7; do s5="$s5${s5:+,}{\"rawProfile\":\"$b64\"}"; done
+printf '{"series":[{"labels":{"labels":[{"name":"__name__","value":"many"}]},"samples":[%s]}]}' "$s5" >"$T/wr7.json"
+http POST /api/profiles/writeraw --data-binary @"$T/wr7.json"
+is "$code" 200 "writeraw: one series with 7 samples: 200"
+is "$(total many:samples)" "$((7 * per))" "all 7 are stored, once"
+alive "writeraw 1x7"
+ser=
+for k in 1 2 3 4 5 6; do
+	ser="$ser${ser:+,}{\"labels\":{\"labels\":[{\"name\":\"__name__\",\"value\":\"wide\"},{\"name\":\"k\",\"value\":\"$k\"}]},\"samples\":[{\"rawProfile\":\"$b64\"}]}"
+done
+printf '{"series":[%s]}' "$ser" >"$T/wr6.json"
+http POST /api/profiles/writeraw --data-binary @"$T/wr6.json"
+is "$code" 200 "writeraw: 6 series of one sample: 200"
+is "$(total wide:samples)" "$((6 * per))" "all 6 are stored, once"
+alive "writeraw 6x1"
+
+# ---- multipart parts without a name (/ingest?format=pprof) ----
+# form BOUNDARY-HEADER-LINE: a multipart body whose one part has the given disposition header
+form() {
+	{
+		printf -- '--XyZ\r\n'
+		[ -n "$1" ] && printf '%s\r\n' "$1"
+		printf 'Content-Type: application/octet-stream\r\n\r\n'
+		cat "$before"
+		printf '\r\n--XyZ--\r\n'
+	} >"$T/form"
+}
+for shape in '' 'Content-Disposition: form-data' 'Content-Disposition: form-data; name=' \
+	'Content-Disposition: form-data; name=""' 'Content-Disposition: form-data; filename="p.pprof"'; do
+	form "$shape"
+	http POST '/ingest?name=formy.cpu&format=pprof' -H 'Content-Type: multipart/form-data; boundary=XyZ' \
+		--data-binary @"$T/form"
+	is "$code" 400 "a part with '${shape:-no Content-Disposition}': 400"
+	like "$(printf '%s' "$body" | jq -r .error)" 'no name|no .profile. field|malformed' "saying why"
+	alive "a part with '${shape:-no Content-Disposition}'"
+done
+printf -- '--XyZ\r\nContent-Disposition: form-data; name="pro\000file"\r\n\r\nabc\r\n--XyZ--\r\n' >"$T/form"
+http POST '/ingest?name=formy.cpu&format=pprof' -H 'Content-Type: multipart/form-data; boundary=XyZ' \
+	--data-binary @"$T/form"
+is "$code" 400 "a part name with a NUL: 400"
+alive "a part name with a NUL"
+
+kill -TERM $SPID
+wait $SPID
+is "$?" 0 "the server stops cleanly after all of it"
+reports=$(grep -E 'AddressSanitizer|LeakSanitizer|runtime error' "$T/serve.err" | head -5)
+is "$reports" "" "no sanitizer reports from the server"
+done_testing

@@ -91,6 +91,22 @@ http POST '/ingest?name=formy.cpu&format=pprof' -H 'Content-Type: multipart/form
 is "$code" 400 "a part name with a NUL: 400"
 alive "a part name with a NUL"
 
+# ---- a 20,000-frame stack rendered as JSON (recursion in the renderer and in jansson's dump) ----
+awk 'BEGIN { s = "f0"; for (i = 1; i < 20000; i++) s = s ";f" i; print s " 5" }' >"$T/deep.folded"
+"$CPROF" query -i "$T/deep.folded" -f pprof -o "$T/deep.pb.gz"
+http POST '/api/v1/push?name=deep&time=now' --data-binary @"$T/deep.pb.gz"
+is "$code" 200 "a pprof with one 20,000-frame stack is stored"
+for rep in 1 2; do
+	http GET /api/v1/profile -G --data-urlencode query=deep:samples --data-urlencode from=now-1h
+	is "$code" 200 "the default JSON query over it answers (time $rep)"
+	like "$body" '"truncated":true' "and says the tree is truncated"
+	ok "the JSON is whole (Debian's python parses it)" /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/.body"
+	alive "a deep stack as JSON (time $rep)"
+done
+run "$CPROF" query -i "$T/deep.pb.gz" -f json
+is "$rc" 0 "cprof query -f json of the deep stack exits 0"
+like "$out" '"total":5,' "with its total"
+
 kill -TERM $SPID
 wait $SPID
 is "$?" 0 "the server stops cleanly after all of it"

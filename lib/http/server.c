@@ -523,6 +523,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return send_error(r, 401, "%s", "missing or wrong token: send 'Authorization: Bearer TOKEN' (the token of cprof serve --token-file)");
 		}
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		/* both lengths: a proxy in front may read the body by the other one (request smuggling) */
+		if (cl && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			return send_error(r, 400, "%s", "both Content-Length and Transfer-Encoding: send one (RFC 9112, 6.3)");
 		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 			char m[64];
 

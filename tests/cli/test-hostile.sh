@@ -91,6 +91,33 @@ http POST '/ingest?name=formy.cpu&format=pprof' -H 'Content-Type: multipart/form
 is "$code" 400 "a part name with a NUL: 400"
 alive "a part name with a NUL"
 
+# ---- both Content-Length and Transfer-Encoding (request smuggling behind a proxy) ----
+if command -v python3 >/dev/null; then
+	port=${URL##*:}
+	cat >"$T/smuggle.py" <<'PYEOF'
+import socket, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+te, cl = b'Transfer-Encoding: chunked\r\n', b'Content-Length: 4\r\n'
+s.sendall(b'POST /api/v1/push?name=smuggled&time=now HTTP/1.1\r\nHost: x\r\n' + (cl + te if sys.argv[2] == 'cl' else te + cl) +
+          b'\r\n0\r\n\r\n')
+data = b''
+try:
+    while b'\r\n\r\n' not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except OSError:
+    pass
+print(data.split(b'\r\n', 1)[0].decode('latin-1'))
+PYEOF
+	for order in cl te; do
+		like "$(/usr/bin/python3 "$T/smuggle.py" "$port" "$order" 2>&1)" '^HTTP/1\.1 400' \
+			"Content-Length with Transfer-Encoding ($order first): 400"
+		alive "Content-Length with Transfer-Encoding ($order first)"
+	done
+fi
+
 # ---- a 20,000-frame stack rendered as JSON (recursion in the renderer and in jansson's dump) ----
 awk 'BEGIN { s = "f0"; for (i = 1; i < 20000; i++) s = s ";f" i; print s " 5" }' >"$T/deep.folded"
 "$CPROF" query -i "$T/deep.folded" -f pprof -o "$T/deep.pb.gz"

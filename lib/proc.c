@@ -611,7 +611,7 @@ int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
 		out->n++;
 	}
 	if (out->n) {
-		qsort(out->e, out->n, sizeof(*out->e), entry_cmp);
+		cp_qsort(out->e, out->n, sizeof(*out->e), entry_cmp);
 		out->maxend = malloc(out->n * sizeof(*out->maxend));
 		if (!out->maxend)
 			goto nomem;

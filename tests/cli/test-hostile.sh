@@ -134,9 +134,41 @@ run "$CPROF" query -i "$T/deep.pb.gz" -f json
 is "$rc" 0 "cprof query -f json of the deep stack exits 0"
 like "$out" '"total":5,' "with its total"
 
+# ---- an all-zero push, and queries of a store that holds nothing of a type ----
+printf 'main;zero 0\nmain;none 0\n' >"$T/zero.folded"
+http POST '/api/v1/push?name=zero&time=now' --data-binary @"$T/zero.folded"
+like "$code" '^(200|400)$' "an all-zero push: 200 or 400 ($code)"
+for q in "/api/v1/profile?query=zero:samples" "/api/v1/range?query=zero:samples&step=1m" \
+	"/api/v1/diff?before=zero:samples&after=zero:samples" "/api/v1/profile?query=nothing:samples&format=folded"; do
+	http GET "$q"
+	like "$code" '^(200|404)$' "$q: 200 or 404 ($code)"
+	alive "$q"
+done
+
 kill -TERM $SPID
 wait $SPID
 is "$?" 0 "the server stops cleanly after all of it"
-reports=$(grep -E 'AddressSanitizer|LeakSanitizer|runtime error' "$T/serve.err" | head -5)
+
+# ---- a store with nothing in it ----
+"$CPROF" serve --listen 127.0.0.1:0 --data "$T/empty" >"$T/serve2.out" 2>"$T/serve2.err" &
+SPID=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/serve2.out" 2>/dev/null; do
+	kill -0 $SPID 2>/dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+URL=$(awk '/^listening on / {print $3; exit}' "$T/serve2.out")
+for q in /api/v1/types /api/v1/labels /api/v1/series /api/v1/stats /metrics "/api/v1/values?label=comm" \
+	"/api/v1/profile?query=cpu" "/api/v1/range?query=cpu&step=1m" "/api/v1/diff?before=cpu&after=cpu" /; do
+	http GET "$q"
+	like "$code" '^(200|400|404)$' "an empty store: $q answers ($code)"
+done
+http GET /healthz
+is "$code/$body" "200/ok" "an empty store: the server is alive"
+kill -TERM $SPID
+wait $SPID
+is "$?" 0 "the empty store's server stops cleanly"
+reports=$(cat "$T/serve.err" "$T/serve2.err" | grep -E 'AddressSanitizer|LeakSanitizer|runtime error' | head -5)
 is "$reports" "" "no sanitizer reports from the server"
 done_testing

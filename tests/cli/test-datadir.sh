@@ -179,6 +179,22 @@ else
 	ok "running as root: cprof record needs root or CAP_BPF+CAP_PERFMON, and CI runs this test as root" false
 fi
 
+# an empty --data is a usage error, not the root directory
+D=$T/empty
+for c in import query scrape serve record; do
+	setup "$D" "$c" default
+	case $c in
+	import) set -- import "$FIXTURES/cpu-before.pb.gz" ;;
+	query) set -- query cpu ;;
+	scrape) set -- scrape --profile goroutine "http://$ADDR" ;;
+	serve) set -- serve --listen 127.0.0.1:0 ;;
+	record) set -- record -a -d 1s ;;
+	esac
+	run in_ns "$D/varlib" "$D/cwd" env $ENV timeout -s KILL 60 "$CPROF" "$@" --data ''
+	is "$rc:$(where "$D")" "2:" "$c --data '': a usage error, and no store anywhere"
+	like "$err" "^cprof $c: --data wants a directory" "  it says what is wrong"
+done
+
 # ---- readers ----
 # every candidate directory holds its own store: profiles of type w_NAME
 # (import) and the targets of job w_NAME (scrape --once)

@@ -25,6 +25,7 @@ made_varlib=
 trap 'for p in $PIDS; do kill "$p" 2>/dev/null; done; [ -z "$made_varlib" ] || rmdir /var/lib/cprof 2>/dev/null; rm -rf "$T"' EXIT
 export HOME="$T/home"
 mkdir -p "$HOME"
+# the mount point (left empty: removed at exit when this test made it)
 if [ "$(id -u)" = 0 ] && ! [ -d /var/lib/cprof ]; then
 	mkdir -p /var/lib/cprof && made_varlib=1
 fi
@@ -38,8 +39,8 @@ unshare -m sh -c 'mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" && 
 in_ns() {
 	_v=$1 _cwd=$2
 	shift 2
-	unshare -m sh -c 'mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" && mount -o remount,bind,ro / &&
-		cd "$3" && shift 3 && exec "$@"' sh "$_v" "$T" "$_cwd" "$@"
+	unshare -m sh -c 'mkdir -p /var/lib/cprof && mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" &&
+		mount -o remount,bind,ro / && cd "$3" && shift 3 && exec "$@"' sh "$_v" "$T" "$_cwd" "$@"
 }
 # where D: the directories of case D that hold a store (index.db and parts/),
 # then any other of them that is not empty (NAME?), then / if it holds one
@@ -61,7 +62,7 @@ setup() {
 	_d=$1 _c=$2 _way=$3 _extra=${4:-}
 	rm -rf "$_d"
 	mkdir -p "$_d/cwd" "$_d/varlib" "$_d/home"
-	DATA= ENV="-u CPROF_DATA CPROF_CONFIG="
+	DATA='' ENV="-u CPROF_DATA CPROF_CONFIG="
 	: >"$_d/cprof.yaml"
 	case $_way in
 	flag | env) printf 'data: %s\n%s:\n  data: %s\n' "$_d/cfgtop" "$_c" "$_d/cfgsec" >"$_d/cprof.yaml" ;;

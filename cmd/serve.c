@@ -1391,7 +1391,10 @@ static int run_serve(int argc, char **argv)
 	if ((v = pick(cert_o, cfg.tls_cert)) &&
 	    ((status = read_pem("--tls-cert", v, &cert)) || (status = read_pem("--tls-key", pick(key_o, cfg.tls_key), &key))))
 		goto out;
-	s.data = pick(data_o, cfg.data) ? pick(data_o, cfg.data) : cp_store_default_dir(dir, sizeof(dir));
+	/* the file's data: is serve's own setting, so it wins over $CPROF_DATA (an empty one counts as unset) */
+	if ((status = store_dir("serve", pick(data_o, cfg.data && *cfg.data ? cfg.data : NULL), dir, sizeof(dir))))
+		goto out;
+	s.data = dir;
 	if (!(s.w = cp_store_open(s.data, CP_STORE_WRITE))) {
 		status = fail("serve", "%s", cp_errmsg(errno));
 		goto out;

@@ -623,7 +623,7 @@ static int64_t perfmap_add(struct cp_perfmap *m, const char *text, size_t len, b
 	if (!maxend)
 		goto nomem;
 	m->maxend = maxend;
-	qsort(m->e + old, m->n - old, sizeof(*m->e), entry_cmp);
+	cp_qsort(m->e + old, m->n - old, sizeof(*m->e), entry_cmp);
 	first = old;
 	if (old && entry_cmp(&m->e[old - 1], &m->e[old]) > 0) {
 		size_t i = 0, j = old, k = 0;

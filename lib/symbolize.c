@@ -256,7 +256,7 @@ static void read_syms(struct cp_mod *sm)
 	}
 	if (!sm->nsyms)
 		return;
-	qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
+	cp_qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
 	/* one symbol per address: the first after sorting */
 	for (size_t i = 1; i < sm->nsyms; i++)
 		if (sm->syms[i].addr != sm->syms[k].addr)
@@ -623,7 +623,7 @@ static void ksyms_finish(struct cp_ksyms *k, char *text, size_t tlen)
 	if (t)
 		k->s = t;
 	if (k->n)
-		qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+		cp_qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
 }
 
 struct cp_ksyms *cp_ksyms_parse(const char *in, size_t len)

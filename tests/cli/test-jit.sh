@@ -49,10 +49,11 @@ check() {
 	ok "$how: hotBeta is named from the perf map" test "$b" -gt 0
 	# 3:1 by loop counts is 75%.  The machine's load changes how many
 	# samples node gets (and --all loses some when the ring buffer fills),
-	# not where they fall: the tolerance is 15 points, or 3 standard
-	# deviations of a share of that many samples when wider
+	# not where they fall: the tolerance is 15 points, or 4 standard
+	# deviations of a share of that many samples when wider (samples are
+	# lost in bursts: fewer independent ones than counted)
 	share=$(( (a + b) > 0 ? 100 * a / (a + b) : 0 ))
-	tol=$(awk -v n="$((a + b))" 'BEGIN { t = n > 0 ? 300 * sqrt(0.1875 / n) : 100; t = t > 15 ? t : 15; printf "%d", t + 0.999 }')
+	tol=$(awk -v n="$((a + b))" 'BEGIN { t = n > 0 ? 400 * sqrt(0.1875 / n) : 100; t = t > 15 ? t : 15; printf "%d", t + 0.999 }')
 	ok "$how: enough samples in the two to compare ($((a + b)) >= 10)" test "$((a + b))" -ge 10
 	ok "$how: hotAlpha has more than hotBeta ($a > $b)" test "$a" -gt "$b"
 	ok "$how: hotAlpha has ~3/4 of hotAlpha + hotBeta: $share% in 75 +- $tol" \

@@ -25,6 +25,13 @@ if [ -n "$missing" ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+# the official Pyroscope Node.js client, for tests/cli/test-pyroscope.sh: from
+# npm, outside the source tree, only when missing
+NPM_PREFIX=/usr/local/lib/cprof-test-npm
+if command -v npm >/dev/null && [ ! -f "$NPM_PREFIX/node_modules/@pyroscope/nodejs/package.json" ]; then
+	echo "setup: installing @pyroscope/nodejs@0.6.4 in $NPM_PREFIX"
+	npm install --prefix "$NPM_PREFIX" --no-save --no-audit --no-fund --loglevel=error @pyroscope/nodejs@0.6.4 >/dev/null
+fi
 [ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] || autoreconf -fi
 mkdir -p build
 cd build

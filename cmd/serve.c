@@ -1088,9 +1088,10 @@ static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 			bad_body(s, out, API_PYROSCOPE, 400, "%s", "the body is empty: POST a pprof profile");
 			goto out;
 		}
-		/* stored at the push's from, as Pyroscope does (not at the pprof's
-		 * own time, which clients set to when they stopped profiling) */
-		if ((p = cp_pprof_decode(body, len)) && (cp_req_arg(r, "from") || !p->time_nanos))
+		/* stored at the push's from (until - 10 s when not given), as a
+		 * folded push is: not at the pprof's own time, which clients set to
+		 * when they stopped profiling (one flush late) */
+		if ((p = cp_pprof_decode(body, len)))
 			p->time_nanos = from;
 		pprof = true;
 	} else {

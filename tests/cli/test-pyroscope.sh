@@ -82,6 +82,17 @@ else
 	sed 's/^/# /' "$T/require.err" | head -n 5
 fi
 
+# ---- what the server commits stays visible to other processes ----
+# (a read-pool store, opened by /metrics, used to drop the writer's SQLite
+# locks; the next cprof query then deleted the WAL under the writer)
+curl -s "$URL/metrics" >/dev/null
+"$CPROF" query --data "$D" --types >/dev/null
+code=$(curl -s -o "$T/b" -w '%{http_code}' --data-binary @"$FIXTURES/cpu-before.pb.gz" "$URL/api/v1/push?name=seen&time=now")
+is "$code" 200 "a native push after /metrics and a cprof query: 200"
+is "$(total 'seen:cpu')" "$("$CPROF" query -i "$FIXTURES/cpu-before.pb.gz" -t cpu -f json | jq .total)" \
+	"cprof query sees it while the server runs"
+ok "the store's WAL is still there" test -e "$D/index.db-wal"
+
 # ---- label names as Pyroscope takes them, from curl ----
 now=$(date +%s)
 printf 'main;work 30\nmain;idle 10\n' >"$T/p.folded"

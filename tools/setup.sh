@@ -7,7 +7,8 @@
 # for top and tmux to drive its screen in the tests; systemd (systemd-analyze
 # verifies the units that make install installs) and python3-yaml (the test of
 # the installed configuration file parses it); faketime (the suite runs the tests
-# about stored time again with the clock moved ahead).
+# about stored time again with the clock moved ahead); with npm, the official
+# Pyroscope Node.js client that test-pyroscope.sh drives serve with.
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."

@@ -8,12 +8,14 @@
  * batch (group commit) and then answers each waiting request, so a 200
  * means the data is committed, and a request is stored whole or not at all. */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/settings.h"
@@ -113,6 +115,10 @@ struct server {
 	struct cp_server *http;
 	struct cp_scraper *scraper; /* --config with scrape_configs */
 	_Atomic uint64_t profiles[NAPIS], samples[NAPIS], errors[NAPIS], bytes[NAPIS];
+	/* rejected pushes: a warning each, at most one a second per API */
+	pthread_mutex_t rlock;
+	int64_t rlast[NAPIS];
+	uint64_t rsuppressed[NAPIS];
 };
 
 /* ---- the writer: group commit ---- */
@@ -845,6 +851,60 @@ static void ingest_done(struct server *s, struct cp_resp *out, enum api api, int
 	cp_resp_text(out, 200, "application/json", "{\"profiles\":%zu,\"samples\":%zu}\n", profiles, samples);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Logs a push the handler refused (out->status >= 400) with its reason: one
+ * line a second per API at most, the next line counting those left out. */
+static void log_rejected(struct server *s, enum api api, struct cp_req *r, const struct cp_resp *out)
+{
+	const char *reason = NULL, *name = cp_req_arg(r, "name");
+	json_t *j = NULL;
+	int64_t now = mono_ns();
+	uint64_t skipped;
+	char more[64] = "", line[768], *p;
+
+	if (out->status < 400)
+		return;
+	pthread_mutex_lock(&s->rlock);
+	if (s->rlast[api] && now - s->rlast[api] < 1000000000) {
+		s->rsuppressed[api]++;
+		pthread_mutex_unlock(&s->rlock);
+		return;
+	}
+	s->rlast[api] = now;
+	skipped = s->rsuppressed[api];
+	s->rsuppressed[api] = 0;
+	pthread_mutex_unlock(&s->rlock);
+	if (out->body && out->len && (j = json_loadb(out->body, out->len, 0, NULL)))
+		reason = json_string_value(json_object_get(j, "error"));
+	if (skipped)
+		snprintf(more, sizeof(more), " (%" PRIu64 " more rejected since the last line)", skipped);
+	snprintf(line, sizeof(line), "rejected a %s push to %s%s%.128s (%d): %.300s%s", api_names[api],
+		 cp_req_path(r), name ? " name=" : "", name ? name : "", out->status,
+		 reason ? reason : "no reason given", more);
+	json_decref(j);
+	for (p = line; *p; p++) /* what clients sent stays on one line */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	logmsg("serve", LOG_LEVEL_WARN, "%s", line);
+}
+
+static void log_rejected_left(struct server *s)
+{
+	int api;
+
+	for (api = 0; api < NAPIS; api++)
+		if (s->rsuppressed[api])
+			logmsg("serve", LOG_LEVEL_WARN, "%" PRIu64 " more %s pushes were rejected since the last line",
+			       s->rsuppressed[api], api_names[api]);
+}
+
 static void bad_body(struct server *s, struct cp_resp *out, enum api api, int status, const char *fmt, const char *m)
 {
 	atomic_fetch_add(&s->errors[api], 1);
@@ -878,7 +938,7 @@ static int push_header(void *ctx, const char *value)
 	return p->err = cp_labels_add(&p->l, name, eq + 1);
 }
 
-static void h_push(struct cp_req *r, struct cp_resp *out, void *arg)
+static void push_native(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	struct server *s = arg;
 	struct push_labels pl = { { 0 }, 0 };
@@ -950,7 +1010,7 @@ static int pick_field(void *ctx, const char *name, const char *filename, const u
 	return 0;
 }
 
-static void h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
+static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	struct server *s = arg;
 	const char *name = cp_req_arg(r, "name"), *format = cp_req_arg(r, "format"), *units = cp_req_arg(r, "units");
@@ -960,10 +1020,13 @@ static void h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_store_append a = { 0 };
 	struct cp_profile *p = NULL;
 	struct form_pick fp = { "profile", NULL, NULL, 0 };
+	struct cp_pyro_part *parts = NULL;
+	struct cp_store_append *as = NULL;
 	int64_t now = cp_now_ns(), until = now, from = 0, rate = 100;
 	const uint8_t *body;
 	char msg[512], *end;
-	size_t len;
+	size_t len, nparts = 0, i;
+	bool pprof = false;
 	int err;
 
 	body = cp_req_body(r, &len);
@@ -1025,8 +1088,12 @@ static void h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 			bad_body(s, out, API_PYROSCOPE, 400, "%s", "the body is empty: POST a pprof profile");
 			goto out;
 		}
-		if ((p = cp_pprof_decode(body, len)) && !p->time_nanos)
+		/* stored at the push's from (until - 10 s when not given), as a
+		 * folded push is: not at the pprof's own time, which clients set to
+		 * when they stopped profiling (one flush late) */
+		if ((p = cp_pprof_decode(body, len)))
 			p->time_nanos = from;
+		pprof = true;
 	} else {
 		bad_body(s, out, API_PYROSCOPE, 400, "format '%.32s' is not taken here: send folded, lines or pprof", format);
 		goto out;
@@ -1035,10 +1102,31 @@ static void h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 		bad_body(s, out, API_PYROSCOPE, 400, "the body is not a profile: %s", cp_errmsg(errno));
 		goto out;
 	}
-	a.profile = p;
 	a.labels = nm.labels.kv;
 	a.nlabels = nm.labels.n;
 	a.time_ns = p->time_nanos ? p->time_nanos : from;
+	if (pprof) { /* each kind of sample type under its Pyroscope name */
+		size_t samples = p->nsamples;
+
+		if ((err = cp_pyro_split(p, nm.suffix, &parts, &nparts))) {
+			bad_body(s, out, API_PYROSCOPE, err == -ENOMEM ? 500 : 400, "%s", cp_errmsg(-err));
+			goto out;
+		}
+		p = NULL; /* the parts have it */
+		if (!(as = calloc(nparts, sizeof(*as)))) {
+			bad_body(s, out, API_PYROSCOPE, 500, "%s", "out of memory");
+			goto out;
+		}
+		for (i = 0; i < nparts; i++) {
+			as[i] = a;
+			as[i].profile = parts[i].profile;
+			as[i].name = parts[i].name;
+		}
+		err = submit(s, as, nparts, msg, sizeof(msg));
+		ingest_done(s, out, API_PYROSCOPE, err, msg, 1, samples, len);
+		goto out;
+	}
+	a.profile = p;
 	err = submit(s, &a, 1, msg, sizeof(msg));
 	ingest_done(s, out, API_PYROSCOPE, err, msg, 1, p->nsamples, len);
 	goto out;
@@ -1046,6 +1134,8 @@ bad:
 	atomic_fetch_add(&s->errors[API_PYROSCOPE], 1);
 out:
 	free(fp.copy);
+	free(as);
+	cp_pyro_parts_free(parts, nparts);
 	cp_profile_free(p);
 	cp_pyro_name_release(&nm);
 }
@@ -1111,7 +1201,7 @@ fail:
 	return err;
 }
 
-static void h_parca_write(struct cp_req *r, struct cp_resp *out, void *arg)
+static void push_parca(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	struct server *s = arg;
 	struct parca_batch b = { 0 };
@@ -1140,6 +1230,24 @@ static void h_parca_write(struct cp_req *r, struct cp_resp *out, void *arg)
 	free(b.p);
 	free(b.labels);
 	free(b.names);
+}
+
+static void h_push(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	push_native(r, out, arg);
+	log_rejected(arg, API_NATIVE, r, out);
+}
+
+static void h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	push_pyroscope(r, out, arg);
+	log_rejected(arg, API_PYROSCOPE, r, out);
+}
+
+static void h_parca_write(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	push_parca(r, out, arg);
+	log_rejected(arg, API_PARCA, r, out);
 }
 
 /* ---- operations and the web view ---- */
@@ -1402,6 +1510,7 @@ static int run_serve(int argc, char **argv)
 	s.tail = &s.head;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_mutex_init(&s.plock, NULL);
+	pthread_mutex_init(&s.rlock, NULL);
 	pthread_cond_init(&s.more, NULL);
 	pthread_cond_init(&s.done, NULL);
 	pthread_cond_init(&s.pfree, NULL);
@@ -1461,6 +1570,7 @@ out:
 		pthread_join(scrape_thread, NULL);
 	}
 	cp_server_stop(s.http); /* waits for the requests in flight */
+	log_rejected_left(&s);
 	cp_scraper_free(s.scraper);
 	if (writer_started) {
 		pthread_mutex_lock(&s.lock);

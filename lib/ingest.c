@@ -3,6 +3,7 @@
 #include "ingest.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -70,6 +71,25 @@ static char *trimmed(const char *s, size_t n)
 	return strndup(s, n);
 }
 
+int cp_pyro_label_name(char *name)
+{
+	size_t i;
+
+	if (!*name || (*name >= '0' && *name <= '9'))
+		return -EINVAL;
+	for (i = 0; name[i]; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '.'))
+			return -EINVAL;
+	}
+	for (i = 0; name[i]; i++)
+		if (name[i] == '.')
+			name[i] = '_';
+	return 0;
+}
+
 int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out)
 {
 	const char *brace = strchr(s, '{'), *end, *p, *dot;
@@ -116,7 +136,15 @@ int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out)
 			} else {
 				k = trimmed(p, (size_t)(eq - p));
 				v = trimmed(eq + 1, (size_t)(comma - eq - 1));
-				err = k && v ? cp_labels_add(&out->labels, k, v) : -ENOMEM;
+				if (!k || !v)
+					err = -ENOMEM;
+				else if (cp_pyro_label_name(k))
+					err = cp_error(EINVAL,
+						       "name '%.64s': bad label name '%.64s' (letters, digits, '_' and '.', "
+						       "not starting with a digit)",
+						       s, k);
+				else
+					err = cp_labels_add(&out->labels, k, v);
 				free(k);
 				free(v);
 				if (err)
@@ -154,7 +182,7 @@ void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t)
 		{ "alloc_space", { "memory", "alloc_space", "bytes", "space", "bytes", 0 } },
 		{ "inuse_objects", { "memory", "inuse_objects", "count", "space", "bytes", 0 } },
 		{ "inuse_space", { "memory", "inuse_space", "bytes", "space", "bytes", 0 } },
-		{ "goroutines", { "goroutine", "goroutine", "count", "goroutine", "count", 0 } },
+		{ "goroutines", { "goroutines", "goroutine", "count", "goroutine", "count", 0 } },
 		{ "mutex_count", { "mutex", "contentions", "count", "contentions", "count", 0 } },
 		{ "mutex_duration", { "mutex", "delay", "nanoseconds", "contentions", "count", 0 } },
 		{ "block_count", { "block", "contentions", "count", "contentions", "count", 0 } },
@@ -181,6 +209,159 @@ void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t)
 		t->type = t->ptype = units && *units ? units : "samples";
 		t->unit = t->punit = "count";
 	}
+}
+
+/* ---- pprof pushed to /ingest: named by what each sample type measures ---- */
+
+struct pyro_class {
+	const char *name;   /* NULL: no Pyroscope name; the store names it from the period type */
+	const char *type;   /* the stored sample type, NULL: as sent */
+	const char *ptype, *punit;
+};
+
+static bool has_type(const struct cp_profile *p, const char *type)
+{
+	size_t k;
+
+	for (k = 0; k < p->ntypes; k++)
+		if (!strcmp(cp_profile_string(p, p->sample_types[k].type), type))
+			return true;
+	return false;
+}
+
+static struct pyro_class pyro_classify(const struct cp_profile *p, size_t k, const char *suffix)
+{
+	const char *t = cp_profile_string(p, p->sample_types[k].type);
+	const char *pt = cp_profile_string(p, p->period_type.type);
+	struct pyro_class c = { NULL, NULL, NULL, NULL };
+
+	if (!strcmp(t, "wall"))
+		c = (struct pyro_class){ "wall", NULL, "wall", "nanoseconds" };
+	else if (strstr(t, "cpu"))
+		c = (struct pyro_class){ "process_cpu", NULL, "cpu", "nanoseconds" };
+	else if (!strcmp(t, "samples") || !strcmp(t, "sample")) {
+		if (has_type(p, "wall") || !strcmp(pt, "wall"))
+			c = (struct pyro_class){ "wall", "samples", "wall", "nanoseconds" };
+		else if (has_type(p, "cpu") || !strcmp(pt, "cpu"))
+			c = (struct pyro_class){ "process_cpu", "samples", "cpu", "nanoseconds" };
+	} else if (!strcmp(t, "alloc_objects") || !strcmp(t, "alloc_space") || !strcmp(t, "inuse_objects") ||
+		   !strcmp(t, "inuse_space"))
+		c = (struct pyro_class){ "memory", NULL, "space", "bytes" };
+	else if (!strcmp(t, "objects")) /* a heap profile of what is live (Node.js, V8) */
+		c = (struct pyro_class){ "memory", "inuse_objects", "space", "bytes" };
+	else if (!strcmp(t, "space"))
+		c = (struct pyro_class){ "memory", "inuse_space", "space", "bytes" };
+	else if (!strcmp(t, "goroutine") || !strcmp(t, "goroutines"))
+		c = (struct pyro_class){ "goroutines", "goroutine", "goroutine", "count" };
+	else if (!strcmp(t, "contentions") || !strcmp(t, "delay"))
+		c = (struct pyro_class){ suffix && !strncmp(suffix, "block", 5) ? "block" : "mutex", NULL, "contentions",
+					 "count" };
+	return c;
+}
+
+static bool same_class(const struct pyro_class *a, const struct pyro_class *b)
+{
+	if (!a->name || !b->name)
+		return !a->name && !b->name;
+	return !strcmp(a->name, b->name) && !strcmp(a->ptype, b->ptype) && !strcmp(a->punit, b->punit);
+}
+
+/* Keeps p's sample types of one class (keep[k]), renamed as cls[k] says,
+ * with the class's period type. */
+static int pyro_retype(struct cp_profile *p, const struct pyro_class *cls, const bool *keep)
+{
+	const struct pyro_class *c = NULL;
+	size_t k;
+	int64_t id;
+
+	for (k = 0; k < p->ntypes; k++) {
+		if (!keep[k])
+			continue;
+		c = &cls[k];
+		if (c->type) {
+			if ((id = cp_profile_str(p, c->type)) < 0)
+				return -ENOMEM;
+			p->sample_types[k].type = (uint32_t)id;
+		}
+	}
+	if (c && c->name && cp_profile_set_period_type(p, c->ptype, c->punit, p->period))
+		return -ENOMEM;
+	return cp_profile_keep_types(p, keep);
+}
+
+void cp_pyro_parts_free(struct cp_pyro_part *parts, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cp_profile_free(parts[i].profile);
+	free(parts);
+}
+
+int cp_pyro_split(struct cp_profile *p, const char *suffix, struct cp_pyro_part **out, size_t *nout)
+{
+	struct pyro_class *cls = NULL;
+	struct cp_pyro_part *parts = NULL;
+	bool *keep = NULL, *done = NULL;
+	size_t k, j, n = 0;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!p->ntypes)
+		return cp_error(EINVAL, "the profile has no sample types");
+	if (!(cls = calloc(p->ntypes, sizeof(*cls))) || !(keep = calloc(p->ntypes, sizeof(*keep))) ||
+	    !(done = calloc(p->ntypes, sizeof(*done))) || !(parts = calloc(p->ntypes, sizeof(*parts)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* classify all first: renaming a type must not change another's class */
+	for (k = 0; k < p->ntypes; k++)
+		cls[k] = pyro_classify(p, k, suffix);
+	for (k = 0; k < p->ntypes; k++) {
+		bool last = true;
+
+		if (done[k])
+			continue;
+		for (j = 0; j < p->ntypes; j++) {
+			keep[j] = !done[j] && same_class(&cls[k], &cls[j]);
+			done[j] = done[j] || keep[j];
+		}
+		for (j = k + 1; j < p->ntypes; j++)
+			last = last && done[j];
+		/* the last class takes p itself, the others a copy */
+		if (last) {
+			parts[n].profile = p;
+		} else if (!(parts[n].profile = cp_profile_copy(p, NULL))) {
+			err = -errno;
+			goto out;
+		}
+		parts[n].name = cls[k].name;
+		n++;
+		if ((err = pyro_retype(parts[n - 1].profile, cls, keep))) {
+			if (last)
+				parts[--n].profile = NULL; /* p stays the caller's */
+			goto out;
+		}
+		if (last)
+			break;
+	}
+out:
+	if (err) {
+		if (n && parts[n - 1].profile == p)
+			n--;
+		cp_pyro_parts_free(parts, n);
+		parts = NULL;
+		n = 0;
+		if (err == -ENOMEM)
+			cp_error(ENOMEM, "out of memory");
+	}
+	free(cls);
+	free(keep);
+	free(done);
+	*out = parts;
+	*nout = n;
+	return err;
 }
 
 struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, const struct cp_pyro_type *t,

@@ -38,6 +38,29 @@ struct cp_pyro_type {
 };
 void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t);
 
+/* A label name as Pyroscope takes it: letters, digits, '_' and '.', not
+ * starting with a digit; each '.' becomes '_' in place (otel.scope.name ->
+ * otel_scope_name).  0, or -EINVAL (name unchanged) for any other name. */
+int cp_pyro_label_name(char *name);
+
+/* A pprof profile pushed to /ingest, split by what its sample types measure
+ * and named as Pyroscope names them: cpu -> process_cpu:cpu:nanoseconds:cpu:
+ * nanoseconds, wall -> wall:wall:nanoseconds:wall:nanoseconds (the samples
+ * count goes with wall when there is one, else with cpu), heap ->
+ * memory:{inuse,alloc}_{space,objects}:...:space:bytes (Node.js's objects and
+ * space are inuse_objects and inuse_space), goroutines:goroutine:count:
+ * goroutine:count, contentions and delay -> mutex (block when the name's
+ * suffix starts with "block").  Other sample types keep their profile's period
+ * type and name NULL (the store names them).  Each part is a profile and its
+ * type name for cp_store_append.  On success p belongs to the parts (free
+ * them all with cp_pyro_parts_free); on error it stays the caller's. */
+struct cp_pyro_part {
+	struct cp_profile *profile;
+	const char *name; /* static, or NULL */
+};
+int cp_pyro_split(struct cp_profile *p, const char *suffix, struct cp_pyro_part **parts, size_t *n);
+void cp_pyro_parts_free(struct cp_pyro_part *parts, size_t n);
+
 /* A folded ("groups") or lines body as a profile of that type: values
  * scaled for cpu, duration until - from, time from.  NULL + errno. */
 struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, const struct cp_pyro_type *t,

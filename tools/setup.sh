@@ -7,7 +7,8 @@
 # for top and tmux to drive its screen in the tests; systemd (systemd-analyze
 # verifies the units that make install installs) and python3-yaml (the test of
 # the installed configuration file parses it); faketime (the suite runs the tests
-# about stored time again with the clock moved ahead).
+# about stored time again with the clock moved ahead); with npm, the official
+# Pyroscope Node.js client that test-pyroscope.sh drives serve with.
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -24,6 +25,13 @@ if [ -n "$missing" ]; then
 	echo "setup: installing$missing"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# the official Pyroscope Node.js client, for tests/cli/test-pyroscope.sh: from
+# npm, outside the source tree, only when missing
+NPM_PREFIX=/usr/local/lib/cprof-test-npm
+if command -v npm >/dev/null && [ ! -f "$NPM_PREFIX/node_modules/@pyroscope/nodejs/package.json" ]; then
+	echo "setup: installing @pyroscope/nodejs@0.6.4 in $NPM_PREFIX"
+	npm install --prefix "$NPM_PREFIX" --no-save --no-audit --no-fund --loglevel=error @pyroscope/nodejs@0.6.4 >/dev/null
 fi
 [ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] || autoreconf -fi
 mkdir -p build

@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +159,49 @@ static int check_truncated(const char *path)
 	return 0;
 }
 
+/* The files this process has opened in SQLite (their device and inode).
+ * Closing any descriptor of a file drops every POSIX lock the process holds
+ * on it, those of its open SQLite connections among them: check_truncated()
+ * reads a file only before this process first opens it, never while it may
+ * have it open (else another process, seeing no lock, takes itself for the
+ * WAL's last user, checkpoints and deletes it under the writer, whose later
+ * commits no other process sees). */
+static pthread_mutex_t opened_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct opened { dev_t dev; ino_t ino; } *opened;
+static size_t nopened, opened_cap;
+
+static bool was_opened(const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < nopened; i++)
+		if (opened[i].dev == st->st_dev && opened[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
+/* check_truncated() unless this process has had the file open, then open_db() */
+static int open_checked(const char *path, bool write, const char *page_size, sqlite3 **out)
+{
+	struct stat st;
+	int err = 0;
+
+	pthread_mutex_lock(&opened_lock);
+	if (stat(path, &st) < 0 || !was_opened(&st))
+		err = check_truncated(path);
+	if (!err)
+		err = open_db(path, write, page_size, out);
+	if (!err && !stat(path, &st) && !was_opened(&st) &&
+	    (nopened < opened_cap || !cp_grow((void **)&opened, &opened_cap, nopened + 1, sizeof(*opened)))) {
+		opened[nopened].dev = st.st_dev;
+		opened[nopened].ino = st.st_ino;
+		nopened++;
+	}
+	pthread_mutex_unlock(&opened_lock);
+	return err;
+}
+
+
 
 const char *cp_store_default_dir(char *buf, size_t len)
 {
@@ -208,7 +253,7 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 			goto out;
 		snprintf(path, sizeof(path), "%s/index.db", dir);
 	}
-	if ((err = check_truncated(path)) || (err = open_db(path, mode == CP_STORE_WRITE, "", &s->db)))
+	if ((err = open_checked(path, mode == CP_STORE_WRITE, "", &s->db)))
 		goto out;
 	if (mode == CP_STORE_WRITE &&
 	    ((err = exec(s->db, index_schema, path)) ||
@@ -871,15 +916,13 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
 	if (s->mode == CP_STORE_READ && access(path, F_OK) < 0)
 		return cp_error(ENOENT, "partition %s is missing", path);
-	if ((err = check_truncated(path)))
-		return err;
 	/* auto_vacuum before the first table, so that a size limit that deletes
 	 * the oldest blocks gives their pages back (PRAGMA incremental_vacuum);
 	 * only in a new file: in one that has it, setting it again writes */
 	fresh = s->mode == CP_STORE_WRITE && (stat(path, &sb) < 0 || sb.st_size == 0);
-	if ((err = open_db(path, s->mode == CP_STORE_WRITE,
-			   fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
-			   &s->parts[slot].db)))
+	if ((err = open_checked(path, s->mode == CP_STORE_WRITE,
+				fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
+				&s->parts[slot].db)))
 		return err;
 	if (s->mode == CP_STORE_WRITE && (err = exec(s->parts[slot].db, part_schema, path))) {
 		sqlite3_close(s->parts[slot].db);

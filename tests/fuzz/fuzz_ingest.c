@@ -2,7 +2,8 @@
 /* Fuzz target: what push clients send to cprof serve, parsed as lib/ingest.c
  * parses it: Pyroscope names ("app.cpu{k=v}"), Pyroscope folded and lines
  * bodies, Parca's writeraw JSON (each raw profile decoded as pprof, as the
- * server does) and base64.  The first byte chooses the parser (0 name,
+ * server does, and every other one split by what it measures as /ingest
+ * splits a pprof body) and base64.  The first byte chooses the parser (0 name,
  * 1 folded, 2 lines, 3 writeraw, 4 base64) or, for any other value, runs all
  * of them in turn on the rest of the input.  For the text bodies, the second
  * byte picks the profile type and sampleRate. */
@@ -81,6 +82,23 @@ static int parca_one(void *ctx, const struct cp_labels *labels, const uint8_t *r
 		if (!labels->kv[i].name || !labels->kv[i].value)
 			abort();
 	p = cp_pprof_decode(raw, rawlen);
+	if (p && c->calls % 2) { /* as /ingest takes a pprof: split by what it measures */
+		struct cp_pyro_part *parts;
+		size_t n, k, t;
+
+		if (!cp_pyro_split(p, c->calls % 4 == 1 ? "block" : "cpu", &parts, &n)) {
+			for (k = 0; k < n; k++) {
+				char type[512];
+
+				if (!parts[k].profile->ntypes)
+					abort(); /* no empty part */
+				for (t = 0; t < parts[k].profile->ntypes; t++)
+					cp_store_type_name(parts[k].profile, (int)t, parts[k].name, type, sizeof(type));
+			}
+			cp_pyro_parts_free(parts, n);
+			p = NULL; /* the parts had it */
+		}
+	}
 	cp_profile_free(p);
 	/* stop early now and then, as the server does on a bad profile */
 	return ++c->calls == 5 ? -ECANCELED : 0;

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/ingest.c: what the Pyroscope API takes: label names as Pyroscope
+ * takes them (dots become '_'), and pprof pushes split and named as
+ * Pyroscope names them. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "ingest.h"
+#include "profile.h"
+#include "store/store.h"
+
+/* ---- label names ---- */
+
+static void name_ok(const char *in, const char *want)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s", in);
+	ck_assert_msg(cp_pyro_label_name(buf) == 0, "'%s' refused", in);
+	ck_assert_str_eq(buf, want);
+}
+
+static void name_bad(const char *in)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s", in);
+	ck_assert_msg(cp_pyro_label_name(buf) == -EINVAL, "'%s' taken", in);
+	ck_assert_str_eq(buf, in); /* left as it was */
+}
+
+START_TEST(test_label_names)
+{
+	name_ok("env", "env");
+	name_ok("service_name", "service_name");
+	name_ok("otel.scope.name", "otel_scope_name");
+	name_ok(".lead", "_lead");
+	name_ok("a.", "a_");
+	name_ok(".", "_");
+	name_ok("a.0", "a_0");
+	name_ok("__a__", "__a__");
+	name_bad("");
+	name_bad("9lives");
+	name_bad("0.a");
+	name_bad("service-name");
+	name_bad("service name");
+	name_bad("a@b");
+	name_bad("a.b@c");
+	name_bad("\xc3\xa9t\xc3\xa9");
+}
+END_TEST
+
+static const char *label(const struct cp_pyro_name *n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n->labels.n; i++)
+		if (!strcmp(n->labels.kv[i].name, name))
+			return n->labels.kv[i].value;
+	return NULL;
+}
+
+START_TEST(test_name_with_otel_labels)
+{
+	struct cp_pyro_name n;
+
+	ck_assert_int_eq(cp_pyro_name_parse("nodeapp{otel.scope.name=com.grafana.pyroscope/nodejs,otel.scope.version=0.6.4,"
+					    "process.runtime.name=nodejs,env=test}",
+					    &n),
+			 0);
+	ck_assert_str_eq(n.app, "nodeapp");
+	ck_assert_str_eq(label(&n, "otel_scope_name"), "com.grafana.pyroscope/nodejs");
+	ck_assert_str_eq(label(&n, "otel_scope_version"), "0.6.4");
+	ck_assert_str_eq(label(&n, "process_runtime_name"), "nodejs");
+	ck_assert_str_eq(label(&n, "env"), "test");
+	ck_assert_str_eq(label(&n, "service_name"), "nodeapp");
+	ck_assert_ptr_null(label(&n, "otel.scope.name"));
+	cp_pyro_name_release(&n);
+
+	cp_error_clear();
+	ck_assert_int_eq(cp_pyro_name_parse("a.cpu{x.y=1,x_y=2}", &n), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(cp_errmsg(-EINVAL), "'x_y' given twice"));
+	cp_error_clear();
+	ck_assert_int_eq(cp_pyro_name_parse("a.cpu{bad-label=1}", &n), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(cp_errmsg(-EINVAL), "bad label name 'bad-label'"));
+}
+END_TEST
+
+/* ---- pprof pushes ---- */
+
+/* A profile of these sample types (type/unit pairs) and period type, one
+ * sample of stack main;work valued 1, 2, 3... */
+static struct cp_profile *make(const char *const *types, size_t n, const char *pt, const char *pu)
+{
+	struct cp_profile *p = cp_profile_new();
+	struct cp_function f = { 0 };
+	struct cp_line line = { 0, 1, 0 };
+	int64_t vals[8];
+	uint32_t locs[2];
+	int64_t st;
+	size_t i;
+
+	ck_assert_ptr_nonnull(p);
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(cp_profile_add_sample_type(p, types[2 * i], types[2 * i + 1]), 0);
+		vals[i] = (int64_t)i + 1;
+	}
+	ck_assert_int_eq(cp_profile_set_period_type(p, pt, pu, 10000000), 0);
+	f.name = (uint32_t)cp_profile_str(p, "work");
+	line.function = (uint32_t)cp_profile_function(p, &f);
+	locs[0] = (uint32_t)cp_profile_location(p, 0, 0x10, &line, 1, false);
+	f.name = (uint32_t)cp_profile_str(p, "main");
+	line.function = (uint32_t)cp_profile_function(p, &f);
+	locs[1] = (uint32_t)cp_profile_location(p, 0, 0x20, &line, 1, false);
+	st = cp_profile_stack(p, locs, 2);
+	ck_assert_int_ge(st, 0);
+	ck_assert_int_eq(cp_profile_add_sample(p, (uint32_t)st, 0, vals), 0);
+	p->duration_nanos = 10000000000LL;
+	return p;
+}
+
+/* the stored type names of each part, "|"-separated, parts by ";" */
+static void names(const struct cp_pyro_part *parts, size_t n, char *buf, size_t len)
+{
+	size_t i, k, o = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < parts[i].profile->ntypes; k++) {
+			char t[256];
+
+			ck_assert_int_eq(cp_store_type_name(parts[i].profile, (int)k, parts[i].name, t, sizeof(t)), 0);
+			o += (size_t)snprintf(buf + o, len - o, "%s%s", k ? "|" : i ? ";" : "", t);
+		}
+	}
+}
+
+static void split_is(const char *const *types, size_t n, const char *pt, const char *pu, const char *suffix,
+		     const char *want)
+{
+	struct cp_profile *p = make(types, n, pt, pu);
+	struct cp_pyro_part *parts;
+	size_t np;
+	char got[1024];
+
+	ck_assert_int_eq(cp_pyro_split(p, suffix, &parts, &np), 0);
+	names(parts, np, got, sizeof(got));
+	ck_assert_str_eq(got, want);
+	cp_pyro_parts_free(parts, np);
+}
+
+START_TEST(test_split_node_wall)
+{
+	/* @datadog/pprof's time profile with collectCpuTime, as the Node.js client sends it */
+	static const char *const t[] = { "sample", "count", "wall", "nanoseconds", "cpu", "nanoseconds" };
+	struct cp_profile *p = make(t, 3, "wall", "nanoseconds");
+	struct cp_pyro_part *parts;
+	size_t np;
+
+	split_is(t, 3, "wall", "nanoseconds", "cpu",
+		 "wall:samples:count:wall:nanoseconds:delta|wall:wall:nanoseconds:wall:nanoseconds:delta;"
+		 "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta");
+	/* each part keeps its own values */
+	ck_assert_int_eq(cp_pyro_split(p, "cpu", &parts, &np), 0);
+	ck_assert_uint_eq(np, 2);
+	ck_assert_int_eq(cp_profile_total(parts[0].profile, 1), 2);
+	ck_assert_int_eq(cp_profile_total(parts[1].profile, 0), 3);
+	ck_assert_int_eq(parts[1].profile->duration_nanos, 10000000000LL);
+	cp_pyro_parts_free(parts, np);
+}
+END_TEST
+
+START_TEST(test_split_others)
+{
+	static const char *const node_heap[] = { "objects", "count", "space", "bytes" };
+	static const char *const go_cpu[] = { "samples", "count", "cpu", "nanoseconds" };
+	static const char *const go_heap[] = { "alloc_objects", "count", "alloc_space", "bytes",
+					       "inuse_objects", "count", "inuse_space", "bytes" };
+	static const char *const go_mutex[] = { "contentions", "count", "delay", "nanoseconds" };
+	static const char *const go_goroutine[] = { "goroutine", "count" };
+	static const char *const other[] = { "exceptions", "count" };
+
+	split_is(node_heap, 2, "space", "bytes", "cpu",
+		 "memory:inuse_objects:count:space:bytes:delta|memory:inuse_space:bytes:space:bytes:delta");
+	split_is(go_cpu, 2, "cpu", "nanoseconds", "cpu",
+		 "process_cpu:samples:count:cpu:nanoseconds:delta|process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta");
+	split_is(go_heap, 4, "space", "bytes", "cpu",
+		 "memory:alloc_objects:count:space:bytes:delta|memory:alloc_space:bytes:space:bytes:delta|"
+		 "memory:inuse_objects:count:space:bytes:delta|memory:inuse_space:bytes:space:bytes:delta");
+	split_is(go_mutex, 2, "contentions", "count", "mutex",
+		 "mutex:contentions:count:contentions:count:delta|mutex:delay:nanoseconds:contentions:count:delta");
+	split_is(go_mutex, 2, "contentions", "count", "block_count",
+		 "block:contentions:count:contentions:count:delta|block:delay:nanoseconds:contentions:count:delta");
+	split_is(go_goroutine, 1, "goroutine", "count", "cpu",
+		 "goroutines:goroutine:count:goroutine:count:delta");
+	/* no Pyroscope name: the store names it from the period type, as before */
+	split_is(other, 1, "exceptions", "count", "cpu", "exceptions:exceptions:count:exceptions:count:delta");
+}
+END_TEST
+
+static Suite *ingest_suite(void)
+{
+	Suite *s = suite_create("ingest");
+	TCase *tc = tcase_create("pyroscope");
+
+	tcase_add_test(tc, test_label_names);
+	tcase_add_test(tc, test_name_with_otel_labels);
+	tcase_add_test(tc, test_split_node_wall);
+	tcase_add_test(tc, test_split_others);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ingest_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

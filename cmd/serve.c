@@ -1049,6 +1049,11 @@ static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 			cp_resp_error(out, 400, "sampleRate: '%.32s' is not a positive number", rate_s);
 			goto bad;
 		}
+		if (rate > 1000000000) { /* a sample would weigh less than a nanosecond: 0 */
+			cp_resp_error(out, 400, "sampleRate: %lld Hz is above 1e9 (a sample would weigh under 1 ns)",
+				      (long long)rate);
+			goto bad;
+		}
 	}
 	format = format && *format ? format : "folded";
 	if (units && *units && !cp_type_name_valid(units)) {

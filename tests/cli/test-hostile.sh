@@ -91,6 +91,17 @@ http POST '/ingest?name=formy.cpu&format=pprof' -H 'Content-Type: multipart/form
 is "$code" 400 "a part name with a NUL: 400"
 alive "a part name with a NUL"
 
+# ---- a sampleRate above 1e9 Hz: each sample would weigh 0 ns (answered 200 and stored nothing) ----
+for rate in 1000000001 9223372036854775807; do
+	http POST "/ingest?name=fast.cpu&sampleRate=$rate" --data-binary 'main;spin 5'
+	is "$code" 400 "sampleRate=$rate: 400"
+	like "$(printf '%s' "$body" | jq -r .error)" 'sampleRate' "naming sampleRate"
+done
+http POST "/ingest?name=fast.cpu&sampleRate=1000000000" --data-binary 'main;spin 5'
+is "$code" 200 "sampleRate=1e9: 200"
+is "$(total 'process_cpu{service_name="fast"}')" 5 "stored as 5 ns"
+alive "sampleRate above 1e9"
+
 # ---- both Content-Length and Transfer-Encoding (request smuggling behind a proxy) ----
 if command -v python3 >/dev/null; then
 	port=${URL##*:}

@@ -443,6 +443,9 @@ is "$rsum" "$total" "the range API sums to the profile's total"
 is "$(awk -F'\t' '$1 == "bar" && $2 == "timeline" { s += $4 } END { print s + 0 }' "$T/single.txt")" "$rsum" "the timeline's bars hold the range's values"
 is "$(awk -F'\t' '$1 == "bar" && $2 == "timeline"' "$T/single.txt" | wc -l | tr -d ' ')" \
 	"$(jq '[.points[] | select(.value > 0)] | length' "$T/range.json")" "a bar per step with samples"
+rstep=$(jq .step "$T/range.json")
+is "$(awk -F'\t' '$1 == "bar" && $2 == "timeline" { print $3 }' "$T/single.txt" | while read -r bt; do echo $((bt % rstep)); done | sort -u | tr '\n' ' ')" "0 " \
+	"the bars start on the grid of the step ($rstep ns), not at now-1h"
 ticks=$(awk -F'\t' '$1 == "axis" && $2 == "timeline" && $3 ~ /^[0-9][0-9]:[0-9][0-9]$/' "$T/single.txt" | wc -l | tr -d ' ')
 ok "the time axis has time labels ($ticks)" test "$ticks" -ge 3
 like "$(awk -F'\t' '$1 == "axis" && $2 == "timeline" { print $3 }' "$T/single.txt")" '^[0-9.]+ s$' "the value axis is in seconds"

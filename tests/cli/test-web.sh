@@ -605,7 +605,8 @@ is "$(pk '' 2)" "$CPU{pid!=\"1\"}" "all services: the picked matcher goes"
 is "$(pk '' 4)" "$(curl -s "$url/api/v1/profile?query=$CPU&format=json" | jq .total)" "and the graph is of every service again"
 shot e "$url/?query=$(enc "$CPU{service_name=\"worker\"}")" pick
 ok "the screenshot with a service picked has a flame graph ($(px pick warm) warm pixels)" test "$(px pick warm)" -gt 40000
-cp "$T/pick.png" "${CPROF_WEB_SHOTS:-$T}/pick.png" 2>/dev/null
+# CPROF_WEB_SHOTS=DIR keeps the screenshot, to look at
+[ -z "${CPROF_WEB_SHOTS:-}" ] || cp "$T/pick.png" "$CPROF_WEB_SHOTS/pick.png"
 
 # a server with a token: the page goes to the login form, which sets the cookie
 printf 'tok-%s-en\n' "$$" >"$T/token"

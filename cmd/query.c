@@ -135,27 +135,25 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 {
 	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL };
 	struct cp_over_time ot = { 0 };
+	struct cp_buckets b;
 	int64_t step, *totals = NULL;
 	char *type = NULL, unit[128];
-	size_t n = 0;
 	int err;
 
 	if (o->step) {
 		if ((err = cp_parse_duration(o->step, &step)) || step <= 0)
 			return cp_error(EINVAL, "--step: %s", err ? cp_errmsg(err) : "must be positive");
-	} else {
-		step = (q.to - q.from) / 60;
-		step = step < 1000000000 ? 1000000000 : step / 1000000000 * 1000000000;
-	}
-	if ((err = cp_store_over_time(store, &q, step, &totals, &n, &type)))
+	} else
+		step = cp_buckets_default_step(q.from, q.to);
+	if ((err = cp_store_over_time(store, &q, step, &totals, &b, &type)))
 		return err;
 	ot.unit = cp_store_type_part(type, 2, unit, sizeof(unit));
 	ot.type = type;
-	ot.from = q.from;
-	ot.to = q.to;
-	ot.step = step;
+	ot.from = b.start;
+	ot.to = cp_buckets_end(&b);
+	ot.step = b.step;
 	ot.totals = totals;
-	ot.n = n;
+	ot.n = b.n;
 	err = !strcmp(o->format, "json") ? cp_render_over_time_json(out->f, &ot) : cp_render_over_time(out->f, &ot);
 	free(totals);
 	free(type);

@@ -505,11 +505,11 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_selector *sel = NULL;
 	struct cp_store_query q = { 0 };
 	struct cp_over_time ot = { 0 };
+	struct cp_buckets b;
 	int64_t from, to, step = 0, *totals = NULL;
 	const char *st_arg = cp_req_arg(r, "step");
 	char *type = NULL, unit[64];
 	struct cp_store *st;
-	size_t n = 0;
 	struct mem m;
 	int err;
 
@@ -520,9 +520,10 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 		goto out;
 	}
 	if (!step)
-		step = (to - from) / 60 > 0 ? (to - from) / 60 : 1;
-	if ((to - from) / step > 100000) {
-		cp_resp_error(out, 400, "step: more than 100000 steps; give a larger step");
+		step = cp_buckets_default_step(from, to);
+	/* the buckets are checked before the store is asked */
+	if ((err = cp_buckets_align(from, to, step, &b))) {
+		cp_resp_error(out, 400, "step: %s", cp_errmsg(-err));
 		goto out;
 	}
 	if (!(st = pool_get(s))) {
@@ -532,7 +533,7 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	q.sel = sel;
 	q.from = from;
 	q.to = to;
-	err = cp_store_over_time(st, &q, step, &totals, &n, &type);
+	err = cp_store_over_time(st, &q, step, &totals, &b, &type);
 	pool_put(s, st);
 	if (err) {
 		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
@@ -540,11 +541,11 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	}
 	ot.type = type;
 	ot.unit = cp_store_type_part(type, 2, unit, sizeof(unit));
-	ot.from = from;
-	ot.to = to;
-	ot.step = step;
+	ot.from = b.start;
+	ot.to = cp_buckets_end(&b);
+	ot.step = b.step;
 	ot.totals = totals;
-	ot.n = n;
+	ot.n = b.n;
 	if (!mem_open(&m, out))
 		mem_close(&m, out, cp_render_over_time_json(m.f, &ot), "application/json");
 out:

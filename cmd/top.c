@@ -912,7 +912,8 @@ static int hist_load(struct top *t)
 static int hist_open(struct top *t)
 {
 	struct cp_store_series *ser = NULL;
-	size_t nser = 0, nsteps = 0;
+	struct cp_buckets b;
+	size_t nser = 0;
 	char *type = NULL;
 	int err;
 	struct cp_store_query q;
@@ -941,29 +942,19 @@ static int hist_open(struct top *t)
 	t->hfrom = t->sa.t_from;
 	t->hto = t->sa.t_to;
 	if (!t->window) {
-		t->window = (t->hto - t->hfrom) / 60;
-		t->window -= t->window % 1000000000LL;
+		t->window = cp_buckets_default_step(t->hfrom, t->hto);
 		if (t->window < 10000000000LL)
 			t->window = 10000000000LL;
 	}
-	t->nwin = (size_t)((t->hto - t->hfrom + t->window - 1) / t->window);
-	if (!t->nwin)
-		t->nwin = 1;
-	/* the windows end at --to (now): the first starts before --from if need be */
-	t->hfrom = t->hto - (int64_t)t->nwin * t->window;
-	t->win = t->nwin - 1;
+	/* the windows are the buckets of --over-time: aligned to multiples of the
+	 * window since the epoch, the first holds --from, the last --to (now) */
 	q = (struct cp_store_query){ t->sel, t->hfrom, t->hto, NULL };
-	if ((err = cp_store_over_time(t->sa.store, &q, t->window, &t->totals, &nsteps, &type)))
+	if ((err = cp_store_over_time(t->sa.store, &q, t->window, &t->totals, &b, &type)))
 		return err;
 	free(type);
-	if (nsteps < t->nwin) {
-		int64_t *n = realloc(t->totals, t->nwin * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		memset(n + nsteps, 0, (t->nwin - nsteps) * sizeof(*n));
-		t->totals = n;
-	}
+	t->hfrom = b.start;
+	t->nwin = b.n;
+	t->win = t->nwin - 1;
 	/* start at the newest window with data */
 	while (t->win > 0 && !t->totals[t->win])
 		t->win--;

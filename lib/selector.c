@@ -419,3 +419,59 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 	*ns = (int64_t)t * 1000000000LL + frac_ns;
 	return 0;
 }
+
+/* floor(a / d) for d > 0 (C division truncates towards zero) */
+static int64_t floor_div(int64_t a, int64_t d)
+{
+	int64_t q = a / d;
+
+	return a % d < 0 ? q - 1 : q;
+}
+
+int cp_buckets_align(int64_t from, int64_t to, int64_t step, struct cp_buckets *b)
+{
+	int64_t qf, qt;
+	uint64_t n;
+
+	if (step <= 0)
+		return cp_error(EINVAL, "the step must be positive");
+	if (to < from)
+		return cp_error(EINVAL, "the time range is empty: from is after to");
+	qf = floor_div(from, step);
+	qt = floor_div(to, step);
+	n = (uint64_t)qt - (uint64_t)qf + 1;
+	if (n > CP_BUCKETS_MAX)
+		return cp_error(EINVAL, "that is more than %d steps: use a larger step", CP_BUCKETS_MAX);
+	if (__builtin_mul_overflow(qf, step, &b->start))
+		return cp_error(EINVAL, "the time range is out of bounds");
+	b->step = step;
+	b->n = (size_t)n;
+	return 0;
+}
+
+int64_t cp_buckets_end(const struct cp_buckets *b)
+{
+	int64_t len, end;
+
+	if (__builtin_mul_overflow((int64_t)b->n, b->step, &len) || __builtin_add_overflow(b->start, len, &end))
+		return INT64_MAX;
+	return end;
+}
+
+ssize_t cp_buckets_index(const struct cp_buckets *b, int64_t t)
+{
+	uint64_t k;
+
+	if (t < b->start || b->step <= 0)
+		return -1;
+	k = ((uint64_t)t - (uint64_t)b->start) / (uint64_t)b->step;
+	return k < b->n ? (ssize_t)k : -1;
+}
+
+int64_t cp_buckets_default_step(int64_t from, int64_t to)
+{
+	uint64_t step = to > from ? ((uint64_t)to - (uint64_t)from) / 60 : 0;
+
+	step -= step % 1000000000;
+	return step < 1000000000 ? 1000000000 : step > INT64_MAX ? INT64_MAX : (int64_t)step;
+}

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum cp_match_op { CP_MATCH_EQ, CP_MATCH_NE, CP_MATCH_RE, CP_MATCH_NRE };
 
@@ -50,5 +51,27 @@ int cp_parse_duration(const char *s, int64_t *nanos);
  * (13 digits: ms, 16: us, 19: ns), "now", "now-30m", "now+5m". */
 int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns);
 int64_t cp_now_ns(void);
+
+/* Time buckets for totals over time, aligned as Prometheus aligns range
+ * queries: to multiples of the step since the Unix epoch, so that the same
+ * data gives the same buckets whatever "now" is.  The first bucket starts at
+ * floor(from / step) * step, bucket i is [start + i*step, start + (i+1)*step),
+ * and the last one holds `to` (a range of 10 steps gives 11 buckets).  The
+ * buckets are whole: they may reach before `from` and after `to`. */
+#define CP_BUCKETS_MAX 100000
+struct cp_buckets {
+	int64_t start, step; /* nanoseconds */
+	size_t n;
+};
+/* 0, or -EINVAL with a message (a step that is not positive, to before from,
+ * more than CP_BUCKETS_MAX buckets). */
+int cp_buckets_align(int64_t from, int64_t to, int64_t step, struct cp_buckets *b);
+/* The end of the last bucket (saturated at INT64_MAX). */
+int64_t cp_buckets_end(const struct cp_buckets *b);
+/* The bucket holding t, or -1 when t is outside them. */
+ssize_t cp_buckets_index(const struct cp_buckets *b, int64_t t);
+/* The step when none is given: about 60 buckets over [from, to), in whole
+ * seconds, at least one second. */
+int64_t cp_buckets_default_step(int64_t from, int64_t to);
 
 #endif

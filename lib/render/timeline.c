@@ -80,6 +80,7 @@ int cp_render_over_time_json(FILE *out, const struct cp_over_time *o)
 	json_object_set_new(root, "type", json_string(o->type));
 	json_object_set_new(root, "unit", json_string(o->unit ? o->unit : ""));
 	json_object_set_new(root, "from", json_integer(o->from));
+	json_object_set_new(root, "to", json_integer(o->to));
 	json_object_set_new(root, "step", json_integer(o->step));
 	json_object_set_new(root, "points", points);
 	err = json_dumpf(root, out, JSON_INDENT(1)) ? cp_error(EIO, "cannot write JSON") : 0;

@@ -371,23 +371,21 @@ static int json_time(json_t *v, int64_t *ns)
 }
 
 int cp_remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,
-			size_t *nsteps, char **type)
+			struct cp_buckets *b, char **type)
 {
 	static const char path[] = "/api/v1/range";
+	struct cp_buckets bk;
 	int64_t *tot = NULL;
 	json_t *j = NULL, *points, *jt;
 	char *args = NULL, stepbuf[32];
-	size_t n, i;
+	size_t i;
 	int err;
 
-	if (step <= 0 || q->to <= q->from)
-		return cp_error(EINVAL, "the step must be positive and the range not empty");
-	if ((uint64_t)(q->to - q->from) / (uint64_t)step > 100000)
-		return cp_error(EINVAL, "that is more than 100000 steps: use a larger --step");
+	if ((err = cp_buckets_align(q->from, q->to, step, &bk)))
+		return err;
 	if (step % 1000000)
 		return cp_error(EINVAL, "a server takes steps of whole milliseconds");
 	snprintf(stepbuf, sizeof(stepbuf), "%" PRId64 "ms", step / 1000000);
-	n = (size_t)((q->to - q->from + step - 1) / step);
 	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)) ||
 	    (err = add_arg(&args, "step", stepbuf)) || (err = get_json(r, path, args, &j)))
 		goto out;
@@ -397,28 +395,30 @@ int cp_remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int
 		err = bad_answer(r, path, "no \"type\" or \"points\"");
 		goto out;
 	}
-	if (!(tot = calloc(n ? n : 1, sizeof(*tot)))) {
+	if (!(tot = calloc(bk.n, sizeof(*tot)))) {
 		err = cp_error(ENOMEM, "out of memory");
 		goto out;
 	}
+	/* the server's buckets are the same grid: each point is a bucket's start */
 	for (i = 0; i < json_array_size(points); i++) {
 		json_t *pt = json_array_get(points, i), *v = json_object_get(pt, "value");
 		int64_t t;
+		ssize_t k;
 
 		if (json_time(json_object_get(pt, "time"), &t) || !json_is_number(v)) {
 			err = bad_answer(r, path, "a point without a \"time\" or a \"value\"");
 			goto out;
 		}
-		if (t < q->from || t >= q->to)
+		if ((k = cp_buckets_index(&bk, t)) < 0)
 			continue;
-		tot[(t - q->from) / step] += json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)json_real_value(v);
+		tot[k] += json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)json_real_value(v);
 	}
 	if (!(*type = strdup(json_string_value(jt)))) {
 		err = cp_error(ENOMEM, "out of memory");
 		goto out;
 	}
 	*totals = tot;
-	*nsteps = n;
+	*b = bk;
 	tot = NULL;
 out:
 	free(tot);

@@ -47,7 +47,7 @@ int cp_remote_append(struct cp_remote *r, const struct cp_store_append *a, size_
 int cp_remote_series(struct cp_remote *r, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
 int cp_remote_select(struct cp_remote *r, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 int cp_remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,
-			size_t *nsteps, char **type);
+			struct cp_buckets *b, char **type);
 int cp_remote_stats(struct cp_remote *r, struct cp_store_stats *st);
 int cp_remote_ping(struct cp_remote *r);
 int cp_remote_flush(struct cp_remote *r, bool now);

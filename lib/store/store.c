@@ -2160,42 +2160,39 @@ static int id_cmp(const void *a, const void *b)
 }
 
 struct over_ctx {
-	int64_t from, step, *totals;
-	size_t n;
+	struct cp_buckets b;
+	int64_t *totals;
 };
 
 static int add_to_step(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
 {
 	struct over_ctx *c = ctx;
-	size_t k = (size_t)((t - c->from) / c->step);
+	ssize_t k = cp_buckets_index(&c->b, t);
 
 	(void)si;
 	(void)stack;
 	(void)labels;
-	if (k < c->n)
+	if (k >= 0)
 		c->totals[k] += v;
 	return 0;
 }
 
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
-		       size_t *nsteps, char **type)
+		       struct cp_buckets *b, char **type)
 {
 	struct cp_store_series *ser = NULL;
-	struct over_ctx c = { q->from, step, NULL, 0 };
+	struct over_ctx c = { { 0, 0, 0 }, NULL };
 	int64_t *want = NULL;
 	size_t nser = 0, i;
 	int err;
 
 	if (s->remote)
-		return cp_remote_over_time(s->remote, q, step, totals, nsteps, type);
-	if (step <= 0 || q->to <= q->from)
-		return cp_error(EINVAL, "the step must be positive and the range not empty");
-	if ((uint64_t)(q->to - q->from) / (uint64_t)step > 100000)
-		return cp_error(EINVAL, "that is more than 100000 steps: use a larger --step");
+		return cp_remote_over_time(s->remote, q, step, totals, b, type);
+	if ((err = cp_buckets_align(q->from, q->to, step, &c.b)))
+		return err;
 	if ((err = resolve(s, q->sel, &ser, &nser)) || (err = load_dict(s)))
 		goto out;
-	c.n = (size_t)((q->to - q->from + step - 1) / step); /* [from, to) in whole steps */
-	c.totals = calloc(c.n, sizeof(*c.totals));
+	c.totals = calloc(c.b.n, sizeof(*c.totals));
 	want = malloc(nser * sizeof(*want));
 	if (!c.totals || !want || !(*type = strdup(ser[0].type))) {
 		err = cp_error(ENOMEM, "out of memory");
@@ -2204,13 +2201,14 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	for (i = 0; i < nser; i++)
 		want[i] = ser[i].id;
 	cp_qsort(want, nser, sizeof(*want), id_cmp);
-	if ((err = scan(s, want, nser, q->from, q->to, add_to_step, &c))) {
+	/* whole buckets: from the first one's start to the last one's end */
+	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c))) {
 		free(*type);
 		*type = NULL;
 		goto out;
 	}
 	*totals = c.totals;
-	*nsteps = c.n;
+	*b = c.b;
 	c.totals = NULL;
 out:
 	free(c.totals);

@@ -113,9 +113,12 @@ struct cp_store_result {
 int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 void cp_store_results_free(struct cp_store_result *r, size_t n);
 
-/* Total value per step over [from, to) for the matching series (one type). */
+/* Total value per bucket for the matching series (one type): the buckets
+ * of step over [from, to] aligned to multiples of the step (cp_buckets_align),
+ * whole, so that the same data gives the same totals whatever "now" is.
+ * *totals has b->n entries. */
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
-		       size_t *nsteps, char **type);
+		       struct cp_buckets *b, char **type);
 
 /* Figures for `query --stats` and benchmarks. */
 struct cp_store_stats {

@@ -154,11 +154,22 @@ like "$body" 'main\.gamma' "focus keeps main.gamma"
 unlike "$body" 'main\.alpha' "and drops the rest"
 
 # range and diff
+# buckets on the grid of the step since the epoch: the last 10 minutes in
+# 1m steps are 11 buckets, the first holding from and the last holding to
 http GET /api/v1/range -G --data-urlencode 'query=cpu:samples' --data-urlencode from=now-10m --data-urlencode step=1m
-is "$(printf '%s' "$body" | jq '.points | length')" 10 "range: 10 steps of 1m"
+is "$(printf '%s' "$body" | jq '.points | length')" 11 "range: 11 steps of 1m (the last holds now)"
+is "$(printf '%s' "$body" | jq '[.from, .to, (.points[].time)] | map(. % 60000000000) | add')" 0 \
+	"range: from, to and every step on the minute"
+rfrom=$(printf '%s' "$body" | jq .from)
+rto=$(printf '%s' "$body" | jq .to)
 is "$(printf '%s' "$body" | jq '[.points[].value] | add')" "$(curl -s -G "$URL/api/v1/profile" \
-	--data-urlencode 'query=cpu:samples' --data-urlencode from=now-10m --data-urlencode max_nodes=1 | jq .total)" \
-	"range: the steps add up to the profile's total"
+	--data-urlencode 'query=cpu:samples' --data-urlencode "from=$rfrom" --data-urlencode "to=$rto" --data-urlencode max_nodes=1 | jq .total)" \
+	"range: the steps add up to the profile's total over their range"
+m0=$(( $(date +%s) / 60 * 60 - 600 ))
+http GET /api/v1/range -G --data-urlencode 'query=cpu:samples' --data-urlencode "from=$((m0 + 5))" --data-urlencode "to=$((m0 + 605))" --data-urlencode step=1m
+r1=$body
+http GET /api/v1/range -G --data-urlencode 'query=cpu:samples' --data-urlencode "from=$((m0 + 50))" --data-urlencode "to=$((m0 + 650))" --data-urlencode step=1m
+is "$body" "$r1" "range: 45 s later (within a step) the same buckets and values"
 http GET /api/v1/diff -G --data-urlencode 'before=cpu:samples{service="before"}' \
 	--data-urlencode 'after=cpu:samples{service="after"}' --data-urlencode from=now-1d
 is "$code" 200 "diff: 200"

@@ -69,6 +69,28 @@ like "$out" 'step 5mins' "--over-time names the step"
 run "$CPROF" query --data "$D" --since 1h process_cpu:cpu --over-time --step 5m -f json
 is "$(printf '%s' "$out" | jq '[.points[].value] | add')" "$cpu_a" "--over-time: the steps add up to the total in range"
 
+# over time: buckets are aligned to multiples of the step since the epoch, so
+# that the same data draws the same bars whatever "now" is.  Two profiles at
+# known times in a 5m grid: before at base+30s, after at base+570s (bucket 1).
+base=$(( ($(date +%s) / 300 - 12) * 300 ))
+"$CPROF" import --data "$T/ot" --time "$((base + 30))" "$b" >/dev/null
+"$CPROF" import --data "$T/ot" --time "$((base + 570))" "$a" >/dev/null
+ot() { "$CPROF" query --data "$T/ot" --from "$1" --to "$2" process_cpu:cpu --over-time --step 5m -f json; }
+ot "$((base + 20))" "$((base + 1200))" >"$T/ot1.json"
+ot "$((base + 100))" "$((base + 1290))" >"$T/ot2.json"
+ok "--over-time: the same buckets and values from and to 80-90 s later (within a step)" cmp -s "$T/ot1.json" "$T/ot2.json"
+is "$(jq -c '[.points[].value]' "$T/ot2.json")" "[$cpu_b,$cpu_a,0,0,0]" \
+	"--over-time: whole buckets, the last one holds --to (5 of 5m: a profile 70 s before --from is in the first)"
+is "$(jq -c '[.from, .step, .to]' "$T/ot1.json")" "[${base}000000000,300000000000,$((base + 1500))000000000]" \
+	"--over-time -f json: from and to are the buckets' bounds, multiples of the step"
+is "$(jq '[.points[] | .time % 300000000000] | add' "$T/ot1.json")" 0 "--over-time: every bucket starts at a multiple of the step"
+is "$(jq '[.points[].value] | add' "$T/ot1.json")" \
+	"$(total --data "$T/ot" --from "$base" --to "$((base + 1500))" process_cpu:cpu)" "--over-time: the buckets add up to the total over their range"
+run "$CPROF" query --data "$T/ot" --from "$((base + 20))" --to "$((base + 1200))" process_cpu:cpu --over-time --step 5m
+like "$out" "^From $(date -u -d "@$base" '+%Y-%m-%d %H:%M:%S') to $(date -u -d "@$((base + 1500))" '+%Y-%m-%d %H:%M:%S') UTC, step 5mins" \
+	"--over-time: the table says the buckets' range"
+like "$out" "^$(date -u -d "@$((base + 300))" '+%Y-%m-%d %H:%M:%S') " "--over-time: rows start on the grid"
+
 # merge and diff of selections
 run "$CPROF" merge --data "$D" --since 1000d 'process_cpu:cpu{host="a"}' 'process_cpu:cpu{host="b"}' -f json
 is "$(printf '%s' "$out" | jq .total)" "$((cpu_a + cpu_b))" "merge of two selectors"

@@ -146,8 +146,8 @@ run timeout -s KILL 60 "$CPROF" record -q -F 199 --flush-interval 1s --data "$T/
 exits0 "record -- work 3 into a store"
 run top_ --from-store --data "$T/s" --since 5m --window 10s --stdio --limit 5
 exits0 "top --from-store --stdio exits 0"
-like "$out" 'history of cpu: [0-9-]+ [0-9:]+ - [0-9:]+ \(window [0-9]+ of 30, 10s each\)' \
-	"the header names the window (5m in 10 s windows: 30)"
+like "$out" 'history of cpu: [0-9-]+ [0-9:]+ - [0-9:]+ \(window [0-9]+ of 31, 10s each\)' \
+	"the header names the window (5m in 10 s windows on the 10 s grid: 31, the last holding now)"
 like "$out" 'over time: \|[ _.:=+*#-]*[#][ _.:=+*#-]*\|' "a sparkline of the totals over time"
 like "$out" 'samples [1-9][0-9]*   samples/s [0-9.]+   processes 1   threads 1' "totals of the window"
 is "$(rows | awk '$5 == "topwork_qz" { print $4; exit }')" hot_a "hot_a on top in the stored window"
@@ -291,14 +291,14 @@ unlike "$(screen)" 'SELF%' "with the table gone"
 SES=hist
 $TM new-session -d -s hist -x 120 -y 30 \
 	"'$CPROF' top --from-store --data '$T/s' --since 5m --window 10s; echo \"exit=\$?\" > '$T/tui2.rc'; sleep 60"
-ok "history on the screen" wait_screen 'history of cpu: .*\(window [0-9]+ of 30, 10s each\)'
-win=$(screen | sed -n 's/.*(window \([0-9]*\) of 30.*/\1/p' | head -n 1)
+ok "history on the screen" wait_screen 'history of cpu: .*\(window [0-9]+ of 31, 10s each\)'
+win=$(screen | sed -n 's/.*(window \([0-9]*\) of 31.*/\1/p' | head -n 1)
 is "$(first_fn)" hot_a "hot_a on top of the newest window with data"
 like "$(screen | sed -n 3p)" '^over time  ' "the sparkline of the totals"
 keys Left
-ok "Left: the window before" wait_screen "\\(window $((win - 1)) of 30"
+ok "Left: the window before" wait_screen "\\(window $((win - 1)) of 31"
 keys Right
-ok "Right: back" wait_screen "\\(window $win of 30"
+ok "Right: back" wait_screen "\\(window $win of 31"
 keys q
 i=0
 while [ ! -s "$T/tui2.rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done

@@ -152,6 +152,13 @@ for i in ('login', 'token', 'selector', 'range', 'run', 'search', 'compare-selec
     emit('has', i, 'yes' if i in ids else 'no')
 if 'selector' in ids:
     emit('selector', ids['selector'].a.get('value', ''))
+if 'service' in ids:
+    sel = ids['service']
+    for n in sel.all():
+        if n.tag == 'option' and n.a.get('value'):
+            lab, _, val = n.a['value'].partition('=')
+            emit('service', lab, val)
+    emit('picked', next((n.a.get('value', '') for n in sel.all() if n.tag == 'option' and 'selected' in n.a), ''))
 print('\n'.join(out))
 PYEOF
 cat >"$T/pixels.py" <<'PYEOF'
@@ -436,6 +443,9 @@ is "$rsum" "$total" "the range API sums to the profile's total"
 is "$(awk -F'\t' '$1 == "bar" && $2 == "timeline" { s += $4 } END { print s + 0 }' "$T/single.txt")" "$rsum" "the timeline's bars hold the range's values"
 is "$(awk -F'\t' '$1 == "bar" && $2 == "timeline"' "$T/single.txt" | wc -l | tr -d ' ')" \
 	"$(jq '[.points[] | select(.value > 0)] | length' "$T/range.json")" "a bar per step with samples"
+rstep=$(jq .step "$T/range.json")
+is "$(awk -F'\t' '$1 == "bar" && $2 == "timeline" { print $3 }' "$T/single.txt" | while read -r bt; do echo $((bt % rstep)); done | sort -u | tr '\n' ' ')" "0 " \
+	"the bars start on the grid of the step ($rstep ns), not at now-1h"
 ticks=$(awk -F'\t' '$1 == "axis" && $2 == "timeline" && $3 ~ /^[0-9][0-9]:[0-9][0-9]$/' "$T/single.txt" | wc -l | tr -d ' ')
 ok "the time axis has time labels ($ticks)" test "$ticks" -ge 3
 like "$(awk -F'\t' '$1 == "axis" && $2 == "timeline" { print $3 }' "$T/single.txt")" '^[0-9.]+ s$' "the value axis is in seconds"
@@ -538,6 +548,65 @@ is "$(it row)" "^main\\.gamma\$ matched $(pct "$(jq '.top[] | select(.name == "m
 like "$(it flame)" '^([1-9][0-9]*) \1 true$' "the Flame button puts the root at the bottom, and in the URL ($(it flame))"
 drag=$(it drag)
 like "$drag" '^ready [0-9-]+T[0-9:]+Z [0-9-]+T[0-9:]+Z custom 2040000000$' "a drag on the timeline selects its range (from/to) and reloads ($drag)"
+
+# the page opens on CPU, with a picker of the services and programs: a store
+# holding a heap profile (whose types sort first) and CPU profiles of two
+# services and of a program known by its comm only
+serve pick --data "$T/data3"
+ok "a second server for the picker ($url)" test -n "$url"
+pushl() { curl -s -o /dev/null -w '%{http_code}' --data-binary @"$FIXTURES/$1" "$url/api/v1/push?$2&time=now-5m"; }
+is "$(pushl heap.pb.gz 'name=memory&service_name=api')$(pushl cpu-before.pb.gz 'name=process_cpu&service_name=api')$(pushl cpu-after.pb.gz 'name=process_cpu&service_name=worker')$(pushl cpu-short.pb.gz 'name=process_cpu&comm=sort')" \
+	200200200200 "push a heap profile and three CPU profiles (service_name=api, worker; comm=sort)"
+CPU=$(curl -s "$url/api/v1/types" | jq -r 'map(select(startswith("process_cpu:cpu:")))[0]')
+like "$CPU" '^process_cpu:cpu:nanoseconds:' "the store has a process_cpu:cpu type ($CPU)"
+like "$(curl -s "$url/api/v1/types" | jq -r '.[0]')" '^memory:' "the store's first type (sorted) is a heap type"
+page e "$url/" pick
+is "$(field pick state 1)" ready "the page without a query renders"
+is "$(field pick selector 1)" "$CPU" "it opens on the CPU type, not the first type ($(field pick selector 1))"
+is "$(field pick picked 1)" "" "the picker: all services at first"
+is "$(get pick service | tr '\t\n' '  ')" "service_name api service_name worker comm sort " \
+	"the picker lists the values of service_name and comm for the type"
+ok "the flame graph is of every CPU profile" grep -q 'data-name="main.alpha"' "$T/pick.html"
+for svc in api worker; do curl -s "$url/api/v1/profile?query=$(enc "$CPU{service_name=\"$svc\"}")&format=json" >"$T/$svc.json"; done
+cat >"$T/pick.js" <<'JSEOF'
+const out = [];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const until = async (fn) => { for (let i = 0; i < 200; i++) { try { const v = fn(); if (v) return v; } catch (e) {} await sleep(25); } return null; };
+const $ = (s) => document.querySelector(s);
+const pick = async (v) => {
+	const p = $('#service');
+	p.value = v;
+	p.dispatchEvent(new Event('change', { bubbles: true }));
+	await sleep(50);
+	await until(() => document.body.dataset.state !== 'loading');
+	const top = [...document.querySelectorAll('#top tbody tr')].map((r) => r.dataset.name + '=' + r.children[0].dataset.v);
+	out.push([v, $('#selector').value, decodeURIComponent(location.search), $('#graph').dataset.total, top.sort().join(',')].join('\t'));
+};
+await pick('service_name=worker');
+await pick('service_name=api');
+$('#selector').value = $('#selector').value.replace('}', ', pid!="1"}');
+$('#run').click();
+await sleep(50);
+await until(() => document.body.dataset.state !== 'loading');
+await pick('comm=sort');
+await pick('');
+return out.join('\n');
+JSEOF
+drive f "$url/" "$T/pick.js" >"$T/pick.txt"
+pk() { awk -F'\t' -v k="$1" -v n="$2" '$1 == k { print $n; exit }' "$T/pick.txt"; }
+toprows() { jq -r '[.top[] | "\(.name)=\(.flat)"] | sort | join(",")' "$1"; }
+is "$(pk service_name=worker 2)" "$CPU{service_name=\"worker\"}" "choose worker: the selector names it"
+like "$(pk service_name=worker 3)" "query=$CPU\\{service_name=\"worker\"\\}" "and so does the URL"
+is "$(pk service_name=worker 4)" "$(jq .total "$T/worker.json")" "the flame graph is worker's (its total)"
+is "$(pk service_name=worker 5)" "$(toprows "$T/worker.json")" "the top table is worker's"
+is "$(pk service_name=api 4) $(pk service_name=api 5)" "$(jq .total "$T/api.json") $(toprows "$T/api.json")" "choose api: api's graph and table"
+is "$(pk comm=sort 2)" "$CPU{comm=\"sort\", pid!=\"1\"}" "another label replaces the picked one, other matchers stay"
+is "$(pk '' 2)" "$CPU{pid!=\"1\"}" "all services: the picked matcher goes"
+is "$(pk '' 4)" "$(curl -s "$url/api/v1/profile?query=$CPU&format=json" | jq .total)" "and the graph is of every service again"
+shot e "$url/?query=$(enc "$CPU{service_name=\"worker\"}")" pick
+ok "the screenshot with a service picked has a flame graph ($(px pick warm) warm pixels)" test "$(px pick warm)" -gt 40000
+# CPROF_WEB_SHOTS=DIR keeps the screenshot, to look at
+[ -z "${CPROF_WEB_SHOTS:-}" ] || cp "$T/pick.png" "$CPROF_WEB_SHOTS/pick.png"
 
 # a server with a token: the page goes to the login form, which sets the cookie
 printf 'tok-%s-en\n' "$$" >"$T/token"

@@ -506,6 +506,59 @@ START_TEST(test_time_errors)
 }
 END_TEST
 
+START_TEST(test_buckets)
+{
+	const int64_t S = 1000000000LL, M = 60 * S, now = 1795000000LL * S + 1234567; /* not on a minute */
+	struct cp_buckets b, b2;
+
+	/* the last 10 minutes in 1m steps: 11 buckets on the minute grid, the
+	 * first holding from, the last holding to */
+	ck_assert_int_eq(cp_buckets_align(now - 10 * M, now, M, &b), 0);
+	ck_assert_int_eq(b.start % M, 0);
+	ck_assert_int_le(b.start, now - 10 * M);
+	ck_assert_int_gt(b.start + M, now - 10 * M);
+	ck_assert_uint_eq(b.n, 11);
+	ck_assert_int_eq(b.step, M);
+	ck_assert_int_gt(cp_buckets_end(&b), now);
+	ck_assert_int_eq(cp_buckets_end(&b), b.start + 11 * M);
+	/* a few seconds later: the same buckets */
+	ck_assert_int_eq(cp_buckets_align(now - 10 * M + 3 * S, now + 3 * S, M, &b2), 0);
+	ck_assert_int_eq(b2.start, b.start);
+	ck_assert_uint_eq(b2.n, b.n);
+	/* a range on the grid: to is in a bucket of its own */
+	ck_assert_int_eq(cp_buckets_align(10 * M, 20 * M, M, &b), 0);
+	ck_assert_int_eq(b.start, 10 * M);
+	ck_assert_uint_eq(b.n, 11);
+	ck_assert_int_eq(cp_buckets_align(10 * M, 10 * M, M, &b), 0); /* an instant: one bucket */
+	ck_assert_uint_eq(b.n, 1);
+	/* which bucket holds t: [start + i*step, start + (i+1)*step) */
+	ck_assert_int_eq(cp_buckets_index(&b, 10 * M - 1), -1);
+	ck_assert_int_eq(cp_buckets_index(&b, 10 * M), 0);
+	ck_assert_int_eq(cp_buckets_index(&b, 11 * M - 1), 0);
+	ck_assert_int_eq(cp_buckets_index(&b, 11 * M), -1);
+	/* before the epoch: floored, not truncated towards zero */
+	ck_assert_int_eq(cp_buckets_align(-90 * S, -30 * S, M, &b), 0);
+	ck_assert_int_eq(b.start, -2 * M);
+	ck_assert_uint_eq(b.n, 2);
+	ck_assert_int_eq(cp_buckets_index(&b, -61 * S), 0);
+	ck_assert_int_eq(cp_buckets_index(&b, -60 * S), 1);
+	/* errors */
+	ck_assert_int_eq(cp_buckets_align(0, M, 0, &b), -EINVAL);
+	ck_assert_int_eq(cp_buckets_align(0, M, -S, &b), -EINVAL);
+	ck_assert_int_eq(cp_buckets_align(M, 0, S, &b), -EINVAL);
+	ck_assert_int_eq(cp_buckets_align(0, CP_BUCKETS_MAX * S, S, &b), -EINVAL); /* one too many */
+	ck_assert_int_eq(cp_buckets_align(0, (CP_BUCKETS_MAX - 1) * S, S, &b), 0);
+	ck_assert_int_eq(cp_buckets_align(INT64_MIN, INT64_MAX, INT64_MAX, &b), -EINVAL); /* the grid starts before INT64_MIN */
+	ck_assert_int_eq(cp_buckets_align(0, INT64_MAX, INT64_MAX / 4, &b), 0);
+	ck_assert_int_eq(cp_buckets_end(&b), INT64_MAX); /* saturated */
+	/* the default step: a 60th of the range in whole seconds, at least 1 s */
+	ck_assert_int_eq(cp_buckets_default_step(now - 3600 * S, now), M);
+	ck_assert_int_eq(cp_buckets_default_step(now - 90 * S, now), S);
+	ck_assert_int_eq(cp_buckets_default_step(now - 3601 * S, now), M);
+	ck_assert_int_eq(cp_buckets_default_step(now, now), S);
+}
+END_TEST
+
 static Suite *selector_suite(void)
 {
 	Suite *s = suite_create("selector");
@@ -530,6 +583,7 @@ static Suite *selector_suite(void)
 	tcase_add_test(times, test_time_unix);
 	tcase_add_test(times, test_time_rfc3339);
 	tcase_add_test(times, test_time_errors);
+	tcase_add_test(times, test_buckets);
 	suite_add_tcase(s, times);
 	return s;
 }

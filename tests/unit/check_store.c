@@ -503,17 +503,18 @@ START_TEST(test_select_errors)
 	{
 		struct cp_selector *sel = sel_of("process_cpu");
 		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL };
+		struct cp_buckets b;
 
-		ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &n, &type), -EINVAL);
+		ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &b, &type), -EINVAL);
 		ck_assert_contains(cp_errmsg(EINVAL), "name one");
 		cp_selector_free(sel);
 		sel = sel_of("process_cpu:cpu");
 		q.sel = sel;
-		ck_assert_int_eq(cp_store_over_time(s, &q, 0, &totals, &n, &type), -EINVAL);
+		ck_assert_int_eq(cp_store_over_time(s, &q, 0, &totals, &b, &type), -EINVAL);
 		q.to = q.from - 1;
-		ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &n, &type), -EINVAL);
+		ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &b, &type), -EINVAL);
 		q.to = q.from + 1000000;
-		ck_assert_int_eq(cp_store_over_time(s, &q, 1, &totals, &n, &type), -EINVAL); /* too many steps */
+		ck_assert_int_eq(cp_store_over_time(s, &q, 1, &totals, &b, &type), -EINVAL); /* too many steps */
 		cp_selector_free(sel);
 		ck_assert_ptr_null(totals);
 		ck_assert_ptr_null(type);
@@ -616,33 +617,51 @@ START_TEST(test_over_time)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_selector *sel = sel_of("process_cpu:samples");
 	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	struct cp_buckets b;
 	int64_t *totals = NULL;
 	char *type = NULL;
-	size_t n = 0;
 	int r;
 
 	group_data(s);
-	r = cp_store_over_time(s, &q, NS, &totals, &n, &type);
+	r = cp_store_over_time(s, &q, NS, &totals, &b, &type);
 	ck_assert_msg(r == 0, "%s", cp_errmsg(r));
 	ck_assert_str_eq(type, COUNT_TYPE);
-	ck_assert_uint_eq(n, 4); /* [T0, T0 + 4 s) in 1 s steps */
+	ck_assert_int_eq(b.start, T0);
+	ck_assert_int_eq(b.step, NS);
+	ck_assert_uint_eq(b.n, 5); /* [T0, T0 + 5 s) in 1 s steps: the last holds to */
 	ck_assert_int_eq(totals[0], 6);
 	ck_assert_int_eq(totals[1], 12);
 	ck_assert_int_eq(totals[2], 18);
 	ck_assert_int_eq(totals[3], 6); /* T0 + 3.5s */
+	ck_assert_int_eq(totals[4], 0);
 	free(totals);
 	free(type);
 
-	/* 2 s steps from T0 - 1 s: [T0-1, T0+1), [T0+1, T0+3), [T0+3, T0+5), [T0+5, T0+6) */
+	/* 2 s steps from T0 - 1 s to T0 + 6 s, on the grid of 2 s since the epoch:
+	 * [T0-2, T0), [T0, T0+2), [T0+2, T0+4), [T0+4, T0+6), [T0+6, T0+8) */
 	q.from = T0 - NS;
 	q.to = T0 + 6 * NS;
-	r = cp_store_over_time(s, &q, 2 * NS, &totals, &n, &type);
+	r = cp_store_over_time(s, &q, 2 * NS, &totals, &b, &type);
 	ck_assert_int_eq(r, 0);
-	ck_assert_uint_eq(n, 4);
-	ck_assert_int_eq(totals[0], 6);
-	ck_assert_int_eq(totals[1], 30);
-	ck_assert_int_eq(totals[2], 6);
+	ck_assert_int_eq(b.start, T0 - 2 * NS);
+	ck_assert_uint_eq(b.n, 5);
+	ck_assert_int_eq(totals[0], 0);
+	ck_assert_int_eq(totals[1], 18);
+	ck_assert_int_eq(totals[2], 24);
 	ck_assert_int_eq(totals[3], 0);
+	ck_assert_int_eq(totals[4], 0);
+	free(totals);
+	free(type);
+
+	/* the same buckets and totals from and to a second later: whole buckets */
+	q.from = T0 - NS + NS / 2;
+	q.to = T0 + 6 * NS + NS;
+	r = cp_store_over_time(s, &q, 2 * NS, &totals, &b, &type);
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_eq(b.start, T0 - 2 * NS);
+	ck_assert_uint_eq(b.n, 5);
+	ck_assert_int_eq(totals[1], 18);
+	ck_assert_int_eq(totals[2], 24);
 	free(totals);
 	free(type);
 
@@ -651,9 +670,10 @@ START_TEST(test_over_time)
 	sel = sel_of("process_cpu:cpu{comm=\"b\"}");
 	q.sel = sel;
 	q.from = T0;
-	r = cp_store_over_time(s, &q, 10 * NS, &totals, &n, &type);
+	q.to = T0 + 6 * NS;
+	r = cp_store_over_time(s, &q, 10 * NS, &totals, &b, &type);
 	ck_assert_int_eq(r, 0);
-	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(b.n, 1);
 	ck_assert_int_eq(totals[0], 12 * PERIOD);
 	ck_assert_str_eq(type, CPU_TYPE);
 	free(totals);
@@ -1480,8 +1500,9 @@ START_TEST(test_limit_days)
 	struct cp_store_stats st;
 	char path[PATH_MAX + 32];
 	int64_t *steps = NULL;
+	struct cp_buckets bk;
 	char *type = NULL;
-	size_t n, nsteps = 0;
+	size_t n;
 	int d, k;
 
 	fill(s, 4, PER, tot);
@@ -1526,9 +1547,10 @@ START_TEST(test_limit_days)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(res[0].profile->nsamples, 0);
 	cp_store_results_free(res, n);
-	ck_assert_int_eq(cp_store_over_time(s, &q, DAY, &steps, &nsteps, &type), 0);
-	ck_assert_uint_eq(nsteps, 1);
+	ck_assert_int_eq(cp_store_over_time(s, &q, DAY, &steps, &bk, &type), 0);
+	ck_assert_uint_eq(bk.n, 2); /* T0 is not on the grid of days: two buckets */
 	ck_assert_int_eq(steps[0], 0);
+	ck_assert_int_eq(steps[1], 0);
 	free(steps);
 	free(type);
 	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 4 - k / PER);

@@ -859,6 +859,9 @@
 				tbl.set('top', d.top || [], { unit: d.unit, total: d.total });
 				if (d.truncated) tbl.note.textContent = 'the graph merges the smallest of its frames (over ' + MAX_NODES + ')';
 			}).catch((e) => { fail('profile', e, f); if (cur()) tbl.clear(); }));
+		const type = state.query.split('{')[0].trim();
+		if (type) jobs.push(loadServices(type).catch((e) => { if (e.status !== 401) showError(e.message); }));
+		else { $('service').hidden = true; servicesOf = null; }
 		timeline(ui.tlA, state.query, state.from, state.to);
 		if (cmp) timeline(ui.tlB, csel, cf, ct);
 		else ui.tlB.clear();
@@ -887,9 +890,93 @@
 		saveState(push);
 		load();
 	}
+	// ------------------------------------------------- types and services
+	// The type to open on, as Pyroscope and Parca do: CPU first (process_cpu,
+	// then other cpu types), then wall clock, then the rest; within a name,
+	// time (cpu:cpu:nanoseconds) before sample counts.
+	function typeRank(t) {
+		const [name = '', sample = ''] = String(t).toLowerCase().split(':');
+		const r = name === 'process_cpu' ? 0 : name === 'cpu' ? 1 : name.includes('cpu') ? 2 : name === 'wall' ? 3 : 4;
+		return r * 2 + (sample === 'cpu' || sample === name ? 0 : 1);
+	}
+	const byRank = (a, b) => typeRank(a) - typeRank(b) || (a < b ? -1 : a > b ? 1 : 0);
+	// The labels that name a service or a program, in the order they are offered.
+	const SERVICE_LABELS = ['service_name', 'service', 'comm', 'job'];
+	// TYPE{m1, m2, ...} split into the type and the matchers' texts (quotes kept).
+	function splitSelector(q) {
+		const b = q.indexOf('{');
+		if (b < 0) return { type: q.trim(), items: [] };
+		const inner = q.slice(b + 1), items = [];
+		let cur = '', quote = false;
+		for (let i = 0; i < inner.length; i++) {
+			const c = inner[i];
+			if (quote) {
+				cur += c;
+				if (c === '\\') cur += inner[++i] ?? '';
+				else if (c === '"') quote = false;
+			} else if (c === '"') { quote = true; cur += c; }
+			else if (c === ',') { if (cur.trim()) items.push(cur.trim()); cur = ''; }
+			else if (c === '}') break;
+			else cur += c;
+		}
+		if (cur.trim()) items.push(cur.trim());
+		return { type: q.slice(0, b).trim(), items };
+	}
+	const MATCHER = /^([A-Za-z_][A-Za-z0-9_.]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"$/;
+	// The service the selector picks (label=value of its first service matcher), or ''.
+	function pickedService(q) {
+		for (const it of splitSelector(q).items) {
+			const m = MATCHER.exec(it);
+			if (m && m[2] === '=' && SERVICE_LABELS.includes(m[1])) return m[1] + '=' + m[3].replace(/\\(.)/g, '$1');
+		}
+		return '';
+	}
+	// The selector with its service matchers replaced by label="value" (none for '').
+	function withService(q, pick) {
+		const s = splitSelector(q);
+		const items = s.items.filter((it) => { const m = /^([A-Za-z_][A-Za-z0-9_.]*)\s*[=!]/.exec(it); return !m || !SERVICE_LABELS.includes(m[1]); });
+		if (pick) {
+			const i = pick.indexOf('=');
+			items.unshift(pick.slice(0, i) + '="' + pick.slice(i + 1).replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"');
+		}
+		return s.type + (items.length ? '{' + items.join(', ') + '}' : '');
+	}
+	let servicesOf = null; // the type the picker's options are of
+	async function loadServices(type) {
+		const box = $('service');
+		if (type !== servicesOf) {
+			servicesOf = type;
+			const lists = await Promise.all(SERVICE_LABELS.map((l) =>
+				cached('api/v1/values', { query: type, label: l }).catch((e) => { if (e.status === 401) throw e; return []; })));
+			if (servicesOf !== type) return;
+			let html = '<option value="">all services</option>', n = 0;
+			SERVICE_LABELS.forEach((l, i) => {
+				const vals = (Array.isArray(lists[i]) ? lists[i] : []).map(String).filter(Boolean);
+				if (!vals.length) return;
+				n += vals.length;
+				html += '<optgroup label="' + esc(l) + '">' + vals.map((v) =>
+					'<option value="' + esc(l + '=' + v) + '">' + esc(v) + '</option>').join('') + '</optgroup>';
+			});
+			box.innerHTML = html;
+			box.hidden = !n;
+		}
+		syncService();
+	}
+	function syncService() {
+		const box = $('service'), pick = pickedService(state.query);
+		if (pick && ![...box.options].some((o) => o.value === pick)) { // picked by hand: offer it too
+			const o = document.createElement('option');
+			o.value = pick;
+			o.textContent = pick.slice(pick.indexOf('=') + 1);
+			box.appendChild(o);
+		}
+		box.value = pick;
+		// the attribute too: a saved or dumped page shows what it is of
+		for (const o of box.options) o.toggleAttribute('selected', o.value === pick);
+	}
 	async function loadTypes() {
 		try {
-			const types = await api('api/v1/types', {});
+			const types = (await api('api/v1/types', {})).slice().sort(byRank);
 			const sel = $('types');
 			sel.innerHTML = '<option value="">' + (types.length ? 'type…' : 'no profiles yet') + '</option>' +
 				types.map((t) => '<option value="' + esc(t) + '">' + esc(t) + '</option>').join('');
@@ -925,6 +1012,10 @@
 		new Completer($('compare-selector'), () => run());
 		$('run').addEventListener('click', () => run());
 		$('types').addEventListener('change', (e) => { if (e.target.value) { setType(e.target.value); run(); } });
+		$('service').addEventListener('change', (e) => {
+			$('selector').value = withService($('selector').value.trim(), e.target.value);
+			run();
+		});
 		$('range').addEventListener('change', (e) => {
 			const v = e.target.value;
 			if (v === 'custom') { $('from').focus(); return; }
@@ -1003,7 +1094,7 @@
 			return;
 		}
 		if (!state.query && types && types.length) {
-			state.query = types[0];
+			state.query = types[0]; // sorted: CPU first
 			saveState(false);
 		}
 		load();

@@ -97,7 +97,9 @@ wait_storm
 kill -INT "$(pgrep -P "$rec" -x cprof)" 2> /dev/null || :
 wait "$rec" || { echo "cprof record failed:"; grep -v '^libbpf:' "$d/cprof.err" | tail -5; exit 1; }
 rec=
-read -r u s rss wall < "$d/cprof.t"
+read -r u s rss wall << EOF
+$(tail -n 1 "$d/cprof.t")
+EOF
 c_cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
 summary=$(grep '^cprof record: [0-9]* samples' "$d/cprof.err" || :)
 echo "  $summary" | sed 's/ (cprof query.*//'
@@ -117,8 +119,12 @@ grep -q 'Captured and wrote' "$d/pr.err" || { echo "perf record failed:"; tail -
 rec=
 $TIME -f '%U %S %M %e' -o "$d/ps.t" "$PERF" script -i "$d/perf.data" -F comm,pid,ip,dso > "$d/perf.txt" \
 	2> "$d/ps.err" || { echo "perf script failed:"; tail -3 "$d/ps.err"; exit 1; }
-read -r u1 s1 _ _ < "$d/pr.t"
-read -r u2 s2 _ _ < "$d/ps.t"
+read -r u1 s1 _ _ << EOF
+$(tail -n 1 "$d/pr.t")
+EOF
+read -r u2 s2 _ _ << EOF
+$(tail -n 1 "$d/ps.t")
+EOF
 p_cpu=$(awk -v a="$u1" -v b="$s1" -v c="$u2" -v e="$s2" 'BEGIN { printf "%.2f", a + b + c + e }')
 echo "  $(grep -c '^[^[:space:]]' "$d/perf.txt") samples"
 

@@ -42,10 +42,12 @@ struct cp_sampler {
 	 * sees its process as it was when it was taken (a child's samples
 	 * before its exec are unwound in the parent's image, not the new one). */
 	struct pending_rec {
-		uint64_t time;
+		uint64_t time, seq;
 		struct perf_event_header *h;
 	} *q;
 	size_t qhead, qn, qcap;
+	uint64_t qseq;
+	bool qunsorted; /* a record older than the one before it was queued */
 	bool stopped;
 };
 
@@ -87,9 +89,22 @@ static int need_privileges(int err, const char *what)
 			what, strerror(err));
 }
 
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct pending_rec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 /* Hands over the pending records up to time t (all of them: UINT64_MAX). */
 static void deliver_records_until(struct cp_sampler *s, uint64_t t)
 {
+	if (s->qunsorted) { /* the CPUs' records, each CPU's in order, merged */
+		qsort(s->q + s->qhead, s->qn - s->qhead, sizeof(*s->q), cmp_pending);
+		s->qunsorted = false;
+	}
 	while (s->qhead < s->qn && s->q[s->qhead].time <= t) {
 		struct perf_event_header *h = s->q[s->qhead].h;
 
@@ -229,16 +244,15 @@ static void deliver_record(struct cp_sampler *s, const struct perf_event_header 
 	}
 }
 
-/* Queues a record in time order (each CPU's come in order; the CPUs' are
- * merged here).  Lost-record counts, and records when memory is short, are
- * handled at once. */
+/* Queues a record (sorted by time before the next hand-over: each CPU's
+ * come in order, the CPUs' one after the other).  Lost-record counts, and
+ * records when memory is short, are handled at once. */
 static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
 {
 	struct cp_sampler *s = ctx;
 	const struct sample_id *id = record_id(h);
 	struct perf_event_header *copy;
 	uint64_t t;
-	size_t i;
 
 	(void)cpu;
 	if (h->type == PERF_RECORD_LOST || !id) {
@@ -258,11 +272,11 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 		return LIBBPF_PERF_EVENT_CONT;
 	}
 	memcpy(copy, h, h->size);
-	for (i = s->qn; i > s->qhead && s->q[i - 1].time > t; i--)
-		;
-	memmove(s->q + i + 1, s->q + i, (s->qn - i) * sizeof(*s->q));
-	s->q[i].time = t;
-	s->q[i].h = copy;
+	if (s->qn > s->qhead && s->q[s->qn - 1].time > t)
+		s->qunsorted = true;
+	s->q[s->qn].time = t;
+	s->q[s->qn].seq = s->qseq++;
+	s->q[s->qn].h = copy;
 	s->qn++;
 	return LIBBPF_PERF_EVENT_CONT;
 }

@@ -92,7 +92,18 @@ struct store_args {
 	const char *data, *since, *from, *to, *remote, *token_file;
 	struct cp_store *store; /* opened on first use */
 	int64_t t_from, t_to;
+	char dir[4096]; /* the local store's directory (store_range) */
 };
+/* The directory of the local store, chosen the same way by every command
+ * that opens one: --data DIR (data); else $CPROF_DATA, set and not empty;
+ * else the configuration file's data: (the command's section over the top
+ * level; config_apply makes it $CPROF_DATA where the environment has none);
+ * else /var/lib/cprof as root, $XDG_DATA_HOME/cprof or ~/.local/share/cprof
+ * (cp_store_default_dir).  cprof serve passes the file's data: as data, as
+ * it reads the file itself (its documented exception: the file wins over
+ * $CPROF_DATA).  Writes the directory into buf: EXIT_OK, or a usage error
+ * (printed) for an empty or too long --data. */
+int store_dir(const char *verb, const char *data, char *buf, size_t len);
 /* Takes OPT_DATA..OPT_TOKEN_FILE; returns true when opt was one of them. */
 bool store_option(struct store_args *a, int opt, const char *arg);
 /* Checks the range and --remote options (taking $CPROF_REMOTE and

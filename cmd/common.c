@@ -207,6 +207,19 @@ int remote_args(const char *verb, const char *data, bool no_env, const char **ur
 	return EXIT_OK;
 }
 
+int store_dir(const char *verb, const char *data, char *buf, size_t len)
+{
+	if (!data) {
+		cp_store_default_dir(buf, len); /* $CPROF_DATA, else the default */
+		return EXIT_OK;
+	}
+	if (!*data)
+		return usage_error(verb, "--data wants a directory, not an empty string");
+	if ((size_t)snprintf(buf, len, "%s", data) >= len)
+		return usage_error(verb, "--data: the path is too long");
+	return EXIT_OK;
+}
+
 int read_token(const char *verb, const char *token_file, char **token)
 {
 	int err;
@@ -223,6 +236,8 @@ int store_range(const char *verb, struct store_args *a)
 	int err;
 
 	if ((err = remote_args(verb, a->data, false, &a->remote, &a->token_file)))
+		return err;
+	if (!a->remote && (err = store_dir(verb, a->data, a->dir, sizeof(a->dir))))
 		return err;
 	if (a->since && a->from)
 		return usage_error(verb, "give --since or --from, not both");
@@ -244,8 +259,6 @@ int store_range(const char *verb, struct store_args *a)
 
 struct cp_store *store_get(const char *verb, struct store_args *a)
 {
-	char dir[4096];
-
 	if (a->store)
 		return a->store;
 	if (a->remote) {
@@ -259,12 +272,11 @@ struct cp_store *store_get(const char *verb, struct store_args *a)
 		free(token);
 		return a->store;
 	}
-	if (!a->data)
-		a->data = cp_store_default_dir(dir, sizeof(dir));
-	a->store = cp_store_open(a->data, CP_STORE_READ);
+	if (!a->dir[0] && store_dir(verb, a->data, a->dir, sizeof(a->dir)))
+		return NULL;
+	a->store = cp_store_open(a->dir, CP_STORE_READ);
 	if (!a->store)
 		fail(verb, "%s", cp_errmsg(errno));
-	a->data = NULL; /* dir was on the stack */
 	return a->store;
 }
 

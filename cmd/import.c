@@ -126,6 +126,8 @@ static int run_import(int argc, char **argv)
 	}
 	if ((status = remote_args("import", data, false, &remote, &token_file)))
 		goto out;
+	if (!remote && (status = store_dir("import", data, dir, sizeof(dir))))
+		goto out;
 	if (remote) { /* the configuration file's store settings are for a local store */
 		if (cfg_retention)
 			retention = NULL;
@@ -168,8 +170,7 @@ static int run_import(int argc, char **argv)
 		data = remote;
 		store = cp_store_open_remote(remote, token, NULL, 0);
 	} else {
-		if (!data)
-			data = cp_store_default_dir(dir, sizeof(dir));
+		data = dir;
 		store = cp_store_open(data, CP_STORE_WRITE);
 	}
 	if (!store) {

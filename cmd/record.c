@@ -651,7 +651,9 @@ static int run_record(int argc, char **argv)
 		free(copy);
 	}
 	if (!r.output && !r.format) {
-		r.data = r.data ? r.data : cp_store_default_dir(dir, sizeof(dir));
+		if ((status = store_dir("record", r.data, dir, sizeof(dir))))
+			goto out;
+		r.data = dir;
 		if (!r.flush)
 			r.flush = 10000000000LL;
 	}

@@ -196,7 +196,8 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 		if ((status = read_token("scrape", o->token_file, &token)))
 			return status;
 		/* the targets' state where --targets looks, the spool beside it */
-		cp_store_default_dir(dir, dlen);
+		if ((status = store_dir("scrape", NULL, dir, dlen)))
+			return status;
 		snprintf(spool, sizeof(spool), "%s/spool-scrape", dir);
 		if ((err = cp_mkdirs(dir, 0755))) {
 			free(token);
@@ -211,7 +212,8 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 			return fail("scrape", "%s", cp_errmsg(err));
 		}
 	} else {
-		snprintf(dir, dlen, "%s", o->data ? o->data : cp_store_default_dir(dir, dlen));
+		if ((status = store_dir("scrape", o->data, dir, dlen)))
+			return status;
 		k->store = cp_store_open(dir, CP_STORE_WRITE);
 	}
 	if (!k->store)
@@ -424,7 +426,7 @@ out:
 
 static int show_targets(const struct scrape_opts *o)
 {
-	char path[4096], dir[4096], *text = NULL;
+	char path[4200], dir[4096], *text = NULL;
 	json_t *arr = NULL, *t;
 	json_error_t je;
 	size_t len = 0, i;
@@ -453,7 +455,9 @@ static int show_targets(const struct scrape_opts *o)
 		r.body = NULL;
 		cp_http_response_release(&r);
 	} else {
-		snprintf(path, sizeof(path), "%s/" STATE_FILE, o->data ? o->data : cp_store_default_dir(dir, sizeof(dir)));
+		if ((status = store_dir("scrape", o->data, dir, sizeof(dir))))
+			return status;
+		snprintf(path, sizeof(path), "%s/" STATE_FILE, dir);
 		if ((err = cp_read_file(path, 64u << 20, (uint8_t **)&text, &len))) {
 			if (err == -ENOENT)
 				return fail("scrape", "no scraper has written its targets in %s (is cprof scrape --config "

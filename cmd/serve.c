@@ -1079,16 +1079,17 @@ static int parca_one(void *ctx, const struct cp_labels *labels, const uint8_t *r
 		else if ((err = cp_labels_add(&ls, labels->kv[i].name, labels->kv[i].value)))
 			goto fail;
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4;
+	if (b->n == b->cap) { /* the four arrays grow together, each to the same capacity */
+		size_t cap = b->cap, cp = b->cap, cl = b->cap, cn = b->cap;
 
-		if (cp_grow((void **)&b->a, &b->cap, cap, sizeof(*b->a)) ||
-		    !(b->p = realloc(b->p, cap * sizeof(*b->p))) ||
-		    !(b->labels = realloc(b->labels, cap * sizeof(*b->labels))) ||
-		    !(b->names = realloc(b->names, cap * sizeof(*b->names)))) {
+		if (cp_grow((void **)&b->a, &cap, b->n + 1, sizeof(*b->a)) ||
+		    cp_grow((void **)&b->p, &cp, cap, sizeof(*b->p)) ||
+		    cp_grow((void **)&b->labels, &cl, cap, sizeof(*b->labels)) ||
+		    cp_grow((void **)&b->names, &cn, cap, sizeof(*b->names))) {
 			err = cp_error(ENOMEM, "out of memory");
 			goto fail;
 		}
+		b->cap = cap;
 	}
 	if (!(b->p[b->n] = cp_pprof_decode(raw, rawlen))) {
 		err = cp_error_ctx(errno, "rawProfile %zu", b->n);
@@ -1390,7 +1391,10 @@ static int run_serve(int argc, char **argv)
 	if ((v = pick(cert_o, cfg.tls_cert)) &&
 	    ((status = read_pem("--tls-cert", v, &cert)) || (status = read_pem("--tls-key", pick(key_o, cfg.tls_key), &key))))
 		goto out;
-	s.data = pick(data_o, cfg.data) ? pick(data_o, cfg.data) : cp_store_default_dir(dir, sizeof(dir));
+	/* the file's data: is serve's own setting, so it wins over $CPROF_DATA (an empty one counts as unset) */
+	if ((status = store_dir("serve", pick(data_o, cfg.data && *cfg.data ? cfg.data : NULL), dir, sizeof(dir))))
+		goto out;
+	s.data = dir;
 	if (!(s.w = cp_store_open(s.data, CP_STORE_WRITE))) {
 		status = fail("serve", "%s", cp_errmsg(errno));
 		goto out;

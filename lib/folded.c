@@ -199,7 +199,7 @@ static int write_set(FILE *out, struct folded_set *fs, int sides)
 	for (i = 1; i < fs->keys.n; i++)
 		if (fs->vals[i][0] || fs->vals[i][1])
 			order[n++] = i;
-	qsort_r(order, n, sizeof(*order), key_cmp, &fs->keys);
+	cp_qsort_r(order, n, sizeof(*order), key_cmp, &fs->keys);
 	for (i = 0; i < n; i++) {
 		if (sides == 1)
 			fprintf(out, "%s %" PRId64 "\n", cp_strtab_get(&fs->keys, order[i]), fs->vals[order[i]][0]);

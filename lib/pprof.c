@@ -183,7 +183,7 @@ static int idmap_build(struct idmap *m, const char *what, size_t n, uint64_t (*g
 			goto out;
 		}
 	}
-	qsort(pairs, n, sizeof(*pairs), idpair_cmp);
+	cp_qsort(pairs, n, sizeof(*pairs), idpair_cmp);
 	for (i = 0; i < n; i++) {
 		if (i && pairs[i].id == pairs[i - 1].id) {
 			err = cp_error(EINVAL, "duplicate %s id %llu", what, (unsigned long long)pairs[i].id);

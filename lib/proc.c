@@ -554,6 +554,7 @@ void cp_perfmap_release(struct cp_perfmap *m)
 	m->e = NULL;
 	m->maxend = NULL;
 	m->n = 0;
+	m->cap = 0;
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -565,20 +566,25 @@ static int entry_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
+/* Adds the lines of text to m (a JIT appends to its file: the new lines are
+ * sorted and merged with the old ones, which are sorted already).  With
+ * whole_lines, a last line without its '\n' is left (it is being written).
+ * The bytes used, or -ENOMEM (m keeps its old entries). */
+static int64_t perfmap_add(struct cp_perfmap *m, const char *text, size_t len, bool whole_lines)
 {
 	const char *p = text, *end = text + len;
-	size_t cap = 0;
+	size_t old = m->n, cap = m->cap, first;
+	struct cp_perfmap_entry *merged;
+	uint64_t *maxend;
 
-	out->e = NULL;
-	out->maxend = NULL;
-	out->n = 0;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		char line[1024], *q, *e;
 		uint64_t start, size;
 		size_t n;
 
+		if (!eol && whole_lines)
+			break;
 		if (!eol)
 			eol = end;
 		n = (size_t)(eol - p);
@@ -600,31 +606,64 @@ int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
 		q[strcspn(q, "\r")] = 0;
 		if (!*q)
 			continue;
-		if (cp_grow((void **)&out->e, &cap, out->n + 1, sizeof(*out->e)))
+		if (cp_grow((void **)&m->e, &cap, m->n + 1, sizeof(*m->e)))
 			goto nomem;
-		out->e[out->n].start = start;
-		out->e[out->n].size = size;
-		out->e[out->n].line = out->n;
-		out->e[out->n].name = strdup(q);
-		if (!out->e[out->n].name)
+		m->cap = cap;
+		m->e[m->n].start = start;
+		m->e[m->n].size = size;
+		m->e[m->n].line = m->n;
+		m->e[m->n].name = strdup(q);
+		if (!m->e[m->n].name)
 			goto nomem;
-		out->n++;
+		m->n++;
 	}
-	if (out->n) {
-		qsort(out->e, out->n, sizeof(*out->e), entry_cmp);
-		out->maxend = malloc(out->n * sizeof(*out->maxend));
-		if (!out->maxend)
-			goto nomem;
-		for (size_t i = 0; i < out->n; i++) {
-			uint64_t e = out->e[i].start + out->e[i].size;
+	if (m->n == old)
+		return p > end ? (int64_t)len : (int64_t)(p - text);
+	maxend = realloc(m->maxend, m->n * sizeof(*m->maxend));
+	if (!maxend)
+		goto nomem;
+	m->maxend = maxend;
+	cp_qsort(m->e + old, m->n - old, sizeof(*m->e), entry_cmp);
+	first = old;
+	if (old && entry_cmp(&m->e[old - 1], &m->e[old]) > 0) {
+		size_t i = 0, j = old, k = 0;
 
-			out->maxend[i] = i && out->maxend[i - 1] > e ? out->maxend[i - 1] : e;
-		}
+		/* the old entries starting at or below the least new one stay */
+		first = cp_upper_bound_u64(m->e, old, sizeof(*m->e), m->e[old].start);
+		merged = malloc(m->cap * sizeof(*merged));
+		if (!merged)
+			goto nomem;
+		while (i < old || j < m->n)
+			merged[k++] = j == m->n || (i < old && entry_cmp(&m->e[i], &m->e[j]) <= 0) ? m->e[i++] : m->e[j++];
+		free(m->e);
+		m->e = merged;
+	}
+	/* from the first place the merge may have changed */
+	for (size_t i = first; i < m->n; i++) {
+		uint64_t e = m->e[i].start + m->e[i].size;
+
+		m->maxend[i] = i && m->maxend[i - 1] > e ? m->maxend[i - 1] : e;
+	}
+	return p > end ? (int64_t)len : (int64_t)(p - text);
+nomem:
+	while (m->n > old)
+		free(m->e[--m->n].name);
+	return -ENOMEM;
+}
+
+int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (perfmap_add(out, text, len, false) < 0) {
+		cp_perfmap_release(out);
+		return -ENOMEM;
 	}
 	return 0;
-nomem:
-	cp_perfmap_release(out);
-	return -ENOMEM;
+}
+
+int64_t cp_perfmap_append(struct cp_perfmap *m, const char *text, size_t len)
+{
+	return perfmap_add(m, text, len, true);
 }
 
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
@@ -646,36 +685,132 @@ const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 	return best ? best->name : NULL;
 }
 
+/* Reads what was added to the perf map at path since m last read it (all of
+ * it when the file is new or was rewritten). */
+static void perfmap_update(struct cp_perfmap *m, const char *path, int64_t not_before)
+{
+	struct stat st;
+	int64_t mtime;
+	int fd;
+	char *buf;
+	size_t len, got = 0;
+	int64_t used;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return; /* none (yet), or gone: what was read stays */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return;
+	}
+	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	/* as perf does: the file of the process's user or root only (another
+	 * user may not name its frames); and not an earlier process's with
+	 * this pid */
+	if ((m->owner >= 0 && st.st_uid != (uid_t)m->owner && st.st_uid != 0) || mtime < not_before) {
+		close(fd);
+		return;
+	}
+	if (st.st_ino != m->ino || st.st_dev != m->dev || (uint64_t)st.st_size < m->used) {
+		/* another file (a new process with this pid), or rewritten */
+		cp_perfmap_release(m);
+		m->ino = st.st_ino;
+		m->dev = st.st_dev;
+		m->used = 0;
+	}
+	m->size = st.st_size;
+	m->mtime_ns = mtime;
+	if ((uint64_t)st.st_size <= m->used || (uint64_t)st.st_size > (256u << 20)) {
+		close(fd);
+		return;
+	}
+	len = (size_t)((uint64_t)st.st_size - m->used);
+	buf = malloc(len);
+	while (buf && got < len) {
+		ssize_t r = pread(fd, buf + got, len - got, (off_t)(m->used + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (buf && (used = perfmap_add(m, buf, got, true)) > 0)
+		m->used += (uint64_t)used;
+	free(buf);
+}
+
+/* When process pid started, in CLOCK_REALTIME ns; 0 when unknown. */
+static int64_t proc_start_ns(uint32_t pid)
+{
+	static long long btime = -1; /* boot time, in seconds since the epoch */
+	char path[64], buf[1024], *q;
+	unsigned long long ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (btime < 0) {
+		FILE *f = fopen("/proc/stat", "re");
+		char line[256];
+
+		btime = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %lld", &btime) == 1)
+				break;
+		if (f)
+			fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	/* "PID (COMM) STATE ..." with starttime the 22nd field (the 20th after
+	 * the comm, which may hold spaces and parentheses) */
+	if (btime <= 0 || hz <= 0 || !read_small(path, buf, sizeof(buf)) || !(q = strrchr(buf, ')')))
+		return 0;
+	if (sscanf(q + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+		   &ticks) != 1)
+		return 0;
+	return (int64_t)btime * 1000000000 + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 {
 	char path[64];
+	const char *name = NULL;
+	uint64_t now = mono_ns();
 	struct stat st;
 
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-	if (stat(path, &st) != 0)
-		return p->jit ? cp_perfmap_find(p->jit, addr) : NULL;
-	if (!p->jit || p->jit->size != st.st_size ||
-	    p->jit->mtime_ns != (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec) {
-		uint8_t *data = NULL;
-		size_t len = 0;
-		struct cp_perfmap m;
+	if (!p->jit) {
+		int64_t start;
 
-		if (cp_read_file(path, 256u << 20, &data, &len) == 0 && cp_perfmap_parse((char *)data, len, &m) == 0) {
-			if (p->jit)
-				cp_perfmap_release(p->jit);
-			else
-				p->jit = malloc(sizeof(*p->jit));
-			if (p->jit) {
-				*p->jit = m;
-				p->jit->size = st.st_size;
-				p->jit->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-			} else {
-				cp_perfmap_release(&m);
-			}
-		}
-		free(data);
+		if (!(p->jit = calloc(1, sizeof(*p->jit))))
+			return NULL;
+		/* runtimes leave their files behind, and pids are reused: one
+		 * older than the process is not its own (2 s: the boot time
+		 * it is counted from is in whole seconds) */
+		start = proc_start_ns(p->pid);
+		p->jit->not_before_ns = start > 2000000000 ? start - 2000000000 : 0;
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		p->jit->owner = stat(path, &st) == 0 ? (int64_t)st.st_uid : -1;
 	}
-	return p->jit ? cp_perfmap_find(p->jit, addr) : NULL;
+	if (p->jit->n)
+		name = cp_perfmap_find(p->jit, addr);
+	/* The file is kept after the process exits, and a JIT appends to it
+	 * before it runs new code: an address not in it yet has it read again
+	 * (its new lines; at most every millisecond), a name found is trusted
+	 * for a second (a JIT may reuse an address for other code). */
+	if (p->jit->checked_ns && now - p->jit->checked_ns < (name ? 1000000000u : 1000000u))
+		return name;
+	p->jit->checked_ns = now;
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
+	perfmap_update(p->jit, path, p->jit->not_before_ns);
+	return p->jit->n ? cp_perfmap_find(p->jit, addr) : NULL;
 }
 
 /* Reads the build id of the ELF file open at fd, and closes fd. */

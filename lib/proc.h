@@ -31,9 +31,15 @@ struct cp_perfmap_entry {
 struct cp_perfmap {
 	struct cp_perfmap_entry *e; /* sorted by start */
 	uint64_t *maxend;           /* maxend[i]: the largest end among e[0..i] */
-	size_t n;
+	size_t n, cap;
+	/* a process's file, read as it grows (cp_proc_jit_symbol) */
 	int64_t mtime_ns;
 	int64_t size;
+	uint64_t ino, dev;
+	uint64_t used;              /* bytes of the file parsed (whole lines) */
+	uint64_t checked_ns;        /* CLOCK_MONOTONIC of the last look at it */
+	int64_t not_before_ns;      /* a file older (CLOCK_REALTIME) is another process's */
+	int64_t owner;              /* the process's uid (-1: unknown): the file's owner, or root */
 };
 
 struct cp_proc {
@@ -95,7 +101,8 @@ const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t
 int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd);
 /* The file's identity for caches: its build id in hex, else its path. */
 const char *cp_map_key(struct cp_map *m, const struct cp_proc *p, char *buf, size_t len);
-/* The JIT symbol for addr from /tmp/perf-PID.map (reread when it changed). */
+/* The JIT symbol for addr from /tmp/perf-PID.map, or NULL.  The file is
+ * cached, and its new lines read when addr is not in it (it may have grown). */
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr);
 
 /* Parsers (outside input; each has a fuzz target). */
@@ -113,6 +120,9 @@ void cp_cgroup_labels(const char *path, char *container, size_t clen, char *unit
 		      size_t plen);
 /* A perf-map file: "START SIZE NAME" per line, hexadecimal (0x optional). */
 int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out);
+/* Adds the lines of text that end in '\n' to m (parsed or zeroed before, as
+ * a JIT appends to its file): the bytes used, or -ENOMEM. */
+int64_t cp_perfmap_append(struct cp_perfmap *m, const char *text, size_t len);
 void cp_perfmap_release(struct cp_perfmap *m);
 const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr);
 

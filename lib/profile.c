@@ -285,7 +285,7 @@ int64_t cp_profile_labelset(struct cp_profile *p, const struct cp_label *labels,
 	}
 	if (n)
 		memcpy(sorted, labels, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), label_cmp);
+	cp_qsort(sorted, n, sizeof(*sorted), label_cmp);
 	for (i = 0; i < n; i++)
 		h = cp_hash_u64(h ^ ((uint64_t)sorted[i].key << 32 | sorted[i].str) ^
 					cp_hash_u64((uint64_t)sorted[i].num, sorted[i].num_unit),

@@ -256,7 +256,7 @@ static void read_syms(struct cp_mod *sm)
 	}
 	if (!sm->nsyms)
 		return;
-	qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
+	cp_qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
 	/* one symbol per address: the first after sorting */
 	for (size_t i = 1; i < sm->nsyms; i++)
 		if (sm->syms[i].addr != sm->syms[k].addr)
@@ -425,6 +425,75 @@ int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, s
 			       cp_map_key(m, p, buf, sizeof(buf)) == buf ? buf : "", true);
 }
 
+/* A location with one frame named name (a JIT's, from its perf map). */
+static int64_t named_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
+			      const char *name)
+{
+	struct entry tmp;
+
+	/* the line goes past the cache's lines, where it is not kept */
+	if (cp_grow((void **)&s->lines, &s->linecap, s->nlines + 1, sizeof(*s->lines)))
+		return -ENOMEM;
+	s->lines[s->nlines].name = intern(s, name);
+	s->lines[s->nlines].file = 0;
+	s->lines[s->nlines].line = 0;
+	tmp.mod = 0;
+	tmp.off = 0;
+	tmp.first = (uint32_t)s->nlines;
+	tmp.n = 1;
+	return make_location(s, prof, mapping, addr, &tmp);
+}
+
+/* Memory with no file behind it, where a JIT puts its code: "" in
+ * /proc/PID/maps, "//anon" in the kernel's mmap records, "[anon:NAME]"
+ * (named with prctl) and the other "[...]" regions but the vDSO. */
+static bool no_file(const char *path)
+{
+	if (!path[0] || !strcmp(path, "//anon"))
+		return true;
+	return path[0] == '[' && strcmp(path, "[vdso]") != 0;
+}
+
+/* A file that may hold a JIT's code rather than an ELF binary: a memfd
+ * (JITs that map their code twice, writable and executable) or a deleted
+ * file (also how anonymous shared memory is named: "/dev/zero (deleted)"). */
+static bool may_hold_jit_code(const char *path)
+{
+	size_t n = strlen(path);
+
+	return !strncmp(path, "/memfd:", 7) || (n > 10 && !strcmp(path + n - 10, " (deleted)"));
+}
+
+/* The location of addr, in JIT code: named from the process's perf map
+ * (/tmp/perf-PID.map), the one place JIT frames are named from.  Without a
+ * name: 0 when m is a file (its own lookup stands), else a location in the
+ * anonymous mapping (a bare address when none is known). */
+static int64_t jit_location(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p,
+			    const struct cp_map *m, uint64_t addr, bool anon)
+{
+	const char *jit = cp_proc_jit_symbol(p, addr);
+	const char *file;
+	uint64_t offset;
+	int64_t mapping;
+
+	if (!jit && !anon)
+		return 0;
+	if (!m) /* no mapping known: a bare address, or a name without a mapping */
+		return jit ? named_location(s, prof, 0, addr, jit) : cp_profile_location(prof, 0, addr, NULL, 0, false);
+	/* anonymous memory has no file offset: its start stands for it, so
+	 * that a frame shows its address ("anon+0x7f...") whichever way the
+	 * mapping was learnt, and pprof keeps regions of processes apart */
+	file = !m->path[0] || !strcmp(m->path, "//anon") ? "//anon" : m->path;
+	offset = no_file(m->path) ? m->start : m->pgoff;
+	mapping = profile_mapping(prof, m->start, m->end, offset, file, "", jit != NULL);
+	if (mapping < 0)
+		return mapping;
+	addr = addr - m->start + prof->mappings[mapping - 1].start;
+	if (!jit)
+		return cp_profile_location(prof, (uint32_t)mapping, addr, NULL, 0, false);
+	return named_location(s, prof, (uint32_t)mapping, addr, jit);
+}
+
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
 			  bool is_return)
 {
@@ -440,29 +509,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	m = (struct cp_map *)cp_proc_find_map(p, addr);
 	if (!m && cp_proc_refresh(p, addr) == 0)
 		m = (struct cp_map *)cp_proc_find_map(p, addr);
-	if (!m || !m->path[0] || (m->path[0] == '[' && strcmp(m->path, "[vdso]") != 0)) {
-		/* anonymous executable memory: a JIT, if it wrote a perf map */
-		const char *jit = cp_proc_jit_symbol(p, addr);
-		struct symline sl;
-		struct entry tmp;
-		uint32_t saved = (uint32_t)s->nlines;
-
-		if (!jit)
-			return cp_profile_location(prof, 0, addr, NULL, 0, false);
-		mapping = profile_mapping(prof, m ? m->start : addr, m ? m->end : addr + 1, 0,
-					  m && m->path[0] ? m->path : "[jit]", "", true);
-		if (mapping < 0)
-			return mapping;
-		if (cp_grow((void **)&s->lines, &s->linecap, s->nlines + 1, sizeof(*s->lines)))
-			return -ENOMEM;
-		sl.name = intern(s, jit);
-		sl.file = 0;
-		sl.line = 0;
-		s->lines[saved] = sl;
-		tmp.first = saved;
-		tmp.n = 1;
-		return make_location(s, prof, (uint32_t)mapping, addr, &tmp);
-	}
+	if (!m || no_file(m->path))
+		return jit_location(s, prof, p, m, addr, true);
 	key = cp_map_key(m, p, buf, sizeof(buf)); /* the build id, else the path */
 	bidhex = key == buf ? buf : "";
 	if (!m->skey1 || m->skey_gen != s->gen) {
@@ -489,6 +537,12 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
 		if (!e)
 			return -ENOMEM;
+	}
+	if (e->n == 0 && may_hold_jit_code(m->path)) {
+		int64_t loc = jit_location(s, prof, p, m, addr, false);
+
+		if (loc != 0)
+			return loc;
 	}
 	mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, bidhex, e->n > 0);
 	if (mapping < 0)
@@ -569,7 +623,7 @@ static void ksyms_finish(struct cp_ksyms *k, char *text, size_t tlen)
 	if (t)
 		k->s = t;
 	if (k->n)
-		qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+		cp_qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
 }
 
 struct cp_ksyms *cp_ksyms_parse(const char *in, size_t len)

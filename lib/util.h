@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 /* Read a whole file ("-" = stdin), refusing more than max bytes. 0 or -errno. */
@@ -32,5 +33,18 @@ int cp_mkdirs(const char *path, mode_t leaf_mode);
 
 /* Growable array helper: ensures *cap >= need (elements of size sz). */
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);
+
+/* qsort and qsort_r that take an empty array as it may come (base NULL, n 0): the C library's
+ * declare base nonnull, and UBSan stops on qsort(NULL, 0, ...). */
+static inline void cp_qsort(void *base, size_t n, size_t sz, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, sz, cmp);
+}
+static inline void cp_qsort_r(void *base, size_t n, size_t sz, int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	if (n > 1)
+		qsort_r(base, n, sz, cmp, arg);
+}
 
 #endif

@@ -6,7 +6,8 @@
 # (curl, openssl, chromium for the web view, python3-pil for screenshots), ncurses
 # for top and tmux to drive its screen in the tests; systemd (systemd-analyze
 # verifies the units that make install installs) and python3-yaml (the test of
-# the installed configuration file parses it).
+# the installed configuration file parses it); faketime (the suite runs the tests
+# about stored time again with the clock moved ahead).
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotob
 libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time
 libbpf-dev libdw-dev libelf-dev bpftool llvm linux-perf
 libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl chromium python3-pil
-libncurses-dev tmux systemd python3-yaml"
+libncurses-dev tmux systemd python3-yaml faketime"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

@@ -6,14 +6,37 @@ set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
 status=0
-summary() { # sums the automake test logs of a build dir
-	awk '/^# (PASS|XFAIL|SKIP):/ {p += $3} /^# (FAIL|XPASS|ERROR):/ {f += $3} END {print p + 0, f + 0}' "$1/test-suite.log" 2>/dev/null || echo "0 1"
+summary() { # DIR [LOG]: the passed and failed counts of an automake test suite log (default test-suite.log)
+	awk '/^# (PASS|XFAIL|SKIP):/ {p += $3} /^# (FAIL|XPASS|ERROR):/ {f += $3} END {print p + 0, f + 0}' "$1/${2:-test-suite.log}" 2>/dev/null || echo "0 1"
 }
 step() { echo "== $*"; }
 
 step "build/: make check"
 (cd build && make -s -j"$(nproc)" check) || status=1
 set -- $(summary build); pass=$1; failed=$2
+
+# The tests about stored time again with the clock 400 days ahead (libfaketime; the monotonic clock is left
+# alone so that BPF timestamps still convert to the faked wall clock): no test may depend on how old a
+# committed fixture is.
+TIME_TESTS="tests/cli/test-store.sh tests/cli/test-query.sh tests/cli/test-serve.sh tests/cli/test-remote.sh tests/cli/test-top.sh"
+step "build/: the tests about stored time with the clock moved 400 days ahead (faketime)"
+(cd build && FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "+400d" \
+	make -s -j"$(nproc)" check TESTS="$TIME_TESTS" TEST_SUITE_LOG=test-suite-faketime.log) || status=1
+set -- $(summary build test-suite-faketime.log); pass=$((pass + $1)); failed=$((failed + $2))
+
+# The tests that are sensitive to load again with every core kept busy (as on a loaded production host).
+LOAD_TESTS="tests/cli/test-record.sh tests/cli/test-record-storm.sh tests/cli/test-top.sh"
+step "build/: the load-sensitive tests with $(nproc) busy loops"
+busy=
+trap 'kill $busy 2>/dev/null' EXIT
+for _ in $(seq "$(nproc)"); do
+	sh -c 'while :; do :; done' &
+	busy="$busy $!"
+done
+(cd build && make -s check TESTS="$LOAD_TESTS" TEST_SUITE_LOG=test-suite-loaded.log) || status=1
+kill $busy 2>/dev/null
+wait $busy 2>/dev/null
+set -- $(summary build test-suite-loaded.log); pass=$((pass + $1)); failed=$((failed + $2))
 
 step "build-asan/: make check with ASan + UBSan (clang, libFuzzer)"
 mkdir -p build-asan
@@ -33,8 +56,8 @@ step "build/: make distcheck"
 		status=1; failed=$((failed + 1))
 	}
 
-for d in build build-asan; do
-	grep -h '^\(FAIL\|ERROR\|XPASS\):' "$d/test-suite.log" 2>/dev/null
+for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loaded.log build-asan/test-suite.log; do
+	grep -h '^\(FAIL\|ERROR\|XPASS\):' "$l" 2>/dev/null | sed "s|^|$l: |"
 done
 echo "cprof: $pass passed, $failed failed"
 [ "$failed" = 0 ] || status=1

@@ -132,7 +132,7 @@ static int scan_spool(struct cp_pusher *p)
 	}
 	closedir(d);
 	if (!err && p->n > p->head)
-		qsort(p->e + p->head, p->n - p->head, sizeof(*p->e), entry_cmp);
+		cp_qsort(p->e + p->head, p->n - p->head, sizeof(*p->e), entry_cmp);
 	return err;
 }
 

@@ -171,6 +171,10 @@ static enum MHD_Result form_piece(void *cls, enum MHD_ValueKind kind, const char
 	struct form_ctx *f = cls;
 
 	(void)kind, (void)content_type, (void)transfer_encoding;
+	if (!key || !*key) { /* no Content-Disposition name (or an unquoted or empty one) */
+		f->ret = cp_error(EINVAL, "a form part has no name (Content-Disposition: form-data; name=\"...\")");
+		return MHD_NO;
+	}
 	if (off == 0 || !f->open || strcmp(f->name, key)) {
 		if ((f->ret = form_emit(f)))
 			return MHD_NO;
@@ -519,6 +523,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return send_error(r, 401, "%s", "missing or wrong token: send 'Authorization: Bearer TOKEN' (the token of cprof serve --token-file)");
 		}
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		/* both lengths: a proxy in front may read the body by the other one (request smuggling) */
+		if (cl && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			return send_error(r, 400, "%s", "both Content-Length and Transfer-Encoding: send one (RFC 9112, 6.3)");
 		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 			char m[64];
 

@@ -80,6 +80,12 @@ static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
 	return 1;
 }
 
+/* Nodes deeper than this are left out of the JSON tree (their totals stay in their ancestors', and the
+ * answer says "truncated"): the tree is built and written recursively (here and in jansson's dump), two
+ * nesting levels a frame, and parsers limit nesting too (jansson's to 2048, Python's to about 1000 by
+ * its recursion limit, jq 1.6's to 256). */
+#define JSON_TREE_MAX_DEPTH 256
+
 static json_t *tree_json(const struct cp_tree *t, uint32_t id, bool diff, const uint8_t *keep)
 {
 	const struct cp_tree_node *n = &t->nodes[id];
@@ -100,7 +106,7 @@ static json_t *tree_json(const struct cp_tree *t, uint32_t id, bool diff, const 
 	for (c = n->child; c; c = t->nodes[c].sibling) {
 		json_t *k;
 
-		if (keep && !keep[c])
+		if ((keep && !keep[c]) || t->nodes[c].depth > JSON_TREE_MAX_DEPTH)
 			continue;
 		if (!(k = tree_json(t, c, diff, keep)))
 			goto fail;
@@ -138,7 +144,7 @@ int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
 	return cp_render_json_opts(out, p, vidx, &o);
 }
 
-/* the tree as JSON under key, pruned to max nodes ("truncated" when it was) */
+/* the tree as JSON under key, pruned to max nodes and JSON_TREE_MAX_DEPTH ("truncated" when it was) */
 static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t max)
 {
 	uint8_t *keep = NULL;
@@ -147,6 +153,8 @@ static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t m
 
 	if (pruned < 0)
 		return pruned;
+	if (t->max_depth > JSON_TREE_MAX_DEPTH)
+		pruned = 1;
 	tree = tree_json(t, 0, diff, keep);
 	free(keep);
 	if (!tree || json_object_set_new(root, "tree", tree) ||

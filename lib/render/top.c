@@ -57,7 +57,7 @@ static uint32_t *sorted_rows(const struct cp_fn_table *t, int mode, double norm,
 		if (r->flat[0] || r->cum[0] || r->flat[1] || r->cum[1])
 			order[(*n)++] = i;
 	}
-	qsort_r(order, *n, sizeof(*order), row_cmp, &c);
+	cp_qsort_r(order, *n, sizeof(*order), row_cmp, &c);
 	return order;
 }
 

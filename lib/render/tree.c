@@ -168,7 +168,7 @@ int cp_tree_sort(struct cp_tree *t)
 		return -ENOMEM;
 	for (i = 1; i < t->nnodes; i++)
 		order[i - 1] = i;
-	qsort_r(order, t->nnodes - 1, sizeof(*order), by_parent_name, t);
+	cp_qsort_r(order, t->nnodes - 1, sizeof(*order), by_parent_name, t);
 	for (i = 0; i < t->nnodes; i++)
 		t->nodes[i].child = 0;
 	/* walk backwards so each prepend leaves the children in order */

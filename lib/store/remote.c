@@ -207,7 +207,7 @@ static int one_series(json_t *js, struct cp_store_series *x)
 			i++;
 		}
 	}
-	qsort(pairs, n, 2 * sizeof(char *), label_cmp);
+	cp_qsort(pairs, n, 2 * sizeof(char *), label_cmp);
 	for (i = 0; i < n; i++) {
 		x->names[i] = strdup(pairs[2 * i]);
 		x->values[i] = strdup(pairs[2 * i + 1]);

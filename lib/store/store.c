@@ -1068,7 +1068,7 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 		}
 		if (a[i].nlabels) /* labels may be NULL when there are none */
 			memcpy(sorted, a[i].labels, a[i].nlabels * sizeof(*sorted));
-		qsort(sorted, a[i].nlabels, sizeof(*sorted), kv_cmp);
+		cp_qsort(sorted, a[i].nlabels, sizeof(*sorted), kv_cmp);
 		lj = labels_json(sorted, a[i].nlabels, &err);
 		free(sorted);
 		mo.out_stack = ostack;
@@ -1127,7 +1127,7 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	}
 	if ((err = save_dict(s)))
 		goto out;
-	qsort(e, ne, sizeof(*e), entry_cmp);
+	cp_qsort(e, ne, sizeof(*e), entry_cmp);
 	/* identical keys (two profiles of one series at one time) add up */
 	for (i = 0, j = 0; i < ne; i++) {
 		if (j && !entry_cmp(&e[j - 1], &e[i]))
@@ -2078,7 +2078,7 @@ int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct c
 		pairs[i].group = j;
 	}
 	/* the scan wants series ids sorted */
-	qsort(pairs, nser, sizeof(*pairs), pair_cmp);
+	cp_qsort(pairs, nser, sizeof(*pairs), pair_cmp);
 	for (i = 0; i < nser; i++) {
 		want[i] = pairs[i].id;
 		c.group_of[i] = pairs[i].group;
@@ -2160,7 +2160,7 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	}
 	for (i = 0; i < nser; i++)
 		want[i] = ser[i].id;
-	qsort(want, nser, sizeof(*want), id_cmp);
+	cp_qsort(want, nser, sizeof(*want), id_cmp);
 	if ((err = scan(s, want, nser, q->from, q->to, add_to_step, &c))) {
 		free(*type);
 		*type = NULL;
@@ -2249,7 +2249,7 @@ int cp_store_distinct(const struct cp_store_series *ser, size_t n, enum cp_store
 			it[cnt++] = v;
 		}
 	}
-	qsort(it, cnt, sizeof(*it), str_ptr_cmp);
+	cp_qsort(it, cnt, sizeof(*it), str_ptr_cmp);
 	for (i = 0, j = 0; i < cnt; i++)
 		if (!j || strcmp(it[j - 1], it[i]))
 			it[j++] = it[i];

@@ -35,8 +35,12 @@ http() {
 	code=$(curl -s -o "$T/.body" -w '%{http_code}' -X "$m" "$@" "$URL$p")
 	body=$(cat "$T/.body")
 }
-total() { # the total of a selector over the last day, from the JSON API
-	curl -s -G "$URL/api/v1/profile" --data-urlencode "query=$1" --data-urlencode from=now-1d \
+# the fixtures' own time (unix seconds): data stored at it is as old as the committed file, whatever the clock
+ftime=$(($("$CPROF" query -i "$before" -f json | jq .time_nanos) / 1000000000))
+total() { # the total of a selector from a day before the fixtures' time (or now, if earlier) until now
+	_now=$(date +%s)
+	_since=$((ftime < _now ? ftime - 86400 : _now - 86400))
+	curl -s -G "$URL/api/v1/profile" --data-urlencode "query=$1" --data-urlencode "from=$_since" \
 		--data-urlencode max_nodes=1 | jq -r .total
 }
 
@@ -77,12 +81,22 @@ like "$err" "^cprof serve: cannot listen on 127\.0\.0\.1:$port: Address already 
 is "$(printf '%s\n' "$err" | wc -l | tr -d ' ')" 1 "in one line"
 
 # ---- native push with curl ----
-http POST '/api/v1/push?name=cpu&service=before&version=1' --data-binary @"$before"
+# Pushes of current data say so (time=now): a profile without time= is stored at its own time (checked
+# below), and a committed fixture's own time is days old.
+http POST '/api/v1/push?name=cpu&service=before&version=1&time=now' --data-binary @"$before"
 is "$code" 200 "native push (gzip pprof) with curl: 200"
 is "$(printf '%s' "$body" | jq -r .profiles)" 1 "it answers the profiles stored"
 gunzip -c "$after" >"$T/after.pb"
-http POST '/api/v1/push?name=cpu&service=after' -H 'X-Cprof-Label: version=2' --data-binary @"$T/after.pb"
+http POST '/api/v1/push?name=cpu&service=after&time=now' -H 'X-Cprof-Label: version=2' --data-binary @"$T/after.pb"
 is "$code" 200 "native push (raw pprof, a label in a header): 200"
+http POST '/api/v1/push?name=owntime&service=before' --data-binary @"$before"
+is "$code" 200 "native push without time=: 200"
+own() { # the total of owntime between the fixture's time + $1 s and + $2 s
+	curl -s -G "$URL/api/v1/profile" --data-urlencode query=owntime:samples --data-urlencode "from=$((ftime + $1))" \
+		--data-urlencode "to=$((ftime + $2))" --data-urlencode max_nodes=1 | jq -r .total
+}
+ok "without time= a profile is stored at its own time (time_nanos)" test "$(own -60 60)" -gt 0
+is "$(own 60 86400)" 0 "and not later"
 printf 'main;work;spin 7\nmain;idle 3\n' >"$T/f.folded"
 http POST '/api/v1/push?name=folded&service=text' --data-binary @"$T/f.folded"
 is "$code" 200 "native push of folded stacks: 200"
@@ -303,7 +317,7 @@ is "$code" 413 "a body over --max-body: 413"
 like "$(printf '%s' "$body" | jq -r .error)" 'max-body' "naming the option"
 http POST '/api/v1/push?name=big' -H 'Transfer-Encoding: chunked' --data-binary @"$T/big"
 is "$code" 413 "a chunked body over the limit: 413"
-http POST '/api/v1/push?name=small&service=small' --data-binary @"$before"
+http POST '/api/v1/push?name=small&service=small&time=now' --data-binary @"$before"
 is "$code" 200 "a body under the limit on the same server: 200"
 http POST '/api/v1/push?name=junk' --data-binary 'junk'
 is "$code" 400 "and a malformed one: 400"
@@ -375,7 +389,7 @@ http POST '/api/v1/push?name=cfg' --data-binary @"$T/big"
 is "$code" 413 "--config sets max_body"
 stop_server
 start_server s5 --config "$T/cprof.yaml" --max-body 1M
-http POST '/api/v1/push?name=cfg&service=cfg' --data-binary @"$before"
+http POST '/api/v1/push?name=cfg&service=cfg&time=now' --data-binary @"$before"
 is "$code" 200 "an option given on the command line wins over the file"
 stop_server
 
@@ -383,7 +397,7 @@ stop_server
 if [ -n "$GO" ] && HOME=$T GOCACHE=$T/gocache GO111MODULE=off "$GO" build -o "$T/load" "$srcdir/bench/serve_load.go" 2>/dev/null; then
 	start_server s6 --listen 127.0.0.1:0 --data "$T/rdata"
 	port=${URL##*:}
-	"$T/load" -mode push -url "$URL" -clients 4 -duration 6s "$before" >"$T/load.json" 2>&1 &
+	"$T/load" -mode push -url "$URL" -clients 4 -duration 6s -start $(($(date +%s) - 1800)) "$before" >"$T/load.json" 2>&1 &
 	lp=$!
 	PIDS="$PIDS $lp"
 	sleep 2
@@ -409,7 +423,7 @@ fi
 start_server s8 --listen 127.0.0.1:0 --data "$T/ret"
 http POST "/api/v1/push?name=old&service=old&time=now-3d" --data-binary @"$before"
 is "$code" 200 "a push dated three days ago"
-http POST "/api/v1/push?name=old&service=new" --data-binary @"$before"
+http POST "/api/v1/push?name=old&service=new&time=now" --data-binary @"$before"
 stop_server
 days_before=$(ls "$T/ret/parts" | grep -c '\.db$')
 start_server s9 --listen 127.0.0.1:0 --data "$T/ret" --retention 1d

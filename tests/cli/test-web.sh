@@ -572,6 +572,14 @@ is "$(sed -n 1p "$T/login.txt")" navigated "the login form submits"
 is "$(sed -n 2p "$T/login.txt")" "/?query=$SB ready true $token" "and goes back to the view it came from, which renders with the cookie"
 is "$(sed -n 3p "$T/login.txt")" navigated "a refused token (the API's 401)"
 like "$(sed -n 4p "$T/login.txt")" "^/login \| /\?query=.* \| The server refused" "sends the page back to the login form, which says so"
+# no open redirect: browsers strip tabs and newlines from a URL, so "/<TAB>/evil.example" is "//evil.example"
+cat >"$T/where.js" <<'JSEOF'
+return location.origin + ' ' + location.pathname;
+JSEOF
+for nx in "$(printf '/\t/evil.example')" "$(printf '/\n/evil.example')" '/\evil.example' 'https://evil.example/' '//evil.example' '/.//evil.example'; do
+	drive e "$url/login?next=$(enc "$nx")" "$T/login.js" "$T/where.js" >"$T/redir.txt"
+	is "$(sed -n 2p "$T/redir.txt" | cut -d' ' -f1)" "$url" "login?next=$(enc "$nx") stays on this server ($(sed -n 2p "$T/redir.txt"))"
+done
 
 diag "took $(($(date +%s) - t0)) s"
 done_testing

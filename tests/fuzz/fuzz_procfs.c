@@ -84,6 +84,52 @@ static void cgroup_path(const uint8_t *data, size_t len)
 	free(path);
 }
 
+/* The file read in two parts, as a JIT appends to it, gives what reading
+ * it whole does (its whole lines). */
+static void perf_map_appended(const uint8_t *data, size_t len)
+{
+	const char *text = (const char *)data;
+	struct cp_perfmap whole, parts;
+	size_t full = len, cut;
+	int64_t a, b;
+
+	while (full > 0 && text[full - 1] != '\n')
+		full--;
+	cut = len ? data[0] % (full + 1) : 0;
+	if (cp_perfmap_parse(text, full, &whole) != 0)
+		return;
+	memset(&parts, 0, sizeof(parts));
+	a = cp_perfmap_append(&parts, text, cut);
+	b = a < 0 ? -1 : cp_perfmap_append(&parts, text + a, full - (size_t)a);
+	if (a < 0 || b < 0) {
+		cp_perfmap_release(&whole);
+		cp_perfmap_release(&parts);
+		return;
+	}
+	if ((size_t)(a + b) != full || parts.n != whole.n)
+		abort();
+	for (size_t i = 0; i < parts.n; i++) {
+		uint64_t end = parts.e[i].start + parts.e[i].size;
+
+		if ((i && parts.e[i - 1].start > parts.e[i].start) ||
+		    parts.maxend[i] != (i && parts.maxend[i - 1] > end ? parts.maxend[i - 1] : end))
+			abort();
+	}
+	for (size_t i = 0; i < whole.n && i < 16; i++) {
+		uint64_t probes[3] = { whole.e[i].start, whole.e[i].start + whole.e[i].size - 1,
+				       whole.e[i].start + whole.e[i].size };
+
+		for (int k = 0; k < 3; k++) {
+			const char *x = cp_perfmap_find(&whole, probes[k]), *y = cp_perfmap_find(&parts, probes[k]);
+
+			if ((x == NULL) != (y == NULL) || (x && strcmp(x, y)))
+				abort();
+		}
+	}
+	cp_perfmap_release(&whole);
+	cp_perfmap_release(&parts);
+}
+
 static void perf_map(const uint8_t *data, size_t len)
 {
 	struct cp_perfmap m;
@@ -102,6 +148,7 @@ static void perf_map(const uint8_t *data, size_t len)
 		cp_perfmap_find(&m, m.e[i].start + m.e[i].size);
 	}
 	cp_perfmap_release(&m);
+	perf_map_appended(data, len);
 }
 
 static void kallsyms(const uint8_t *data, size_t len)

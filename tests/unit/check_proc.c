@@ -4,13 +4,18 @@
  * sampler reads. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "proc.h"
+#include "profile.h"
 #include "symbolize.h"
+#include "unwind.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define HEX64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -422,6 +427,175 @@ START_TEST(test_perfmap_reused)
 }
 END_TEST
 
+/* a process's perf map as its JIT writes it: read again, new lines only,
+ * when an address is not in it (at most every millisecond) */
+static void pm_write(const char *path, const char *mode, const char *text)
+{
+	FILE *f = fopen(path, mode);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+	usleep(2000);
+}
+
+START_TEST(test_perfmap_grows)
+{
+	struct cp_procs *t = cp_procs_new();
+	/* a pid no process has (above any pid_max), this test's own file */
+	uint32_t pid = 4000000000u + (uint32_t)getpid();
+	struct cp_proc *p = cp_procs_get(t, pid, true);
+	char path[64];
+	const char *s;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	unlink(path);
+	ck_assert_ptr_null(cp_proc_jit_symbol(p, 0x1010)); /* no file yet */
+	usleep(2000);
+	pm_write(path, "w", "1000 100 a\n2000 100 b\n3000 10");
+	ck_assert_str_eq(cp_proc_jit_symbol(p, 0x1010), "a");
+	ck_assert_str_eq(cp_proc_jit_symbol(p, 0x2010), "b");
+	ck_assert_ptr_null(cp_proc_jit_symbol(p, 0x3005)); /* a line being written */
+	pm_write(path, "a", "0 c\n");
+	s = cp_proc_jit_symbol(p, 0x3005);
+	ck_assert_str_eq(s ? s : "(null)", "c");
+	/* lines before the old ones, and inside one (the later line wins) */
+	pm_write(path, "a", "500 100 early\n1050 10 inner\n");
+	s = cp_proc_jit_symbol(p, 0x550);
+	ck_assert_str_eq(s ? s : "(null)", "early");
+	ck_assert_str_eq(cp_proc_jit_symbol(p, 0x1055), "inner");
+	ck_assert_str_eq(cp_proc_jit_symbol(p, 0x1060), "a");
+	ck_assert_str_eq(cp_proc_jit_symbol(p, 0x2010), "b");
+	ck_assert_uint_eq(p->jit->n, 5);
+	/* rewritten shorter: read from the start */
+	pm_write(path, "w", "4000 10 d\n");
+	s = cp_proc_jit_symbol(p, 0x4005);
+	ck_assert_str_eq(s ? s : "(null)", "d");
+	ck_assert_uint_eq(p->jit->n, 1);
+	/* the process gone and its file too: what was read stays */
+	unlink(path);
+	usleep(2000);
+	ck_assert_ptr_null(cp_proc_jit_symbol(p, 0x9999));
+	ck_assert_str_eq(cp_proc_jit_symbol(p, 0x4005), "d");
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
+START_TEST(test_perfmap_stale)
+{
+	/* a perf map older than the process: another process's with this pid
+	 * (runtimes leave their files, pids are reused); this test's own pid */
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct timespec old[2];
+	struct stat st;
+	char path[64];
+	const char *s;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	pm_write(path, "w", "1000 100 stale\n");
+	/* a day older, by the file system's clock (not a faked one) */
+	ck_assert_int_eq(stat(path, &st), 0);
+	old[0] = old[1] = st.st_mtim;
+	old[0].tv_sec = old[1].tv_sec = st.st_mtim.tv_sec - 3600 * 24;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	ck_assert_ptr_null(cp_proc_jit_symbol(p, 0x1010));
+	usleep(2000);
+	pm_write(path, "w", "1000 100 fresh\n"); /* the process writes its own */
+	s = cp_proc_jit_symbol(p, 0x1010);
+	ck_assert_str_eq(s ? s : "(null)", "fresh");
+	if (geteuid() == 0) {
+		/* another user's file does not name a process's frames */
+		struct cp_procs *t2 = cp_procs_new();
+		struct cp_proc *p2 = cp_procs_get(t2, (uint32_t)getpid(), true);
+
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		ck_assert_ptr_null(cp_proc_jit_symbol(p2, 0x1010));
+		cp_procs_free(t2, NULL);
+	}
+	unlink(path);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
+/* The name cp_symbolize_user gives addr in p, as a frame shows it. */
+static const char *sym_name(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr,
+			    char *buf, size_t len)
+{
+	int64_t loc = cp_symbolize_user(s, prof, p, addr, false), stack;
+	struct cp_frame *frames = NULL;
+	size_t cap = 0;
+	uint32_t l;
+	const char *name;
+
+	ck_assert_int_gt(loc, 0);
+	l = (uint32_t)loc;
+	stack = cp_profile_stack(prof, &l, 1);
+	ck_assert_int_gt(stack, 0);
+	ck_assert_int_eq(cp_profile_frames(prof, (uint32_t)stack, &frames, &cap), 1);
+	name = cp_frame_name(prof, &frames[0], buf, len);
+	if (name != buf)
+		snprintf(buf, len, "%s", name);
+	free(frames);
+	return buf;
+}
+
+START_TEST(test_jit_mappings)
+{
+	/* JIT code in every kind of anonymous executable memory is named from
+	 * the perf map: "//anon" (mmap records), "" (/proc/PID/maps),
+	 * "[anon:NAME]", memfd and deleted files (no ELF there) */
+	static const struct {
+		const char *path, *want;
+	} m[] = {
+		{ "//anon", "js_anon" },
+		{ "", "js_empty" },
+		{ "[anon:v8 code]", "js_named" },
+		{ "/memfd:jit (deleted)", "js_memfd" },
+		{ "/dev/zero (deleted)", "js_shared" },
+		{ "//anon", "anon+0x60100" }, /* not in the perf map: its address */
+	};
+	struct cp_procs *t = cp_procs_new();
+	uint32_t pid = 4100000000u + (uint32_t)getpid();
+	struct cp_proc *p = cp_procs_get(t, pid, true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL, 4);
+	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct cp_profile *prof = cp_profile_new();
+	char path[64], buf[256], *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+
+	ck_assert_ptr_nonnull(u);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(prof);
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		uint64_t start = 0x10000 * (i + 1);
+
+		ck_assert_int_eq(cp_proc_add_map(p, start, start + 0x10000, 0, m[i].path, NULL, 0), 0);
+		if (strncmp(m[i].want, "anon+", 5))
+			fprintf(f, "%llx 100 %s\n", (unsigned long long)start + 0x100, m[i].want);
+	}
+	/* a binary's file is not a JIT's: its own lookup stands */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x70000, 0x80000, 0, "/nonexistent/libx.so", NULL, 0), 0);
+	fprintf(f, "70100 100 not_this\n");
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	pm_write(path, "w", text);
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		ck_assert_str_eq(sym_name(s, prof, p, 0x10000 * (i + 1) + 0x100, buf, sizeof(buf)), m[i].want);
+	ck_assert_str_eq(sym_name(s, prof, p, 0x70100, buf, sizeof(buf)), "libx.so+0x100");
+	/* an address in no mapping is a bare one */
+	ck_assert_str_eq(sym_name(s, prof, p, 0x90100, buf, sizeof(buf)), "0x90100");
+	unlink(path);
+	free(text);
+	cp_profile_free(prof);
+	cp_symbolizer_free(s);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 /* ---- a process's mappings ---- */
 
 /* "start-end@pgoff:path|..." */
@@ -710,6 +884,9 @@ static Suite *proc_suite(void)
 	tcase_add_test(perfmap, test_perfmap_bad_lines);
 	tcase_add_test(perfmap, test_perfmap_nested);
 	tcase_add_test(perfmap, test_perfmap_reused);
+	tcase_add_test(perfmap, test_perfmap_grows);
+	tcase_add_test(perfmap, test_perfmap_stale);
+	tcase_add_test(perfmap, test_jit_mappings);
 	suite_add_tcase(s, perfmap);
 	tcase_add_test(pmaps, test_add_map_sorted_and_find);
 	tcase_add_test(pmaps, test_add_map_overlaps);

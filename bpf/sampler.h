@@ -16,6 +16,9 @@ enum { CP_REG_IP, CP_REG_SP, CP_REG_BP, CP_REG_BX, CP_REG_R12, CP_REG_R13, CP_RE
 /* sample flags */
 #define CP_SAMPLE_USER 1u   /* regs and ustack hold the interrupted user context */
 #define CP_SAMPLE_KTHREAD 2u /* a kernel thread: no user part */
+#define CP_SAMPLE_EXECVE 4u  /* taken in the kernel inside execve: once the new program's
+			      * memory is in place, the user registers are still the old
+			      * program's until execve sets up the new ones */
 
 struct cp_sample_rec {
 	__u64 time_ns;    /* CLOCK_MONOTONIC */

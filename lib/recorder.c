@@ -96,6 +96,7 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 	char tid[16], pid[16], comm[CP_COMM_LEN + 1];
 	int64_t stack, ls, loc;
 	int64_t values[2];
+	bool stale;
 	int n;
 
 	if (r->error)
@@ -125,9 +126,14 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 			r->locs[nlocs++] = (uint32_t)loc;
 		}
 	}
-	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP]))
-		cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
-	n = cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	stale = false;
+	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP])) {
+		if (s->flags & CP_SAMPLE_EXECVE)
+			stale = true; /* the old program's registers, the new program's mappings */
+		else
+			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
+	}
+	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
 	for (int i = 0; i < n; i++) {
 		loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0);
 		if (loc < 0)
@@ -221,7 +227,9 @@ static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64
 
 	if (pid != tid || pid == ppid)
 		return; /* a thread */
-	parent = cp_procs_get(r->procs, ppid, false);
+	/* a parent not sampled yet is read now: it is forking, so it is alive,
+	 * while its child may exec or exit before its own first sample */
+	parent = ppid ? cp_procs_get(r->procs, ppid, true) : NULL;
 	child = cp_procs_get(r->procs, pid, true);
 	if (!child)
 		return;

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "error.h"
+#include "util.h"
 #include "bpf/sampler.skel.h"
 
 struct cp_sampler {
@@ -36,7 +37,21 @@ struct cp_sampler {
 	uint64_t lost_records;
 	int delivered;
 	uint64_t records_until; /* records are read up to this CLOCK_MONOTONIC time */
+	/* Records read but not yet handed over, in time order: each is handed
+	 * over just before the first sample taken after it, so that a sample
+	 * sees its process as it was when it was taken (a child's samples
+	 * before its exec are unwound in the parent's image, not the new one). */
+	struct pending_rec {
+		uint64_t time, seq;
+		struct perf_event_header *h;
+	} *q;
+	size_t qhead, qn, qcap;
+	uint64_t qseq;
+	bool qunsorted; /* a record older than the one before it was queued */
+	bool stopped;
 };
+
+static void deliver_record(struct cp_sampler *s, const struct perf_event_header *h);
 
 /* libbpf's messages: kept for the error text, printed with CPROF_DEBUG=1 */
 static char last_libbpf_msg[256];
@@ -74,6 +89,33 @@ static int need_privileges(int err, const char *what)
 			what, strerror(err));
 }
 
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct pending_rec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Hands over the pending records up to time t (all of them: UINT64_MAX). */
+static void deliver_records_until(struct cp_sampler *s, uint64_t t)
+{
+	if (s->qunsorted) { /* the CPUs' records, each CPU's in order, merged */
+		qsort(s->q + s->qhead, s->qn - s->qhead, sizeof(*s->q), cmp_pending);
+		s->qunsorted = false;
+	}
+	while (s->qhead < s->qn && s->q[s->qhead].time <= t) {
+		struct perf_event_header *h = s->q[s->qhead].h;
+
+		s->q[s->qhead++].h = NULL;
+		deliver_record(s, h);
+		free(h);
+	}
+	if (s->qhead == s->qn)
+		s->qhead = s->qn = 0;
+}
+
 static int on_sample(void *ctx, void *data, size_t len)
 {
 	struct cp_sampler *s = ctx;
@@ -91,6 +133,7 @@ static int on_sample(void *ctx, void *data, size_t len)
 		s->records_until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		perf_buffer__consume(s->pb);
 	}
+	deliver_records_until(s, r->time_ns);
 	s->ops->sample(s->arg, r);
 	/* bounded work per call, so that a flood cannot starve the caller's
 	 * clock (duration, flushes, signals) */
@@ -112,13 +155,11 @@ static const struct sample_id *record_id(const struct perf_event_header *h)
 	return (const struct sample_id *)((const char *)h + h->size - sizeof(struct sample_id));
 }
 
-static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+static void deliver_record(struct cp_sampler *s, const struct perf_event_header *h)
 {
-	struct cp_sampler *s = ctx;
 	const char *p = (const char *)(h + 1), *end = (const char *)h + h->size;
 	const struct sample_id *id = record_id(h);
 
-	(void)cpu;
 	switch (h->type) {
 	case PERF_RECORD_MMAP2: {
 		struct {
@@ -201,6 +242,42 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 	default:
 		break;
 	}
+}
+
+/* Queues a record (sorted by time before the next hand-over: each CPU's
+ * come in order, the CPUs' one after the other).  Lost-record counts, and
+ * records when memory is short, are handled at once. */
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+{
+	struct cp_sampler *s = ctx;
+	const struct sample_id *id = record_id(h);
+	struct perf_event_header *copy;
+	uint64_t t;
+
+	(void)cpu;
+	if (h->type == PERF_RECORD_LOST || !id) {
+		deliver_record(s, h);
+		return LIBBPF_PERF_EVENT_CONT;
+	}
+	t = id->time;
+	if (s->qhead > 0 && s->qn == s->qcap) { /* room at the front: slide down */
+		memmove(s->q, s->q + s->qhead, (s->qn - s->qhead) * sizeof(*s->q));
+		s->qn -= s->qhead;
+		s->qhead = 0;
+	}
+	copy = malloc(h->size);
+	if (!copy || cp_grow((void **)&s->q, &s->qcap, s->qn + 1, sizeof(*s->q))) {
+		free(copy);
+		deliver_record(s, h);
+		return LIBBPF_PERF_EVENT_CONT;
+	}
+	memcpy(copy, h, h->size);
+	if (s->qn > s->qhead && s->q[s->qn - 1].time > t)
+		s->qunsorted = true;
+	s->q[s->qn].time = t;
+	s->q[s->qn].seq = s->qseq++;
+	s->q[s->qn].h = copy;
+	s->qn++;
 	return LIBBPF_PERF_EVENT_CONT;
 }
 
@@ -465,6 +542,9 @@ void cp_sampler_free(struct cp_sampler *s)
 	bpf_link__destroy(s->exit_link);
 	ring_buffer__free(s->rb);
 	perf_buffer__free(s->pb);
+	for (size_t i = s->qhead; i < s->qn; i++)
+		free(s->q[i].h);
+	free(s->q);
 	sampler__destroy(s->skel);
 	if (s->pb_map_fd >= 0)
 		close(s->pb_map_fd);
@@ -477,6 +557,7 @@ void cp_sampler_free(struct cp_sampler *s)
 
 void cp_sampler_stop(struct cp_sampler *s)
 {
+	s->stopped = true;
 	for (int i = 0; i < s->ncpus; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
@@ -492,8 +573,13 @@ int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
 	return 0;
 }
 
+/* A sample is in the ring this long after it was taken, at most (it is
+ * written in place between its time stamp and its submission). */
+#define SAMPLE_LATENCY_NS 50000000u
+
 int cp_sampler_drain(struct cp_sampler *s)
 {
+	uint64_t start;
 	int err;
 
 	s->delivered = 0;
@@ -501,7 +587,7 @@ int cp_sampler_drain(struct cp_sampler *s)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		s->records_until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		s->records_until = start = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	}
 	err = perf_buffer__consume(s->pb);
 	if (err < 0 && err != -EINTR)
@@ -509,6 +595,11 @@ int cp_sampler_drain(struct cp_sampler *s)
 	err = ring_buffer__consume(s->rb);
 	if (err < 0 && err != -EINTR && err != -ECANCELED)
 		return cp_error(-err, "reading samples: %s", strerror(-err));
+	/* the ring is empty: no sample older than this is still to come, so the
+	 * records up to it are handed over (all of them once sampling stopped) */
+	if (s->delivered < 4096)
+		deliver_records_until(s, s->stopped ? UINT64_MAX
+						    : start > SAMPLE_LATENCY_NS ? start - SAMPLE_LATENCY_NS : 0);
 	return s->delivered;
 }
 

@@ -50,13 +50,16 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 void cp_sampler_free(struct cp_sampler *s);
 /* Add a process to the pid filter. 0 or -errno. */
 int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid);
-/* Wait up to timeout_ms for data, then deliver everything pending: the
- * mmap/comm/fork/exit records first, then the samples.  Returns the number of
- * samples delivered or -errno (-EINTR when a signal arrived). */
+/* Wait up to timeout_ms for data, then deliver what is pending in time
+ * order: each mmap/comm/fork/exit record just before the first sample taken
+ * after it (records newer than every sample wait for the next call, at most
+ * 50 ms).  Returns the number of samples delivered or -errno (-EINTR when a
+ * signal arrived). */
 int cp_sampler_poll(struct cp_sampler *s, int timeout_ms);
 /* Stop taking samples (what is in the ring stays to be drained). */
 void cp_sampler_stop(struct cp_sampler *s);
-/* Deliver what is pending without waiting (records first). */
+/* Deliver what is pending without waiting (in time order; after
+ * cp_sampler_stop, all the records once the samples are drained). */
 int cp_sampler_drain(struct cp_sampler *s);
 
 struct cp_sampler_counts {

@@ -1763,7 +1763,57 @@ out:
 	return 0;
 }
 
-/* The matching series, which must be of one type. */
+/* field k (0-based) of a type name:sample_type:sample_unit:period_type:period_unit into buf */
+static const char *type_field(const char *type, int k, char *buf, size_t len)
+{
+	const char *p = type, *e;
+
+	while (k-- > 0 && (p = strchr(p, ':')))
+		p++;
+	if (!p)
+		return "";
+	e = strchr(p, ':');
+	snprintf(buf, len, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+	return buf;
+}
+
+/* When the types of the series share one name (the selector said "wall" and the store holds wall:wall
+ * and wall:samples), the name's main type, as Pyroscope shows it: the sample type named in this table,
+ * else the one measured in its period's own type (process_cpu:cpu:...:cpu, wall:wall:...:wall). NULL
+ * when there is no single such type. */
+static const char *main_type(const struct cp_store_series *ser, size_t n)
+{
+	static const char *const mains[][2] = {
+		{ "process_cpu", "cpu" }, { "wall", "wall" },	 { "memory", "inuse_space" },
+		{ "mutex", "delay" },	  { "block", "delay" }, { "goroutines", "goroutine" },
+	};
+	const char *pick = NULL;
+	char name[128], n2[128], st[128], pt[128];
+	size_t i, k;
+
+	type_field(ser[0].type, 0, name, sizeof(name));
+	for (i = 0; i < n; i++)
+		if (strcmp(type_field(ser[i].type, 0, n2, sizeof(n2)), name))
+			return NULL;
+	for (i = 0; i < n; i++) {
+		const char *want = NULL;
+
+		if (pick && !strcmp(pick, ser[i].type))
+			continue;
+		type_field(ser[i].type, 1, st, sizeof(st));
+		for (k = 0; k < sizeof(mains) / sizeof(mains[0]); k++)
+			if (!strcmp(mains[k][0], name))
+				want = mains[k][1];
+		if (want ? strcmp(st, want) : strcmp(st, type_field(ser[i].type, 3, pt, sizeof(pt))))
+			continue;
+		if (pick)
+			return NULL;
+		pick = ser[i].type;
+	}
+	return pick;
+}
+
+/* The matching series, which must be of one type (or of one name with a main type: main_type). */
 static int resolve(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **ser, size_t *n)
 {
 	char list[512] = "";
@@ -1783,6 +1833,22 @@ static int resolve(struct cp_store *s, const struct cp_selector *sel, struct cp_
 		ntypes++;
 		if (used < sizeof(list) - 1)
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "", (*ser)[i].type);
+	}
+	if (ntypes > 1 && main_type(*ser, *n)) {
+		char *pick = strdup(main_type(*ser, *n));
+		size_t kept = 0;
+
+		if (!pick)
+			return cp_error(ENOMEM, "out of memory");
+		for (i = 0; i < *n; i++) {
+			if (strcmp((*ser)[i].type, pick))
+				series_release(&(*ser)[i]);
+			else
+				(*ser)[kept++] = (*ser)[i];
+		}
+		free(pick);
+		*n = kept;
+		return 0;
 	}
 	if (ntypes > 1) {
 		cp_store_series_free(*ser, *n);

@@ -162,9 +162,9 @@ run "$CPROF" query --remote "$URL" 'process_cpu:cpu{host="nope"}'
 is "$rc" 1 "a selector that matches nothing fails with 1"
 like "$err" '^cprof query: no stored series match the selector' "with the store's message"
 one_line query "one line"
-run "$CPROF" query --remote "$URL" process_cpu
+run "$CPROF" query --remote "$URL" '{host="a"}'
 is "$rc" 1 "a selector of two types fails with 1"
-like "$err" 'matches 2 profile types' "and names them"
+like "$err" 'matches 6 profile types; name one: memory:' "and names them"
 run "$CPROF" query --remote "$URL" -f json --over-time --step 1ms "$cpu"
 is "$rc" 1 "too many steps fail"
 like "$err" 'more than 100000 steps' "and say so"
@@ -359,10 +359,11 @@ run rec --remote "$URL" -l name=x -- true
 is "$rc" 2 "record --remote -l name=... is a usage error (name is the push API's)"
 mkdir -p "$T/spool7"
 # a spool another cprof holds
-(flock -x 9; sleep 5) 9>"$T/spool7/.lock" &
+(flock -x 9; : >"$T/spool7.held"; exec sleep 60) 9>"$T/spool7/.lock" &
 lk=$!
 bg="$bg $lk"
-sleep 0.3
+i=0
+while [ ! -f "$T/spool7.held" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 run rec --remote "$URL" --spool "$T/spool7" -- true
 is "$rc" 1 "a spool in use by another process fails with 1"
 like "$err" "the spool $T/spool7 is in use by another cprof" "and says so"

@@ -106,9 +106,12 @@ is "$(printf '%s' "$out" | jq -c '[.rows[] | select(.name | startswith("main."))
 run "$CPROF" query --data "$D" 'process_cpu{host="a"'
 is "$rc" 2 "a bad selector is a usage error"
 like "$err" "bad selector at column 21: missing '}'" "and names the column"
-run "$CPROF" query --data "$D" --since 1000d process_cpu
-is "$rc" 1 "an ambiguous type fails"
-like "$err" 'matches 2 profile types; name one: process_cpu:cpu:nanoseconds' "and lists the types"
+run "$CPROF" query --data "$D" --since 1000d process_cpu -f json
+is "$(printf '%s' "$out" | jq .total)" "$(total --data "$D" --since 1000d process_cpu:cpu)" \
+	"a name of two types (process_cpu: cpu and samples) is its main type, as in Pyroscope (process_cpu:cpu)"
+run "$CPROF" query --data "$D" --since 1000d '{host="a"}'
+is "$rc" 1 "types of two names fail"
+like "$err" 'matches [0-9]+ profile types; name one: memory:.*process_cpu:cpu:nanoseconds' "and list the types"
 run "$CPROF" query --data "$D" 'nosuch'
 like "$err" 'no stored series match' "nothing matching says so"
 run "$CPROF" query --data "$T/nowhere" --types

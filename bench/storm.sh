@@ -134,31 +134,7 @@ echo "  $(grep -c '^[^[:space:]]' "$d/perf.txt") samples"
 # no mapping); a user frame is one below the kernel's half of the address space
 "$GO" tool pprof -raw "$d/cprof.pb.gz" 2> "$d/raw.err" > "$d/cprof.raw" ||
 	{ echo "go tool pprof -raw failed:"; tail -3 "$d/raw.err"; exit 1; }
-awk '
-	/^Samples:/ { sec = "s"; next }
-	/^Locations/ { sec = "l"; next }
-	/^Mappings/ { sec = "m"; next }
-	sec == "s" && /^ *[0-9]+ +[0-9]+:/ { n++; cnt[n] = $1; sub(/^[^:]*: */, ""); ids[n] = $0; next }
-	sec == "s" && /comm:\[/ { c = $0; sub(/.*comm:\[/, "", c); sub(/\].*/, "", c); gsub(/ /, "_", c); comm[n] = c; next }
-	sec == "l" && /^ *[0-9]+: 0x/ {
-		id = $1; sub(/:/, "", id)
-		a = $2; sub(/^0x/, "", a)
-		user[id] = length(a) < 12 || (length(a) == 12 && substr(a, 1, 1) < "8")
-		m = 0
-		for (i = 3; i <= NF; i++) if ($i ~ /^M=/) { m = substr($i, 3) + 0; break }
-		bare[id] = m == 0
-	}
-	END {
-		for (i = 1; i <= n; i++) {
-			k = split(ids[i], v, " ")
-			tot[comm[i]] += cnt[i]
-			for (j = 1; j <= k; j++) if (user[v[j]]) break
-			if (j > k) continue
-			u[comm[i]] += cnt[i]
-			if (bare[v[j]]) nb[comm[i]] += cnt[i]
-		}
-		for (c in tot) print c, tot[c], u[c] + 0, nb[c] + 0
-	}' "$d/cprof.raw" | sort > "$d/cprof.tab"
+awk -f "$(dirname "$0")/bare_share.awk" "$d/cprof.raw" | sort > "$d/cprof.tab"
 # perf: "COMM PID" then one "\tADDR (DSO)" line per frame, leaf first
 awk '
 	function done() { if (c == "") return; tot[c]++; if (leaf != "") { u[c]++; if (leaf == "[unknown]") nb[c]++ } }

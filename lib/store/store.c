@@ -893,6 +893,22 @@ static void part_name(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y%m%d", &tm);
 }
 
+/* whether a partition file has its blocks table (a read handle may find a file a writer has made but
+ * not yet given its schema) */
+static bool has_blocks(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	bool yes = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'blocks'", -1, &st,
+			       NULL) == SQLITE_OK)
+		yes = sqlite3_step(st) == SQLITE_ROW;
+	else /* not readable as a database: say yes, and let the query report why */
+		yes = true;
+	sqlite3_finalize(st);
+	return yes;
+}
+
 static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 {
 	char path[PATH_MAX];
@@ -928,6 +944,13 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 		sqlite3_close(s->parts[slot].db);
 		s->parts[slot].db = NULL;
 		return err;
+	}
+	if (s->mode == CP_STORE_READ && !has_blocks(s->parts[slot].db)) {
+		/* a writer listed the partition in index.db, then was stopped (or is still on its way) before
+		 * the file had its schema: it holds no block yet, as a missing file holds none */
+		sqlite3_close(s->parts[slot].db);
+		s->parts[slot].db = NULL;
+		return cp_error(ENOENT, "partition %s has no blocks yet", path);
 	}
 	snprintf(s->parts[slot].name, sizeof(s->parts[slot].name), "%s", name);
 	*out = s->parts[slot].db;

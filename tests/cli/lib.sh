@@ -45,6 +45,31 @@ run() {
 	out=$(cat "$T/.out")
 	err=$(cat "$T/.err")
 }
+# serve_start NAME ARGS...: starts `cprof serve ARGS` in the background, its stdout in $T/NAME.out and
+# its stderr in $T/NAME.err, and waits (10 s at most) for its "listening on URL" line; sets SPID and
+# URL (empty when it did not start)
+serve_start() {
+	_name=$1
+	shift
+	"$CPROF" serve "$@" >"$T/$_name.out" 2>"$T/$_name.err" &
+	SPID=$!
+	_i=0
+	while [ $_i -lt 100 ] && ! grep -q '^listening on ' "$T/$_name.out" 2>/dev/null; do
+		kill -0 $SPID 2>/dev/null || break
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	URL=$(awk '/^listening on / {print $3; exit}' "$T/$_name.out")
+}
+# http METHOD PATH [curl args]: a request to $URL$PATH; sets $code (000: no answer) and $body
+http() {
+	_m=$1
+	_p=$2
+	shift 2
+	: >"$T/.body"
+	code=$(curl -s -o "$T/.body" -w '%{http_code}' -X "$_m" "$@" "$URL$_p")
+	body=$(cat "$T/.body")
+}
 # skip_all REASON: for tests that need what this machine lacks (never a missing feature)
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { printf '# %s\n' "$*"; }

@@ -7,27 +7,10 @@ command -v jq >/dev/null || skip_all "jq is not installed (apt-get install jq)"
 before="$FIXTURES/cpu-before.pb.gz"
 heap="$FIXTURES/heap.pb.gz"
 
-"$CPROF" serve --listen 127.0.0.1:0 --data "$T/data" >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
+serve_start serve --listen 127.0.0.1:0 --data "$T/data"
 trap 'kill $SPID 2>/dev/null; rm -rf "$T"' EXIT
-i=0
-while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/serve.out" 2>/dev/null; do
-	kill -0 $SPID 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
-URL=$(awk '/^listening on / {print $3; exit}' "$T/serve.out")
 like "$URL" '^http://127\.0\.0\.1:[0-9]+$' "the server listens"
 
-# http METHOD PATH [curl args]: sets $code and $body
-http() {
-	m=$1
-	p=$2
-	shift 2
-	: >"$T/.body"
-	code=$(curl -s -o "$T/.body" -w '%{http_code}' -X "$m" "$@" "$URL$p")
-	body=$(cat "$T/.body")
-}
 # writeraw stores a profile at its own time: the fixture's, as old as the committed file
 ftime=$(($("$CPROF" query -i "$before" -f json | jq .time_nanos) / 1000000000))
 total() { # SELECTOR: its total from a day before the fixture's time (or now, if earlier) until now
@@ -161,15 +144,7 @@ wait $SPID
 is "$?" 0 "the server stops cleanly after all of it"
 
 # ---- a store with nothing in it ----
-"$CPROF" serve --listen 127.0.0.1:0 --data "$T/empty" >"$T/serve2.out" 2>"$T/serve2.err" &
-SPID=$!
-i=0
-while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/serve2.out" 2>/dev/null; do
-	kill -0 $SPID 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
-URL=$(awk '/^listening on / {print $3; exit}' "$T/serve2.out")
+serve_start serve2 --listen 127.0.0.1:0 --data "$T/empty"
 for q in /api/v1/types /api/v1/labels /api/v1/series /api/v1/stats /metrics "/api/v1/values?label=comm" \
 	"/api/v1/profile?query=cpu" "/api/v1/range?query=cpu&step=1m" "/api/v1/diff?before=cpu&after=cpu" /; do
 	http GET "$q"

@@ -14,17 +14,7 @@ NODE_PATH=$NPM_PREFIX/node_modules${NODE_PATH:+:$NODE_PATH}
 export NODE_PATH
 D=$T/data
 
-start_server() { # sets URL and SPID; the server's stderr goes to $T/serve.err
-	"$CPROF" serve --listen 127.0.0.1:0 --data "$D" "$@" >"$T/serve.out" 2>"$T/serve.err" &
-	SPID=$!
-	i=0
-	while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/serve.out" 2>/dev/null; do
-		kill -0 $SPID 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	URL=$(awk '/^listening on / {print $3; exit}' "$T/serve.out")
-}
+start_server() { serve_start serve --listen 127.0.0.1:0 --data "$D" "$@"; } # the server's stderr: $T/serve.err
 stop_server() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; }
 trap 'kill $SPID 2>/dev/null; rm -rf "$T"' EXIT
 metric() { # metric NAME API: a counter of /metrics

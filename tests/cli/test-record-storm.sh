@@ -97,31 +97,7 @@ fi
 run env HOME="$T" "$GO" tool pprof -raw "$T/storm.pb.gz"
 is "$rc" 0 "go tool pprof -raw reads the profile"
 printf '%s\n' "$out" > "$T/storm.raw"
-awk '
-	/^Samples:/ { sec = "s"; next }
-	/^Locations/ { sec = "l"; next }
-	/^Mappings/ { sec = "m"; next }
-	sec == "s" && /^ *[0-9]+ +[0-9]+:/ { n++; cnt[n] = $1; sub(/^[^:]*: */, ""); ids[n] = $0; next }
-	sec == "s" && /comm:\[/ { c = $0; sub(/.*comm:\[/, "", c); sub(/\].*/, "", c); gsub(/ /, "_", c); comm[n] = c; next }
-	sec == "l" && /^ *[0-9]+: 0x/ {
-		id = $1; sub(/:/, "", id)
-		a = $2; sub(/^0x/, "", a)
-		user[id] = length(a) < 12 || (length(a) == 12 && substr(a, 1, 1) < "8")
-		m = 0
-		for (i = 3; i <= NF; i++) if ($i ~ /^M=/) { m = substr($i, 3) + 0; break }
-		bare[id] = m == 0
-	}
-	END {
-		for (i = 1; i <= n; i++) {
-			k = split(ids[i], v, " ")
-			tot[comm[i]] += cnt[i]
-			for (j = 1; j <= k; j++) if (user[v[j]]) break
-			if (j > k) continue
-			u[comm[i]] += cnt[i]
-			if (bare[v[j]]) nb[comm[i]] += cnt[i]
-		}
-		for (c in tot) print c, tot[c], u[c] + 0, nb[c] + 0
-	}' "$T/storm.raw" > "$T/storm.tab"
+awk -f "$srcdir/bench/bare_share.awk" "$T/storm.raw" > "$T/storm.tab"
 diag "program samples with-user-frames bare-user-leaf: $(grep -E '^(spin_qz|sh|sort|ls|head) ' "$T/storm.tab" | tr '\n' ',')"
 for c in spin_qz sh sort ls head; do
 	set -- $(awk -v c="$c" '$1 == c { print $3, $4 }' "$T/storm.tab")

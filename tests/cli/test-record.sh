@@ -208,17 +208,26 @@ ok "the spin function's samples have main as caller ($spin of $all)" \
 # ---- a binary replaced while it runs (an upgrade): its symbols come from
 # the file it mapped, not from the new one at its path.  The program sleeps
 # first, so that the replacement comes after its mmap record and before
-# its first sample is symbolized. ----
+# its first sample is symbolized: it says it runs (a file), and the test
+# replaces it then (a fixed delay raced with a slow start of record). ----
 cat > "$T/upg.c" <<'CEOF'
+#include <fcntl.h>
 #include <unistd.h>
 volatile unsigned long upg_sink;
 __attribute__((noinline)) void upgraded_spin_qz(void) { for (unsigned long i = 0; i < 2000000000UL; i++) upg_sink += i; }
-int main(void) { usleep(800000); upgraded_spin_qz(); return 0; }
+int main(int argc, char **argv) {
+	if (argc > 1)
+		close(open(argv[1], O_CREAT | O_WRONLY, 0644));
+	usleep(800000);
+	upgraded_spin_qz();
+	return 0;
+}
 CEOF
 cc -O1 -g -o "$T/upg_qz" "$T/upg.c" && cc -O2 -o "$T/upg_new" "$R/short.c" 2>/dev/null
-rec -q -F 199 -d 3s -f folded -o "$T/upg.folded" -- "$T/upg_qz" &
+rec -q -F 199 -d 3s -f folded -o "$T/upg.folded" -- "$T/upg_qz" "$T/upg.running" &
 pu=$!
-sleep 0.4
+i=0
+while [ ! -f "$T/upg.running" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 mv "$T/upg_new" "$T/upg_qz"
 wait "$pu"
 like "$(cat "$T/upg.folded" 2>/dev/null)" '(^|;)main;upgraded_spin_qz [0-9]+$' \

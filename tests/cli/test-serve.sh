@@ -10,31 +10,13 @@ heap="$FIXTURES/heap.pb.gz"
 
 # start_server NAME ARGS...: starts cprof serve, sets URL and SPID (of NAME)
 start_server() {
-	name=$1
-	shift
-	"$CPROF" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
-	SPID=$!
+	serve_start "$@"
 	PIDS="$PIDS $SPID"
-	i=0
-	while [ $i -lt 100 ] && ! grep -q '^listening on ' "$T/$name.out" 2>/dev/null; do
-		kill -0 $SPID 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	URL=$(awk '/^listening on / {print $3; exit}' "$T/$name.out")
 }
 stop_server() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; }
 PIDS=
 # every process started here (dash's trap sees no jobs, so they are listed)
 trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
-# http METHOD PATH [curl args]: sets $code and $body
-http() {
-	m=$1
-	p=$2
-	shift 2
-	code=$(curl -s -o "$T/.body" -w '%{http_code}' -X "$m" "$@" "$URL$p")
-	body=$(cat "$T/.body")
-}
 # the fixtures' own time (unix seconds): data stored at it is as old as the committed file, whatever the clock
 ftime=$(($("$CPROF" query -i "$before" -f json | jq .time_nanos) / 1000000000))
 total() { # the total of a selector from a day before the fixtures' time (or now, if earlier) until now

@@ -39,6 +39,21 @@ for p in "$D"/parts/*.db; do
 	is "$(sqlite3 "$p" 'pragma integrity_check')" ok "$(basename "$p") passes the integrity check"
 done
 
+# a writer stopped after listing a day's partition in index.db and before the file had its schema (an
+# empty file): the day holds no block yet, and every query over it still answers
+t0=$("$CPROF" query --data "$D" --since 1d process_cpu:cpu -f json | jq .total)
+y=$(date -u -d yesterday +%Y%m%d)
+yt=$(($(date -u -d "$(date -u -d yesterday +%Y-%m-%d) 12:00" +%s) * 1000000000))
+sqlite3 "$D/index.db" "INSERT INTO partitions VALUES('$y', $yt, $yt)"
+: >"$D/parts/$y.db"
+run "$CPROF" query --data "$D" --since 2d process_cpu:cpu -f json
+is "$rc" 0 "a listed partition without its schema: the query answers"
+is "$(printf '%s' "$out" | jq .total)" "$t0" "with what the other days hold"
+run "$CPROF" query --data "$D" --since 2d process_cpu:cpu --over-time -f json
+is "$rc" 0 "and so does --over-time"
+rm -f "$D/parts/$y.db"
+sqlite3 "$D/index.db" "DELETE FROM partitions WHERE name = '$y'"
+
 # concurrent readers while one writer writes
 writer "$@" &
 wpid=$!

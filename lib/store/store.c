@@ -893,22 +893,6 @@ static void part_name(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y%m%d", &tm);
 }
 
-/* whether a partition file has its blocks table (a read handle may find a file a writer has made but
- * not yet given its schema) */
-static bool has_blocks(sqlite3 *db)
-{
-	sqlite3_stmt *st = NULL;
-	bool yes = false;
-
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'blocks'", -1, &st,
-			       NULL) == SQLITE_OK)
-		yes = sqlite3_step(st) == SQLITE_ROW;
-	else /* not readable as a database: say yes, and let the query report why */
-		yes = true;
-	sqlite3_finalize(st);
-	return yes;
-}
-
 static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 {
 	char path[PATH_MAX];
@@ -944,13 +928,6 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 		sqlite3_close(s->parts[slot].db);
 		s->parts[slot].db = NULL;
 		return err;
-	}
-	if (s->mode == CP_STORE_READ && !has_blocks(s->parts[slot].db)) {
-		/* a writer listed the partition in index.db, then was stopped (or is still on its way) before
-		 * the file had its schema: it holds no block yet, as a missing file holds none */
-		sqlite3_close(s->parts[slot].db);
-		s->parts[slot].db = NULL;
-		return cp_error(ENOENT, "partition %s has no blocks yet", path);
 	}
 	snprintf(s->parts[slot].name, sizeof(s->parts[slot].name), "%s", name);
 	*out = s->parts[slot].db;
@@ -1102,6 +1079,7 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	size_t ne = 0, ecap = 0, i, j, k;
 	uint32_t *ostack = NULL, *olabels = NULL;
 	sqlite3_stmt *pst = NULL;
+	sqlite3 *pdb;
 	bool in_tx = false;
 	int err = 0;
 
@@ -1212,6 +1190,11 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 			tmin = e[j].t < tmin ? e[j].t : tmin;
 			tmax = e[j].t > tmax ? e[j].t : tmax;
 		}
+		/* the partition's file and schema exist before index.db lists it: a reader that sees the row
+		 * finds the table (else a writer stopped in between left a row whose every query failed with
+		 * "no such table: blocks", and an empty file that reads as a truncated one) */
+		if ((err = part_open(s, e[i].part, &pdb)))
+			goto out;
 		sqlite3_bind_text(pst, 1, e[i].part, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(pst, 2, tmin);
 		sqlite3_bind_int64(pst, 3, tmax);

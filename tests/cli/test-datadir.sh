@@ -39,7 +39,7 @@ unshare -m sh -c 'mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" && 
 in_ns() {
 	_v=$1 _cwd=$2
 	shift 2
-	unshare -m sh -c 'mkdir -p /var/lib/cprof && mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" &&
+	${IN_NS_EXEC:+exec} unshare -m sh -c 'mkdir -p /var/lib/cprof && mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" &&
 		mount -o remount,bind,ro / && cd "$3" && shift 3 && exec "$@"' sh "$_v" "$T" "$_cwd" "$@"
 }
 # where D: the directories of case D that hold a store (index.db and parts/),
@@ -143,7 +143,8 @@ serve_case() { # WAY EXPECTED DESCRIPTION
 	[ "$1" != envfile ] || { setup "$D" serve cfgtop; ENV="CPROF_DATA=$D/env CPROF_CONFIG=$D/cprof.yaml"; }
 	[ "$1" != env ] || ENV="CPROF_DATA=$D/env CPROF_CONFIG="
 	: >"$D/out"
-	in_ns "$D/varlib" "$D/cwd" env $ENV "$CPROF" serve --listen 127.0.0.1:0 $DATA >"$D/out" 2>"$D/err" &
+	# in a subshell that becomes the server (exec), so that killing $_p stops the server itself
+	(IN_NS_EXEC=1; in_ns "$D/varlib" "$D/cwd" env $ENV "$CPROF" serve --listen 127.0.0.1:0 $DATA) >"$D/out" 2>"$D/err" &
 	_p=$!
 	PIDS="$PIDS $_p"
 	i=0

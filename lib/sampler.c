@@ -102,7 +102,7 @@ static int cmp_pending(const void *a, const void *b)
 static void deliver_records_until(struct cp_sampler *s, uint64_t t)
 {
 	if (s->qunsorted) { /* the CPUs' records, each CPU's in order, merged */
-		qsort(s->q + s->qhead, s->qn - s->qhead, sizeof(*s->q), cmp_pending);
+		cp_qsort(s->q + s->qhead, s->qn - s->qhead, sizeof(*s->q), cmp_pending);
 		s->qunsorted = false;
 	}
 	while (s->qhead < s->qn && s->q[s->qhead].time <= t) {

@@ -44,7 +44,7 @@ bg="$bg $W"
 sleep 0.3
 
 # ---- --stdio, live ----
-run top_ --stdio -n 3 -d 0.7 -p "$W" --limit 0
+run top_ --stdio -n 3 -d 0.7 -F 499 -p "$W" --limit 0 # 499 Hz: ~5x the samples of 99 Hz, so the 3:1 ratio below is not at the mercy of a dozen hot_b samples
 exits0 "top --stdio -n 3 -p PID exits 0"
 is "$(printf '%s\n' "$out" | grep -c '^cprof top - pid ')" 3 "-n 3: three tables, each with its header"
 like "$out" 'samples/s [1-9][0-9]*   CPUs [0-9]+   processes 1 ' "the header has samples/s, CPUs and the one process"

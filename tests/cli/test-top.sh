@@ -104,7 +104,7 @@ is "$(rows | awk '$5 != "[kernel]" && $5 != "[user]"' | wc -l)" 0 "--no-user: ev
 like "$(rows)" '\[user\] +\[user\]' "samples without kernel frames count as [user]"
 
 # -- CMD: runs it, stops when it exits
-run top_ --stdio -d 0.5 --limit 5 -- "$T/topwork_qz" 2
+run top_ --stdio -d 0.5 -F 499 --limit 5 -- "$T/topwork_qz" 2 # 499 Hz: enough samples in its last table for the order of its rows
 exits0 "top --stdio -- CMD exits 0 when the command is done"
 like "$(rows | head -n 1)" ' hot_a ' "and shows the command's hot_a"
 n=$(printf '%s\n' "$out" | grep -c '^cprof top - ')

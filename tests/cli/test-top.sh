@@ -56,8 +56,10 @@ a=$(self_of hot_a); b=$(self_of hot_b)
 ok "hot_b is in the table too" test -n "$b"
 ok "hot_a's self% ($a) is about 3 times hot_b's ($b): between 1.8 and 5" \
 	awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(b > 0 && a / b > 1.8 && a / b < 5) }'
-like "$(rows | awk '$4 == "run"')" '^ +0\.00% +[0-9.]+% .* run +topwork_qz +topwork_qz\[' \
-	"run has no self but a total, with its binary and process[pid]"
+# (run's own code is its loop and the inlined now(): at 499 Hz a sample or two
+# may land there, so its self is "under 1%", not "0.00%")
+like "$(rows | awk '$4 == "run"')" '^ +0\.[0-9]+% +[0-9.]+% .* run +topwork_qz +topwork_qz\[' \
+	"run has (almost) no self but a total, with its binary and process[pid]"
 run_total=$(rows | awk '$4 == "run" { sub("%", "", $2); print $2 }')
 ok "run's total% ($run_total) is at least hot_a's self% ($a)" \
 	awk -v r="${run_total:-0}" -v a="${a:-0}" 'BEGIN { exit !(r >= a - 0.01) }'

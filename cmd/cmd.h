@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "../lib/log.h"
 #include "../lib/profile.h"
 #include "../lib/store/store.h"
+#include "../lib/store/upkeep.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -147,19 +149,9 @@ int config_apply(const struct cmd *c, int *argc, char ***argv);
 /* Did the option getopt just returned come from the file? */
 bool from_config(void);
 
-/* ---- logging: one line per event on stderr ---- */
-enum { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
-extern int log_level; /* LOG_LEVEL_INFO unless --log-level, -q or $CPROF_DEBUG */
+/* ---- logging: lib/log.h (cp_log, cp_log_level) ---- */
 /* --log-level error|warn|info|debug: EXIT_OK or a usage error (printed). */
 int parse_log_level(const char *verb, const char *arg);
-/* "cprof VERB: message" when level is within --log-level; under systemd
- * (stderr is the journal's stream) with the priority prefix <N>. */
-void logmsg(const char *verb, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-bool log_enabled(int level);
-
-/* --max-store-size: cp_store_limit, and the line to log about it (a
- * warning, once per *warned, when the store stays over the bound). */
-void limit_store(const char *verb, struct cp_store *s, uint64_t max, bool *warned);
 
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);

@@ -335,80 +335,14 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 
 /* ---- logging ---- */
 
-int log_level = LOG_LEVEL_INFO;
-
 int parse_log_level(const char *verb, const char *arg)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
+	int level = cp_log_level_parse(arg);
 
-	for (int i = 0; i < 4; i++) {
-		if (!strcmp(arg, names[i]) || (i == 1 && !strcmp(arg, "warning"))) {
-			log_level = i;
-			return EXIT_OK;
-		}
-	}
-	return usage_error(verb, "bad --log-level '%s': want error, warn, info or debug", arg);
-}
-
-bool log_enabled(int level)
-{
-	return level <= log_level || (level == LOG_LEVEL_DEBUG && getenv("CPROF_DEBUG"));
-}
-
-/* stderr is the journal's stream ($JOURNAL_STREAM is its device:inode) */
-static bool to_journal(void)
-{
-	static int known = -1;
-	const char *js = getenv("JOURNAL_STREAM");
-	unsigned long long dev, ino;
-	struct stat st;
-
-	if (known < 0)
-		known = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
-			(unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
-	return known;
-}
-
-void logmsg(const char *verb, int level, const char *fmt, ...)
-{
-	static const int prio[] = { 3, 4, 6, 7 }; /* sd-daemon(3): err, warning, info, debug */
-	char line[2048];
-	va_list ap;
-
-	if (!log_enabled(level))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (to_journal())
-		fprintf(stderr, "<%d>cprof %s: %s\n", prio[level], verb, line);
-	else
-		fprintf(stderr, "cprof %s: %s\n", verb, line);
-}
-
-/* ---- --max-store-size ---- */
-
-void limit_store(const char *verb, struct cp_store *s, uint64_t max, bool *warned)
-{
-	int64_t freed = cp_store_limit(s, max);
-	uint64_t size = 0;
-	char a[32], b[32];
-
-	if (freed < 0) {
-		logmsg(verb, LOG_LEVEL_WARN, "--max-store-size: %s", cp_errmsg((int)freed));
-		return;
-	}
-	if (freed > 0)
-		logmsg(verb, LOG_LEVEL_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
-		       cp_size_str((size_t)max, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
-	/* still over: the dictionary (index.db) alone is bigger, and it cannot
-	 * shrink by deleting samples; said once */
-	if (!*warned && !cp_store_size(s, &size) && size > max) {
-		*warned = true;
-		logmsg(verb, LOG_LEVEL_WARN, "the store takes %s, over --max-store-size %s even with its samples deleted: "
-					     "its dictionary (index.db) alone is that big; raise the bound",
-		       cp_size_str((size_t)size, a, sizeof(a)), cp_size_str((size_t)max, b, sizeof(b)));
-	}
+	if (level < 0)
+		return usage_error(verb, "bad --log-level '%s': want error, warn, info or debug", arg);
+	cp_log_level = level;
+	return EXIT_OK;
 }
 
 /* ---- options of the commands that sample ---- */

@@ -118,7 +118,7 @@ struct rec {
 	struct cp_kv labels[32];
 	size_t nlabels, cfg_labels; /* the first cfg_labels are the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
-	bool limit_warned;          /* said that the store stays over --max-store-size */
+	struct cp_upkeep upkeep;    /* --retention, --max-store-size */
 	uint32_t *pids;
 	size_t npids;
 	char **cmd;
@@ -199,20 +199,20 @@ static void report_push(struct rec *r)
 
 	cp_store_remote_stats(r->store, &st);
 	if (st.spooled > r->pushed.spooled && !r->spooling)
-		logmsg("record", LOG_LEVEL_WARN, "%s; keeping the profiles in %s and retrying",
+		cp_log("record", CP_LOG_WARN, "%s; keeping the profiles in %s and retrying",
 			why ? why : "the server did not take the profiles", r->spool);
 	if (st.pending)
 		r->spooling = true;
 	if (st.dropped > r->pushed.dropped)
-		logmsg("record", LOG_LEVEL_WARN, "the spool is full (--spool-size %s): dropped %llu of the oldest "
+		cp_log("record", CP_LOG_WARN, "the spool is full (--spool-size %s): dropped %llu of the oldest "
 						 "profiles (%llu so far)",
 			cp_size_str(r->spool_size, sz, sizeof(sz)), (unsigned long long)(st.dropped - r->pushed.dropped),
 			(unsigned long long)st.dropped);
 	if (st.rejected > r->pushed.rejected || st.corrupt > r->pushed.corrupt)
-		logmsg("record", LOG_LEVEL_WARN, "%s", why ? why : "dropped spooled profiles");
+		cp_log("record", CP_LOG_WARN, "%s", why ? why : "dropped spooled profiles");
 	if (r->spooling && !st.pending) {
 		if (st.resent > r->pushed.resent)
-			logmsg("record", LOG_LEVEL_INFO, "%s answers again: the spooled profiles are sent",
+			cp_log("record", CP_LOG_INFO, "%s answers again: the spooled profiles are sent",
 				cp_store_remote_url(r->store));
 		r->spooling = false;
 	}
@@ -251,7 +251,7 @@ static int flush_store(struct rec *r, int64_t now_wall)
 	if (c.n && (err = cp_store_append(r->store, c.batch, c.n))) {
 		if (!r->remote || !push_error_passes(err))
 			goto out;
-		logmsg("record", LOG_LEVEL_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
+		cp_log("record", CP_LOG_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
 		err = 0;
 	}
 	if (r->remote && !c.n && r->pushed.pending &&
@@ -260,15 +260,15 @@ static int flush_store(struct rec *r, int64_t now_wall)
 	err = 0;
 	if (r->remote)
 		report_push(r);
-	if (r->retention)
-		cp_store_retain(r->store, r->retention);
-	if (r->max_store_size)
-		limit_store("record", r->store, r->max_store_size, &r->limit_warned);
+	r->upkeep.verb = "record"; /* after every flush, not on a schedule */
+	r->upkeep.retention = r->retention;
+	r->upkeep.max_size = r->max_store_size;
+	cp_upkeep_run(&r->upkeep, r->store, 0);
 	cp_recorder_reset(r->rec);
-	if (log_enabled(LOG_LEVEL_DEBUG)) {
+	if (cp_log_enabled(CP_LOG_DEBUG)) {
 		struct mallinfo2 mi = mallinfo2();
 
-		logmsg("record", LOG_LEVEL_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
+		cp_log("record", CP_LOG_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
 						  "mmapped %zu KiB), sessions built %llu",
 			c.n, cp_recorder_nprocs(r->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
 			(unsigned long long)cp_recorder_sessions_built(r->rec));
@@ -407,7 +407,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
-		case 'q': log_level = LOG_LEVEL_WARN; break;
+		case 'q': cp_log_level = CP_LOG_WARN; break;
 		case 'h': return show_usage(&cmd_record) == EXIT_OK ? -1 : EXIT_FAIL;
 		default: return EXIT_USAGE;
 		}
@@ -543,7 +543,6 @@ static void yaml_str(FILE *f, const char *s)
 /* The settings in effect, as the record: section of a configuration file. */
 static int print_config(const struct rec *r)
 {
-	static const char *const levels[] = { "error", "warn", "info", "debug" };
 	char b[64];
 	FILE *f = stdout;
 
@@ -604,7 +603,7 @@ static int print_config(const struct rec *r)
 	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
 	fprintf(f, "  debuginfo-path: ");
 	yaml_str(f, r->debuginfo);
-	fprintf(f, "\n  log-level: %s\n", levels[log_level]);
+	fprintf(f, "\n  log-level: %s\n", cp_log_level_name(cp_log_level));
 	return cp_stream_check(f, "standard output") ? fail("record", "%s", cp_errmsg(EIO)) : EXIT_OK;
 }
 
@@ -687,7 +686,7 @@ static int run_record(int argc, char **argv)
 			goto out;
 		}
 		if (err > 0)
-			logmsg("record", LOG_LEVEL_WARN, "%s; recording anyway: the profiles wait in %s until it answers",
+			cp_log("record", CP_LOG_WARN, "%s; recording anyway: the profiles wait in %s until it answers",
 				cp_errmsg(EIO), r.spool);
 	}
 
@@ -731,7 +730,7 @@ static int run_record(int argc, char **argv)
 		}
 		report_push(&r);
 		if (r.pushed.resent)
-			logmsg("record", LOG_LEVEL_INFO, "sent %llu profiles a previous run left in %s",
+			cp_log("record", CP_LOG_INFO, "sent %llu profiles a previous run left in %s",
 				(unsigned long long)r.pushed.resent, r.spool);
 	} else if (ro.per_process) {
 		r.store = cp_store_open(r.data, CP_STORE_WRITE);
@@ -766,7 +765,7 @@ static int run_record(int argc, char **argv)
 		close(fds[1]);
 		fds[1] = -1;
 	}
-	logmsg("record", LOG_LEVEL_INFO, "sampling %s at %d Hz%s",
+	cp_log("record", CP_LOG_INFO, "sampling %s at %d Hz%s",
 	       r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
 			r.freq, r.duration || r.cmd ? "" : "; Ctrl-C to stop");
 
@@ -819,7 +818,7 @@ static int run_record(int argc, char **argv)
 				if (err < 0)
 					status = fail("record", "%s", cp_errmsg(err));
 				else if (err == CP_PUSH_SPOOLED)
-					logmsg("record", LOG_LEVEL_WARN, "%s; %llu profiles (%s) stay in %s for the next "
+					cp_log("record", CP_LOG_WARN, "%s; %llu profiles (%s) stay in %s for the next "
 									 "cprof record --remote to send",
 						cp_store_remote_last_error(r.store) ? cp_store_remote_last_error(r.store) :
 										    "the server does not answer",
@@ -840,12 +839,12 @@ static int run_record(int argc, char **argv)
 			if (status == EXIT_OK) {
 				err = folded ? cp_folded_write(o.f, file_prof, 0, false) : write_pprof(&o, file_prof);
 				if (err)
-					logmsg("record", LOG_LEVEL_ERROR, "%s", cp_errmsg(err));
+					cp_log("record", CP_LOG_ERROR, "%s", cp_errmsg(err));
 				status = output_close(&o, err ? EXIT_FAIL : EXIT_OK);
 			}
 		}
 	}
-	if (status == EXIT_OK && log_enabled(LOG_LEVEL_INFO)) {
+	if (status == EXIT_OK && cp_log_enabled(CP_LOG_INFO)) {
 		/* the summary: one line */
 		struct cp_sampler_counts c;
 		double secs = (double)(mono_ns() - t0) / 1e9;
@@ -858,12 +857,12 @@ static int run_record(int argc, char **argv)
 			fprintf(m, "%llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r.rec), secs);
 			if (c.dropped)
 				fprintf(m, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
-			if (log_enabled(LOG_LEVEL_DEBUG))
+			if (cp_log_enabled(CP_LOG_DEBUG))
 				cp_recorder_debug(r.rec, m);
 			if (r.remote) {
 				struct cp_pusher_stats ps = r.pushed;
 
-				if (log_enabled(LOG_LEVEL_DEBUG))
+				if (cp_log_enabled(CP_LOG_DEBUG))
 					fprintf(m, " [pushes: sent %llu (%llu from the spool), spooled %llu, dropped %llu, "
 						   "refused %llu, pending %llu]",
 						(unsigned long long)ps.sent, (unsigned long long)ps.resent,
@@ -876,12 +875,12 @@ static int run_record(int argc, char **argv)
 				fprintf(m, " -> %s", r.output ? r.output : "standard output");
 			}
 			fclose(m);
-			logmsg("record", LOG_LEVEL_INFO, "%s", line ? line : "");
+			cp_log("record", CP_LOG_INFO, "%s", line ? line : "");
 		}
 		free(line);
 	}
 	if (child > 0 && child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status))
-		logmsg("record", LOG_LEVEL_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child_status));
+		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child_status));
 out:
 	if (child > 0 && !child_done) {
 		if (fds[0] >= 0) {

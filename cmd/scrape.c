@@ -107,20 +107,8 @@ static void on_signal(int sig)
 
 struct sink {
 	struct cp_store *store;
-	int64_t retention, last_retain;
-	uint64_t max_store;
-	int64_t last_limit;
-	bool limit_warned;
+	struct cp_upkeep upkeep; /* --retention, --max-store-size */
 };
-
-/* --max-store-size, at most once a minute (now: 0 for at once) */
-static void sink_limit(struct sink *k, int64_t now)
-{
-	if (!k->max_store || (now && now - k->last_limit < 60 * (int64_t)1000000000))
-		return;
-	k->last_limit = now;
-	limit_store("scrape", k->store, k->max_store, &k->limit_warned);
-}
 
 static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 {
@@ -130,12 +118,8 @@ static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 
 	if (err == CP_PUSH_SPOOLED) /* the server is away: kept in the spool */
 		err = 0;
-	if (!err && k->retention && now - k->last_retain > 3600 * (int64_t)1000000000) {
-		k->last_retain = now;
-		cp_store_retain(k->store, k->retention);
-	}
 	if (!err)
-		sink_limit(k, now);
+		cp_upkeep_run(&k->upkeep, k->store, now);
 	return err < 0 ? err : 0;
 }
 
@@ -143,7 +127,7 @@ static void log_target(void *ctx, const struct cp_target_state *t)
 {
 	char line[1280];
 
-	logmsg("scrape", LOG_LEVEL_INFO, "%s", cp_target_state_line(t, !*(const bool *)ctx, line, sizeof(line)));
+	cp_log("scrape", CP_LOG_INFO, "%s", cp_target_state_line(t, !*(const bool *)ctx, line, sizeof(line)));
 }
 
 static int write_state(struct cp_scraper *s, const char *dir)
@@ -218,8 +202,9 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 	}
 	if (!k->store)
 		return fail("scrape", "%s", cp_errmsg(errno));
-	k->retention = o->keep;
-	k->max_store = o->max_store;
+	k->upkeep.verb = "scrape";
+	k->upkeep.retention = o->keep;
+	k->upkeep.max_size = o->max_store;
 	return EXIT_OK;
 }
 
@@ -405,14 +390,12 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		a.nlabels = n;
 		a.time_ns = p->time_nanos ? p->time_nanos : cp_now_ns();
 		err = cp_store_append(k.store, &a, 1);
-		if (err >= 0 && k.retention)
-			cp_store_retain(k.store, k.retention);
 		if (err >= 0)
-			sink_limit(&k, 0);
+			cp_upkeep_run(&k.upkeep, k.store, 0);
 		if (err < 0)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)
-			logmsg("scrape", LOG_LEVEL_INFO, "%s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s",
+			cp_log("scrape", CP_LOG_INFO, "%s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s",
 				url, p->nsamples, bytes, name, instance, err == CP_PUSH_SPOOLED ? " (spooled: the server is away)" : "");
 		cp_store_close(k.store);
 	}
@@ -560,7 +543,7 @@ static int run_scrape(int argc, char **argv)
 			break;
 		case 'q':
 			o.quiet = true;
-			log_level = LOG_LEVEL_WARN;
+			cp_log_level = CP_LOG_WARN;
 			break;
 		case 'h': return show_usage(&cmd_scrape);
 		default: return EXIT_USAGE;

@@ -285,11 +285,12 @@ bg="$bg $dd"
 sleep 0.5
 rm -f "$T/work-deleted"
 
-# the recordings run side by side, two seconds each
+# the recordings run side by side, two seconds each, at 199 Hz: three workloads and dd share two cores, and
+# at the default 19 Hz a workload got as few as 3 samples, none in hot_a
 recs=""
 for wp in $pids; do
 	w=${wp%%:*} p=${wp#*:}
-	capped "$B" record -q -p "$p" -d 2s -o "$T/cap-$w.pb.gz" 2>"$T/cap-$w.err" & recs="$recs $!"
+	capped "$B" record -q -F 199 -p "$p" -d 2s -o "$T/cap-$w.pb.gz" 2>"$T/cap-$w.err" & recs="$recs $!"
 done
 capped "$B" record -q -p "$dd" -d 2s -f folded -o "$T/cap-dd.folded" 2>"$T/cap-dd.err" & recs="$recs $!"
 timeout -s KILL 60 "$B" record -q -p "$dd" -d 2s -f folded -o "$T/root-dd.folded" 2>/dev/null & recs="$recs $!"

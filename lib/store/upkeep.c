@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#include "store/upkeep.h"
+
+#include "error.h"
+#include "log.h"
+#include "util.h"
+
+#define MINUTE (60 * (int64_t)1000000000)
+
+/* --max-store-size: cp_store_limit, and the line to log about it (a warning,
+ * once, when the store stays over the bound). */
+static void limit(struct cp_upkeep *u, struct cp_store *s)
+{
+	int64_t freed = cp_store_limit(s, u->max_size);
+	uint64_t size = 0;
+	char a[32], b[32];
+
+	if (freed < 0) {
+		cp_log(u->verb, CP_LOG_WARN, "--max-store-size: %s", cp_errmsg((int)-freed));
+		return;
+	}
+	if (freed > 0)
+		cp_log(u->verb, CP_LOG_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
+		       cp_size_str((size_t)u->max_size, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
+	/* still over: the dictionary (index.db) alone is bigger, and it cannot
+	 * shrink by deleting samples; said once */
+	if (!u->warned && !cp_store_size(s, &size) && size > u->max_size) {
+		u->warned = true;
+		cp_log(u->verb, CP_LOG_WARN, "the store takes %s, over --max-store-size %s even with its samples deleted: "
+					     "its dictionary (index.db) alone is that big; raise the bound",
+		       cp_size_str((size_t)size, a, sizeof(a)), cp_size_str((size_t)u->max_size, b, sizeof(b)));
+	}
+}
+
+void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)
+{
+	int err;
+
+	if (u->max_size && (!now || !u->last_limit || now - u->last_limit >= MINUTE)) {
+		u->last_limit = now;
+		limit(u, s);
+	}
+	if (u->retention && (!now || !u->last_retain || now - u->last_retain >= 60 * MINUTE)) {
+		u->last_retain = now;
+		if ((err = cp_store_retain(s, u->retention)) < 0)
+			cp_log(u->verb, CP_LOG_WARN, "retention: %s", cp_errmsg(-err));
+	}
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* Store upkeep for the commands that write continuously (record, scrape,
+ * serve): retention (--retention) hourly and the size bound
+ * (--max-store-size) every minute, each run when due.  Failures and what was
+ * deleted are logged (lib/log.h) under the caller's verb; nothing here stops
+ * the caller.  The struct is the caller's; one thread uses it at a time. */
+#ifndef CP_STORE_UPKEEP_H
+#define CP_STORE_UPKEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct cp_upkeep {
+	const char *verb;   /* "serve": the log lines' prefix */
+	int64_t retention;  /* ns of data to keep; 0: all */
+	uint64_t max_size;  /* bytes; 0: no bound */
+	/* state, zero at first */
+	int64_t last_retain, last_limit;
+	bool warned; /* the "still over the bound" warning was given */
+};
+
+/* Runs what is due at now (ns since the epoch), or everything when now is 0. */
+void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now);
+
+#endif

@@ -1,11 +1,14 @@
 #!/bin/sh
 # Runs each fuzz target: with libFuzzer (the sanitizer build with clang) for
-# FUZZ_SECONDS each, from the seed corpus; otherwise the replay driver over
-# the seeds, their prefixes and bit flips.  TAP output.
+# FUZZ_SECONDS each (make check: 15; make fuzz: 300), from the seed corpus
+# and the crashes kept in tests/fuzz/regress/TARGET/; otherwise the replay
+# driver over the same files, their prefixes and bit flips.  FUZZ_ONLY
+# picks targets (default: all).  TAP output.
 . "$srcdir/tests/cli/lib.sh"
 seconds=${FUZZ_SECONDS:-15}
 fuzz="$top_builddir/tests/fuzz"
-mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector" "$T/seeds-procfs" "$T/seeds-ingest" "$T/seeds-config"
+mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector" "$T/seeds-procfs" "$T/seeds-ingest" "$T/seeds-config" \
+	"$T/seeds-serve"
 cp "$FIXTURES"/*.pb.gz "$T/seeds-pprof/"
 for f in "$FIXTURES"/*.pb.gz; do gzip -dc "$f" > "$T/seeds-pprof/raw-$(basename "$f" .gz)"; done
 printf 'main;work;alpha 30\nmain;work;beta 20\nmain;viaDelta;gamma 10\n' > "$T/seeds-folded/a.folded"
@@ -83,12 +86,59 @@ for y in 'scrape_configs: [{job_name: a, relabel_configs: [{action: keep}]}]' \
 	i=$((i + 1))
 	printf '%s\n' "$y" > "$T/seeds-config/scrape-bad-$i.yaml"
 done
-for target in pprof folded selector procfs ingest config; do
+# serve: raw HTTP requests to the in-process server, several per input split by a line "#NEXT"
+# req METHOD TARGET [BODYFILE [HEADER...]]: one request with its Content-Length
+req() {
+	_m=$1 _t=$2 _b=${3:-/dev/null}
+	shift 2; [ $# -gt 0 ] && shift
+	printf '%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n' "$_m" "$_t"
+	for _h in "$@"; do printf '%s\r\n' "$_h"; done
+	if [ "$_m" = POST ]; then printf 'Content-Length: %s\r\n\r\n' "$(wc -c < "$_b")"; cat "$_b"; else printf '\r\n'; fi
+}
+next() { printf '\n#NEXT\n'; }
+S="$T/seeds-serve"
+printf 'main;work;alpha 30\nmain;work;beta 20\n' > "$T/folded.txt"
+{ req POST '/api/v1/push?name=cpu&time=now&env=fuzz' "$FIXTURES/cpu-short.pb.gz"; next
+  req GET '/api/v1/profile?query=cpu&from=now-1h&format=json&max_nodes=5'; next
+  req GET '/api/v1/profile?query=cpu%7Benv%3D%22fuzz%22%7D&format=folded&focus=main&ignore=beta'; next
+  req GET '/api/v1/profile?query=cpu&format=groups&group_by=env'; } > "$S/push-query"
+{ req POST '/ingest?name=app.cpu%7Benv%3Dprod%7D&from=now-10s&until=now&sampleRate=100' "$T/folded.txt"; next
+  req GET '/api/v1/range?query=app.cpu&step=10s'; next
+  req GET '/api/v1/series'; next
+  req GET '/api/v1/labels'; next
+  req GET '/api/v1/values?label=env'; } > "$S/pyroscope-folded"
+{ printf -- '--XyZ\r\nContent-Disposition: form-data; name="profile"; filename="p.pprof"\r\n'
+  printf 'Content-Type: application/octet-stream\r\n\r\n'; cat "$FIXTURES/cpu-short.pb.gz"; printf '\r\n--XyZ--\r\n'; } > "$T/form.bin"
+req POST '/ingest?name=nodeapp.cpu%7Bservice_name%3Dn%7D&format=pprof' "$T/form.bin" \
+	'Content-Type: multipart/form-data; boundary=XyZ' > "$S/pyroscope-multipart"
+{ printf '{"series":[{"labels":{"labels":[{"name":"__name__","value":"process_cpu"},{"name":"job","value":"a"}]},'
+  printf '"samples":[{"rawProfile":"%s"},{"rawProfile":"%s"}]}]}' "$(base64 -w0 "$FIXTURES/cpu-short.pb.gz")" \
+	"$(base64 -w0 "$FIXTURES/cpu-short.pb.gz")"; } > "$T/writeraw.json"
+{ req POST /api/profiles/writeraw "$T/writeraw.json"; next
+  req GET /api/profiles/types; next
+  req GET /api/profiles/labels/job/values; } > "$S/parca"
+{ req POST '/api/v1/push?name=heap&time=now' "$FIXTURES/heap.pb.gz"; next
+  req GET '/api/v1/diff?before=heap&after=heap&format=table'; next
+  req GET '/api/v1/profile?query=heap&format=svg'; next
+  req GET '/api/v1/profile?query=heap&format=pprof'; next
+  req GET '/api/v1/profile?query=heap&format=top&limit=3'; next
+  req GET /api/v1/stats; next
+  req GET /metrics; next
+  req GET /healthz; } > "$S/diff-render"
+# crashes found before (the request shapes that once crashed the server, ...), kept as regression inputs
+for d in "$srcdir"/tests/fuzz/regress/*/; do
+	[ -d "$d" ] && cp "$d"* "$T/seeds-$(basename "$d")/"
+done
+for target in ${FUZZ_ONLY:-pprof folded selector procfs ingest config serve}; do
 	bin="$fuzz/fuzz_$target"
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then
 		mkdir -p "$T/corpus-$target"
-		run "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-			"$T/corpus-$target" "$T/seeds-$target"
+		# a crash's input goes to $FUZZ_ARTIFACTS (make fuzz: fuzz-crashes/) as TARGET-crash-...: copy it
+		# into tests/fuzz/regress/TARGET/ with the fix, so that every make check replays it
+		art=${FUZZ_ARTIFACTS:-$T}
+		mkdir -p "$art"
+		run "$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix="$art/$target-" "$T/corpus-$target" "$T/seeds-$target"
 		runs=$(printf '%s\n' "$err" | sed -n 's/^stat::number_of_executed_units: *//p')
 		is "$rc" 0 "libFuzzer ran fuzz_$target for ${seconds}s without a crash (${runs:-?} runs)"
 		[ "$rc" = 0 ] || printf '%s\n' "$err" | tail -n 30 | sed 's/^/# /'

@@ -306,7 +306,11 @@ like "$err" '\[pushes: sent [0-9]+ \([1-9][0-9]* from the spool\), spooled [1-9]
 	"its counters: spooled pushes were sent, none dropped, none left"
 n2=$(samples_of "$T/r2.err")
 ok "record took samples ($n2)" test "${n2:-0}" -gt 0
-is "$(total 'cpu{run="r2"}')" "$n2" "nothing was lost: the server counts every sample record took"
+# (at least once, as lib/http/push.h says: a push that the server stored just before it was killed, its
+# answer lost, is sent again from the spool, so the server may count one push twice, never fewer)
+got2=$(total 'cpu{run="r2"}')
+ok "nothing was lost: the server counts every sample record took ($got2 of $n2)" test "${got2:-0}" -ge "$n2"
+[ "${got2:-0}" = "$n2" ] || diag "the push in flight when the server was killed was stored twice ($got2 > $n2)"
 is "$(spooled "$T/spool2")" 0 "the spool is empty"
 
 # a server that stays down for the whole run: the spool waits for the next run

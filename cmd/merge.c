@@ -30,8 +30,8 @@ const struct cmd cmd_merge = {
 	"over the time range.\n"
 	"\n"
 	"  -o, --output FILE     write to FILE (atomically); default: standard output\n"
-	"  -f, --format FMT      pprof (default), folded, json or top\n"
-	"  -t, --sample-type T   the value for folded, json and top\n"
+	"  -f, --format FMT      pprof (default), folded, json, top or flamegraph\n"
+	"  -t, --sample-type T   the value for folded, json, top and flamegraph\n"
 	STORE_USAGE
 	"  -h, --help            show this help\n",
 };
@@ -55,8 +55,8 @@ static int run_merge(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
-	if (strcmp(format, "pprof") && strcmp(format, "folded") && strcmp(format, "json") && strcmp(format, "top"))
-		return usage_error("merge", "unknown format '%s' (choose pprof, folded, json or top)", format);
+	if (!cp_render_format_find(format))
+		return usage_error("merge", "unknown format '%s' (choose pprof, folded, json, top or flamegraph)", format);
 	if (optind >= argc)
 		return usage_error("merge", "no input: give the profile files or stored selectors to merge");
 	if ((status = store_range("merge", &sa)))
@@ -95,17 +95,10 @@ static int run_merge(int argc, char **argv)
 	}
 	if ((status = output_open(&out, "merge", output, !strcmp(format, "pprof"))))
 		goto out;
-	if (!strcmp(format, "pprof")) {
-		err = write_pprof(&out, p);
-	} else if (!strcmp(format, "folded")) {
-		err = cp_folded_write(out.f, p, vidx, false);
-	} else if (!strcmp(format, "json")) {
-		err = cp_render_json(out.f, p, vidx, false);
-	} else {
-		struct cp_top_opts t = { 0 };
-
-		err = cp_render_top(out.f, p, vidx, &t);
-	}
+	if (!strcmp(format, "pprof"))
+		err = write_pprof(&out, p); /* its write errors name the output file */
+	else
+		err = cp_render_profile(out.f, format, p, vidx, NULL);
 	if (err)
 		status = fail("merge", "%s", cp_errmsg(err));
 	status = output_close(&out, status);

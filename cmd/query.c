@@ -80,36 +80,11 @@ struct query_opts {
 
 static int render(struct output *out, const struct query_opts *o, const struct cp_profile *p, int vidx)
 {
-	if (!strcmp(o->format, "top")) {
-		struct cp_top_opts t = { o->limit };
+	struct cp_render_opts ro = { .invert = o->invert, .limit = o->limit, .title = o->title };
 
-		return cp_render_top(out->f, p, vidx, &t);
-	}
-	if (!strcmp(o->format, "folded"))
-		return cp_folded_write(out->f, p, vidx, o->invert);
-	if (!strcmp(o->format, "json"))
-		return cp_render_json(out->f, p, vidx, o->invert);
 	if (!strcmp(o->format, "pprof"))
-		return write_pprof(out, p);
-	/* flamegraph */
-	{
-		struct cp_tree *t = cp_tree_new();
-		struct cp_flame_opts fo = { 0 };
-		int err;
-
-		if (!t)
-			return cp_error(ENOMEM, "out of memory");
-		fo.title = o->title;
-		fo.unit = cp_profile_string(p, p->sample_types[vidx].unit);
-		fo.subtitle = cp_profile_string(p, p->sample_types[vidx].type);
-		err = cp_tree_add(t, p, vidx, 0, o->invert);
-		if (!err)
-			err = cp_tree_sort(t);
-		if (!err)
-			err = cp_render_flame(out->f, t, &fo);
-		cp_tree_free(t);
-		return err;
-	}
+		return write_pprof(out, p); /* its write errors name the output file */
+	return cp_render_profile(out->f, o->format, p, vidx, &ro);
 }
 
 static int run_lists(struct output *out, const struct query_opts *o, struct cp_store *store, const struct cp_selector *sel)
@@ -195,7 +170,7 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 
 static int run_query(int argc, char **argv)
 {
-	static const char *formats[] = { "top", "folded", "flamegraph", "json", "pprof", NULL };
+	const struct cp_render_format *fmt;
 	struct query_opts o = { .format = "top" };
 	struct cp_selector *sel = NULL;
 	struct cp_profile *p = NULL;
@@ -203,7 +178,6 @@ static int run_query(int argc, char **argv)
 	struct output out = { 0 };
 	const char *selector = NULL;
 	int opt, status = EXIT_OK, vidx, err, modes;
-	size_t i;
 
 	o.inputs = calloc((size_t)argc + 1, sizeof(*o.inputs));
 	if (!o.inputs)
@@ -235,10 +209,8 @@ static int run_query(int argc, char **argv)
 		default: status = EXIT_USAGE; goto out;
 		}
 	}
-	for (i = 0; formats[i] && strcmp(formats[i], o.format); i++)
-		;
-	if (!formats[i]) {
-		status = usage_error("query", "unknown format '%s' (choose top, folded, flamegraph, json or pprof)", o.format);
+	if (!(fmt = cp_render_format_find(o.format))) {
+		status = usage_error("query", "unknown format '%s' (choose " CP_RENDER_FORMAT_NAMES ")", o.format);
 		goto out;
 	}
 	if (argc - optind > 1) {

@@ -121,7 +121,7 @@ _cprof_formats()
 	case $1 in
 	record) printf '%s\n' pprof folded ;;
 	query) printf '%s\n' top folded flamegraph json pprof ;;
-	merge) printf '%s\n' pprof folded json top ;;
+	merge) printf '%s\n' pprof folded json top flamegraph ;;
 	diff) printf '%s\n' table flamegraph folded json pprof ;;
 	scrape) printf '%s\n' table json ;;
 	esac

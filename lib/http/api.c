@@ -348,57 +348,25 @@ static void h_stats(struct cp_req *r, struct cp_resp *out, void *arg)
 		     (long long)stt.blocks, (long long)stt.entries, (long long)stt.samples, (long long)stt.bytes);
 }
 
-/* one profile rendered in a query format */
+/* one profile rendered in a query format (cp_render_profile's; the API calls flamegraph svg) */
 static int render_profile(FILE *f, const char *format, struct cp_profile *p, struct cp_req *r, long max_nodes,
 			  long limit)
 {
-	bool invert = flag(r, "invert");
+	struct cp_render_opts o = { 0 };
 
-	if (!strcmp(format, "json")) {
-		struct cp_json_opts jo = { invert, (uint32_t)max_nodes };
-
-		return cp_render_json_opts(f, p, 0, &jo);
-	}
-	if (!strcmp(format, "folded"))
-		return cp_folded_write(f, p, 0, invert);
-	if (!strcmp(format, "top")) {
-		struct cp_top_opts to = { (int)limit };
-
-		return cp_render_top(f, p, 0, &to);
-	}
-	if (!strcmp(format, "svg")) {
-		struct cp_flame_opts fo = { 0 };
-		struct cp_tree *t = cp_tree_new();
-		int err;
-
-		fo.title = cp_req_arg(r, "title");
-		fo.unit = cp_profile_string(p, p->sample_types[0].unit);
-		fo.icicle = flag(r, "icicle");
-		if (!t)
-			return cp_error(ENOMEM, "out of memory");
-		if (!(err = cp_tree_add(t, p, 0, 0, invert)) && !(err = cp_tree_sort(t)))
-			err = cp_render_flame(f, t, &fo);
-		cp_tree_free(t);
-		return err;
-	}
-	{ /* pprof */
-		uint8_t *buf = NULL;
-		size_t len = 0;
-		int err = cp_pprof_encode(p, 1, &buf, &len);
-
-		if (!err && fwrite(buf, 1, len, f) != len)
-			err = cp_error(ENOMEM, "out of memory");
-		free(buf);
-		return err;
-	}
+	o.invert = flag(r, "invert");
+	o.limit = (int)limit;
+	o.max_nodes = (uint32_t)max_nodes;
+	o.title = cp_req_arg(r, "title");
+	o.icicle = flag(r, "icicle");
+	return cp_render_profile(f, !strcmp(format, "svg") ? "flamegraph" : format, p, 0, &o);
 }
 
 static const char *format_type(const char *format)
 {
-	return !strcmp(format, "json") || !strcmp(format, "groups") ? "application/json" :
-	       !strcmp(format, "svg")				    ? "image/svg+xml" :
-	       !strcmp(format, "pprof")				    ? "application/octet-stream" :
-								      "text/plain; charset=utf-8";
+	const struct cp_render_format *f = cp_render_format_find(!strcmp(format, "svg") ? "flamegraph" : format);
+
+	return f ? f->mime : !strcmp(format, "table") ? "text/plain; charset=utf-8" : "application/json";
 }
 
 static int render_groups(FILE *f, struct cp_store_result *res, size_t n, struct cp_filter *filter)

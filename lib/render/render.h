@@ -66,6 +66,30 @@ struct cp_render_diff_opts {
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o);
 
+/* ---- one profile in any output format (query, merge, the server) ---- */
+
+struct cp_render_format {
+	const char *name;  /* top, folded, flamegraph, json, pprof */
+	const char *mime;  /* its Content-Type */
+	bool binary;       /* never written to a terminal */
+};
+/* The format called name, or NULL. */
+const struct cp_render_format *cp_render_format_find(const char *name);
+/* "top, folded, flamegraph, json or pprof": for messages. */
+#define CP_RENDER_FORMAT_NAMES "top, folded, flamegraph, json or pprof"
+
+struct cp_render_opts {
+	bool invert;        /* folded, json, flamegraph: leaf-first */
+	int limit;          /* top: rows (0: all) */
+	uint32_t max_nodes; /* json: keep the largest nodes of the tree (0: all) */
+	const char *title;  /* flamegraph (NULL: "Flame Graph") */
+	bool icicle;        /* flamegraph hanging down */
+};
+/* Value vidx of p in format (a name cp_render_format_find knows; else
+ * -EINVAL).  pprof is gzipped, with every value. */
+int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p, int vidx,
+		      const struct cp_render_opts *o);
+
 struct cp_over_time {
 	const char *type, *unit;
 	int64_t from, to, step; /* nanoseconds; [from, to) */

@@ -134,7 +134,7 @@ if command -v bash >/dev/null 2>&1; then
 	completes "'cprof query --fo' completes --format" --format '' -- "$CPROF" query --fo
 	completes "'cprof query --format ' offers flamegraph" flamegraph table -- "$CPROF" query --format ''
 	completes "'cprof query --format=fl' completes flamegraph" flamegraph '' -- "$CPROF" query --format = fl
-	completes "'cprof merge -f ' offers pprof" pprof flamegraph -- "$CPROF" merge -f ''
+	completes "'cprof merge -f ' offers pprof" pprof table -- "$CPROF" merge -f ''
 	completes "'cprof diff -f ' offers table" table top -- "$CPROF" diff -f ''
 	completes "'cprof diff --n' completes --normalize" --normalize '' -- "$CPROF" diff --n
 	completes "'cprof help m' completes merge" merge '' -- "$CPROF" help m

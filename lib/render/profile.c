@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* One profile in any output format: the one table of format names that
+ * cprof query, cprof merge and the server's /api/v1/profile share. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "folded.h"
+#include "pprof.h"
+#include "render/render.h"
+#include "util.h"
+
+static const struct cp_render_format formats[] = {
+	{ "top", "text/plain; charset=utf-8", false },
+	{ "folded", "text/plain; charset=utf-8", false },
+	{ "flamegraph", "image/svg+xml", false },
+	{ "json", "application/json", false },
+	{ "pprof", "application/octet-stream", true },
+};
+
+const struct cp_render_format *cp_render_format_find(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (!strcmp(name, formats[i].name))
+			return &formats[i];
+	return NULL;
+}
+
+static int flame(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
+{
+	struct cp_tree *t = cp_tree_new();
+	struct cp_flame_opts fo = { 0 };
+	int err;
+
+	if (!t)
+		return cp_error(ENOMEM, "out of memory");
+	fo.title = o->title;
+	fo.unit = cp_profile_string(p, p->sample_types[vidx].unit);
+	fo.subtitle = cp_profile_string(p, p->sample_types[vidx].type);
+	fo.icicle = o->icicle;
+	if (!(err = cp_tree_add(t, p, vidx, 0, o->invert)) && !(err = cp_tree_sort(t)))
+		err = cp_render_flame(out, t, &fo);
+	cp_tree_free(t);
+	return err;
+}
+
+static int pprof(FILE *out, const struct cp_profile *p)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err = cp_pprof_encode(p, 1, &buf, &len);
+
+	if (!err && fwrite(buf, 1, len, out) != len)
+		err = cp_stream_check(out, NULL);
+	free(buf);
+	return err;
+}
+
+int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p, int vidx,
+		      const struct cp_render_opts *o)
+{
+	static const struct cp_render_opts none = { 0 };
+	const struct cp_render_format *f = cp_render_format_find(format);
+
+	o = o ? o : &none;
+	if (!f)
+		return cp_error(EINVAL, "unknown format '%.32s' (choose " CP_RENDER_FORMAT_NAMES ")", format ? format : "");
+	if (!strcmp(f->name, "top")) {
+		struct cp_top_opts to = { o->limit };
+
+		return cp_render_top(out, p, vidx, &to);
+	}
+	if (!strcmp(f->name, "folded"))
+		return cp_folded_write(out, p, vidx, o->invert);
+	if (!strcmp(f->name, "json")) {
+		struct cp_json_opts jo = { o->invert, o->max_nodes };
+
+		return cp_render_json_opts(out, p, vidx, &jo);
+	}
+	if (!strcmp(f->name, "flamegraph"))
+		return flame(out, p, vidx, o);
+	return pprof(out, p);
+}

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* pprof-style -focus / -ignore on frame names, with PCRE2 regexes. */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
-#include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "profile.h"
+#include "regex.h"
 
 struct cp_filter {
-	pcre2_code *focus, *ignore;
-	pcre2_match_data *md;
+	struct cp_regex *focus, *ignore;
+	struct cp_regex_run *run; /* one budget for all the filter's matches */
+	int err;                  /* sticky: a regex was too costly */
 	/* per-location verdicts for the profile last seen (by serial, as its
 	 * address may be another profile's once it is freed): bit0 known,
 	 * bit1 focus, bit2 ignore */
@@ -20,20 +20,17 @@ struct cp_filter {
 	uint32_t nverdict;
 };
 
-static int compile(const char *what, const char *re, pcre2_code **out)
+static int compile(const char *what, const char *re, struct cp_regex **out)
 {
-	PCRE2_UCHAR msg[160];
-	PCRE2_SIZE off;
-	int code;
+	char msg[160];
+	size_t off;
+	int err;
 
 	if (!re)
 		return 0;
-	*out = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
-	if (!*out) {
-		pcre2_get_error_message(code, msg, sizeof(msg));
-		return cp_error(EINVAL, "bad %s regex '%s' at offset %zu: %s", what, re, (size_t)off, msg);
-	}
-	return 0;
+	if ((err = cp_regex_compile(re, 0, out, msg, sizeof(msg), &off)) == -EINVAL)
+		return cp_error(EINVAL, "bad %s regex '%s' at offset %zu: %s", what, re, off, msg);
+	return err;
 }
 
 struct cp_filter *cp_filter_new(const char *focus, const char *ignore)
@@ -48,11 +45,8 @@ struct cp_filter *cp_filter_new(const char *focus, const char *ignore)
 	err = compile("--focus", focus, &f->focus);
 	if (!err)
 		err = compile("--ignore", ignore, &f->ignore);
-	if (!err) {
-		f->md = pcre2_match_data_create(4, NULL);
-		if (!f->md)
-			err = -ENOMEM;
-	}
+	if (!err && !(f->run = cp_regex_run_new(NULL)))
+		err = -ENOMEM;
 	if (err) {
 		cp_filter_free(f);
 		errno = -err;
@@ -65,16 +59,28 @@ void cp_filter_free(struct cp_filter *f)
 {
 	if (!f)
 		return;
-	pcre2_code_free(f->focus);
-	pcre2_code_free(f->ignore);
-	pcre2_match_data_free(f->md);
+	cp_regex_free(f->focus);
+	cp_regex_free(f->ignore);
+	cp_regex_run_free(f->run);
 	free(f->verdict);
 	free(f);
 }
 
-static bool matches(struct cp_filter *f, pcre2_code *re, const char *s)
+int cp_filter_error(const struct cp_filter *f)
 {
-	return pcre2_match(re, (PCRE2_SPTR)s, strlen(s), 0, 0, f->md, NULL) >= 0;
+	return f ? f->err : 0;
+}
+
+/* does re match s? false after an error, which the filter keeps */
+static bool matches(struct cp_filter *f, const char *what, struct cp_regex *re, const char *s)
+{
+	int hit;
+
+	if (f->err)
+		return false;
+	if ((hit = cp_regex_match(f->run, re, s, strlen(s))) < 0)
+		f->err = hit == -CP_REGEX_ECOST ? cp_error_ctx(CP_REGEX_ECOST, "%s", what) : hit;
+	return hit > 0;
 }
 
 static uint8_t verdict(struct cp_filter *f, const struct cp_profile *p, uint32_t loc)
@@ -96,12 +102,12 @@ static uint8_t verdict(struct cp_filter *f, const struct cp_profile *p, uint32_t
 		fr[0].name = l->nlines && p->lines[l->line_off + j].function ?
 				     p->functions[p->lines[l->line_off + j].function - 1].name : 0;
 		name = cp_frame_name(p, fr, buf, sizeof(buf));
-		if (f->focus && matches(f, f->focus, name))
+		if (f->focus && matches(f, "--focus", f->focus, name))
 			v |= 2;
-		if (f->ignore && matches(f, f->ignore, name))
+		if (f->ignore && matches(f, "--ignore", f->ignore, name))
 			v |= 4;
 	}
-	return f->verdict[loc] = v;
+	return f->err ? 0 : (f->verdict[loc] = v);
 }
 
 bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *arg)
@@ -111,6 +117,8 @@ bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *arg)
 	bool focused = !f->focus;
 	uint32_t i;
 
+	if (f->err) /* the copy is thrown away: no more matching */
+		return false;
 	if (f->seen != p->serial || f->nverdict != p->nlocations + 1) {
 		uint8_t *v = calloc((size_t)p->nlocations + 1, 1);
 
@@ -124,6 +132,8 @@ bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *arg)
 	for (i = 0; i < st->len; i++) {
 		uint8_t v = verdict(f, p, p->stack_locs[st->off + i]);
 
+		if (f->err)
+			return false;
 		if (v & 4)
 			return false;
 		if (v & 2)
@@ -143,7 +153,13 @@ struct cp_profile *cp_profile_filter(struct cp_profile *p, struct cp_filter *f)
 	mo.keep = cp_filter_keep;
 	mo.keep_arg = f;
 	q = cp_profile_copy(p, &mo);
-	err = errno;
+	err = q ? 0 : errno;
+	if (f->err) {
+		/* the message is the regex's (cp_profile_copy records none after it) */
+		cp_profile_free(q);
+		q = NULL;
+		err = -f->err;
+	}
 	cp_profile_free(p);
 	errno = err;
 	return q;

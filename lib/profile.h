@@ -201,13 +201,22 @@ const char *cp_frame_name(const struct cp_profile *p, const struct cp_frame *f, 
 
 /* Filtering (pprof -focus / -ignore): regular expressions (PCRE2, unanchored)
  * matched against frame names.  A sample is kept if some frame matches focus
- * (when given) and no frame matches ignore (when given). */
+ * (when given) and no frame matches ignore (when given).  The regexes are
+ * matched under limits, with one budget of time for the filter's life
+ * (regex.h): a filter serves one thread, for one request.  cp_filter_new:
+ * NULL + errno (EINVAL with a message naming the regex, ENOMEM). */
 struct cp_filter;
 struct cp_filter *cp_filter_new(const char *focus, const char *ignore);
 void cp_filter_free(struct cp_filter *f);
+/* The keep() of cp_merge_opts.  After a regex is too costly it keeps nothing,
+ * and cp_filter_error says why. */
 bool cp_filter_keep(const struct cp_profile *p, uint32_t sample, void *filter);
+/* 0, or the error that stopped the filter: -CP_REGEX_ECOST (with the message
+ * "--focus: regex 'RE' is too costly: ..."), -ENOMEM.  It stays. */
+int cp_filter_error(const struct cp_filter *f);
 /* p filtered (p itself when f is NULL; else a copy, and p is freed);
- * NULL + errno on failure, p freed too. */
+ * NULL + errno on failure (ERANGE, i.e. CP_REGEX_ECOST: a regex was too
+ * costly), p freed too. */
 struct cp_profile *cp_profile_filter(struct cp_profile *p, struct cp_filter *f);
 
 #endif

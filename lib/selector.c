@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "selector.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "error.h"
+#include "regex.h"
 
 struct parser {
 	const char *s, *p;
@@ -97,30 +96,24 @@ static int parse_string(struct parser *ps, char **out)
 	return 0;
 }
 
-static int compile_re(struct parser *ps, struct cp_matcher *m)
+static int compile_re(struct parser *ps, struct cp_selector *sel, struct cp_matcher *m)
 {
-	PCRE2_UCHAR msg[160];
-	PCRE2_SIZE off;
-	size_t len = strlen(m->value) + 8;
-	char *anchored = malloc(len), buf[256];
-	int code;
+	char msg[160], buf[256];
+	size_t off;
+	int err;
 
-	if (!anchored)
+	if (!sel->run && !(sel->run = cp_regex_run_new(NULL)))
 		return -ENOMEM;
-	snprintf(anchored, len, "^(?:%s)$", m->value);
-	/* DOLLAR_ENDONLY: $ only at the very end, not before a final newline (as RE2) */
-	m->re = pcre2_compile((PCRE2_SPTR)anchored, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY,
-			      &code, &off, NULL);
-	free(anchored);
-	if (!m->re) {
-		pcre2_get_error_message(code, msg, sizeof(msg));
+	m->run = sel->run;
+	/* whole values; '$' only at the very end, not before a final newline (as RE2) */
+	if ((err = cp_regex_compile(m->value, CP_REGEX_WHOLE, &m->re, msg, sizeof(msg), &off)) == -EINVAL) {
 		snprintf(buf, sizeof(buf), "bad regex \"%s\" for label %s: %s", m->value, m->name, msg);
 		return perr(ps, buf);
 	}
-	return 0;
+	return err;
 }
 
-static int parse_matcher(struct parser *ps, struct cp_matcher *m)
+static int parse_matcher(struct parser *ps, struct cp_selector *sel, struct cp_matcher *m)
 {
 	const char *start = ps->p;
 	int err;
@@ -151,7 +144,7 @@ static int parse_matcher(struct parser *ps, struct cp_matcher *m)
 	skip_ws(ps);
 	err = parse_string(ps, &m->value);
 	if (!err && (m->op == CP_MATCH_RE || m->op == CP_MATCH_NRE))
-		err = compile_re(ps, m);
+		err = compile_re(ps, sel, m);
 	return err;
 }
 
@@ -200,7 +193,7 @@ int cp_selector_parse(const char *s, struct cp_selector **out)
 			sel->matchers = nm;
 			memset(&nm[sel->n], 0, sizeof(*nm));
 			sel->n++;
-			if ((err = parse_matcher(&ps, &nm[sel->n - 1])))
+			if ((err = parse_matcher(&ps, sel, &nm[sel->n - 1])))
 				goto out;
 			skip_ws(&ps);
 			if (*ps.p == ',') {
@@ -236,9 +229,10 @@ void cp_selector_free(struct cp_selector *sel)
 	for (i = 0; i < sel->n; i++) {
 		free(sel->matchers[i].name);
 		free(sel->matchers[i].value);
-		pcre2_code_free(sel->matchers[i].re);
+		cp_regex_free(sel->matchers[i].re);
 	}
 	free(sel->matchers);
+	cp_regex_run_free(sel->run);
 	free(sel->type);
 	free(sel->src);
 	free(sel);
@@ -254,10 +248,15 @@ bool cp_selector_match_type(const struct cp_selector *sel, const char *type)
 	return !strncmp(type, sel->type, n) && (type[n] == '\0' || type[n] == ':');
 }
 
-bool cp_matcher_match(const struct cp_matcher *m, const char *value)
+void cp_selector_begin(const struct cp_selector *sel)
 {
-	pcre2_match_data *md;
-	bool hit;
+	if (sel->run)
+		cp_regex_run_reset(sel->run);
+}
+
+int cp_matcher_match(const struct cp_matcher *m, const char *value)
+{
+	int hit;
 
 	if (!value)
 		value = "";
@@ -267,17 +266,17 @@ bool cp_matcher_match(const struct cp_matcher *m, const char *value)
 	case CP_MATCH_NE:
 		return strcmp(value, m->value) != 0;
 	default:
-		md = pcre2_match_data_create_from_pattern(m->re, NULL);
-		hit = md && pcre2_match(m->re, (PCRE2_SPTR)value, strlen(value), 0, 0, md, NULL) >= 0;
-		pcre2_match_data_free(md);
+		if ((hit = cp_regex_match(m->run, m->re, value, strlen(value))) < 0)
+			return hit == -CP_REGEX_ECOST ? cp_error_ctx(CP_REGEX_ECOST, "label %s", m->name) : hit;
 		return m->op == CP_MATCH_RE ? hit : !hit;
 	}
 }
 
-bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *names,
-			      const char *const *values, size_t n)
+int cp_selector_match_labels(const struct cp_selector *sel, const char *const *names, const char *const *values,
+			     size_t n)
 {
 	size_t i, j;
+	int hit;
 
 	for (i = 0; i < sel->n; i++) {
 		const char *v = NULL;
@@ -287,10 +286,10 @@ bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *
 				v = values[j];
 				break;
 			}
-		if (!cp_matcher_match(&sel->matchers[i], v))
-			return false;
+		if ((hit = cp_matcher_match(&sel->matchers[i], v)) <= 0)
+			return hit;
 	}
-	return true;
+	return 1;
 }
 
 int cp_parse_duration(const char *s, int64_t *nanos)

@@ -12,19 +12,26 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "regex.h"
+
 enum cp_match_op { CP_MATCH_EQ, CP_MATCH_NE, CP_MATCH_RE, CP_MATCH_NRE };
 
 struct cp_matcher {
 	char *name, *value;
 	enum cp_match_op op;
-	void *re; /* pcre2_code for =~ and !~ */
+	struct cp_regex *re;      /* for =~ and !~ */
+	struct cp_regex_run *run; /* the selector's, for =~ and !~ */
 };
 
+/* The regexes are matched under limits (regex.h), with one budget of time per
+ * evaluation (cp_selector_begin): a selector is matched by one thread at a
+ * time. */
 struct cp_selector {
 	char *src;  /* the text it was parsed from (what a server is sent) */
 	char *type; /* NULL: any type */
 	struct cp_matcher *matchers;
 	size_t n;
+	struct cp_regex_run *run; /* when a matcher has a regex */
 };
 
 /* Parse; on error -EINVAL with a message naming the column. */
@@ -33,16 +40,23 @@ void cp_selector_free(struct cp_selector *sel);
 /* Does the type (full name) match the selector's TYPE (exactly or by a
  * prefix of whole components)? */
 bool cp_selector_match_type(const struct cp_selector *sel, const char *type);
-/* Labels as parallel name/value arrays; missing labels count as "". */
-bool cp_selector_match_labels(const struct cp_selector *sel, const char *const *names,
-			      const char *const *values, size_t n);
+/* Starts an evaluation (a pass over the series): the time budget of the
+ * selector's regexes starts again. */
+void cp_selector_begin(const struct cp_selector *sel);
+/* Labels as parallel name/value arrays; missing labels count as "".  1 when
+ * they match, 0 when not; -CP_REGEX_ECOST when a regex is too costly
+ * (reached a limit on this value, or the evaluation's budget), with a
+ * message naming the label and the regex; -ENOMEM. */
+int cp_selector_match_labels(const struct cp_selector *sel, const char *const *names, const char *const *values,
+			     size_t n);
 /* A label name as selectors take it: [A-Za-z_][A-Za-z0-9_]*. */
 bool cp_label_name_valid(const char *s, size_t n);
 /* A part of a profile type name (cpu, process_cpu, alloc_space): letters,
  * digits, '_', '.' and '-', what a selector can name. */
 bool cp_type_name_valid(const char *s);
-/* Does one matcher accept value (NULL = the label is missing)? */
-bool cp_matcher_match(const struct cp_matcher *m, const char *value);
+/* Does one matcher accept value (NULL = the label is missing)?  1, 0, or an
+ * error as cp_selector_match_labels. */
+int cp_matcher_match(const struct cp_matcher *m, const char *value);
 
 /* Durations: "90s", "1h30m", "15d", "2w", "500ms" (Prometheus units: ms s m
  * h d w y). 0 or -EINVAL with a message. */

@@ -21,6 +21,7 @@
 #include "load.h"
 #include "log.h"
 #include "pprof.h"
+#include "regex.h"
 #include "render/render.h"
 #include "scrape.h"
 #include "selector.h"
@@ -67,7 +68,7 @@ static void mem_close(struct mem *m, struct cp_resp *out, int err, const char *t
 		err = -ENOMEM;
 	if (err) {
 		free(m->buf);
-		cp_resp_error(out, 500, "%s", cp_errmsg(-err));
+		cp_resp_error(out, err == -CP_REGEX_ECOST ? 422 : 500, "%s", cp_errmsg(-err));
 		return;
 	}
 	cp_resp_take(out, 200, type, m->buf, m->len);
@@ -75,7 +76,7 @@ static void mem_close(struct mem *m, struct cp_resp *out, int err, const char *t
 
 static int store_status(int err)
 {
-	return err == -ENOENT ? 404 : err == -EINVAL ? 400 : 500;
+	return err == -ENOENT ? 404 : err == -EINVAL ? 400 : err == -CP_REGEX_ECOST ? 422 : 500;
 }
 
 /* the selector in param (empty or missing: NULL, any series); false after answering 400 */
@@ -187,7 +188,7 @@ static bool get_series(struct cp_api *s, struct cp_req *r, struct cp_resp *out, 
 	cp_shared_release(s->store, st);
 	cp_selector_free(sel);
 	if (err) {
-		cp_resp_error(out, 500, "%s", cp_errmsg(-err));
+		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
 		return false;
 	}
 	return true;
@@ -478,7 +479,7 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 		goto out;
 	if (!(rb[0].profile = cp_profile_filter(rb[0].profile, filter)) ||
 	    !(ra[0].profile = cp_profile_filter(ra[0].profile, filter))) {
-		cp_resp_error(out, 500, "%s", cp_errmsg(errno));
+		cp_resp_error(out, errno == CP_REGEX_ECOST ? 422 : 500, "%s", cp_errmsg(errno));
 		goto out;
 	}
 	if ((err = cp_profile_compatible(ra[0].profile, rb[0].profile))) {

@@ -1731,8 +1731,11 @@ int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp
 		return cp_remote_series(s->remote, sel, out, n);
 	if ((err = prepare(s->db, "SELECT id, type, labels FROM series ORDER BY type, labels", &st)))
 		return err;
+	if (sel) /* one budget for the selector's regexes over all the series */
+		cp_selector_begin(sel);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct cp_store_series x = { 0 };
+		int hit = 1;
 
 		x.id = sqlite3_column_int64(st, 0);
 		x.type = strdup((const char *)sqlite3_column_text(st, 1));
@@ -1741,10 +1744,15 @@ int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp
 			series_release(&x);
 			goto out;
 		}
-		if (sel && (!cp_selector_match_type(sel, x.type) ||
-			    !cp_selector_match_labels(sel, (const char *const *)x.names, (const char *const *)x.values,
-						      x.nlabels))) {
+		if (sel)
+			hit = !cp_selector_match_type(sel, x.type) ?
+				      0 :
+				      cp_selector_match_labels(sel, (const char *const *)x.names,
+							       (const char *const *)x.values, x.nlabels);
+		if (hit <= 0) { /* < 0: a regex too costly, the error is the answer */
 			series_release(&x);
+			if ((err = hit))
+				goto out;
 			continue;
 		}
 		if (cp_grow((void **)&r, &cap, cnt + 1, sizeof(*r))) {

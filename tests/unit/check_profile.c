@@ -1007,6 +1007,61 @@ START_TEST(test_filter_bad_regex)
 }
 END_TEST
 
+/* main;hot_loop 5 and main;work;aaa...ab 3: (a+)+$ backtracks 2^40 ways on
+ * the long name (PCRE2's default limit made it a silent "no match" after a
+ * tenth of a second, for each name) */
+static struct cp_profile *costly_profile(void)
+{
+	struct cp_profile *p = simple_profile();
+	char stack[64] = "main;work;";
+
+	memset(stack + 10, 'a', 40);
+	strcpy(stack + 50, "b");
+	add(p, "main;hot_loop", 5);
+	add(p, stack, 3);
+	return p;
+}
+
+START_TEST(test_filter_costly_regex)
+{
+	static const char *const opts[] = { "--focus", "--ignore" };
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct cp_filter *f = cp_filter_new(k ? NULL : "(a+)+$", k ? "(a+)+$" : NULL);
+		struct cp_profile *p = costly_profile(), *q;
+		char want[64];
+
+		ck_assert_ptr_nonnull(f);
+		cp_error_clear();
+		errno = 0;
+		q = cp_profile_filter(p, f); /* frees p */
+		ck_assert_ptr_null(q);
+		ck_assert_int_eq(errno, ERANGE);
+		snprintf(want, sizeof(want), "%s: regex '(a+)+$' is too costly", opts[k]);
+		ck_assert_contains(cp_errmsg(ERANGE), want);
+		ck_assert_int_eq(cp_filter_error(f), -ERANGE);
+		/* the error stays: the filter keeps nothing more */
+		p = costly_profile();
+		ck_assert(!cp_filter_keep(p, 0, f));
+		ck_assert_int_eq(cp_filter_error(f), -ERANGE);
+		cp_profile_free(p);
+		cp_filter_free(f);
+	}
+	/* ordinary regexes over the same names */
+	{
+		struct cp_profile *p = costly_profile();
+
+		ck_assert_int_eq(kept_by(p, "^(main|run).*", NULL), 8);
+		ck_assert_int_eq(kept_by(p, "hot_.*", NULL), 5);
+		ck_assert_int_eq(kept_by(p, "a+b$", NULL), 3);
+		ck_assert_int_eq(kept_by(p, NULL, "(a+)+b$"), 5);
+		ck_assert_int_eq(cp_filter_error(NULL), 0);
+		cp_profile_free(p);
+	}
+}
+END_TEST
+
 START_TEST(test_filter_reuse)
 {
 	/* one filter applied to several profiles in turn, as diff does */
@@ -1221,6 +1276,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(filter, test_filter_focus_ignore);
 	tcase_add_test(filter, test_filter_unsymbolized_and_inline);
 	tcase_add_test(filter, test_filter_bad_regex);
+	tcase_add_test(filter, test_filter_costly_regex);
 	tcase_add_test(filter, test_filter_reuse);
 	tcase_add_test(filter, test_filter_after_free);
 	suite_add_tcase(s, filter);

@@ -51,7 +51,7 @@ static bool matches(const char *s, const char *labels)
 	const char *names[16], *values[16];
 	char buf[256], *save = NULL, *tok;
 	size_t n = 0;
-	bool r;
+	int r;
 
 	snprintf(buf, sizeof(buf), "%s", labels);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -64,8 +64,9 @@ static bool matches(const char *s, const char *labels)
 		values[n++] = eq + 1;
 	}
 	r = cp_selector_match_labels(sel, names, values, n);
+	ck_assert_msg(r == 0 || r == 1, "'%s' on %s gave %d: %s", s, labels, r, cp_errmsg(-r));
 	cp_selector_free(sel);
-	return r;
+	return r == 1;
 }
 
 static bool type_matches(const char *s, const char *type)
@@ -352,6 +353,72 @@ START_TEST(test_match_regex_anchored)
 	ck_assert(!matches("{comm=~\".+\"}", "pid=1"));
 	ck_assert(matches("{comm!~\".+\"}", "pid=1"));
 	ck_assert(matches("{comm=~\"caf.\"}", "comm=caf\xc3\xa9")); /* . is one character */
+	ck_assert(matches("{comm=~\"a|ab\"}", "comm=ab"));        /* the end anchor backtracks */
+	ck_assert(matches("{comm=~\"^(main|run).*\"}", "comm=runner"));
+	ck_assert(!matches("{comm=~\"hot_.*\"}", "comm=not_hot_x"));
+	/* the pattern cannot close the anchoring group: "^(?:x)|(y)$" once matched "xz" */
+	ck_assert_contains(parse_err("{comm=~\"x)|(y\"}"), "bad regex");
+}
+END_TEST
+
+/* A catastrophic regex over a long value that it does not match reaches the
+ * match limit: that is an error naming the label and the regex, never "no
+ * match" (which !~ would turn into "match"), and the whole selector fails. */
+START_TEST(test_match_regex_costly)
+{
+	struct cp_selector *sel = parse_ok("cpu{comm=\"x\", job=~\"(a+)+$\"}");
+	const char *names[] = { "comm", "job" }, *values[2] = { "x", NULL };
+	char bad[42], good[41];
+	int k;
+
+	memset(bad, 'a', 40);
+	strcpy(bad + 40, "b");
+	memset(good, 'a', 40);
+	good[40] = '\0';
+	for (k = 0; k < 2; k++) {
+		cp_error_clear();
+		ck_assert_int_eq(cp_matcher_match(&sel->matchers[1], bad), -CP_REGEX_ECOST);
+		ck_assert_contains(cp_errmsg(CP_REGEX_ECOST), "label job: regex '(a+)+$' is too costly");
+	}
+	values[1] = bad;
+	ck_assert_int_eq(cp_selector_match_labels(sel, names, values, 2), -CP_REGEX_ECOST);
+	values[1] = good;
+	ck_assert_int_eq(cp_selector_match_labels(sel, names, values, 2), 1);
+	values[0] = "y"; /* the first matcher fails: the regex is not tried */
+	values[1] = bad;
+	ck_assert_int_eq(cp_selector_match_labels(sel, names, values, 2), 0);
+	cp_selector_free(sel);
+
+	sel = parse_ok("{job!~\"(a+)+$\"}");
+	ck_assert_int_eq(cp_matcher_match(&sel->matchers[0], bad), -CP_REGEX_ECOST);
+	ck_assert_int_eq(cp_matcher_match(&sel->matchers[0], "b"), 1);
+	ck_assert_int_eq(cp_matcher_match(&sel->matchers[0], good), 0);
+	cp_selector_free(sel);
+}
+END_TEST
+
+/* ordinary regexes stay far below the limits and the budget: many matches over
+ * long values, in one evaluation */
+START_TEST(test_match_regex_ordinary)
+{
+	struct cp_selector *sel = parse_ok("{a=~\"^(main|run).*\", b=~\"hot_.*\", c!~\".*foo.*bar.*\"}");
+	const char *names[] = { "a", "b", "c" }, *values[3];
+	char a[4100] = "run", b[4100] = "hot_", c[4100];
+	int k;
+
+	memset(a + 3, 'x', 4000);
+	a[4003] = '\0';
+	memset(b + 4, '_', 4000);
+	b[4004] = '\0';
+	memset(c, 'f', 4000);
+	strcpy(c + 4000, "oo");
+	values[0] = a;
+	values[1] = b;
+	values[2] = c;
+	cp_selector_begin(sel);
+	for (k = 0; k < 1000; k++)
+		ck_assert_int_eq(cp_selector_match_labels(sel, names, values, 3), 1);
+	cp_selector_free(sel);
 }
 END_TEST
 
@@ -574,6 +641,8 @@ static Suite *selector_suite(void)
 	tcase_add_test(match, test_match_eq_ne);
 	tcase_add_test(match, test_match_regex_anchored);
 	tcase_add_test(match, test_match_regex_newline);
+	tcase_add_test(match, test_match_regex_costly);
+	tcase_add_test(match, test_match_regex_ordinary);
 	tcase_add_test(match, test_match_missing_label);
 	tcase_add_test(match, test_match_type);
 	suite_add_tcase(s, match);

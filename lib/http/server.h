@@ -53,6 +53,7 @@ struct cp_server_opts {
 	const struct cp_route *routes;
 	size_t nroutes;
 	void *arg; /* passed to the handlers */
+	unsigned header_timeout;  /* seconds a connection has to send its request headers; 0: 15 */
 };
 
 struct cp_server;
@@ -62,7 +63,9 @@ int cp_listen_check(const char *addr);
 struct cp_server *cp_server_start(const struct cp_server_opts *o);
 /* The bound port (when the listen address asked for 0). */
 int cp_server_port(const struct cp_server *s);
-/* Stops accepting, lets requests in flight finish, frees. */
+/* Stops accepting and refuses new requests (503); the requests under way
+ * finish and are answered (20 s at most, then the ones not yet handled are
+ * refused, and running handlers get 20 s more); then closes and frees. */
 void cp_server_stop(struct cp_server *s);
 /* Requests and latency histograms in Prometheus text format. */
 int cp_server_metrics(struct cp_server *s, FILE *out);

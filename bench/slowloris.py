@@ -9,7 +9,8 @@
 #       attacker would).  With --probes, K /healthz requests one second apart
 #       (each on a new connection, 10 s timeout) once the N are open.  Stops
 #       after SECONDS, or earlier when the server has closed every connection
-#       (without --reconnect).  --ready FILE is written once the N are open.
+#       (without --reconnect) or at SIGTERM.  --ready FILE is written once the
+#       N are open.
 #       Prints one JSON object: opened, closed_by_server, open_at_end, and the
 #       probes' statuses and latencies (seconds).
 #   slowloris.py slowpost PORT PATH BODYFILE CHUNK DELAY [--ready FILE]
@@ -18,6 +19,7 @@
 #       line's code (000: no answer) and the body.
 import json
 import selectors
+import signal
 import socket
 import statistics
 import sys
@@ -67,6 +69,8 @@ def loris(argv):
         opened += 1
 
     t_end = time.monotonic() + seconds
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))  # stop early, still report
     for _ in range(n):
         try:
             open_one()
@@ -77,7 +81,7 @@ def loris(argv):
             f.write("%d\n" % len(conns))
     probes = []
     next_probe = time.monotonic() + 1 if nprobes else None
-    while time.monotonic() < t_end:
+    while time.monotonic() < t_end and not stop:
         if not conns and not reconnect:
             break
         now = time.monotonic()

@@ -3,7 +3,9 @@
 # bench/slowloris.sh and tests/cli/test-hostile-conn.sh.  Standard library only.
 #
 #   slowloris.py loris PORT N INTERVAL SECONDS [--reconnect] [--probes K] [--ready FILE]
-#       N connections each send a request line, then one header line every
+#                [--header-bytes B]
+#       N connections each send a request line (and B bytes of headers at
+#       once with --header-bytes), then one header line every
 #       INTERVAL s, never the blank line that ends the headers.  With
 #       --reconnect a connection the server closes is opened again (an
 #       attacker would).  With --probes, K /healthz requests one second apart
@@ -56,6 +58,7 @@ def loris(argv):
     reconnect = "--reconnect" in argv
     nprobes = int(argv[argv.index("--probes") + 1]) if "--probes" in argv else 0
     ready = argv[argv.index("--ready") + 1] if "--ready" in argv else None
+    fat = int(argv[argv.index("--header-bytes") + 1]) if "--header-bytes" in argv else 0
     sel = selectors.DefaultSelector()
     conns = {}  # socket -> next send time
     opened = closed = 0
@@ -64,6 +67,13 @@ def loris(argv):
         nonlocal opened
         s = connect(port)
         s.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        if fat:  # the headers' bulk at once (the server's memory per connection), then slowly
+            s.setblocking(True)
+            try:
+                for k in range(0, fat, 8000):
+                    s.sendall(b"X-Fat-%d: %s\r\n" % (k, b"y" * 8000))
+            finally:
+                s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
         conns[s] = time.monotonic() + interval
         opened += 1

@@ -59,6 +59,19 @@ python3 "$SLOW" loris "$port" 20 1 30 >"$T/loris2.json"
 is "$(jq -r '"\(.opened) \(.closed_by_server) \(.open_at_end)"' "$T/loris2.json")" "20 20 0" \
 	"the server closes connections whose headers do not end within --header-timeout"
 alive "after the header deadline"
+# the deadline is for the headers: a body sent slowly (~3.5 s), and a kept-alive connection idle
+# between requests (3 s), are not cut by it
+python3 "$SLOW" slowpost "$port" '/api/v1/push?name=slowbody&time=now' "$before" 100 0.3 >"$T/post1.out"
+is "$(head -n 1 "$T/post1.out")" 200 "a push whose body takes longer than --header-timeout is answered 200"
+kept=$(python3 -c "
+import socket, sys, time
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=30)
+for i in range(2):
+    if i:
+        time.sleep(3)
+    s.sendall(b'GET /healthz HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')
+    print(s.recv(4096).split(b' ')[1].decode(), end=' ')" "$port")
+is "$kept" "200 200 " "a kept-alive connection idle longer than --header-timeout serves its next request"
 run "$CPROF" serve --header-timeout 0s
 like "$rc: $err" '^2: .*--header-timeout: want 1s to 1h' "--header-timeout 0s is refused"
 kill -TERM $SPID

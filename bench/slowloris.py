@@ -19,7 +19,12 @@
 #       POST the file in CHUNK-byte pieces DELAY s apart; --ready FILE is
 #       written after the headers and the first piece.  Prints the status
 #       line's code (000: no answer) and the body.
+#   slowloris.py twostep PORT PATH BODYFILE READY GO
+#       POST with its request line sent first, READY written, then the rest
+#       of the headers and the body once the file GO exists (30 s at most).
+#       Prints as slowpost.
 import json
+import os
 import selectors
 import signal
 import socket
@@ -164,6 +169,10 @@ def slowpost(argv):
     except OSError:
         pass
     s.close()
+    show(data)
+
+
+def show(data):
     if data.startswith(b"HTTP/"):
         head, _, rest = data.partition(b"\r\n\r\n")
         print(head.split(b" ", 2)[1].decode())
@@ -172,5 +181,30 @@ def slowpost(argv):
         print("000")
 
 
+def twostep(argv):
+    port, path, bodyfile, ready, go = int(argv[0]), argv[1], argv[2], argv[3], argv[4]
+    body = open(bodyfile, "rb").read()
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    data = b""
+    try:
+        s.sendall(("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n" % path).encode())
+        with open(ready, "w") as f:
+            f.write("sent\n")
+        t_end = time.monotonic() + 30
+        while not os.path.exists(go) and time.monotonic() < t_end:
+            time.sleep(0.05)
+        s.sendall(("Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % len(body)).encode()
+                  + body)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except OSError:
+        pass
+    s.close()
+    show(data)
+
+
 if __name__ == "__main__":
-    {"loris": loris, "slowpost": slowpost}[sys.argv[1]](sys.argv[2:])
+    {"loris": loris, "slowpost": slowpost, "twostep": twostep}[sys.argv[1]](sys.argv[2:])

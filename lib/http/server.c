@@ -50,8 +50,8 @@ struct route_stats {
 
 /* A connection, from accept to close, for the header deadline and eviction. */
 enum conn_state {
-	CONN_NEW,     /* accepted, its first request's headers not yet complete */
-	CONN_HEAD,    /* a later request's line read, its headers not yet complete */
+	CONN_NEW,     /* accepted, no request line yet */
+	CONN_HEAD,    /* a request line read, its headers not yet complete */
 	CONN_BUSY,    /* a request under way: body, handler or answer */
 	CONN_IDLE,    /* between requests (keep-alive) */
 	CONN_SHUT,    /* shut down by us, waiting for libmicrohttpd to close it */
@@ -617,8 +617,9 @@ static struct conn *conn_of(struct MHD_Connection *mc)
 	return ci ? ci->socket_context : NULL;
 }
 
-/* a connection's next state (none once shut down); the wait of HEAD runs
- * from accept on a new connection, from the request line on a kept-alive one */
+/* a connection's next state (none once shut down); the header deadline of
+ * HEAD runs from accept on a new connection, from the request line on a
+ * kept-alive one */
 static void conn_to(struct cp_server *s, struct MHD_Connection *mc, enum conn_state to)
 {
 	struct conn *c = conn_of(mc);
@@ -626,15 +627,15 @@ static void conn_to(struct cp_server *s, struct MHD_Connection *mc, enum conn_st
 	if (!c)
 		return;
 	pthread_mutex_lock(&s->clock);
-	if (c->state != CONN_SHUT && (to != CONN_HEAD || c->state == CONN_IDLE)) {
+	if (c->state != CONN_SHUT) {
+		if (!(to == CONN_HEAD && c->state == CONN_NEW))
+			c->since = now_mono();
 		c->state = to;
-		c->since = now_mono();
 	}
 	pthread_mutex_unlock(&s->clock);
 }
 
-/* the request line was read (libmicrohttpd's URI log): a later request on a
- * kept-alive connection starts its header deadline */
+/* the request line was read (libmicrohttpd's URI log): a request begun */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 {
 	(void)uri;
@@ -992,12 +993,16 @@ void cp_server_stop(struct cp_server *s)
 
 	if (!s)
 		return;
-	/* no new connections; a new request on an open one is refused (503) */
+	/* a request whose headers end from now on is refused (503); no new
+	 * connections (so a refused connect means the stop has begun); the open
+	 * ones with no request begun are closed */
+	pthread_mutex_lock(&s->clock);
+	s->stopping = true;
+	pthread_mutex_unlock(&s->clock);
 	lfd = MHD_quiesce_daemon(s->d);
 	if (lfd != MHD_INVALID_SOCKET)
 		close(lfd);
 	pthread_mutex_lock(&s->clock);
-	s->stopping = true;
 	for (c = s->conns; c; c = c->next)
 		if (c->state == CONN_NEW || c->state == CONN_IDLE)
 			conn_shut(c);

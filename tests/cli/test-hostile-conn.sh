@@ -115,10 +115,19 @@ n0=$(total slow)
 python3 "$SLOW" slowpost "$port" '/api/v1/push?name=slow&time=now' "$before" 100 0.3 --ready "$T/sending" \
 	>"$T/post.out" &
 PPID_=$!
+# and a push whose request line is sent before the stop, the rest after it
+python3 "$SLOW" twostep "$port" '/api/v1/push?name=late&time=now' "$before" "$T/late-ready" "$T/late-go" \
+	>"$T/late.out" &
+LATE=$!
 i=0
-while [ ! -s "$T/sending" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+while { [ ! -s "$T/sending" ] || [ ! -s "$T/late-ready" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $SPID
+# the stop has begun once the server refuses connections
+i=0
+while curl -s -o /dev/null "$URL/healthz"; [ $? != 7 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+touch "$T/late-go"
 wait $PPID_
+wait $LATE
 wait $SPID
 is "$?" 0 "the server stops cleanly with a push under way"
 pcode=$(head -n 1 "$T/post.out")
@@ -130,6 +139,9 @@ if [ "$pcode" = 200 ]; then
 else
 	is "$(total slow)" "$n0" "answered 503: the push is not stored"
 fi
+is "$(head -n 1 "$T/late.out")" 503 "a push whose headers end during the stop is refused: 503"
+like "$(tail -n +2 "$T/late.out")" '"error":"the server is stopping' "with the reason"
+is "$(total late)" "$n0" "and it is not stored"
 alive "after a stop with a push under way"
 # a stop with nothing under way is not delayed by idle keep-alive connections
 kill -TERM $SPID

@@ -2,7 +2,10 @@
 /* The HTTP server: libmicrohttpd with a thread per connection (handlers may
  * block, e.g. on the store's group commit), our own listening socket (so a
  * bind error says what went wrong), the body read whole up to a limit, the
- * bearer token, and per-route counters for /metrics. */
+ * bearer token, and per-route counters for /metrics.  Each connection is
+ * tracked from accept to close: a deadline for its request headers, and room
+ * made for a new one past the limit (slow clients cannot fill the server);
+ * at stop, the requests under way are finished and answered. */
 #include "http/server.h"
 
 #include <errno.h>
@@ -74,8 +77,8 @@ struct cp_server {
 	void *arg;
 	pthread_mutex_t lock; /* the stats */
 	struct route_stats *stats; /* nroutes + 1: the last is "other" */
-	/* connections and requests in flight, under clock */
-	pthread_mutex_t clock;
+	/* connections and requests in flight, under conn_lock */
+	pthread_mutex_t conn_lock;
 	pthread_cond_t cwake;    /* the reaper's tick; a request finished (at stop) */
 	struct conn *conns;      /* oldest first */
 	struct conn *conns_tail;
@@ -410,10 +413,10 @@ static enum MHD_Result reply(struct cp_req *r, struct cp_resp *o)
 	if (o->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"cprof\"");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	pthread_mutex_lock(&r->s->clock);
+	pthread_mutex_lock(&r->s->conn_lock);
 	if (r->s->stopping) /* no further request on this connection */
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-	pthread_mutex_unlock(&r->s->clock);
+	pthread_mutex_unlock(&r->s->conn_lock);
 	ret = MHD_queue_response(r->conn, (unsigned)o->status, resp);
 	MHD_destroy_response(resp);
 	r->status = o->status;
@@ -541,7 +544,7 @@ static double now_mono(void)
 
 /* Shut a connection's socket down: its thread in libmicrohttpd reads the end
  * and closes it.  The socket stays open until on_connection(CLOSED), which
- * takes clock first, so the descriptor cannot have been reused. (clock held) */
+ * takes conn_lock first, so the descriptor cannot have been reused. (conn_lock held) */
 static void conn_shut(struct conn *c)
 {
 	if (c->state == CONN_SHUT)
@@ -551,15 +554,16 @@ static void conn_shut(struct conn *c)
 }
 
 /* Make room for a new connection: close the one that has waited longest with
- * no request under way (its headers not sent, or idle between requests). A
+ * no request under way (its headers not sent, or idle between requests), but
+ * not the new one (when every other is busy, it takes one of the reserve). A
  * client that sends its request at once (a health check) is never the oldest
- * waiting, so slow connections cannot keep it out. (clock held) */
-static void evict(struct cp_server *s)
+ * waiting, so slow connections cannot keep it out. (conn_lock held) */
+static void evict(struct cp_server *s, const struct conn *new)
 {
 	struct conn *c, *old = NULL;
 
 	for (c = s->conns; c; c = c->next)
-		if ((c->state == CONN_NEW || c->state == CONN_HEAD || c->state == CONN_IDLE) &&
+		if (c != new && (c->state == CONN_NEW || c->state == CONN_HEAD || c->state == CONN_IDLE) &&
 		    (!old || c->since < old->since))
 			old = c;
 	if (old)
@@ -580,22 +584,22 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 		c->fd = ci->connect_fd;
 		c->state = CONN_NEW;
 		c->since = now_mono();
-		pthread_mutex_lock(&s->clock);
+		pthread_mutex_lock(&s->conn_lock);
 		c->prev = s->conns_tail;
 		if (s->conns_tail)
 			s->conns_tail->next = c;
 		else
 			s->conns = c;
 		s->conns_tail = c;
-		if (++s->nconns > MAX_CONNS || s->stopping)
-			evict(s);
-		pthread_mutex_unlock(&s->clock);
+		if (++s->nconns > MAX_CONNS)
+			evict(s, c);
+		pthread_mutex_unlock(&s->conn_lock);
 		*socket_context = c;
 		return;
 	}
 	if (!c)
 		return;
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -605,7 +609,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	else
 		s->conns_tail = c->prev;
 	s->nconns--;
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 	free(c);
 	*socket_context = NULL;
 }
@@ -626,13 +630,13 @@ static void conn_to(struct cp_server *s, struct MHD_Connection *mc, enum conn_st
 
 	if (!c)
 		return;
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	if (c->state != CONN_SHUT) {
 		if (!(to == CONN_HEAD && c->state == CONN_NEW))
 			c->since = now_mono();
 		c->state = to;
 	}
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 }
 
 /* the request line was read (libmicrohttpd's URI log): a request begun */
@@ -653,7 +657,7 @@ static void *reaper_main(void *arg)
 	struct conn *c;
 	double now;
 
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	while (s->reaper_on) {
 		now = now_mono();
 		for (c = s->conns; c; c = c->next)
@@ -666,9 +670,9 @@ static void *reaper_main(void *arg)
 			t.tv_sec++;
 			t.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&s->cwake, &s->clock, &t);
+		pthread_cond_timedwait(&s->cwake, &s->conn_lock, &t);
 	}
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 	return NULL;
 }
 
@@ -695,10 +699,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		clock_gettime(CLOCK_MONOTONIC, &r->t0);
 		r->route = find_route(s, method, url, &other_method);
 		conn_to(s, conn, CONN_BUSY);
-		pthread_mutex_lock(&s->clock);
+		pthread_mutex_lock(&s->conn_lock);
 		if (!s->stopping)
 			s->active++, r->counted = true;
-		pthread_mutex_unlock(&s->clock);
+		pthread_mutex_unlock(&s->conn_lock);
 		if (!r->counted)
 			return send_error(r, 503, "%s", "the server is stopping: send the request again to its successor");
 		if (s->token && !(r->route >= 0 && s->routes[r->route].open) && !token_ok(s, conn)) {
@@ -775,19 +779,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	/* past the grace period at stop, a request not yet handled is refused
 	 * (before it stores anything) rather than cut off */
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	refuse = s->closing;
 	if (!refuse)
 		s->running++;
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 	if (refuse)
 		return send_error(r, 503, "%s", "the server is stopping: send the request again to its successor");
 	o.status = 200;
 	s->routes[r->route].fn(r, &o, s->arg);
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	s->running--;
 	pthread_cond_broadcast(&s->cwake);
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 	if (!o.type)
 		o.type = "application/json";
 	return reply(r, &o);
@@ -805,10 +809,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	count(s, r->route, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499,
 	      (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9);
 	if (r->counted) {
-		pthread_mutex_lock(&s->clock);
+		pthread_mutex_lock(&s->conn_lock);
 		s->active--;
 		pthread_cond_broadcast(&s->cwake);
-		pthread_mutex_unlock(&s->clock);
+		pthread_mutex_unlock(&s->conn_lock);
 	}
 	conn_to(s, conn, CONN_IDLE);
 	free(r->body);
@@ -900,7 +904,7 @@ struct cp_server *cp_server_start(const struct cp_server_opts *o)
 	pthread_condattr_t ca;
 
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->clock, NULL);
+	pthread_mutex_init(&s->conn_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cwake, &ca);
@@ -948,7 +952,7 @@ fail:
 	if (s->fd >= 0)
 		close(s->fd);
 	pthread_cond_destroy(&s->cwake);
-	pthread_mutex_destroy(&s->clock);
+	pthread_mutex_destroy(&s->conn_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s->token);
 	free(s->stats);
@@ -962,7 +966,7 @@ int cp_server_port(const struct cp_server *s)
 	return s->port;
 }
 
-/* wait on cwake until done(s) or the deadline (monotonic seconds); clock held */
+/* wait on cwake until done(s) or the deadline (monotonic seconds); conn_lock held */
 static void wait_until(struct cp_server *s, bool (*done)(const struct cp_server *), double deadline)
 {
 	struct timespec t;
@@ -972,7 +976,7 @@ static void wait_until(struct cp_server *s, bool (*done)(const struct cp_server 
 
 		t.tv_sec = (time_t)d;
 		t.tv_nsec = (long)((d - (double)t.tv_sec) * 1e9);
-		pthread_cond_timedwait(&s->cwake, &s->clock, &t);
+		pthread_cond_timedwait(&s->cwake, &s->conn_lock, &t);
 	}
 }
 
@@ -996,13 +1000,13 @@ void cp_server_stop(struct cp_server *s)
 	/* a request whose headers end from now on is refused (503); no new
 	 * connections (so a refused connect means the stop has begun); the open
 	 * ones with no request begun are closed */
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	s->stopping = true;
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 	lfd = MHD_quiesce_daemon(s->d);
 	if (lfd != MHD_INVALID_SOCKET)
 		close(lfd);
-	pthread_mutex_lock(&s->clock);
+	pthread_mutex_lock(&s->conn_lock);
 	for (c = s->conns; c; c = c->next)
 		if (c->state == CONN_NEW || c->state == CONN_IDLE)
 			conn_shut(c);
@@ -1014,11 +1018,11 @@ void cp_server_stop(struct cp_server *s)
 	wait_until(s, no_handlers, now_mono() + STOP_GRACE);
 	s->reaper_on = false;
 	pthread_cond_broadcast(&s->cwake);
-	pthread_mutex_unlock(&s->clock);
+	pthread_mutex_unlock(&s->conn_lock);
 	pthread_join(s->reaper, NULL);
 	MHD_stop_daemon(s->d);
 	pthread_cond_destroy(&s->cwake);
-	pthread_mutex_destroy(&s->clock);
+	pthread_mutex_destroy(&s->conn_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s->token);
 	free(s->stats);

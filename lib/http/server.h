@@ -3,7 +3,11 @@
  * connection, TLS through GnuTLS) behind a small router.  The server reads
  * each request body whole (up to a limit: 413 beyond it), checks the bearer
  * token, calls the route's handler in the connection's thread, and counts
- * requests and their latencies per route for /metrics. */
+ * requests and their latencies per route for /metrics.  A connection must
+ * send its request headers within header_timeout; past 512 connections, each
+ * new one closes the one that has waited longest with no request under way
+ * (so a health check gets in while slow clients hold the rest); more than
+ * 2000 query arguments get 414. */
 #ifndef CP_HTTP_SERVER_H
 #define CP_HTTP_SERVER_H
 

@@ -45,7 +45,6 @@ is "$(total base)" "$per" "the earlier data is intact under slowloris"
 kill $LPID 2>/dev/null
 wait $LPID 2>/dev/null
 LPID=
-like "$(jq -r .closed_by_server "$T/loris.json")" '^[1-9][0-9]*$' "the server closed slow connections to make room"
 alive "after slowloris"
 kill -TERM $SPID
 wait $SPID

@@ -83,6 +83,7 @@ struct cp_server {
 	struct conn *conns;      /* oldest first */
 	struct conn *conns_tail;
 	unsigned nconns, header_timeout;
+	uint64_t n_header_timeout, n_evicted, n_idle; /* connections we closed, by reason */
 	int active, running;     /* requests under way; handlers running */
 	bool stopping, closing;  /* no new requests; no new handlers either */
 	bool reaper_on;
@@ -388,6 +389,19 @@ int cp_server_metrics(struct cp_server *s, FILE *out)
 			(unsigned long long)s->stats[i].count);
 	}
 	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&s->conn_lock);
+	fprintf(out, "# HELP cprof_http_connections Open HTTP connections.\n"
+		     "# TYPE cprof_http_connections gauge\n"
+		     "cprof_http_connections %u\n"
+		     "# HELP cprof_http_connections_closed_total HTTP connections the server closed: headers not sent in "
+		     "time, room made for a new one, idle too long.\n"
+		     "# TYPE cprof_http_connections_closed_total counter\n"
+		     "cprof_http_connections_closed_total{reason=\"header_timeout\"} %llu\n"
+		     "cprof_http_connections_closed_total{reason=\"evicted\"} %llu\n"
+		     "cprof_http_connections_closed_total{reason=\"idle\"} %llu\n",
+		s->nconns, (unsigned long long)s->n_header_timeout, (unsigned long long)s->n_evicted,
+		(unsigned long long)s->n_idle);
+	pthread_mutex_unlock(&s->conn_lock);
 	return 0;
 }
 
@@ -566,8 +580,10 @@ static void evict(struct cp_server *s, const struct conn *new)
 		if (c != new && (c->state == CONN_NEW || c->state == CONN_HEAD || c->state == CONN_IDLE) &&
 		    (!old || c->since < old->since))
 			old = c;
-	if (old)
+	if (old) {
 		conn_shut(old);
+		s->n_evicted++;
+	}
 }
 
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
@@ -661,9 +677,13 @@ static void *reaper_main(void *arg)
 	while (s->reaper_on) {
 		now = now_mono();
 		for (c = s->conns; c; c = c->next)
-			if (((c->state == CONN_NEW || c->state == CONN_HEAD) && now - c->since >= s->header_timeout) ||
-			    (c->state == CONN_IDLE && now - c->since >= IDLE_TIMEOUT))
+			if ((c->state == CONN_NEW || c->state == CONN_HEAD) && now - c->since >= s->header_timeout) {
 				conn_shut(c);
+				s->n_header_timeout++;
+			} else if (c->state == CONN_IDLE && now - c->since >= IDLE_TIMEOUT) {
+				conn_shut(c);
+				s->n_idle++;
+			}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		t.tv_nsec += 250000000;
 		if (t.tv_nsec >= 1000000000) {

@@ -46,6 +46,8 @@ kill $LPID 2>/dev/null
 wait $LPID 2>/dev/null
 LPID=
 alive "after slowloris"
+http GET /metrics
+like "$body" 'cprof_http_connections_closed_total\{reason="evicted"\} [1-9]' "/metrics counts the connections closed to make room"
 kill -TERM $SPID
 wait $SPID
 is "$?" 0 "the server stops cleanly after slowloris"
@@ -58,6 +60,8 @@ python3 "$SLOW" loris "$port" 20 1 30 >"$T/loris2.json"
 is "$(jq -r '"\(.opened) \(.closed_by_server) \(.open_at_end)"' "$T/loris2.json")" "20 20 0" \
 	"the server closes connections whose headers do not end within --header-timeout"
 alive "after the header deadline"
+http GET /metrics
+like "$body" 'cprof_http_connections_closed_total\{reason="header_timeout"\} 20$' "/metrics counts them"
 # the deadline is for the headers: a body sent slowly (~3.5 s), and a kept-alive connection idle
 # between requests (3 s), are not cut by it
 python3 "$SLOW" slowpost "$port" '/api/v1/push?name=slowbody&time=now' "$before" 100 0.3 >"$T/post1.out"

@@ -53,8 +53,9 @@ phase() {
 	echo "server peak RSS (VmHWM) so far: $((hwm / 1024)) MB"
 	ok=$(jq '[.probe_codes[] | select(. == 200)] | length' "$d/r.json")
 	max=$(jq '.probe_max' "$d/r.json")
-	echo "every probe 200 ($ok of $PROBES): $([ "$ok" = "$PROBES" ] && echo PASS || echo NOT MET)"
-	echo "max latency <= 1 s: $(awk -v m="$max" 'BEGIN { print m <= 1 ? "PASS" : "NOT MET" }')"
+	# a probe that got no answer fails at once (a refused connection): its latency says nothing
+	echo "every probe 200 ($ok of $PROBES) within 1 s (max $max s):" \
+		"$(awk -v m="$max" -v ok="$ok" -v n="$PROBES" 'BEGIN { print ok == n && m <= 1 ? "PASS" : "NOT MET" }')"
 }
 phase "small headers"
 phase "200 KB headers" --header-bytes 200000

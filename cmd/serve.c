@@ -19,7 +19,7 @@
 #include "cmd.h"
 
 enum { OPT_LISTEN = 256, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_MAX_BODY, OPT_RETENTION, OPT_MAX_STORE,
-       OPT_LOG_LEVEL };
+       OPT_LOG_LEVEL, OPT_HEADER_TIMEOUT };
 
 static const struct option options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -32,6 +32,7 @@ static const struct option options[] = {
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -63,6 +64,8 @@ const struct cmd cmd_serve = {
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 50G), deleting its\n"
 	"                         oldest data, checked every minute\n"
 	"      --log-level LEVEL  error, warn, info (default) or debug\n"
+	"      --header-timeout DUR  close a connection whose request headers are not\n"
+	"                         in DUR after it opened (default 15s)\n"
 	"  -h, --help             show this help\n",
 };
 
@@ -142,6 +145,15 @@ static int run_serve(int argc, char **argv)
 				return usage_error("serve", "--max-store-size: %s",
 						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
 			break;
+		case OPT_HEADER_TIMEOUT: {
+			int64_t ns;
+
+			if ((err = cp_parse_duration(optarg, &ns)) || ns < 1000000000 || ns > 3600 * 1000000000LL)
+				return usage_error("serve", "--header-timeout: %s",
+						   err ? cp_errmsg(-err) : "want 1s to 1h");
+			so.header_timeout = (unsigned)(ns / 1000000000);
+			break;
+		}
 		case OPT_LOG_LEVEL:
 			if ((err = parse_log_level("serve", optarg)) != EXIT_OK)
 				return err;

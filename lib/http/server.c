@@ -2,7 +2,10 @@
 /* The HTTP server: libmicrohttpd with a thread per connection (handlers may
  * block, e.g. on the store's group commit), our own listening socket (so a
  * bind error says what went wrong), the body read whole up to a limit, the
- * bearer token, and per-route counters for /metrics. */
+ * bearer token, and per-route counters for /metrics.  Each connection is
+ * tracked from accept to close: a deadline for its request headers, and room
+ * made for a new one past the limit (slow clients cannot fill the server);
+ * at stop, the requests under way are finished and answered. */
 #include "http/server.h"
 
 #include <errno.h>
@@ -20,6 +23,21 @@
 #include "error.h"
 
 #define DEFAULT_MAX_BODY (32u << 20)
+/* Connections: MAX_CONNS are held; past that, each new connection closes
+ * the one that has waited longest without a request under way (see evict),
+ * and libmicrohttpd refuses beyond MAX_CONNS + CONN_RESERVE (every slot busy
+ * with a request). */
+#define MAX_CONNS 512
+#define CONN_RESERVE 64
+#define IDLE_TIMEOUT 120          /* seconds: keep-alive, and a request's body or answer stalled */
+#define DEFAULT_HEADER_TIMEOUT 15 /* seconds from accept (or the request line) to the headers' end */
+#define STOP_GRACE 20             /* seconds the requests in flight get at stop, then as long again for handlers */
+/* One request's arguments and headers live in libmicrohttpd's per-connection
+ * pool: 32 KiB by default, which ~500 query arguments exhausted (the
+ * connection was closed with no answer). */
+#define CONN_MEMORY (256u << 10)
+#define MAX_ARGS 2000
+#define MAX_ARGS_S "2000"
 /* latency buckets (seconds) of cprof_http_request_duration_seconds */
 static const double buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -33,6 +51,22 @@ struct route_stats {
 	uint64_t per_code[NCODES];
 };
 
+/* A connection, from accept to close, for the header deadline and eviction. */
+enum conn_state {
+	CONN_NEW,     /* accepted, no request line yet */
+	CONN_HEAD,    /* a request line read, its headers not yet complete */
+	CONN_BUSY,    /* a request under way: body, handler or answer */
+	CONN_IDLE,    /* between requests (keep-alive) */
+	CONN_SHUT,    /* shut down by us, waiting for libmicrohttpd to close it */
+};
+
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	enum conn_state state;
+	double since; /* monotonic seconds: when this state's wait began */
+};
+
 struct cp_server {
 	struct MHD_Daemon *d;
 	int fd, port;
@@ -43,6 +77,17 @@ struct cp_server {
 	void *arg;
 	pthread_mutex_t lock; /* the stats */
 	struct route_stats *stats; /* nroutes + 1: the last is "other" */
+	/* connections and requests in flight, under conn_lock */
+	pthread_mutex_t conn_lock;
+	pthread_cond_t cwake;    /* the reaper's tick; a request finished (at stop) */
+	struct conn *conns;      /* oldest first */
+	struct conn *conns_tail;
+	unsigned nconns, header_timeout;
+	uint64_t n_header_timeout, n_evicted, n_idle; /* connections we closed, by reason */
+	int active, running;     /* requests under way; handlers running */
+	bool stopping, closing;  /* no new requests; no new handlers either */
+	bool reaper_on;
+	pthread_t reaper;
 };
 
 struct cp_req {
@@ -51,7 +96,7 @@ struct cp_req {
 	const char *method, *path;
 	uint8_t *body;
 	size_t len, cap;
-	bool too_big, answered;
+	bool too_big, answered, counted;
 	long route; /* -1 none */
 	struct timespec t0;
 	int status;
@@ -344,6 +389,19 @@ int cp_server_metrics(struct cp_server *s, FILE *out)
 			(unsigned long long)s->stats[i].count);
 	}
 	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&s->conn_lock);
+	fprintf(out, "# HELP cprof_http_connections Open HTTP connections.\n"
+		     "# TYPE cprof_http_connections gauge\n"
+		     "cprof_http_connections %u\n"
+		     "# HELP cprof_http_connections_closed_total HTTP connections the server closed: headers not sent in "
+		     "time, room made for a new one, idle too long.\n"
+		     "# TYPE cprof_http_connections_closed_total counter\n"
+		     "cprof_http_connections_closed_total{reason=\"header_timeout\"} %llu\n"
+		     "cprof_http_connections_closed_total{reason=\"evicted\"} %llu\n"
+		     "cprof_http_connections_closed_total{reason=\"idle\"} %llu\n",
+		s->nconns, (unsigned long long)s->n_header_timeout, (unsigned long long)s->n_evicted,
+		(unsigned long long)s->n_idle);
+	pthread_mutex_unlock(&s->conn_lock);
 	return 0;
 }
 
@@ -369,6 +427,10 @@ static enum MHD_Result reply(struct cp_req *r, struct cp_resp *o)
 	if (o->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"cprof\"");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	pthread_mutex_lock(&r->s->conn_lock);
+	if (r->s->stopping) /* no further request on this connection */
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	pthread_mutex_unlock(&r->s->conn_lock);
 	ret = MHD_queue_response(r->conn, (unsigned)o->status, resp);
 	MHD_destroy_response(resp);
 	r->status = o->status;
@@ -484,13 +546,163 @@ static long find_route(struct cp_server *s, const char *method, const char *path
 	return -1;
 }
 
+/* ---- connections: the header deadline, eviction near the limit ---- */
+
+static double now_mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Shut a connection's socket down: its thread in libmicrohttpd reads the end
+ * and closes it.  The socket stays open until on_connection(CLOSED), which
+ * takes conn_lock first, so the descriptor cannot have been reused. (conn_lock held) */
+static void conn_shut(struct conn *c)
+{
+	if (c->state == CONN_SHUT)
+		return;
+	shutdown(c->fd, SHUT_RDWR);
+	c->state = CONN_SHUT;
+}
+
+/* Make room for a new connection: close the one that has waited longest with
+ * no request under way (its headers not sent, or idle between requests), but
+ * not the new one (when every other is busy, it takes one of the reserve). A
+ * client that sends its request at once (a health check) is never the oldest
+ * waiting, so slow connections cannot keep it out. (conn_lock held) */
+static void evict(struct cp_server *s, const struct conn *new)
+{
+	struct conn *c, *old = NULL;
+
+	for (c = s->conns; c; c = c->next)
+		if (c != new && (c->state == CONN_NEW || c->state == CONN_HEAD || c->state == CONN_IDLE) &&
+		    (!old || c->since < old->since))
+			old = c;
+	if (old) {
+		conn_shut(old);
+		s->n_evicted++;
+	}
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct cp_server *s = cls;
+	struct conn *c = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (!ci || !(c = calloc(1, sizeof(*c))))
+			return; /* not tracked: only the idle timeout applies */
+		c->fd = ci->connect_fd;
+		c->state = CONN_NEW;
+		c->since = now_mono();
+		pthread_mutex_lock(&s->conn_lock);
+		c->prev = s->conns_tail;
+		if (s->conns_tail)
+			s->conns_tail->next = c;
+		else
+			s->conns = c;
+		s->conns_tail = c;
+		if (++s->nconns > MAX_CONNS)
+			evict(s, c);
+		pthread_mutex_unlock(&s->conn_lock);
+		*socket_context = c;
+		return;
+	}
+	if (!c)
+		return;
+	pthread_mutex_lock(&s->conn_lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		s->conns_tail = c->prev;
+	s->nconns--;
+	pthread_mutex_unlock(&s->conn_lock);
+	free(c);
+	*socket_context = NULL;
+}
+
+static struct conn *conn_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* a connection's next state (none once shut down); the header deadline of
+ * HEAD runs from accept on a new connection, from the request line on a
+ * kept-alive one */
+static void conn_to(struct cp_server *s, struct MHD_Connection *mc, enum conn_state to)
+{
+	struct conn *c = conn_of(mc);
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&s->conn_lock);
+	if (c->state != CONN_SHUT) {
+		if (!(to == CONN_HEAD && c->state == CONN_NEW))
+			c->since = now_mono();
+		c->state = to;
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+}
+
+/* the request line was read (libmicrohttpd's URI log): a request begun */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	(void)uri;
+	conn_to(cls, mc, CONN_HEAD);
+	return NULL; /* the request's context: on_request makes it */
+}
+
+/* Closes the connections past their deadline, four times a second: headers
+ * not complete header_timeout after accept (or after the request line, on a
+ * kept-alive connection), or idle IDLE_TIMEOUT after their last answer. */
+static void *reaper_main(void *arg)
+{
+	struct cp_server *s = arg;
+	struct timespec t;
+	struct conn *c;
+	double now;
+
+	pthread_mutex_lock(&s->conn_lock);
+	while (s->reaper_on) {
+		now = now_mono();
+		for (c = s->conns; c; c = c->next)
+			if ((c->state == CONN_NEW || c->state == CONN_HEAD) && now - c->since >= s->header_timeout) {
+				conn_shut(c);
+				s->n_header_timeout++;
+			} else if (c->state == CONN_IDLE && now - c->since >= IDLE_TIMEOUT) {
+				conn_shut(c);
+				s->n_idle++;
+			}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		t.tv_nsec += 250000000;
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cwake, &s->conn_lock, &t);
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+	return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct cp_server *s = cls;
 	struct cp_req *r = *con_cls;
 	struct cp_resp o = { 0 };
-	bool other_method;
+	bool other_method, refuse;
 
 	(void)version;
 	if (!r) {
@@ -506,6 +718,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->status = 500;
 		clock_gettime(CLOCK_MONOTONIC, &r->t0);
 		r->route = find_route(s, method, url, &other_method);
+		conn_to(s, conn, CONN_BUSY);
+		pthread_mutex_lock(&s->conn_lock);
+		if (!s->stopping)
+			s->active++, r->counted = true;
+		pthread_mutex_unlock(&s->conn_lock);
+		if (!r->counted)
+			return send_error(r, 503, "%s", "the server is stopping: send the request again to its successor");
 		if (s->token && !(r->route >= 0 && s->routes[r->route].open) && !token_ok(s, conn)) {
 			const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 
@@ -522,6 +741,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			}
 			return send_error(r, 401, "%s", "missing or wrong token: send 'Authorization: Bearer TOKEN' (the token of cprof serve --token-file)");
 		}
+		/* (more than libmicrohttpd's connection memory holds are closed before this, with no answer) */
+		if (MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > MAX_ARGS)
+			return send_error(r, 414, "%s", "too many query arguments (at most " MAX_ARGS_S ")");
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		/* both lengths: a proxy in front may read the body by the other one (request smuggling) */
 		if (cl && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
@@ -575,8 +797,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return send_error(r, 405, "%s is not allowed here", method);
 		return send_error(r, 404, "no such endpoint: %s (docs/API.md lists them)", url);
 	}
+	/* past the grace period at stop, a request not yet handled is refused
+	 * (before it stores anything) rather than cut off */
+	pthread_mutex_lock(&s->conn_lock);
+	refuse = s->closing;
+	if (!refuse)
+		s->running++;
+	pthread_mutex_unlock(&s->conn_lock);
+	if (refuse)
+		return send_error(r, 503, "%s", "the server is stopping: send the request again to its successor");
 	o.status = 200;
 	s->routes[r->route].fn(r, &o, s->arg);
+	pthread_mutex_lock(&s->conn_lock);
+	s->running--;
+	pthread_cond_broadcast(&s->cwake);
+	pthread_mutex_unlock(&s->conn_lock);
 	if (!o.type)
 		o.type = "application/json";
 	return reply(r, &o);
@@ -588,12 +823,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct cp_req *r = *con_cls;
 	struct timespec t1;
 
-	(void)conn;
 	if (!r)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	count(s, r->route, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499,
 	      (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9);
+	if (r->counted) {
+		pthread_mutex_lock(&s->conn_lock);
+		s->active--;
+		pthread_cond_broadcast(&s->cwake);
+		pthread_mutex_unlock(&s->conn_lock);
+	}
+	conn_to(s, conn, CONN_IDLE);
 	free(r->body);
 	free(r);
 	*con_cls = NULL;
@@ -670,7 +911,8 @@ static int open_listener(const char *addr, int *fd_out, int *port_out, bool *v6)
 struct cp_server *cp_server_start(const struct cp_server_opts *o)
 {
 	struct cp_server *s = calloc(1, sizeof(*s));
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	/* ITC: for MHD_quiesce_daemon at stop */
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
 	bool v6 = false;
 	int err;
 
@@ -679,7 +921,15 @@ struct cp_server *cp_server_start(const struct cp_server_opts *o)
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->conn_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cwake, &ca);
+	pthread_condattr_destroy(&ca);
+	s->header_timeout = o->header_timeout ? o->header_timeout : DEFAULT_HEADER_TIMEOUT;
 	s->fd = -1;
 	s->routes = o->routes;
 	s->nroutes = o->nroutes;
@@ -695,9 +945,13 @@ struct cp_server *cp_server_start(const struct cp_server_opts *o)
 		flags |= MHD_USE_IPv6;
 	if (o->tls_cert_pem && o->tls_key_pem)
 		flags |= MHD_USE_TLS;
+	/* the default thread stack: handlers render JSON and parse pprof, and an
+	 * idle connection's thread touches only a few pages of it */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+				s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(MAX_CONNS + CONN_RESERVE),
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 				(flags & MHD_USE_TLS) ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, o->tls_cert_pem,
 				MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem, MHD_OPTION_END);
 	if (!s->d) {
@@ -705,10 +959,21 @@ struct cp_server *cp_server_start(const struct cp_server_opts *o)
 			       (flags & MHD_USE_TLS) ? ": the TLS certificate or key was refused (PEM files that belong together?)" : "");
 		goto fail;
 	}
+	s->reaper_on = true;
+	if ((err = -pthread_create(&s->reaper, NULL, reaper_main, s))) {
+		s->reaper_on = false;
+		MHD_stop_daemon(s->d);
+		s->fd = -1; /* closed by libmicrohttpd */
+		err = cp_error(-err, "cannot start the HTTP server's connection reaper: %s", strerror(-err));
+		goto fail;
+	}
 	return s;
 fail:
 	if (s->fd >= 0)
 		close(s->fd);
+	pthread_cond_destroy(&s->cwake);
+	pthread_mutex_destroy(&s->conn_lock);
+	pthread_mutex_destroy(&s->lock);
 	free(s->token);
 	free(s->stats);
 	free(s);
@@ -721,11 +986,63 @@ int cp_server_port(const struct cp_server *s)
 	return s->port;
 }
 
+/* wait on cwake until done(s) or the deadline (monotonic seconds); conn_lock held */
+static void wait_until(struct cp_server *s, bool (*done)(const struct cp_server *), double deadline)
+{
+	struct timespec t;
+
+	while (!done(s) && now_mono() < deadline) {
+		double d = deadline < now_mono() + 0.25 ? deadline : now_mono() + 0.25;
+
+		t.tv_sec = (time_t)d;
+		t.tv_nsec = (long)((d - (double)t.tv_sec) * 1e9);
+		pthread_cond_timedwait(&s->cwake, &s->conn_lock, &t);
+	}
+}
+
+static bool no_requests(const struct cp_server *s)
+{
+	return !s->active;
+}
+
+static bool no_handlers(const struct cp_server *s)
+{
+	return !s->running;
+}
+
 void cp_server_stop(struct cp_server *s)
 {
+	MHD_socket lfd;
+	struct conn *c;
+
 	if (!s)
 		return;
-	MHD_stop_daemon(s->d); /* closes the listening socket too */
+	/* a request whose headers end from now on is refused (503); no new
+	 * connections (so a refused connect means the stop has begun); the open
+	 * ones with no request begun are closed */
+	pthread_mutex_lock(&s->conn_lock);
+	s->stopping = true;
+	pthread_mutex_unlock(&s->conn_lock);
+	lfd = MHD_quiesce_daemon(s->d);
+	if (lfd != MHD_INVALID_SOCKET)
+		close(lfd);
+	pthread_mutex_lock(&s->conn_lock);
+	for (c = s->conns; c; c = c->next)
+		if (c->state == CONN_NEW || c->state == CONN_IDLE)
+			conn_shut(c);
+	/* the requests under way finish and are answered; past the grace period
+	 * the ones not yet handled are refused, and the handlers running get as
+	 * long again to answer */
+	wait_until(s, no_requests, now_mono() + STOP_GRACE);
+	s->closing = true;
+	wait_until(s, no_handlers, now_mono() + STOP_GRACE);
+	s->reaper_on = false;
+	pthread_cond_broadcast(&s->cwake);
+	pthread_mutex_unlock(&s->conn_lock);
+	pthread_join(s->reaper, NULL);
+	MHD_stop_daemon(s->d);
+	pthread_cond_destroy(&s->cwake);
+	pthread_mutex_destroy(&s->conn_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s->token);
 	free(s->stats);

@@ -3,7 +3,11 @@
  * connection, TLS through GnuTLS) behind a small router.  The server reads
  * each request body whole (up to a limit: 413 beyond it), checks the bearer
  * token, calls the route's handler in the connection's thread, and counts
- * requests and their latencies per route for /metrics. */
+ * requests and their latencies per route for /metrics.  A connection must
+ * send its request headers within header_timeout; past 512 connections, each
+ * new one closes the one that has waited longest with no request under way
+ * (so a health check gets in while slow clients hold the rest); more than
+ * 2000 query arguments get 414. */
 #ifndef CP_HTTP_SERVER_H
 #define CP_HTTP_SERVER_H
 
@@ -53,6 +57,7 @@ struct cp_server_opts {
 	const struct cp_route *routes;
 	size_t nroutes;
 	void *arg; /* passed to the handlers */
+	unsigned header_timeout;  /* seconds a connection has to send its request headers; 0: 15 */
 };
 
 struct cp_server;
@@ -62,7 +67,9 @@ int cp_listen_check(const char *addr);
 struct cp_server *cp_server_start(const struct cp_server_opts *o);
 /* The bound port (when the listen address asked for 0). */
 int cp_server_port(const struct cp_server *s);
-/* Stops accepting, lets requests in flight finish, frees. */
+/* Stops accepting and refuses new requests (503); the requests under way
+ * finish and are answered (20 s at most, then the ones not yet handled are
+ * refused, and running handlers get 20 s more); then closes and frees. */
 void cp_server_stop(struct cp_server *s);
 /* Requests and latency histograms in Prometheus text format. */
 int cp_server_metrics(struct cp_server *s, FILE *out);

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
-#include <pcre2.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 
 #include "../lib/error.h"
 #include "../lib/recorder.h"
+#include "../lib/regex.h"
 #include "../lib/render/render.h"
 #include "../lib/selector.h"
 #include "../lib/topagg.h"
@@ -152,8 +152,9 @@ struct top {
 	char zoom_what[96];
 	char focus_name[512], focus_bin[256];
 	char filter[256];
-	pcre2_code *re;
-	pcre2_match_data *md;
+	struct cp_regex *re;       /* the row filter, or NULL */
+	struct cp_regex_run *rerun; /* its matching state: limits, a time budget per rebuild of the rows */
+	bool re_costly;            /* the filter reached a limit on the last rebuild */
 	struct cp_topagg *agg;
 	struct row *rows;
 	size_t nrows, rowcap;
@@ -196,38 +197,40 @@ static int64_t wall_ns(void)
 /* Compiles the row filter (smart case: caseless unless it has a capital). */
 static int set_filter(struct top *t, const char *re, char *why, size_t whylen)
 {
-	pcre2_code *code = NULL;
-	int errcode;
-	PCRE2_SIZE off;
-	uint32_t flags = PCRE2_UTF;
+	struct cp_regex *code = NULL;
+	char m[128];
+	size_t off;
+	int err;
 
 	if (re[0]) {
 		bool upper = false;
 
 		for (const char *c = re; *c; c++)
 			upper |= *c >= 'A' && *c <= 'Z';
-		if (!upper)
-			flags |= PCRE2_CASELESS;
-		code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, flags, &errcode, &off, NULL);
-		if (!code) {
-			char m[128];
-
-			pcre2_get_error_message(errcode, (PCRE2_UCHAR *)m, sizeof(m));
-			snprintf(why, whylen, "bad filter '%s': %s at offset %zu", re, m, (size_t)off);
-			return -EINVAL;
+		if ((err = cp_regex_compile(re, upper ? 0 : CP_REGEX_CASELESS, &code, m, sizeof(m), &off))) {
+			if (err == -ENOMEM)
+				snprintf(why, whylen, "out of memory");
+			else
+				snprintf(why, whylen, "bad filter '%s': %s at offset %zu", re, m, off);
+			return err;
 		}
 	}
-	pcre2_code_free(t->re);
+	cp_regex_free(t->re);
 	t->re = code;
 	snprintf(t->filter, sizeof(t->filter), "%s", re);
 	return 0;
 }
 
+/* Does the filter match s?  A filter too costly matches nothing (the screen says so). */
 static bool matches(struct top *t, const char *s)
 {
+	int hit;
+
 	if (!t->re)
 		return true;
-	return pcre2_match(t->re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, t->md, NULL) >= 0;
+	if ((hit = cp_regex_match(t->rerun, t->re, s, strlen(s))) < 0)
+		t->re_costly = true;
+	return hit > 0;
 }
 
 /* ---- aggregation and rows ---- */
@@ -353,6 +356,8 @@ static int build_rows(struct top *t)
 	int err = 0;
 
 	t->nrows = 0;
+	cp_regex_run_reset(t->rerun); /* the filter's time budget is per rebuild */
+	t->re_costly = false;
 	switch (t->view) {
 	case V_FUNCTIONS:
 		for (uint32_t i = 0; !err && i < a->nfns; i++)
@@ -750,7 +755,8 @@ static int print_stdio(struct top *t)
 	if (t->view == V_CALLERS && !t->focus_name[0] && t->function && t->agg && t->agg->nsamples)
 		printf("(no function named %s, nor one whose name contains it)\n", t->function);
 	else if (!t->nrows)
-		printf("(no samples%s)\n", t->filter[0] ? " match the filter" : "");
+		printf("(%s)\n", t->re_costly ? "the filter is too costly to match: it matches nothing" :
+				  t->filter[0] ? "no samples match the filter" : "no samples");
 	printf("\n");
 	fflush(stdout);
 	return ferror(stdout) ? -EIO : 0;
@@ -880,7 +886,8 @@ static void draw(struct top *t)
 		put_line(top_y + y, buf, i == t->sel_row ? A_REVERSE : A_NORMAL);
 	}
 	if (!t->nrows)
-		put_line(top_y, t->filter[0] ? "(no rows match the filter)" : "(no samples yet)", A_DIM);
+		put_line(top_y, t->re_costly ? "(the filter is too costly to match: it matches nothing)" :
+				t->filter[0]  ? "(no rows match the filter)" : "(no samples yet)", A_DIM);
 	if (t->prompt) {
 		snprintf(buf, sizeof(buf), "filter (regex, Enter applies, Esc cancels): %.*s", (int)t->ninput, t->input);
 		put_line(LINES - 1, buf, A_BOLD);
@@ -1623,9 +1630,9 @@ static int run_top(int argc, char **argv)
 	status = parse_options(&t, argc, argv);
 	if (status != EXIT_OK)
 		goto out;
-	t.md = pcre2_match_data_create(4, NULL);
+	t.rerun = cp_regex_run_new(NULL);
 	t.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (!t.md) {
+	if (!t.rerun) {
 		status = fail("top", "out of memory");
 		goto out;
 	}
@@ -1705,8 +1712,8 @@ out:
 		free(t.comms[i].comm);
 	free(t.comms);
 	cp_selector_free(t.sel);
-	pcre2_code_free(t.re);
-	pcre2_match_data_free(t.md);
+	cp_regex_free(t.re);
+	cp_regex_run_free(t.rerun);
 	store_args_release(&t.sa);
 	free(t.pids);
 	return status < 0 ? EXIT_OK : status;

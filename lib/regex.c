@@ -40,6 +40,8 @@ int cp_regex_compile(const char *pattern, unsigned flags, struct cp_regex **out,
 	/* the options, not a "^(?:...)$" around the text, which "a)|(b" would escape */
 	if (flags & CP_REGEX_WHOLE)
 		opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY;
+	if (flags & CP_REGEX_CASELESS)
+		opts |= PCRE2_CASELESS;
 	if (!(re = calloc(1, sizeof(*re))) || !(re->pattern = strdup(pattern))) {
 		free(re);
 		return -ENOMEM;

@@ -43,6 +43,8 @@ struct cp_regex_limits {
 /* Whole-value matching (selectors): anchored at both ends, '.' also matches
  * a newline, '$' only at the very end.  Without it: a search (pprof -focus). */
 #define CP_REGEX_WHOLE 1u
+/* Letters match either case. */
+#define CP_REGEX_CASELESS 2u
 
 struct cp_regex;
 /* Compile pattern (UTF-8).  0, or -EINVAL with PCRE2's reason in why (and the

@@ -159,6 +159,16 @@ like "$(rows | head -n 1)" ' topwork_qz$' "--from-store --view processes: the co
 run top_ --from-store --data "$T/s" --stdio --type 'memory'
 is "$rc" 1 "--type matching no stored series: exit 1"
 one_line "one line"
+# a filter whose regex backtracks without end on these names ((a+)+$ on a...ab) hits lib/regex's limits:
+# it says so and matches nothing, in well under the minute top_ allows (it took minutes unbounded)
+awk 'BEGIN { for (i = 0; i < 300; i++) { s = ""; for (k = 0; k < 28; k++) s = s "a"; printf "main;%sb_%d %d\n", s, i, i + 1 } }' \
+	>"$T/long.folded"
+"$CPROF" import --data "$T/costly" --name cpu --time now "$T/long.folded" >/dev/null
+run top_ --from-store --data "$T/costly" --since 5m --stdio --filter '(a+)+$'
+exits0 "--filter with a regex too costly: exit 0"
+like "$out" '^\(the filter is too costly to match: it matches nothing\)$' "and says the filter is too costly"
+run top_ --from-store --data "$T/costly" --since 5m --stdio --filter 'b_17$'
+like "$(rows)" '^ +[0-9.]+% +[0-9.]+% +18 +a+b_17 *$' "a plain filter on the same names still matches (b_17)"
 run top_ --from-store --data "$T/nonexistent" --stdio
 is "$rc" 1 "--from-store on a missing store: exit 1"
 one_line "one line"

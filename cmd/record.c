@@ -281,13 +281,6 @@ out:
 	return err;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- options ---- */
 
@@ -740,7 +733,7 @@ static int run_record(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_REALTIME, &rt);
-	t0 = mono_ns();
+	t0 = cp_mono_ns();
 	r.wall_offset = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - t0;
 	r.interval_start = t0 + r.wall_offset;
 	if (r.duration)
@@ -777,7 +770,7 @@ static int run_record(int argc, char **argv)
 			status = fail("record", "%s", cp_errmsg(err));
 			break;
 		}
-		now = mono_ns();
+		now = cp_mono_ns();
 		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
 			child_done = true;
 		if (stop_signal || child_done || (deadline && now >= deadline))
@@ -803,7 +796,7 @@ static int run_record(int argc, char **argv)
 			status = fail("record", "%s", cp_errmsg(err));
 	}
 	if (status == EXIT_OK) {
-		int64_t now = mono_ns();
+		int64_t now = cp_mono_ns();
 
 		if (r.store) {
 			if ((err = flush_store(&r, now + r.wall_offset)))
@@ -847,7 +840,7 @@ static int run_record(int argc, char **argv)
 	if (status == EXIT_OK && cp_log_enabled(CP_LOG_INFO)) {
 		/* the summary: one line */
 		struct cp_sampler_counts c;
-		double secs = (double)(mono_ns() - t0) / 1e9;
+		double secs = (double)(cp_mono_ns() - t0) / 1e9;
 		char *line = NULL;
 		size_t len = 0;
 		FILE *m = open_memstream(&line, &len);

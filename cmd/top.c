@@ -176,13 +176,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int64_t wall_ns(void)
 {
@@ -1537,7 +1530,7 @@ static int stdio_refresh(struct top *t)
 
 static int run_loop(struct top *t)
 {
-	int64_t next = mono_ns() + t->delay, last = mono_ns();
+	int64_t next = cp_mono_ns() + t->delay, last = cp_mono_ns();
 	int iter = 0, err = 0, ch;
 	bool dirty = true;
 
@@ -1577,7 +1570,7 @@ static int run_loop(struct top *t)
 				goto out;
 			dirty = true;
 		}
-		now = mono_ns();
+		now = cp_mono_ns();
 		if (now >= next) {
 			if ((err = tick(t, now - last)))
 				break;

@@ -429,13 +429,11 @@ int cp_proc_read(struct cp_proc *p)
 
 int cp_proc_refresh(struct cp_proc *p, uint64_t addr)
 {
-	struct timespec ts;
 	uint64_t now;
 
 	if (p->dead || addr < 4096 || addr >= (1ull << 47))
 		return -ENOENT;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	now = (uint64_t)cp_mono_ns();
 	if (p->reread_ns && now - p->reread_ns < 1000000000u)
 		return -EAGAIN;
 	p->reread_ns = now;
@@ -771,19 +769,12 @@ static int64_t proc_start_ns(uint32_t pid)
 	return (int64_t)btime * 1000000000 + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 {
 	char path[64];
 	const char *name = NULL;
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)cp_mono_ns();
 	struct stat st;
 
 	if (!p->jit) {

@@ -11,6 +11,7 @@
 #include "recorder.h"
 #include "symbolize.h"
 #include "unwind.h"
+#include "util.h"
 
 struct cp_recorder {
 	struct cp_recorder_opts o;
@@ -411,11 +412,8 @@ static void find_dead(struct cp_proc *p, void *arg)
 void cp_recorder_prune(struct cp_recorder *r)
 {
 	struct dead_list d = { NULL, 0, cp_procs_count(r->procs), 0 };
-	struct timespec ts;
-	int64_t now;
+	int64_t now = cp_mono_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	d.before = now > 2000000000 ? (uint64_t)(now - 2000000000) : 0;
 	if (!d.cap || !(d.pids = malloc(d.cap * sizeof(*d.pids))))
 		return;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "util.h"
 
 struct cp_regex {
 	pcre2_code *code;
@@ -122,13 +123,6 @@ void cp_regex_run_reset(struct cp_regex_run *run)
 	run->spent = 0;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int costly(const struct cp_regex_run *run, const struct cp_regex *re, int rc, size_t len)
 {
@@ -165,9 +159,9 @@ int cp_regex_match(struct cp_regex_run *run, const struct cp_regex *re, const ch
 
 	if (run->spent > run->lim.budget_ns)
 		return costly(run, re, 0, len);
-	t0 = mono_ns();
+	t0 = cp_mono_ns();
 	rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, run->md, run->mc);
-	run->spent += mono_ns() - t0;
+	run->spent += cp_mono_ns() - t0;
 	if (rc >= 0) /* 0: a match with more groups than the one pair of offsets */
 		return 1;
 	switch (rc) {

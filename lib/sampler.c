@@ -127,10 +127,7 @@ static int on_sample(void *ctx, void *data, size_t len)
 	if (r->time_ns >= s->records_until) {
 		/* the sample is newer than the records read: read them first, so
 		 * that the exec and mmap records of its process are known */
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		s->records_until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		s->records_until = (uint64_t)cp_mono_ns();
 		perf_buffer__consume(s->pb);
 	}
 	deliver_records_until(s, r->time_ns);
@@ -583,12 +580,7 @@ int cp_sampler_drain(struct cp_sampler *s)
 	int err;
 
 	s->delivered = 0;
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		s->records_until = start = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	}
+	s->records_until = start = (uint64_t)cp_mono_ns();
 	err = perf_buffer__consume(s->pb);
 	if (err < 0 && err != -EINTR)
 		return cp_error(-err, "reading mmap/exec records: %s", strerror(-err));

@@ -266,13 +266,6 @@ struct cp_scraper {
 	volatile sig_atomic_t stopping;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static char *build_url(CURL *esc, const struct cp_scrape_job *j, const char *target, const struct cp_scrape_profile *p)
 {
@@ -438,7 +431,7 @@ static int start(struct cp_scraper *s, struct target *t)
 	t->body.too_big = false;
 	setup(t->easy, t->url, t->job->timeout, &t->body, t->errbuf);
 	curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t);
-	t->t0 = mono_ns();
+	t->t0 = cp_mono_ns();
 	t->w0 = cp_now_ns();
 	if (curl_multi_add_handle(s->multi, t->easy) != CURLM_OK)
 		return cp_error(ENOMEM, "cannot start a transfer");
@@ -475,7 +468,7 @@ static void finished(struct cp_scraper *s, struct target *t, CURLcode rc)
 	t->err = t->p ? keep_types(t->prof, t->p) : -EIO;
 	t->msg = t->err ? strdup(cp_errmsg(-t->err)) : NULL;
 	t->bytes = t->body.len;
-	t->t1 = mono_ns();
+	t->t1 = cp_mono_ns();
 	curl_multi_remove_handle(s->multi, t->easy);
 	t->busy = false;
 	free(t->body.d); /* bodies are not kept between scrapes */
@@ -572,7 +565,7 @@ static int64_t offset(const struct target *t)
 
 int cp_scraper_run(struct cp_scraper *s, volatile sig_atomic_t *stop)
 {
-	int64_t now = mono_ns();
+	int64_t now = cp_mono_ns();
 	size_t i;
 	int running, err;
 
@@ -581,7 +574,7 @@ int cp_scraper_run(struct cp_scraper *s, volatile sig_atomic_t *stop)
 	while (!s->stopping && !(stop && *stop)) {
 		int64_t wait = 1000000000LL;
 
-		now = mono_ns();
+		now = cp_mono_ns();
 		for (i = 0; i < s->n; i++) {
 			struct target *t = &s->t[i];
 

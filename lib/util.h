@@ -15,6 +15,8 @@ int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
 int cp_write_file_atomic(const char *path, const void *data, size_t len);
 /* Check a stream for write errors after flushing: 0 or -errno (EIO if unknown).
  * what names the stream in the message; NULL: "standard output" or "the output". */
+/* CLOCK_MONOTONIC in nanoseconds: for intervals and deadlines, not times of day (cp_now_ns). */
+int64_t cp_mono_ns(void);
 int cp_stream_check(FILE *f, const char *what);
 
 /* Sizes: "512K", "32M", "1G", "4096" (bytes; K M G T are 1024-based,

@@ -591,13 +591,6 @@ static void ingest_done(struct cp_api *s, struct cp_resp *out, enum api api, int
 	cp_resp_text(out, 200, "application/json", "{\"profiles\":%zu,\"samples\":%zu}\n", profiles, samples);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Logs a push the handler refused (out->status >= 400) with its reason: one
  * line a second per API at most, the next line counting those left out. */
@@ -605,7 +598,7 @@ static void log_rejected(struct cp_api *s, enum api api, struct cp_req *r, const
 {
 	const char *reason = NULL, *name = cp_req_arg(r, "name");
 	json_t *j = NULL;
-	int64_t now = mono_ns();
+	int64_t now = cp_mono_ns();
 	uint64_t skipped;
 	char more[64] = "", line[768], *p;
 

@@ -46,13 +46,6 @@ struct cp_pusher {
 	int last_errno;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void set_last_error(struct cp_pusher *p, int err)
 {
@@ -243,7 +236,7 @@ static bool entry_refused(int err)
 
 static void backoff(struct cp_pusher *p)
 {
-	p->next_try = mono_ns() + p->backoff;
+	p->next_try = cp_mono_ns() + p->backoff;
 	p->backoff = p->backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : p->backoff * 2;
 }
 
@@ -403,7 +396,7 @@ int cp_pusher_push(struct cp_pusher *p, const char *query, const void *body, siz
 		return cp_error(EINVAL, "a push query must be URL-encoded");
 	if (p->dir && p->head < p->n) {
 		/* the spool goes first: the server takes pushes in order */
-		if (mono_ns() < p->next_try)
+		if (cp_mono_ns() < p->next_try)
 			return spool(p, query, body, len);
 		err = drain(p);
 		if (err < 0)
@@ -435,7 +428,7 @@ int cp_pusher_retry(struct cp_pusher *p)
 {
 	if (!p->dir || p->head == p->n)
 		return 0;
-	if (mono_ns() < p->next_try)
+	if (cp_mono_ns() < p->next_try)
 		return CP_PUSH_SPOOLED;
 	return drain(p);
 }

@@ -585,7 +585,7 @@ START_TEST(test_buckets)
 	ck_assert_int_eq(cp_buckets_align(now - 292 * Y, now, cp_buckets_default_step(now - 292 * Y, now), &b), 0);
 	ck_assert_int_gt(cp_buckets_end(&b), now);
 	ck_assert_int_lt(cp_buckets_end(&b), INT64_MAX);
-	ck_assert_int_eq(cp_buckets_end(&b), b.start + (int64_t)b.n * b.step);
+	ck_assert_int_eq(cp_buckets_end(&b), (int64_t)((uint64_t)b.start + (uint64_t)b.n * (uint64_t)b.step));
 	/* the default step: a 60th of the range in whole seconds, at least 1 s */
 	ck_assert_int_eq(cp_buckets_default_step(now - 3600 * S, now), M);
 	ck_assert_int_eq(cp_buckets_default_step(now - 90 * S, now), S);

@@ -2035,6 +2035,29 @@ START_TEST(test_new_day_race)
 }
 END_TEST
 
+/* A handle that wrote a day keeps its partition open; another handle's retention deletes the day
+ * and then the first writes to that day again: the data must go into the day's new file, not into
+ * the deleted one (where no reader finds it). */
+START_TEST(test_dropped_day_written_again)
+{
+	struct cp_store *w1 = open_store(CP_STORE_WRITE), *w2 = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	int64_t t = cp_now_ns() - 10 * DAY_NS;
+
+	append_at(w1, p, t, "comm=a");
+	ck_assert_int_eq(cp_store_retain(w2, DAY_NS), 1);
+	append_at(w1, p, t, "comm=a");
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(r);
+	/* and a reader that had the old file open reads the new one */
+	ck_assert_int_eq(select_total(w2, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(w1);
+	cp_store_close(w2);
+	cp_profile_free(p);
+}
+END_TEST
+
 /* A profile of one sample of value v (both types) on main;work. */
 static struct cp_profile *value_profile(int64_t v)
 {
@@ -2190,6 +2213,7 @@ static Suite *store_suite(void)
 	tcase_add_test(life, test_failed_batch_rolls_back);
 	tcase_add_test(life, test_batch_days_all_or_nothing);
 	tcase_add_test(life, test_new_day_race);
+	tcase_add_test(life, test_dropped_day_written_again);
 	tcase_add_test(life, test_int64_values);
 	tcase_add_test(life, test_time_limits);
 	tcase_add_test(life, test_empty_and_zero);

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1934,6 +1936,55 @@ START_TEST(test_batch_days_all_or_nothing)
 }
 END_TEST
 
+/* A day whose commit fails after an earlier day's took (a disk filling up in between; here a file
+ * size limit that only the big day's WAL passes): the earlier day's block is deleted again, and the
+ * batch is stored nowhere. */
+START_TEST(test_batch_late_commit_fails)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv[] = { { "comm", "a" } };
+	size_t n = 80000, i;
+	struct cp_store_append *batch = calloc(n + 1, sizeof(*batch));
+	struct rlimit rl;
+	uint64_t x = 88172645463325252ULL;
+	int64_t day1 = T0 + DAY_NS - (T0 + DAY_NS) % DAY_NS; /* the start of the UTC day after T0's */
+	int e;
+
+	ck_assert_ptr_nonnull(batch);
+	append_at(s, p, T0, "comm=a");
+	append_at(s, p, T0 + DAY_NS, "comm=a");
+	/* day 0: one profile; day 1: n at random times, a block that does not compress to under the
+	 * limit (index.db's WAL, some 120 KiB, and day 0's stay under it) */
+	batch[0] = (struct cp_store_append){ p, NULL, kv, 1, T0 };
+	for (i = 1; i <= n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, day1 + (int64_t)(x % (uint64_t)DAY_NS) };
+	}
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = 256 * 1024;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	cp_error_clear();
+	e = cp_store_append(s, batch, n + 1);
+	rl.rlim_cur = RLIM_INFINITY;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	ck_assert_int_ne(e, 0);
+	ck_assert_msg(!strstr(cp_errmsg(e), "part of the batch"), "%s", cp_errmsg(e));
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(day_sum(r, T0), 6);
+	ck_assert_int_eq(day_sum(r, T0 + DAY_NS), 6);
+	cp_store_close(r);
+	/* without the limit it goes in */
+	ck_assert_int_eq(cp_store_append(s, batch, n + 1), 0);
+	ck_assert_int_eq(day_sum(s, T0), 12);
+	ck_assert_int_eq(day_sum(s, T0 + DAY_NS), 6 + 6 * (int64_t)n);
+	cp_store_close(s);
+	cp_profile_free(p);
+	free(batch);
+}
+END_TEST
+
 /* Writers (each its own handle, as `cprof record` and `cprof serve` on one store) make new days
  * while readers query them: no query may fail (it once saw a day listed before its table existed:
  * "no such table: blocks"). */
@@ -2212,6 +2263,7 @@ static Suite *store_suite(void)
 	tcase_add_test(life, test_many_partitions);
 	tcase_add_test(life, test_failed_batch_rolls_back);
 	tcase_add_test(life, test_batch_days_all_or_nothing);
+	tcase_add_test(life, test_batch_late_commit_fails);
 	tcase_add_test(life, test_new_day_race);
 	tcase_add_test(life, test_dropped_day_written_again);
 	tcase_add_test(life, test_int64_values);

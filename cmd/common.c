@@ -250,7 +250,7 @@ int store_range(const char *verb, struct store_args *a)
 	} else {
 		if ((err = cp_parse_duration(a->since ? a->since : "1h", &d)))
 			return usage_error(verb, "--since: %s", cp_errmsg(err));
-		a->t_from = a->t_to - d;
+		a->t_from = cp_sub_sat(a->t_to, d);
 	}
 	if (a->t_from > a->t_to)
 		return usage_error(verb, "the time range is empty: --from is after --to");

@@ -443,12 +443,12 @@ int cp_profile_sample_index(const struct cp_profile *p, const char *name)
 
 int64_t cp_profile_total(const struct cp_profile *p, int vidx)
 {
-	uint64_t t = 0;
+	int64_t t = 0;
 	uint32_t i;
 
 	for (i = 0; i < p->nsamples; i++)
-		t += (uint64_t)cp_profile_values(p, i)[vidx];
-	return (int64_t)t;
+		t = cp_add_sat(t, cp_profile_values(p, i)[vidx]);
+	return t;
 }
 
 /* ---- merge ---- */

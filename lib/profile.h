@@ -151,6 +151,7 @@ static inline const struct cp_location *cp_profile_loc(const struct cp_profile *
  * index; NULL picks the default (default_sample_type, else the last).
  * Returns the index or -ENOENT with the message listing the types. */
 int cp_profile_sample_index(const struct cp_profile *p, const char *name);
+/* The sum of value vidx over the samples, saturated at INT64_MIN / INT64_MAX. */
 int64_t cp_profile_total(const struct cp_profile *p, int vidx);
 
 /* Merging with pprof semantics. */

@@ -343,6 +343,9 @@ int64_t cp_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* what cp_parse_time() takes: nanoseconds since the epoch in an int64 */
+#define RANGE "times go from 1677-09-21 to 2262-04-11"
+
 int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 {
 	struct tm tm;
@@ -352,15 +355,18 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 	long frac_ns = 0;
 	time_t t;
 	size_t digits;
+	int err = 0;
 
 	if (!strncmp(s, "now", 3)) {
 		if (!s[3]) {
 			*ns = now_ns;
 			return 0;
 		}
-		if ((s[3] == '-' || s[3] == '+') && !cp_parse_duration(s + 4, &d)) {
+		if ((s[3] == '-' || s[3] == '+') && (err = cp_parse_duration(s + 4, &d)) == -ERANGE)
+			return cp_error(ERANGE, "time '%s' is out of range (%s)", s, RANGE);
+		if ((s[3] == '-' || s[3] == '+') && !err) {
 			if (s[3] == '-' ? now_ns < INT64_MIN + d : now_ns > INT64_MAX - d)
-				return cp_error(ERANGE, "time '%s' is out of range", s);
+				return cp_error(ERANGE, "time '%s' is out of range (%s)", s, RANGE);
 			*ns = s[3] == '-' ? now_ns - d : now_ns + d;
 			return 0;
 		}
@@ -377,7 +383,7 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 		if (errno || digits > 19)
 			return cp_error(EINVAL, "bad time '%s': too many digits", s);
 		if (v > (unsigned long long)(INT64_MAX / scale))
-			return cp_error(ERANGE, "time '%s' is out of range", s);
+			return cp_error(ERANGE, "time '%s' is out of range (%s)", s, RANGE);
 		*ns = (int64_t)v * scale;
 		return 0;
 	}
@@ -414,7 +420,7 @@ int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns)
 	if (*p)
 		return cp_error(EINVAL, "bad time '%s': unexpected '%s' at the end", s, p);
 	if (t >= INT64_MAX / 1000000000LL || t <= INT64_MIN / 1000000000LL)
-		return cp_error(ERANGE, "time '%s' is out of range", s);
+		return cp_error(ERANGE, "time '%s' is out of range (%s)", s, RANGE);
 	*ns = (int64_t)t * 1000000000LL + frac_ns;
 	return 0;
 }
@@ -450,11 +456,10 @@ int cp_buckets_align(int64_t from, int64_t to, int64_t step, struct cp_buckets *
 
 int64_t cp_buckets_end(const struct cp_buckets *b)
 {
-	int64_t len, end;
+	/* n * step alone may pass INT64_MAX when start is negative */
+	__int128 end = (__int128)b->start + (__int128)b->n * b->step;
 
-	if (__builtin_mul_overflow((int64_t)b->n, b->step, &len) || __builtin_add_overflow(b->start, len, &end))
-		return INT64_MAX;
-	return end;
+	return end > INT64_MAX ? INT64_MAX : (int64_t)end;
 }
 
 ssize_t cp_buckets_index(const struct cp_buckets *b, int64_t t)

@@ -62,7 +62,10 @@ int cp_matcher_match(const struct cp_matcher *m, const char *value);
  * h d w y). 0 or -EINVAL with a message. */
 int cp_parse_duration(const char *s, int64_t *nanos);
 /* Times: RFC 3339 ("2026-11-22T10:00:00Z", offsets too), unix seconds
- * (13 digits: ms, 16: us, 19: ns), "now", "now-30m", "now+5m". */
+ * (13 digits: ms, 16: us, 19: ns), "now", "now-30m", "now+5m".  A time
+ * outside what nanoseconds in an int64 hold (1677-09-21 to 2262-04-11, e.g.
+ * now-300y or 9223372036854775808) is refused, not clamped: -ERANGE with
+ * "out of range" in the message; malformed text: -EINVAL. */
 int cp_parse_time(const char *s, int64_t now_ns, int64_t *ns);
 int64_t cp_now_ns(void);
 

@@ -49,4 +49,23 @@ static inline void cp_qsort_r(void *base, size_t n, size_t sz, int (*cmp)(const 
 		qsort_r(base, n, sz, cmp, arg);
 }
 
+/* a + b and a - b saturated at INT64_MIN and INT64_MAX: sums of profile values (pprof allows any
+ * int64, e.g. 5e18 twice) stay at the bound instead of wrapping to the other sign. */
+static inline int64_t cp_add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+static inline int64_t cp_sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 #endif

@@ -179,10 +179,10 @@ static void put_change(struct flame *fl, int64_t before, int64_t after)
 
 static void put_delta(struct flame *fl, int64_t before, int64_t after)
 {
-	int64_t d = after - before;
+	int64_t d = cp_sub_sat(after, before);
 
 	fputs(d < 0 ? "-" : "+", fl->out);
-	put_value(fl, d < 0 ? -d : d);
+	put_value(fl, d < 0 ? cp_sub_sat(0, d) : d);
 	fputc(' ', fl->out);
 	put_change(fl, before, after);
 }

@@ -235,10 +235,10 @@ int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_
 		double nb = (double)r->flat[0] * norm;
 		json_t *row = json_pack("{s:s,s:I,s:I,s:I,s:f}", "name", cp_strtab_get(&t->names, r->name), "before",
 					(json_int_t)r->flat[0], "after", (json_int_t)r->flat[1], "delta",
-					(json_int_t)(r->flat[1] - r->flat[0]), "norm_delta", (double)r->flat[1] - nb);
+					(json_int_t)cp_sub_sat(r->flat[1], r->flat[0]), "norm_delta", (double)r->flat[1] - nb);
 
 		if (row && r->flat[0]) {
-			json_object_set_new(row, "delta_pct", json_real(100.0 * (double)(r->flat[1] - r->flat[0]) / (double)r->flat[0]));
+			json_object_set_new(row, "delta_pct", json_real(100.0 * ((double)r->flat[1] - (double)r->flat[0]) / (double)r->flat[0]));
 			json_object_set_new(row, "norm_pct", json_real(100.0 * ((double)r->flat[1] - nb) / nb));
 		}
 		json_array_append_new(rows, row);

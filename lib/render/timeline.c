@@ -74,8 +74,9 @@ int cp_render_over_time_json(FILE *out, const struct cp_over_time *o)
 		json_decref(points);
 		return cp_error(ENOMEM, "out of memory building JSON");
 	}
-	for (i = 0; i < o->n; i++)
-		json_array_append_new(points, json_pack("{s:I,s:I}", "time", (json_int_t)(o->from + o->step * (int64_t)i),
+	for (i = 0; i < o->n; i++) /* in uint64: i * step alone may pass INT64_MAX when from is negative */
+		json_array_append_new(points, json_pack("{s:I,s:I}", "time",
+							(json_int_t)(int64_t)((uint64_t)o->from + (uint64_t)o->step * i),
 							"value", (json_int_t)o->totals[i]));
 	json_object_set_new(root, "type", json_string(o->type));
 	json_object_set_new(root, "unit", json_string(o->unit ? o->unit : ""));

@@ -21,7 +21,7 @@ static double sort_key(const struct sort_ctx *c, const struct cp_fn_row *r)
 {
 	switch (c->mode) {
 	case 1:
-		return fabs((double)(r->flat[1] - r->flat[0]));
+		return fabs((double)r->flat[1] - (double)r->flat[0]);
 	case 2:
 		return fabs((double)r->flat[1] - (double)r->flat[0] * c->norm);
 	default:
@@ -149,8 +149,8 @@ int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp
 		return cp_error(ENOMEM, "out of memory rendering the table");
 	shown = o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
 	fprintf(out, "Before: %s total   After: %s total   Change: %s (%s)\n", cp_format_scaled(t->total[0], sc, a, sizeof(a)),
-		cp_format_scaled(t->total[1], sc, b, sizeof(b)), cp_format_scaled(t->total[1] - t->total[0], sc, c, sizeof(c)),
-		delta_pct((double)t->total[0], (double)(t->total[1] - t->total[0]), d, sizeof(d)));
+		cp_format_scaled(t->total[1], sc, b, sizeof(b)), cp_format_scaled(cp_sub_sat(t->total[1], t->total[0]), sc, c, sizeof(c)),
+		delta_pct((double)t->total[0], (double)(cp_sub_sat(t->total[1], t->total[0])), d, sizeof(d)));
 	fprintf(out, "Sorted by %s; norm.: before scaled to the after total (x%.4f)\n",
 		o->normalize ? "|norm.delta|" : "|delta|", norm);
 	if (shown < n)
@@ -162,8 +162,8 @@ int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp
 
 		fprintf(out, "%10s %10s %10s %8s %10s %8s  %s\n", cp_format_scaled(r->flat[0], sc, a, sizeof(a)),
 			cp_format_scaled(r->flat[1], sc, b, sizeof(b)),
-			cp_format_scaled(r->flat[1] - r->flat[0], sc, c, sizeof(c)),
-			delta_pct((double)r->flat[0], (double)(r->flat[1] - r->flat[0]), d, sizeof(d)),
+			cp_format_scaled(cp_sub_sat(r->flat[1], r->flat[0]), sc, c, sizeof(c)),
+			delta_pct((double)r->flat[0], (double)(cp_sub_sat(r->flat[1], r->flat[0])), d, sizeof(d)),
 			cp_format_scaled((int64_t)llround(nd), sc, e, sizeof(e)),
 			delta_pct(nb, nd, f, sizeof(f)),
 			cp_strtab_get(&t->names, r->name));

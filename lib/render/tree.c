@@ -129,7 +129,7 @@ int cp_tree_add(struct cp_tree *t, const struct cp_profile *p, int vidx, int sid
 		}
 		if (!v)
 			continue;
-		t->nodes[0].total[side] += v;
+		t->nodes[0].total[side] = cp_add_sat(t->nodes[0].total[side], v);
 		for (i = 0; i < n; i++) {
 			const struct cp_frame *f = &c.frames[invert ? i : n - 1 - i];
 			int64_t name = frame_name(&c, &t->names, p, f), id;
@@ -139,9 +139,9 @@ int cp_tree_add(struct cp_tree *t, const struct cp_profile *p, int vidx, int sid
 				break;
 			}
 			node = (uint32_t)id;
-			t->nodes[node].total[side] += v;
+			t->nodes[node].total[side] = cp_add_sat(t->nodes[node].total[side], v);
 		}
-		t->nodes[node].self[side] += v;
+		t->nodes[node].self[side] = cp_add_sat(t->nodes[node].self[side], v);
 	}
 	cache_release(&c);
 	return err;
@@ -245,7 +245,7 @@ int cp_fn_table_add(struct cp_fn_table *t, const struct cp_profile *p, int vidx,
 		}
 		if (!v)
 			continue;
-		t->total[side] += v;
+		t->total[side] = cp_add_sat(t->total[side], v);
 		if (cp_grow((void **)&seen, &seencap, (size_t)n + 1, sizeof(*seen))) {
 			err = -ENOMEM;
 			break;
@@ -261,12 +261,12 @@ int cp_fn_table_add(struct cp_fn_table *t, const struct cp_profile *p, int vidx,
 				break;
 			}
 			if (i == 0)
-				t->rows[r].flat[side] += v;
+				t->rows[r].flat[side] = cp_add_sat(t->rows[r].flat[side], v);
 			for (j = 0; j < nseen && seen[j] != (uint32_t)r; j++)
 				;
 			if (j == nseen) {
 				seen[nseen++] = (uint32_t)r;
-				t->rows[r].cum[side] += v;
+				t->rows[r].cum[side] = cp_add_sat(t->rows[r].cum[side], v);
 			}
 		}
 	}

@@ -23,7 +23,7 @@
 #include "remote.h"
 
 #define SCHEMA_VERSION "2"
-#define NPARTS 8
+#define NPARTS 8 /* partition handles kept open between calls */
 #define STACK_WINDOW 64 /* how many recent stacks a new one may refer to */
 
 static const char index_schema[] =
@@ -48,6 +48,8 @@ static const char part_schema[] =
 struct part {
 	char name[16];
 	sqlite3 *db;
+	dev_t dev; /* the file db has open: another process may delete the day and make it again */
+	ino_t ino;
 };
 
 struct cp_store {
@@ -63,7 +65,9 @@ struct cp_store {
 	struct cp_strtab skeys;
 	int64_t *sids;
 	size_t scap;
-	struct part parts[NPARTS];
+	/* open partitions: NPARTS at most, more while an append holds a transaction in each of its days */
+	struct part *parts;
+	size_t nparts, partcap;
 };
 
 /* ---- sqlite helpers ---- */
@@ -342,8 +346,9 @@ void cp_store_close(struct cp_store *s)
 		free(s);
 		return;
 	}
-	for (i = 0; i < NPARTS; i++)
+	for (i = 0; i < (int)s->nparts; i++)
 		sqlite3_close(s->parts[i].db);
+	free(s->parts);
 	sqlite3_close(s->db);
 	cp_profile_free(s->dict);
 	cp_strtab_release(&s->skeys);
@@ -893,27 +898,50 @@ static void part_name(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y%m%d", &tm);
 }
 
+/* The handle of partition name (WRITE: made with its schema if missing).  A
+ * handle in a transaction (an append's, until it commits) is never closed to
+ * make room. */
 static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 {
 	char path[PATH_MAX];
 	struct stat sb;
-	bool fresh;
-	int i, err, slot = 0;
+	bool fresh, found = false;
+	size_t i, slot = s->nparts;
+	int err;
 
-	for (i = 0; i < NPARTS; i++) {
+	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	for (i = 0; i < s->nparts; i++) {
 		if (s->parts[i].db && !strcmp(s->parts[i].name, name)) {
+			found = true;
+			break;
+		}
+	}
+	if (found) {
+		/* still the file at path? (retention or a size limit in another process may
+		 * have deleted the day, and an append made it again) */
+		if (!stat(path, &sb) && sb.st_dev == s->parts[i].dev && sb.st_ino == s->parts[i].ino) {
 			*out = s->parts[i].db;
 			return 0;
 		}
+		sqlite3_close(s->parts[i].db);
+		s->parts[i].db = NULL;
+	}
+	for (i = 0; i < s->nparts && slot == s->nparts; i++)
 		if (!s->parts[i].db)
 			slot = i;
+	if (slot == s->nparts && s->nparts >= NPARTS) { /* full: close one not in a transaction */
+		for (i = 0; i < s->nparts && slot == s->nparts; i++)
+			if (sqlite3_get_autocommit(s->parts[i].db)) {
+				sqlite3_close(s->parts[i].db);
+				s->parts[i].db = NULL;
+				slot = i;
+			}
 	}
-	if (s->parts[slot].db) { /* all slots used: reuse the first */
-		sqlite3_close(s->parts[0].db);
-		s->parts[0].db = NULL;
-		slot = 0;
+	if (slot == s->nparts) {
+		if (cp_grow((void **)&s->parts, &s->partcap, s->nparts + 1, sizeof(*s->parts)))
+			return cp_error(ENOMEM, "out of memory opening a partition");
+		s->parts[s->nparts++].db = NULL;
 	}
-	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
 	if (s->mode == CP_STORE_READ && access(path, F_OK) < 0)
 		return cp_error(ENOENT, "partition %s is missing", path);
 	/* auto_vacuum before the first table, so that a size limit that deletes
@@ -924,11 +952,14 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 				fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
 				&s->parts[slot].db)))
 		return err;
-	if (s->mode == CP_STORE_WRITE && (err = exec(s->parts[slot].db, part_schema, path))) {
+	if ((s->mode == CP_STORE_WRITE && (err = exec(s->parts[slot].db, part_schema, path))) ||
+	    (stat(path, &sb) < 0 && (err = cp_error(errno, "%s: %s", path, strerror(errno))))) {
 		sqlite3_close(s->parts[slot].db);
 		s->parts[slot].db = NULL;
 		return err;
 	}
+	s->parts[slot].dev = sb.st_dev;
+	s->parts[slot].ino = sb.st_ino;
 	snprintf(s->parts[slot].name, sizeof(s->parts[slot].name), "%s", name);
 	*out = s->parts[slot].db;
 	return 0;
@@ -936,9 +967,9 @@ static int part_open(struct cp_store *s, const char *name, sqlite3 **out)
 
 static void part_forget(struct cp_store *s, const char *name)
 {
-	int i;
+	size_t i;
 
-	for (i = 0; i < NPARTS; i++)
+	for (i = 0; i < s->nparts; i++)
 		if (s->parts[i].db && !strcmp(s->parts[i].name, name)) {
 			sqlite3_close(s->parts[i].db);
 			s->parts[i].db = NULL;
@@ -981,15 +1012,17 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 	return a;
 }
 
-/* Writes entries [from, to) (one partition, sorted) as one block. */
-static int write_block(struct cp_store *s, const struct entry *e, size_t from, size_t to)
+/* Writes entries [from, to) (one partition, sorted) as one block, in a
+ * transaction left open: *pdb its partition, *id its row.  On error, nothing
+ * is left open. */
+static int write_block(struct cp_store *s, const struct entry *e, size_t from, size_t to, sqlite3 **pdb, int64_t *id)
 {
 	uint8_t *raw = NULL, *sbuf = NULL, *z = NULL;
 	size_t rn = 0, sn = 0, i, j, nseries = 0;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN, samples = 0, prev = 0;
 	uint64_t gcd;
 	uLongf zlen;
-	sqlite3 *db;
+	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	int err;
 
@@ -998,7 +1031,7 @@ static int write_block(struct cp_store *s, const struct entry *e, size_t from, s
 	for (i = from; i < to; i++) {
 		tmin = e[i].t < tmin ? e[i].t : tmin;
 		tmax = e[i].t > tmax ? e[i].t : tmax;
-		samples += e[i].value;
+		samples = cp_add_sat(samples, e[i].value);
 		nseries += i == from || e[i].series != e[i - 1].series;
 	}
 	raw = malloc((to - from) * 4 * CP_VARINT_MAX + nseries * 2 * CP_VARINT_MAX + 16);
@@ -1060,10 +1093,11 @@ static int write_block(struct cp_store *s, const struct entry *e, size_t from, s
 		err = dberr(db, "writing samples");
 		goto out;
 	}
-	err = exec(db, "COMMIT", "writing samples");
+	*pdb = db;
+	*id = sqlite3_last_insert_rowid(db);
 out:
 	sqlite3_finalize(st);
-	if (err)
+	if (err && db && !sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	if (err == -ENOMEM)
 		cp_error(ENOMEM, "out of memory writing samples");
@@ -1073,6 +1107,36 @@ out:
 	return err;
 }
 
+struct block {
+	sqlite3 *db;
+	int64_t id;
+};
+
+/* A batch whose day k failed to commit (err) after days 0..k-1 did: deletes
+ * their blocks again, so that the batch is stored nowhere, and returns err.
+ * Only when that fails too (the disk that failed the commit may fail this) is
+ * part of the batch left stored: the error then says so. */
+static int undo_blocks(const struct block *blk, size_t k, int err)
+{
+	char why[512];
+	size_t i;
+
+	snprintf(why, sizeof(why), "%s", cp_errmsg(-err));
+	for (i = 0; i < k; i++) {
+		char sql[64];
+
+		char also[512];
+		int e2;
+
+		snprintf(sql, sizeof(sql), "DELETE FROM blocks WHERE id = %" PRId64, blk[i].id);
+		if ((e2 = exec(blk[i].db, sql, "taking back a failed batch"))) {
+			snprintf(also, sizeof(also), "%s", cp_errmsg(-e2));
+			return cp_error(-err, "%s; and %s: part of the batch is stored", why, also);
+		}
+	}
+	return cp_error(-err, "%s", why);
+}
+
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n)
 {
 	struct entry *e = NULL;
@@ -1080,6 +1144,8 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	uint32_t *ostack = NULL, *olabels = NULL;
 	sqlite3_stmt *pst = NULL;
 	sqlite3 *pdb;
+	struct block *blk = NULL;
+	size_t nb = 0, bcap = 0;
 	bool in_tx = false;
 	int err = 0;
 
@@ -1100,6 +1166,12 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 		char type[512], *lj = NULL;
 		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : cp_now_ns();
 
+		if (t < CP_STORE_TIME_MIN || t > CP_STORE_TIME_MAX) {
+			err = cp_error(EINVAL, "profile time %" PRId64 " ns is out of range: the store takes times from"
+					       " 1970-01-01 up to 2262-04-11T23:47:16Z (%" PRId64 " ns), that a query can reach",
+				       t, (int64_t)CP_STORE_TIME_MAX);
+			goto out;
+		}
 		free(ostack);
 		free(olabels);
 		ostack = malloc(((size_t)p->nsamples + 1) * sizeof(*ostack));
@@ -1175,7 +1247,7 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	/* identical keys (two profiles of one series at one time) add up */
 	for (i = 0, j = 0; i < ne; i++) {
 		if (j && !entry_cmp(&e[j - 1], &e[i]))
-			e[j - 1].value += e[i].value;
+			e[j - 1].value = cp_add_sat(e[j - 1].value, e[i].value);
 		else
 			e[j++] = e[i];
 	}
@@ -1200,19 +1272,33 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 		sqlite3_bind_int64(pst, 3, tmax);
 		if ((err = bind_exec(pst, "writing partitions")))
 			goto out;
+		/* the day's block, its transaction left open until every day's is written: a day that
+		 * cannot be written (full disk, I/O error) fails the batch with nothing stored.  The
+		 * days are taken in order of their names under index.db's write lock, by every
+		 * appender, so two never wait for each other's days. */
+		if (cp_grow((void **)&blk, &bcap, nb + 1, sizeof(*blk))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if ((err = write_block(s, e, i, j, &blk[nb].db, &blk[nb].id)))
+			goto out;
+		nb++;
 	}
+	/* the dictionary first: the blocks refer to it.  A crash before the
+	 * blocks commit leaves unused dictionary rows, never dangling ids. */
 	if ((err = exec(s->db, "COMMIT", "writing to the store")))
 		goto out;
 	in_tx = false;
-	/* the dictionary is committed: now the samples, one block per partition.
-	 * A crash in between leaves unused dictionary rows, never dangling ids. */
-	for (i = 0; i < ne; i = j) {
-		for (j = i; j < ne && !strcmp(e[j].part, e[i].part); j++)
-			;
-		if ((err = write_block(s, e, i, j)))
-			goto out;
-	}
+	for (i = 0; i < nb; i++)
+		if ((err = exec(blk[i].db, "COMMIT", "writing samples")))
+			break;
+	if (err) /* a late failure: take back the days committed so far */
+		err = undo_blocks(blk, i, err);
 out:
+	for (i = 0; i < nb; i++)
+		if (!sqlite3_get_autocommit(blk[i].db))
+			sqlite3_exec(blk[i].db, "ROLLBACK", NULL, NULL, NULL);
+	free(blk);
 	sqlite3_finalize(pst);
 	if (in_tx) {
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -1901,7 +1987,7 @@ static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, in
 	g->tmin = t < g->tmin ? t : g->tmin;
 	g->tmax = t > g->tmax ? t : g->tmax;
 	if (id != UINT32_MAX) {
-		g->e[id].value += v;
+		g->e[id].value = cp_add_sat(g->e[id].value, v);
 		return 0;
 	}
 	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)) || cp_index_add(&g->idx, h, (uint32_t)g->n))
@@ -2121,7 +2207,7 @@ static struct cp_profile *build(struct cp_store *s, const char *type, struct agg
 			goto out;
 	if (g->n) {
 		s->dict->time_nanos = g->tmin;
-		s->dict->duration_nanos = g->tmax - g->tmin;
+		s->dict->duration_nanos = cp_sub_sat(g->tmax, g->tmin);
 	}
 	p = cp_profile_copy(s->dict, NULL); /* only what the samples use */
 	err = p ? 0 : -errno;
@@ -2253,7 +2339,7 @@ static int add_to_step(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t
 	(void)stack;
 	(void)labels;
 	if (k >= 0)
-		c->totals[k] += v;
+		c->totals[k] = cp_add_sat(c->totals[k], v);
 	return 0;
 }
 

@@ -41,10 +41,22 @@ struct cp_store_append {
 	int64_t time_ns;           /* 0: the profile's time_nanos, else now */
 };
 
+/* The sample times the store takes (ns): from 1970 (a query can reach earlier
+ * ones, the store keeps none) up to the last a query's exclusive end (at most
+ * INT64_MAX) reaches. */
+#define CP_STORE_TIME_MIN 0
+#define CP_STORE_TIME_MAX (INT64_MAX - 1)
+
 /* Appends profiles as one batch: each sample type of each profile is its own
- * series.  The dictionary and series go in one transaction, the samples in
- * one block per day: all or nothing for a batch within one UTC day (a batch
- * spanning days that fails part-way keeps the days already written). */
+ * series.  All or nothing: the dictionary and series go in one transaction,
+ * the samples in one block per UTC day, each in a transaction left open until
+ * every day's is written, then committed in turn; a failure before the last
+ * commit stores no sample of the batch (a commit that fails after others took,
+ * e.g. a disk filling up in between, deletes their blocks again; only when
+ * that fails too is part of the batch left, and the error says so).  What
+ * such a failure leaves are unused dictionary entries and series.  A time
+ * (time_ns, else the profile's) outside [CP_STORE_TIME_MIN, CP_STORE_TIME_MAX]
+ * is refused: -EINVAL.  Sums of values saturate at INT64_MIN / INT64_MAX. */
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n);
 /* Deletes partitions entirely older than now - keep_ns. Returns how many. */
 int cp_store_retain(struct cp_store *s, int64_t keep_ns);

@@ -583,6 +583,57 @@ START_TEST(test_render_json)
 }
 END_TEST
 
+/* Values near the int64 limits (legal in pprof): sums saturate at INT64_MAX / INT64_MIN in the
+ * tree, the function table and the JSON (they wrapped to the other sign). */
+START_TEST(test_render_json_int64)
+{
+	struct cp_profile *p = folded("main;a 1\nmain;b 2\nx;a 3\n", NULL, NULL);
+	struct cp_profile *n = folded("main;a 1\nmain;b 2\n", NULL, NULL);
+	struct cp_fn_table *t = cp_fn_table_new();
+	struct cp_diff_opts o = { .unit = "count" };
+	json_t *root, *top, *r;
+	struct capture c;
+	json_error_t jerr;
+	char *out;
+	size_t i;
+
+	/* folded text takes up to 18 digits: the values are set here */
+	p->values[0] = p->values[1] = n->values[0] = n->values[1] = 5000000000000000000LL;
+	p->values[2] = INT64_MAX;
+	root = render_json(p, false);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "total")), INT64_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(child_named(json_object_get(root, "tree"), "main"), "value")),
+			 INT64_MAX);
+	top = json_object_get(root, "top");
+	json_array_foreach(top, i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "name")), "a"))
+			ck_assert_int_eq(json_integer_value(json_object_get(r, "flat")), INT64_MAX);
+	json_decref(root);
+	for (i = 0; i < n->nsamples; i++) /* and negative ones */
+		n->values[i] = -n->values[i];
+	root = render_json(n, false);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "total")), INT64_MIN);
+	json_decref(root);
+	/* a diff from INT64_MAX-ish to negative: the delta saturates too */
+	ck_assert_int_eq(cp_fn_table_add(t, p, 0, 0), 0);
+	ck_assert_int_eq(cp_fn_table_add(t, n, 0, 1), 0);
+	ck_assert_int_eq(cp_render_diff_json(cap_open(&c), t, &o), 0);
+	out = cap_close(&c);
+	root = json_loads(out, 0, &jerr);
+	ck_assert_msg(root != NULL, "bad JSON (%s): %s", jerr.text, out);
+	free(out);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "total_before")), INT64_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "total_after")), INT64_MIN);
+	json_array_foreach(json_object_get(root, "rows"), i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "name")), "a"))
+			ck_assert_int_eq(json_integer_value(json_object_get(r, "delta")), INT64_MIN);
+	json_decref(root);
+	cp_fn_table_free(t);
+	cp_profile_free(p);
+	cp_profile_free(n);
+}
+END_TEST
+
 START_TEST(test_render_json_escaping)
 {
 	struct cp_profile *p = folded("main;say \"hi\"\\n;caf\xc3\xa9<T> 2\n", NULL, NULL);
@@ -919,6 +970,7 @@ static Suite *render_suite(void)
 
 	tcase_add_test(json, test_render_json);
 	tcase_add_test(json, test_render_json_escaping);
+	tcase_add_test(json, test_render_json_int64);
 	tcase_add_test(json, test_render_json_max_nodes);
 	suite_add_tcase(s, json);
 

@@ -573,9 +573,39 @@ START_TEST(test_time_errors)
 }
 END_TEST
 
+/* Times at the ends of int64 nanoseconds: taken up to the limits, refused past them with "out of
+ * range" (-ERANGE), never wrapped or clamped. */
+static void tm_range(const char *s)
+{
+	int64_t ns = 12345;
+	int r;
+
+	cp_error_clear();
+	r = cp_parse_time(s, NOW, &ns);
+	ck_assert_msg(r == -ERANGE, "time '%s': %d %s", s, r, cp_errmsg(r));
+	ck_assert_int_eq(ns, 12345);
+	ck_assert_contains(cp_errmsg(r), "out of range");
+}
+
+START_TEST(test_time_limits)
+{
+	ck_assert_int_eq(tm_ok("9223372036854775807"), INT64_MAX);
+	ck_assert_int_eq(tm_ok("now-292y"), NOW - 292 * 31536000LL * NS);
+	ck_assert_int_eq(tm_ok("2262-04-11T23:47:15Z"), 9223372035LL * NS);
+	tm_range("9223372036854775808");
+	tm_range("now-300y"); /* the duration alone is too long: once "bad time" */
+	tm_range("now+300y");
+	tm_range("now+292y");
+	tm_range("now-99999999999999999999y");
+	tm_range("2262-04-12T00:00:00Z");
+	tm_range("1600-01-01T00:00:00Z");
+	tm_range("9999999999");
+}
+END_TEST
+
 START_TEST(test_buckets)
 {
-	const int64_t S = 1000000000LL, M = 60 * S, now = 1795000000LL * S + 1234567; /* not on a minute */
+	const int64_t S = 1000000000LL, M = 60 * S, Y = 365 * 86400 * S, now = 1795000000LL * S + 1234567; /* not on a minute */
 	struct cp_buckets b, b2;
 
 	/* the last 10 minutes in 1m steps: 11 buckets on the minute grid, the
@@ -618,6 +648,11 @@ START_TEST(test_buckets)
 	ck_assert_int_eq(cp_buckets_align(INT64_MIN, INT64_MAX, INT64_MAX, &b), -EINVAL); /* the grid starts before INT64_MIN */
 	ck_assert_int_eq(cp_buckets_align(0, INT64_MAX, INT64_MAX / 4, &b), 0);
 	ck_assert_int_eq(cp_buckets_end(&b), INT64_MAX); /* saturated */
+	/* from 292 years back to now: n * step alone passes INT64_MAX, the end does not */
+	ck_assert_int_eq(cp_buckets_align(now - 292 * Y, now, cp_buckets_default_step(now - 292 * Y, now), &b), 0);
+	ck_assert_int_gt(cp_buckets_end(&b), now);
+	ck_assert_int_lt(cp_buckets_end(&b), INT64_MAX);
+	ck_assert_int_eq(cp_buckets_end(&b), (int64_t)((uint64_t)b.start + (uint64_t)b.n * (uint64_t)b.step));
 	/* the default step: a 60th of the range in whole seconds, at least 1 s */
 	ck_assert_int_eq(cp_buckets_default_step(now - 3600 * S, now), M);
 	ck_assert_int_eq(cp_buckets_default_step(now - 90 * S, now), S);
@@ -652,6 +687,7 @@ static Suite *selector_suite(void)
 	tcase_add_test(times, test_time_unix);
 	tcase_add_test(times, test_time_rfc3339);
 	tcase_add_test(times, test_time_errors);
+	tcase_add_test(times, test_time_limits);
 	tcase_add_test(times, test_buckets);
 	suite_add_tcase(s, times);
 	return s;

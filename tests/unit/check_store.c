@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +36,7 @@
 #define MS 1000000LL
 /* 2026-11-18T11:06:40Z */
 #define T0 (1795000000LL * NS)
+#define DAY_NS (86400 * NS)
 #define PERIOD (10 * MS)
 #define CPU_TYPE "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 #define COUNT_TYPE "process_cpu:samples:count:cpu:nanoseconds:delta"
@@ -1866,6 +1869,366 @@ START_TEST(test_limit_read_only_remote)
 }
 END_TEST
 
+/* ---- batches over several days, concurrent first writes, int64 limits ---- */
+
+/* Makes every insert into the partition of time t fail, as a full disk or an I/O error would
+ * (a trigger: chmod does not stop root). */
+static void break_day(int64_t t, bool broken)
+{
+	char path[2 * PATH_MAX];
+	sqlite3 *db;
+
+	part_path(t, path, sizeof(path));
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	ck_assert_int_eq(sqlite3_exec(db, broken ? "CREATE TRIGGER broken BEFORE INSERT ON blocks"
+						   " BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END;"
+						 : "DROP TRIGGER broken", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static int64_t day_sum(struct cp_store *s, int64_t t)
+{
+	return select_total(s, "process_cpu:samples", t - t % DAY_NS, t - t % DAY_NS + DAY_NS);
+}
+
+START_TEST(test_batch_days_all_or_nothing)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv[] = { { "comm", "a" } };
+	struct cp_store_append batch[12];
+	int i, e;
+
+	/* days 0 and 2 have data; day 2's file then fails every write */
+	append_at(s, p, T0, "comm=a");
+	append_at(s, p, T0 + 2 * DAY_NS, "comm=a");
+	break_day(T0 + 2 * DAY_NS, true);
+	for (i = 0; i < 3; i++)
+		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, T0 + i * DAY_NS };
+	cp_error_clear();
+	e = cp_store_append(s, batch, 3);
+	ck_assert_int_ne(e, 0);
+	ck_assert_contains(cp_errmsg(e), "disk I/O error (test)");
+	/* nothing of the batch: not days 0 and 1, written before day 2 failed */
+	ck_assert_int_eq(day_sum(s, T0), 6);
+	ck_assert_int_eq(day_sum(s, T0 + DAY_NS), 0);
+	ck_assert_int_eq(day_sum(s, T0 + 2 * DAY_NS), 6);
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 12);
+	/* a batch of 12 days (more than the handles kept open) whose last fails: nothing either */
+	for (i = 0; i < 12; i++)
+		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, T0 - 9 * DAY_NS + i * DAY_NS };
+	ck_assert_int_ne(cp_store_append(s, batch, 12), 0);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 12);
+	/* each alone, as the server retries: the good days once each */
+	for (i = 0; i < 12; i++)
+		ck_assert_int_eq(cp_store_append(s, &batch[i], 1) == 0, i != 11);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 12 + 11 * 6);
+	/* the disk is back: the whole batch goes in, every day of it */
+	break_day(T0 + 2 * DAY_NS, false);
+	ck_assert_int_eq(cp_store_append(s, batch, 12), 0);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 12 + 11 * 6 + 12 * 6);
+	ck_assert_int_eq(day_sum(r, T0 - 9 * DAY_NS), 12);
+	cp_store_close(r);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* A day whose commit fails after an earlier day's took (a disk filling up in between; here a file
+ * size limit that only the big day's WAL passes): the earlier day's block is deleted again, and the
+ * batch is stored nowhere. */
+START_TEST(test_batch_late_commit_fails)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv[] = { { "comm", "a" } };
+	size_t n = 80000, i;
+	struct cp_store_append *batch = calloc(n + 1, sizeof(*batch));
+	struct rlimit rl;
+	uint64_t x = 88172645463325252ULL;
+	int64_t day1 = T0 + DAY_NS - (T0 + DAY_NS) % DAY_NS; /* the start of the UTC day after T0's */
+	int e;
+
+	ck_assert_ptr_nonnull(batch);
+	append_at(s, p, T0, "comm=a");
+	append_at(s, p, T0 + DAY_NS, "comm=a");
+	/* day 0: one profile; day 1: n at random times, a block that does not compress to under the
+	 * limit (index.db's WAL, some 120 KiB, and day 0's stay under it) */
+	batch[0] = (struct cp_store_append){ p, NULL, kv, 1, T0 };
+	for (i = 1; i <= n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, day1 + (int64_t)(x % (uint64_t)DAY_NS) };
+	}
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = 256 * 1024;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	cp_error_clear();
+	e = cp_store_append(s, batch, n + 1);
+	rl.rlim_cur = RLIM_INFINITY;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	ck_assert_int_ne(e, 0);
+	ck_assert_msg(!strstr(cp_errmsg(e), "part of the batch"), "%s", cp_errmsg(e));
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(day_sum(r, T0), 6);
+	ck_assert_int_eq(day_sum(r, T0 + DAY_NS), 6);
+	cp_store_close(r);
+	/* without the limit it goes in */
+	ck_assert_int_eq(cp_store_append(s, batch, n + 1), 0);
+	ck_assert_int_eq(day_sum(s, T0), 12);
+	ck_assert_int_eq(day_sum(s, T0 + DAY_NS), 6 + 6 * (int64_t)n);
+	cp_store_close(s);
+	cp_profile_free(p);
+	free(batch);
+}
+END_TEST
+
+/* Writers (each its own handle, as `cprof record` and `cprof serve` on one store) make new days
+ * while readers query them: no query may fail (it once saw a day listed before its table existed:
+ * "no such table: blocks"). */
+#define RACE_DAYS 24
+#define RACE_WRITERS 3
+
+struct race {
+	int writers_left;
+	int err;
+	char msg[256];
+	pthread_mutex_t lock;
+};
+
+static void race_fail(struct race *rc, int err)
+{
+	pthread_mutex_lock(&rc->lock);
+	if (!rc->err) {
+		rc->err = err;
+		snprintf(rc->msg, sizeof(rc->msg), "%s", cp_errmsg(err));
+	}
+	pthread_mutex_unlock(&rc->lock);
+}
+
+static void *race_writer(void *arg)
+{
+	struct race *rc = arg;
+	struct cp_store *w = cp_store_open(dir, CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv = { "comm", "a" };
+	int d, e;
+
+	if (!w)
+		race_fail(rc, -errno);
+	for (d = 0; w && d < RACE_DAYS; d++) {
+		struct cp_store_append a = { p, NULL, &kv, 1, T0 + d * DAY_NS };
+
+		if ((e = cp_store_append(w, &a, 1)))
+			race_fail(rc, e);
+	}
+	cp_store_close(w);
+	cp_profile_free(p);
+	__atomic_sub_fetch(&rc->writers_left, 1, __ATOMIC_ACQ_REL);
+	return NULL;
+}
+
+static void *race_reader(void *arg)
+{
+	struct race *rc = arg;
+	struct cp_store *r = NULL;
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL };
+	int64_t last = 0;
+	bool done;
+
+	do {
+		struct cp_store_result *res = NULL;
+		size_t n = 0;
+		int e;
+
+		done = !__atomic_load_n(&rc->writers_left, __ATOMIC_ACQUIRE);
+		if (!r && !(r = cp_store_open(dir, CP_STORE_READ)))
+			continue; /* not made yet */
+		e = cp_store_select(r, &q, &res, &n);
+		if (e && e != -ENOENT) /* ENOENT: no series yet */
+			race_fail(rc, e);
+		if (!e) {
+			int64_t t = cp_profile_total(res[0].profile, 0);
+
+			if (t < last)
+				race_fail(rc, cp_error(EIO, "a query went back in time: %" PRId64 " after %" PRId64, t, last));
+			last = t;
+		}
+		cp_store_results_free(res, n);
+	} while (!done);
+	cp_store_close(r);
+	cp_selector_free(sel);
+	return NULL;
+}
+
+START_TEST(test_new_day_race)
+{
+	struct race rc = { RACE_WRITERS, 0, "", PTHREAD_MUTEX_INITIALIZER };
+	pthread_t w[RACE_WRITERS], rd[2];
+	struct cp_store *s;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&rd[i], NULL, race_reader, &rc), 0);
+	for (i = 0; i < RACE_WRITERS; i++)
+		ck_assert_int_eq(pthread_create(&w[i], NULL, race_writer, &rc), 0);
+	for (i = 0; i < RACE_WRITERS; i++)
+		pthread_join(w[i], NULL);
+	for (i = 0; i < 2; i++)
+		pthread_join(rd[i], NULL);
+	ck_assert_msg(rc.err == 0, "%s", rc.msg);
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 6 * RACE_DAYS * RACE_WRITERS);
+	cp_store_close(s);
+}
+END_TEST
+
+/* A handle that wrote a day keeps its partition open; another handle's retention deletes the day
+ * and then the first writes to that day again: the data must go into the day's new file, not into
+ * the deleted one (where no reader finds it). */
+START_TEST(test_dropped_day_written_again)
+{
+	struct cp_store *w1 = open_store(CP_STORE_WRITE), *w2 = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	int64_t t = cp_now_ns() - 10 * DAY_NS;
+
+	append_at(w1, p, t, "comm=a");
+	ck_assert_int_eq(cp_store_retain(w2, DAY_NS), 1);
+	append_at(w1, p, t, "comm=a");
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(r);
+	/* and a reader that had the old file open reads the new one */
+	ck_assert_int_eq(select_total(w2, "process_cpu:samples", 0, INT64_MAX), 6);
+	cp_store_close(w1);
+	cp_store_close(w2);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* A profile of one sample of value v (both types) on main;work. */
+static struct cp_profile *value_profile(int64_t v)
+{
+	struct cp_profile *p = new_profile(NS);
+	int64_t vals[2] = { v, v };
+
+	ck_assert_int_eq(cp_profile_add_sample(p, stack_of(p, "main;work"), 0, vals), 0);
+	return p;
+}
+
+/* The value of the one sample that selecting sel over everything gives. */
+static int64_t one_value(struct cp_store *s, const char *sel)
+{
+	struct cp_profile *p = select1(s, sel, 0, INT64_MAX);
+	int64_t v;
+
+	ck_assert_uint_eq(p->nsamples, 1);
+	v = cp_profile_values(p, 0)[0];
+	cp_profile_free(p);
+	return v;
+}
+
+START_TEST(test_int64_values)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *big = value_profile(5000000000000000000LL), *max = value_profile(INT64_MAX);
+	struct cp_profile *neg = value_profile(-5000000000000000000LL);
+	struct cp_kv kv[] = { { "comm", "a" } };
+	struct cp_store_append twice[] = { { big, NULL, kv, 1, T0 }, { big, NULL, kv, 1, T0 } };
+	struct cp_selector *sel = sel_of("process_cpu:samples{comm=\"a\"}");
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	struct cp_buckets b;
+	struct cp_store_stats st;
+	int64_t *totals = NULL;
+	char *type = NULL;
+
+	/* two at one time (one entry), then at other times (summed by the query) */
+	ck_assert_int_eq(cp_store_append(s, twice, 2), 0);
+	ck_assert_int_eq(one_value(s, "process_cpu:samples{comm=\"a\"}"), INT64_MAX);
+	append_at(s, big, T0 + NS, "comm=a");
+	append_at(s, max, T0 + 2 * NS, "comm=a");
+	ck_assert_int_eq(one_value(s, "process_cpu:samples{comm=\"a\"}"), INT64_MAX);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX), INT64_MAX);
+	ck_assert_int_eq(cp_store_over_time(s, &q, 10 * NS, &totals, &b, &type), 0);
+	ck_assert_uint_eq(b.n, 1);
+	ck_assert_int_eq(totals[0], INT64_MAX);
+	free(totals);
+	free(type);
+	ck_assert_int_eq(cp_store_stats(s, &st), 0);
+	ck_assert_int_ge(st.samples, 0);
+	/* and at the other end */
+	append_at(s, neg, T0, "comm=b");
+	append_at(s, neg, T0 + NS, "comm=b");
+	append_at(s, neg, T0 + NS, "comm=b");
+	ck_assert_int_eq(one_value(s, "process_cpu:samples{comm=\"b\"}"), INT64_MIN);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{comm=\"b\"}", 0, INT64_MAX), INT64_MIN);
+	cp_selector_free(sel);
+	cp_store_close(s);
+	cp_profile_free(big);
+	cp_profile_free(max);
+	cp_profile_free(neg);
+}
+END_TEST
+
+START_TEST(test_time_limits)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_kv kv[] = { { "comm", "a" } };
+	struct cp_store_append a = { p, NULL, kv, 1, INT64_MAX };
+	const int64_t bad[] = { INT64_MAX, -1, INT64_MIN };
+	size_t i;
+
+	/* a time no query can reach ([from, to) ends at INT64_MAX at most) is refused */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		a.time_ns = bad[i];
+		cp_error_clear();
+		ck_assert_int_eq(cp_store_append(s, &a, 1), -EINVAL);
+		ck_assert_contains(cp_errmsg(EINVAL), "out of range");
+	}
+	/* also as the profile's own time */
+	a.time_ns = 0;
+	p->time_nanos = INT64_MAX;
+	ck_assert_int_eq(cp_store_append(s, &a, 1), -EINVAL);
+	p->time_nanos = T0;
+	/* nothing was stored, and the last time a query reaches is taken */
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &(struct cp_store_result *){ NULL },
+				    &(size_t){ 0 }), -ENOENT);
+	append_at(s, p, CP_STORE_TIME_MAX, "comm=a");
+	append_at(s, p, 1, "comm=a");
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", CP_STORE_TIME_MAX, INT64_MAX), 6);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", INT64_MIN, INT64_MAX), 12);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* An empty store and a push of zeros (nothing to sort: qsort(NULL, 0) is undefined). */
+START_TEST(test_empty_and_zero)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *z = value_profile(0), *q;
+	struct cp_store_result *res;
+	struct cp_store_series *ser;
+	size_t n;
+
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n), -ENOENT);
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	cp_store_series_free(ser, n);
+	append_at(s, z, T0, "comm=a");
+	ck_assert_int_eq(cp_store_append(s, NULL, 0), 0);
+	q = select1(s, "process_cpu:samples", 0, INT64_MAX);
+	ck_assert_uint_eq(q->nsamples, 0);
+	cp_profile_free(q);
+	cp_store_close(s);
+	cp_profile_free(z);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -1899,6 +2262,13 @@ static Suite *store_suite(void)
 	tcase_add_test(life, test_retention);
 	tcase_add_test(life, test_many_partitions);
 	tcase_add_test(life, test_failed_batch_rolls_back);
+	tcase_add_test(life, test_batch_days_all_or_nothing);
+	tcase_add_test(life, test_batch_late_commit_fails);
+	tcase_add_test(life, test_new_day_race);
+	tcase_add_test(life, test_dropped_day_written_again);
+	tcase_add_test(life, test_int64_values);
+	tcase_add_test(life, test_time_limits);
+	tcase_add_test(life, test_empty_and_zero);
 	suite_add_tcase(s, life);
 
 	tcase_add_checked_fixture(limit, dir_setup, dir_teardown);

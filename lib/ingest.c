@@ -9,16 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
 #include "selector.h"
 
 int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
 {
-	size_t i;
+	size_t i, nlen = strlen(name), vlen = strlen(value);
 
-	if (!cp_label_name_valid(name, strlen(name)))
+	if (!cp_label_name_valid(name, nlen))
 		return cp_error(EINVAL, "bad label name '%.64s' (letters, digits and _, not starting with a digit)", name);
+	if (nlen > CP_LABEL_NAME_MAX)
+		return cp_error(EINVAL, "label name '%.64s...' is longer than %d bytes", name, CP_LABEL_NAME_MAX);
+	if (vlen > CP_LABEL_VALUE_MAX)
+		return cp_error(EINVAL, "the value of label '%.64s' is longer than %d bytes", name, CP_LABEL_VALUE_MAX);
+	/* the cap also keeps this check linear in practice: 64 x 64 at most */
+	if (l->n >= CP_LABELS_MAX)
+		return cp_error(EINVAL, "more than %d labels for one series (at '%.64s')", CP_LABELS_MAX, name);
 	for (i = 0; i < l->n; i++)
 		if (!strcmp(l->kv[i].name, name))
 			return cp_error(EINVAL, "label '%.64s' given twice", name);
@@ -380,6 +388,7 @@ struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, 
 	}
 	if (lines) { /* a stack a line, each counting 1: give every line the count */
 		const char *s = body, *end = body + len;
+		size_t nlines = 0, max = cp_decode_limits()->max_samples;
 
 		if (!(text = malloc(len * 2 + 16)))
 			goto nomem;
@@ -389,6 +398,12 @@ struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, 
 
 			if (l && s[l - 1] == '\r')
 				l--;
+			if (l && ++nlines > max) {
+				err = -cp_decode_too_many("samples (lines)", max);
+				free(text);
+				errno = err;
+				return NULL;
+			}
 			if (l) {
 				memcpy(text + n, s, l);
 				n += l;

@@ -8,7 +8,9 @@
  * cp_gunzip's callers, cp_pprof_decode*, cp_folded_decode and the decoders
  * built on them read the limits in force; a body over one fails with -EFBIG
  * and a message naming the limit (cprof serve answers 413).  The limits are
- * process-wide: set them once at start-up, before threads decode. */
+ * process-wide: set them once at start-up, before threads decode.  The
+ * threads inflating bodies at once share a budget (max_inflating), so that
+ * concurrent bombs cannot each take max_decompressed. */
 #ifndef CP_DECODE_LIMITS_H
 #define CP_DECODE_LIMITS_H
 
@@ -22,6 +24,11 @@ struct cp_decode_limits {
 	size_t max_decompressed;
 	size_t max_samples;   /* samples (pprof Sample records, folded lines) per profile */
 	size_t max_locations; /* locations (pprof Location records, distinct folded frames) */
+	/* bytes all the threads inflating at once may hold together (default:
+	 * max_decompressed): a body that would take more while others hold some
+	 * does not wait, it fails with -EBUSY (cprof serve answers 503, to be
+	 * sent again) */
+	size_t max_inflating;
 	/* the setting that raises max_decompressed, named in its messages (e.g.
 	 * "--max-decompressed"); static, or NULL */
 	const char *setting;
@@ -38,8 +45,14 @@ const struct cp_decode_limits *cp_decode_limits(void);
 void cp_decode_limits_set(const struct cp_decode_limits *l);
 
 /* cp_gunzip (lib/pprof.h) up to max_decompressed: -EFBIG with "the
- * decompressed body is over 256 MiB (--max-decompressed)" beyond it. */
+ * decompressed body is over 256 MiB (--max-decompressed)" beyond it; -EBUSY
+ * when the bodies being inflated by other threads hold max_inflating. */
 int cp_gunzip_limited(const void *in, size_t len, uint8_t **out, size_t *outlen);
+/* The budget of max_inflating, shared by the threads inflating at once:
+ * reserve delta more bytes for a caller that holds mine of it already (or
+ * give back, delta < 0).  0, or -EBUSY when others hold part of it and the
+ * total would pass max_inflating (a caller alone always gets it). */
+int cp_inflate_reserve(ptrdiff_t delta, size_t mine);
 /* The limit messages: -EFBIG with "the profile has over N WHAT (the most one
  * profile may have)", and with "decoding the profile would take over SIZE
  * (twice --max-decompressed)". */

@@ -62,6 +62,12 @@ out:
 
 int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
 {
+	return cp_gunzip_reserve(in, len, max, NULL, out, outlen);
+}
+
+int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
+		      uint8_t **out, size_t *outlen)
+{
 	const uint8_t *src = in;
 	z_stream z = { 0 };
 	uint8_t *buf = NULL, *nb;
@@ -89,7 +95,11 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 			}
 			if (want > max + 1) /* room for one byte over max, to see it is over */
 				want = max + 1;
+			if (reserve && (err = reserve((ptrdiff_t)(want - cap), cap)))
+				goto out;
 			if (!(nb = realloc(buf, want))) {
+				if (reserve)
+					reserve(-(ptrdiff_t)(want - cap), want);
 				err = cp_error(ENOMEM, "out of memory decompressing");
 				goto out;
 			}
@@ -130,6 +140,8 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 	*outlen = n;
 	buf = NULL;
 out:
+	if (reserve && cap)
+		reserve(-(ptrdiff_t)cap, cap);
 	inflateEnd(&z);
 	free(buf);
 	return err;

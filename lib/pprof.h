@@ -25,6 +25,11 @@ int cp_pprof_encode(const struct cp_profile *p, int gzip, uint8_t **out, size_t 
  * output above max. */
 int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen);
 int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+/* The same, calling reserve(+n, what it holds) before it grows its buffer
+ * by n bytes and reserve(-all it reserved, ...) before it returns; a nonzero
+ * (-errno) return from reserve stops it with that error. */
+int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
+		      uint8_t **out, size_t *outlen);
 static inline int cp_is_gzip(const void *data, size_t len)
 {
 	const unsigned char *d = data;

@@ -1450,7 +1450,7 @@ END_TEST
 
 static void limits(size_t max_decompressed, size_t max_samples, size_t max_locations, const char *setting)
 {
-	cp_decode_limits_set(&(struct cp_decode_limits){ max_decompressed, max_samples, max_locations, setting });
+	cp_decode_limits_set(&(struct cp_decode_limits){ max_decompressed, max_samples, max_locations, 0, setting });
 }
 
 static void limits_reset(void)
@@ -1652,6 +1652,45 @@ START_TEST(test_limit_folded_frames)
 }
 END_TEST
 
+/* the threads inflating at once share max_inflating: while others hold
+ * part of it, a body that would pass it fails with EBUSY; alone, it goes */
+START_TEST(test_limit_inflating)
+{
+	size_t n = (size_t)2 << 20, zlen = 0, outlen = 0;
+	uint8_t *zeros = calloc(1, n), *z = NULL, *out = NULL;
+
+	ck_assert_ptr_nonnull(zeros);
+	ck_assert_int_eq(cp_gzip(zeros, n, &z, &zlen), 0);
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = (size_t)4 << 20,
+							  .max_inflating = (size_t)3 << 20,
+							  .setting = "--max-decompressed" });
+	ck_assert_int_eq(cp_inflate_reserve((ptrdiff_t)3 << 19, 0), 0); /* another thread holds 1.5 MiB */
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), -EBUSY);
+	ck_assert_ptr_null(out);
+	ck_assert_str_eq(cp_errmsg(EBUSY), "the bodies being decompressed now take 3 MiB already "
+					   "(--max-decompressed): send it again later");
+	errno = 0;
+	ck_assert_ptr_null(cp_profile_decode(z, zlen));
+	ck_assert_int_eq(errno, EBUSY);
+	ck_assert_int_eq(cp_inflate_reserve(-((ptrdiff_t)3 << 19), 0), 0); /* it is done */
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), 0);
+	ck_assert_uint_eq(outlen, n);
+	free(out);
+	/* everything reserved was given back: the whole budget is free again */
+	ck_assert_int_eq(cp_inflate_reserve((ptrdiff_t)3 << 20, 0), 0);
+	ck_assert_int_eq(cp_inflate_reserve(1, 0), -EBUSY);
+	ck_assert_int_eq(cp_inflate_reserve(-((ptrdiff_t)3 << 20), 0), 0);
+	/* alone, a body may take more than the budget (up to max_decompressed) */
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = (size_t)4 << 20,
+							  .max_inflating = (size_t)1 << 20 });
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), 0);
+	free(out);
+	limits_reset();
+	free(z);
+	free(zeros);
+}
+END_TEST
+
 static Suite *pprof_suite(void)
 {
 	Suite *s = suite_create("pprof");
@@ -1703,6 +1742,7 @@ static Suite *pprof_suite(void)
 	tcase_add_test(lim, test_limit_unpacked_size);
 	tcase_add_test(lim, test_limit_decompressed);
 	tcase_add_test(lim, test_limit_folded_frames);
+	tcase_add_test(lim, test_limit_inflating);
 	suite_add_tcase(s, lim);
 	return s;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../lib/settings.h"
+#include "../lib/decode_limits.h"
 #include "../lib/error.h"
 #include "../lib/folded.h"
 #include "../lib/http/server.h"
@@ -31,7 +32,7 @@
 #include "cmd.h"
 
 enum { OPT_LISTEN = 256, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_MAX_BODY, OPT_RETENTION, OPT_MAX_STORE,
-       OPT_LOG_LEVEL };
+       OPT_LOG_LEVEL, OPT_MAX_DECOMPRESSED };
 
 static const struct option options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -41,6 +42,7 @@ static const struct option options[] = {
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+	{ "max-decompressed", required_argument, NULL, OPT_MAX_DECOMPRESSED },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -71,6 +73,9 @@ const struct cmd cmd_serve = {
 	"      --tls-cert FILE    serve HTTPS with this PEM certificate (and --tls-key)\n"
 	"      --tls-key FILE     the PEM private key of --tls-cert\n"
 	"      --max-body SIZE    refuse larger request bodies with 413 (default 32M)\n"
+	"      --max-decompressed SIZE  refuse with 413 a body that inflates to more,\n"
+	"                         or a profile that would take twice SIZE to decode\n"
+	"                         (default 4 x --max-body)\n"
 	"      --retention DUR    delete stored data older than DUR (e.g. 30d), hourly\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 50G), deleting its\n"
 	"                         oldest data, checked every minute\n"
@@ -912,6 +917,13 @@ static void bad_body(struct server *s, struct cp_resp *out, enum api api, int st
 	cp_resp_error(out, status, fmt, m);
 }
 
+/* a body the decoders refused (errno): over a limit of lib/decode_limits.h
+ * 413, while other bodies take the decompression budget 503, else 400 */
+static int decode_status(int err)
+{
+	return err == EFBIG ? 413 : err == EBUSY ? 503 : 400;
+}
+
 struct push_labels {
 	struct cp_labels l;
 	int err;
@@ -968,7 +980,7 @@ static void push_native(struct cp_req *r, struct cp_resp *out, void *arg)
 		goto out;
 	}
 	if (!(p = cp_profile_decode(body, len))) {
-		bad_body(s, out, API_NATIVE, 400, "the body is not a profile: %s", cp_errmsg(errno));
+		bad_body(s, out, API_NATIVE, decode_status(errno), "the body is not a profile: %s", cp_errmsg(errno));
 		goto out;
 	}
 	a.profile = p;
@@ -1069,8 +1081,8 @@ static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 			goto out;
 		}
 		if (cp_is_gzip(body, len)) { /* a gzipped text body */
-			if ((err = cp_gunzip(body, len, CP_PPROF_MAX_SIZE, &fp.copy, &len))) {
-				bad_body(s, out, API_PYROSCOPE, 400, "%s", cp_errmsg(-err));
+			if ((err = cp_gunzip_limited(body, len, &fp.copy, &len))) {
+				bad_body(s, out, API_PYROSCOPE, decode_status(-err), "%s", cp_errmsg(-err));
 				goto out;
 			}
 			body = fp.copy;
@@ -1105,7 +1117,7 @@ static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 		goto out;
 	}
 	if (!p) {
-		bad_body(s, out, API_PYROSCOPE, 400, "the body is not a profile: %s", cp_errmsg(errno));
+		bad_body(s, out, API_PYROSCOPE, decode_status(errno), "the body is not a profile: %s", cp_errmsg(errno));
 		goto out;
 	}
 	a.labels = nm.labels.kv;
@@ -1218,7 +1230,7 @@ static void push_parca(struct cp_req *r, struct cp_resp *out, void *arg)
 
 	body = cp_req_body(r, &len);
 	if ((err = cp_parca_writeraw((const char *)body, len, parca_one, &b))) {
-		bad_body(s, out, API_PARCA, 400, "%s", cp_errmsg(-err));
+		bad_body(s, out, API_PARCA, decode_status(-err), "%s", cp_errmsg(-err));
 	} else if (!b.n) {
 		bad_body(s, out, API_PARCA, 400, "%s", "the body holds no profiles (series[].samples[].rawProfile)");
 	} else {
@@ -1444,13 +1456,13 @@ static const char *pick(const char *opt, const char *cfg)
 static int run_serve(int argc, char **argv)
 {
 	const char *listen_o = NULL, *data_o = NULL, *config = NULL, *token_o = NULL, *cert_o = NULL, *key_o = NULL,
-		   *maxb_o = NULL, *ret_o = NULL, *listen, *v;
+		   *maxb_o = NULL, *ret_o = NULL, *maxd_o = NULL, *listen, *v;
 	struct cp_config cfg = { 0 };
 	struct server s = { 0 };
 	struct cp_server_opts so = { 0 };
 	char dir[4096], host[300];
 	char *token = NULL, *cert = NULL, *key = NULL;
-	uint64_t max_body = 32u << 20;
+	uint64_t max_body = 32u << 20, max_dec = 0;
 	sigset_t sigs;
 	int opt, status = EXIT_OK, err, sig, k;
 	bool writer_started = false, scraping = false;
@@ -1465,6 +1477,7 @@ static int run_serve(int argc, char **argv)
 		case OPT_TLS_CERT: cert_o = optarg; break;
 		case OPT_TLS_KEY: key_o = optarg; break;
 		case OPT_MAX_BODY: maxb_o = optarg; break;
+		case OPT_MAX_DECOMPRESSED: maxd_o = optarg; break;
 		case OPT_RETENTION: ret_o = optarg; break;
 		case OPT_MAX_STORE:
 			if ((err = cp_parse_size(optarg, &s.max_store)) || !s.max_store)
@@ -1492,6 +1505,12 @@ static int run_serve(int argc, char **argv)
 		status = usage_error("serve", "--max-body: %s", err ? cp_errmsg(-err) : "must be more than 0");
 		goto out;
 	}
+	if ((v = pick(maxd_o, cfg.max_decompressed)) && ((err = cp_parse_size(v, &max_dec)) || !max_dec)) {
+		status = usage_error("serve", "--max-decompressed: %s", err ? cp_errmsg(-err) : "must be more than 0");
+		goto out;
+	}
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = max_dec ? max_dec : 4 * max_body,
+							  .setting = "--max-decompressed" });
 	if ((v = pick(ret_o, cfg.retention)) && (err = cp_parse_duration(v, &s.retention))) {
 		status = usage_error("serve", "--retention: %s", cp_errmsg(-err));
 		goto out;

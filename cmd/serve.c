@@ -75,7 +75,7 @@ const struct cmd cmd_serve = {
 	"      --max-body SIZE    refuse larger request bodies with 413 (default 32M)\n"
 	"      --max-decompressed SIZE  refuse with 413 a body that inflates to more,\n"
 	"                         or a profile that would take twice SIZE to decode\n"
-	"                         (default 4 x --max-body)\n"
+	"                         (default 4 x --max-body, at least 64M)\n"
 	"      --retention DUR    delete stored data older than DUR (e.g. 30d), hourly\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 50G), deleting its\n"
 	"                         oldest data, checked every minute\n"
@@ -1509,8 +1509,9 @@ static int run_serve(int argc, char **argv)
 		status = usage_error("serve", "--max-decompressed: %s", err ? cp_errmsg(-err) : "must be more than 0");
 		goto out;
 	}
-	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = max_dec ? max_dec : 4 * max_body,
-							  .setting = "--max-decompressed" });
+	if (!max_dec) /* 4 x --max-body, at least 64M */
+		max_dec = 4 * max_body > 64u << 20 ? 4 * max_body : 64u << 20;
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = max_dec, .setting = "--max-decompressed" });
 	if ((v = pick(ret_o, cfg.retention)) && (err = cp_parse_duration(v, &s.retention))) {
 		status = usage_error("serve", "--retention: %s", cp_errmsg(-err));
 		goto out;

@@ -593,7 +593,6 @@ static const uint64_t wire_fields[] = { [W_PROFILE] = 15, [W_SAMPLE] = 3, [W_LOC
 					[W_MAPPING] = 10, [W_FUNCTION] = 5, [W_LABEL] = 4, [W_LINE] = 3 };
 
 /* a repeated scalar field (packed or not) */
-
 static bool wire_repeated(enum wire_msg in, uint64_t field)
 {
 	return (in == W_PROFILE && field == 13) || (in == W_SAMPLE && (field == 1 || field == 2));

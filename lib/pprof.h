@@ -9,11 +9,14 @@
 
 #include "profile.h"
 
-/* Largest decompressed profile accepted (absurd sizes are refused). */
+/* Largest raw (not gzipped) profile file read; what a gzipped one may
+ * inflate to is max_decompressed of lib/decode_limits.h. */
 #define CP_PPROF_MAX_SIZE ((size_t)1 << 30)
 
 /* Decode a profile from memory (gzip sniffed by its magic). NULL + errno,
- * with the reason in cp_errmsg(). */
+ * with the reason in cp_errmsg(): EFBIG over a limit of lib/decode_limits.h
+ * (checked on the wire format before anything is unpacked), EBUSY when the
+ * bodies other threads are inflating take the shared budget. */
 struct cp_profile *cp_pprof_decode(const void *data, size_t len);
 /* Decode and merge into dst (pprof merge semantics; an empty dst takes the
  * file's header).  On error dst may hold part of the file: discard it. */

@@ -128,6 +128,14 @@ is "$code" 400 "a label name of 2048 bytes: 400"
 err_is 'longer than 1024 bytes' "a label name of 2048 bytes"
 alive "the label limits"
 
+# ---- a writeraw body of 150,000 empty JSON objects (30 MB of them took 2.3 GB in jansson) ----
+/usr/bin/python3 -c 'import sys; sys.stdout.write("{\"series\":[{\"samples\":[" + ",".join(["{}"] * 150000) + "]}]}")' \
+	>"$T/objects.json"
+http POST /api/profiles/writeraw --data-binary @"$T/objects.json"
+is "$code" 413 "writeraw of 150,000 empty objects: 413"
+err_is 'over 100000 JSON objects and arrays' "writeraw of 150,000 empty objects"
+alive "writeraw of 150,000 empty objects"
+
 # ---- NUL bytes (%00) in label names and values (were cut there, silently) ----
 for q in 'name=nul&time=now&env=a%00b' 'name=nul&time=now&e%00nv=x' 'name=nul%00x&time=now'; do
 	http POST "/api/v1/push?$q" --data-binary @"$before"

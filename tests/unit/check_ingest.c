@@ -279,6 +279,53 @@ START_TEST(test_writeraw_many_labels)
 }
 END_TEST
 
+/* a writeraw body of many small JSON values: refused before jansson parses
+ * it (30 MB of "{}," took 2.3 GB); what strings hold does not count */
+static char *json_of(const char *head, const char *item, size_t n, const char *tail, size_t *len)
+{
+	size_t il = strlen(item), hl = strlen(head), tl = strlen(tail), i;
+	char *b = malloc(hl + n * (il + 1) + tl + 1), *p = b;
+
+	ck_assert_ptr_nonnull(b);
+	memcpy(p, head, hl);
+	p += hl;
+	for (i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, item, il);
+		p += il;
+	}
+	memcpy(p, tail, tl + 1);
+	*len = (size_t)(p - b) + tl;
+	return b;
+}
+
+START_TEST(test_writeraw_json_bounded)
+{
+	size_t len;
+	int calls = 0;
+	char *b;
+
+	b = json_of("{\"series\":[{\"samples\":[", "{}", 100001, "]}]}", &len);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 100000 JSON objects and arrays"), "%s", cp_errmsg(EFBIG));
+	free(b);
+	b = json_of("{\"series\":[{\"samples\":[], \"x\":[", "1", 1000002, "]}]}", &len);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 1000000 JSON values"), "%s", cp_errmsg(EFBIG));
+	free(b);
+	/* braces, brackets and commas in strings (escaped quotes among them) are text */
+	b = json_of("{\"series\":[{\"samples\":[], \"x\":\"\\\"", "{[", 200000, "\"}]}", &len);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), 0);
+	free(b);
+	/* at the limit */
+	b = json_of("{\"series\":[{\"samples\":[", "{}", 99996, "]}]}", &len); /* and 4 around them */
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EINVAL); /* no rawProfile */
+	ck_assert_int_eq(calls, 0);
+	free(b);
+}
+END_TEST
+
 /* the lines format: a line is a sample, counted before the text is copied */
 START_TEST(test_lines_limit)
 {
@@ -312,6 +359,7 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_split_others);
 	tcase_add_test(tc, test_labels_limits);
 	tcase_add_test(tc, test_writeraw_many_labels);
+	tcase_add_test(tc, test_writeraw_json_bounded);
 	tcase_add_test(tc, test_lines_limit);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,6 +11,8 @@
 #   labels     a Parca writeraw series of 160,000 labels (took 69 s)
 #   folded     four concurrent 1 MB gzipped folded bodies, each inflating to
 #              ~1 GiB of stacks (past 4 GB together)
+#   json       a writeraw body of 10 M empty JSON objects (30 MB; took 2.3 GB
+#              and 22 s in jansson)
 # Target: peak RSS <= 256 MB in every attack, and the server alive after
 # each.  (4 concurrent bombs: the bodies being inflated at once share a budget
 # of --max-decompressed; the ones past it are answered 503.)  Exits 0 unless something failed to run; PASS / NOT MET lines give
@@ -19,7 +21,7 @@
 # usage: bench/hostile.sh BUILDDIR   (run by `make bench`)
 set -eu
 b=$(cd "${1:-build}" && pwd)
-ATTACKS=${BENCH_HOSTILE_ATTACKS:-"gzip_bomb labels folded"}
+ATTACKS=${BENCH_HOSTILE_ATTACKS:-"gzip_bomb labels folded json"}
 PY=/usr/bin/python3
 d=$(mktemp -d /tmp/cprof-hostile.XXXXXX)
 spid=
@@ -73,6 +75,8 @@ elif kind == 'zeros':  # ARG MiB of zero bytes
 elif kind == 'folded': # ARG MiB of folded stacks
     line = b'main;serve;handle;parse;alloc 1\n'
     gz_chunks([line * ((1 << 20) // len(line))] * arg)
+elif kind == 'objects': # writeraw: ARG empty objects as samples
+    out.write(('{"series":[{"samples":[' + ','.join(['{}'] * arg) + ']}]}').encode())
 elif kind == 'labels': # writeraw: a series of __name__ and ARG labels, the profile of argv[3]
     raw = base64.b64encode(open(sys.argv[3], 'rb').read()).decode()
     labels = ','.join('{"name":"l%d","value":"v%d"}' % (i, i) for i in range(arg))
@@ -115,6 +119,13 @@ attack_folded() {
 	wait $_pids
 	cat "$d"/folded[1-4].out
 	report folded 256
+}
+
+attack_json() {
+	gen objects 10000000 > "$d/objects.json"
+	echo "json: a writeraw body of 10 M empty JSON objects ($(size "$d/objects.json") bytes)"
+	post "10 M empty objects, writeraw" /api/profiles/writeraw "$d/objects.json"
+	report json 256
 }
 
 # ---- the server: the release build, default limits ----

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/decode_limits.h"
 #include "../lib/error.h"
 #include "../lib/http/api.h"
 #include "../lib/http/server.h"
@@ -19,7 +20,7 @@
 #include "cmd.h"
 
 enum { OPT_LISTEN = 256, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_MAX_BODY, OPT_RETENTION, OPT_MAX_STORE,
-       OPT_LOG_LEVEL, OPT_HEADER_TIMEOUT };
+       OPT_LOG_LEVEL, OPT_HEADER_TIMEOUT, OPT_MAX_DECOMPRESSED };
 
 static const struct option options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -29,6 +30,7 @@ static const struct option options[] = {
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+	{ "max-decompressed", required_argument, NULL, OPT_MAX_DECOMPRESSED },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -60,6 +62,9 @@ const struct cmd cmd_serve = {
 	"      --tls-cert FILE    serve HTTPS with this PEM certificate (and --tls-key)\n"
 	"      --tls-key FILE     the PEM private key of --tls-cert\n"
 	"      --max-body SIZE    refuse larger request bodies with 413 (default 32M)\n"
+	"      --max-decompressed SIZE  refuse with 413 a body that inflates to more,\n"
+	"                         or a profile that would take twice SIZE to decode\n"
+	"                         (default 4 x --max-body, at least 64M)\n"
 	"      --retention DUR    delete stored data older than DUR (e.g. 30d), hourly\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 50G), deleting its\n"
 	"                         oldest data, checked every minute\n"
@@ -114,7 +119,7 @@ static const char *pick(const char *opt, const char *cfg)
 static int run_serve(int argc, char **argv)
 {
 	const char *listen_o = NULL, *data_o = NULL, *config = NULL, *token_o = NULL, *cert_o = NULL, *key_o = NULL,
-		   *maxb_o = NULL, *ret_o = NULL, *listen, *v;
+		   *maxb_o = NULL, *ret_o = NULL, *maxd_o = NULL, *listen, *v;
 	struct cp_config cfg = { 0 };
 	struct cp_upkeep upkeep = { "serve", 0, 0, 0, 0, false };
 	struct cp_server_opts so = { 0 };
@@ -124,7 +129,7 @@ static int run_serve(int argc, char **argv)
 	struct cp_scraper *scraper = NULL;
 	char dir[4096], host[300];
 	char *token = NULL, *cert = NULL, *key = NULL;
-	uint64_t max_body = 32u << 20;
+	uint64_t max_body = 32u << 20, max_dec = 0;
 	sigset_t sigs;
 	int opt, status = EXIT_OK, err, sig;
 	bool scraping = false;
@@ -139,6 +144,7 @@ static int run_serve(int argc, char **argv)
 		case OPT_TLS_CERT: cert_o = optarg; break;
 		case OPT_TLS_KEY: key_o = optarg; break;
 		case OPT_MAX_BODY: maxb_o = optarg; break;
+		case OPT_MAX_DECOMPRESSED: maxd_o = optarg; break;
 		case OPT_RETENTION: ret_o = optarg; break;
 		case OPT_MAX_STORE:
 			if ((err = cp_parse_size(optarg, &upkeep.max_size)) || !upkeep.max_size)
@@ -175,6 +181,13 @@ static int run_serve(int argc, char **argv)
 		status = usage_error("serve", "--max-body: %s", err ? cp_errmsg(-err) : "must be more than 0");
 		goto out;
 	}
+	if ((v = pick(maxd_o, cfg.max_decompressed)) && ((err = cp_parse_size(v, &max_dec)) || !max_dec)) {
+		status = usage_error("serve", "--max-decompressed: %s", err ? cp_errmsg(-err) : "must be more than 0");
+		goto out;
+	}
+	if (!max_dec) /* 4 x --max-body, at least 64M */
+		max_dec = 4 * max_body > 64u << 20 ? 4 * max_body : 64u << 20;
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = max_dec, .setting = "--max-decompressed" });
 	if ((v = pick(ret_o, cfg.retention)) && (err = cp_parse_duration(v, &upkeep.retention))) {
 		status = usage_error("serve", "--retention: %s", cp_errmsg(-err));
 		goto out;

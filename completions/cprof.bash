@@ -147,7 +147,7 @@ _cprof_takes_arg()
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --remote | --spool | --spool-size | \
 		--max-store-size | --log-level | \
-		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | \
+		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | --max-decompressed | \
 		-c | --profile | --seconds | --timeout | \
 		--delay | --window | --iterations | --view | -s | --sort | \
 		--filter | --function | --type) return 0 ;;

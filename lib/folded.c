@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "strtab.h"
 #include "util.h"
@@ -28,9 +29,10 @@ static int parse_count(const char *s, size_t n, int64_t *out)
 
 struct cp_profile *cp_folded_decode(const char *text, size_t len)
 {
+	const struct cp_decode_limits *lim = cp_decode_limits();
 	struct cp_profile *p = cp_profile_new();
 	uint32_t *locs = NULL;
-	size_t cap = 0, lineno = 0;
+	size_t cap = 0, lineno = 0, nsamples = 0;
 	const char *s = text, *end = text + len;
 	int err = 0;
 
@@ -61,6 +63,10 @@ struct cp_profile *cp_folded_decode(const char *text, size_t len)
 		}
 		while (sp > s && (sp[-1] == ' ' || sp[-1] == '\t'))
 			sp--;
+		if (++nsamples > lim->max_samples) {
+			err = cp_decode_too_many("samples (lines)", lim->max_samples);
+			goto out;
+		}
 		/* frames root first; the profile wants leaf first: fill, then reverse */
 		for (f = s; f <= sp;) {
 			const char *semi = memchr(f, ';', (size_t)(sp - f));
@@ -83,6 +89,17 @@ struct cp_profile *cp_folded_decode(const char *text, size_t len)
 			line.function = (uint32_t)fid;
 			if ((lid = cp_profile_location(p, 0, 0, &line, 1, false)) < 0) {
 				err = (int)lid;
+				goto out;
+			}
+			if (p->nlocations > lim->max_locations) {
+				err = cp_decode_too_many("distinct frames", lim->max_locations);
+				goto out;
+			}
+			/* the frames of the stacks kept and of this one, 8 bytes each
+			 * (stored, and gathered here): within the memory a pprof
+			 * profile may take, twice max_decompressed */
+			if (p->nstack_locs + n + 1 > lim->max_decompressed / 4) {
+				err = cp_decode_too_large(lim->max_decompressed * 2);
 				goto out;
 			}
 			if (cp_grow((void **)&locs, &cap, n + 1, sizeof(*locs))) {

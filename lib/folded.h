@@ -11,7 +11,8 @@
 
 /* Parse folded text into a profile with one sample type, samples/count.
  * Blank lines and lines starting with '#' are skipped; a malformed line is an
- * error naming its number. NULL + errno. */
+ * error naming its number. NULL + errno (EFBIG past the samples, locations
+ * or memory limits of lib/decode_limits.h). */
 struct cp_profile *cp_folded_decode(const char *text, size_t len);
 /* Write value index vidx as folded stacks, root first (invert: leaf first).
  * Lines are sorted; zero-valued stacks are left out. */

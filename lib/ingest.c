@@ -9,16 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
 #include "selector.h"
 
 int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
 {
-	size_t i;
+	size_t i, nlen = strlen(name), vlen = strlen(value);
 
-	if (!cp_label_name_valid(name, strlen(name)))
+	if (!cp_label_name_valid(name, nlen))
 		return cp_error(EINVAL, "bad label name '%.64s' (letters, digits and _, not starting with a digit)", name);
+	if (nlen > CP_LABEL_NAME_MAX)
+		return cp_error(EINVAL, "label name '%.64s...' is longer than %d bytes", name, CP_LABEL_NAME_MAX);
+	if (vlen > CP_LABEL_VALUE_MAX)
+		return cp_error(EINVAL, "the value of label '%.64s' is longer than %d bytes", name, CP_LABEL_VALUE_MAX);
+	/* the cap also keeps this check linear in practice: 64 x 64 at most */
+	if (l->n >= CP_LABELS_MAX)
+		return cp_error(EINVAL, "more than %d labels for one series (at '%.64s')", CP_LABELS_MAX, name);
 	for (i = 0; i < l->n; i++)
 		if (!strcmp(l->kv[i].name, name))
 			return cp_error(EINVAL, "label '%.64s' given twice", name);
@@ -380,6 +388,7 @@ struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, 
 	}
 	if (lines) { /* a stack a line, each counting 1: give every line the count */
 		const char *s = body, *end = body + len;
+		size_t nlines = 0, max = cp_decode_limits()->max_samples;
 
 		if (!(text = malloc(len * 2 + 16)))
 			goto nomem;
@@ -389,6 +398,12 @@ struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, 
 
 			if (l && s[l - 1] == '\r')
 				l--;
+			if (l && ++nlines > max) {
+				err = -cp_decode_too_many("samples (lines)", max);
+				free(text);
+				errno = err;
+				return NULL;
+			}
 			if (l) {
 				memcpy(text + n, s, l);
 				n += l;
@@ -491,15 +506,56 @@ int cp_base64_encode(const uint8_t *d, size_t len, char **out, size_t *outlen)
 /* gnutls allocates with gnutls_malloc, which is malloc unless an
  * application replaced it; cprof does not */
 
+/* jansson takes ~50 bytes for a number and a few hundred for an empty
+ * object: 30 MB of "{}," took 2.3 GB.  Counted on the text before it is
+ * parsed (outside strings: '{' and '[' open a container, ',' separates
+ * values), a body is held to these; a writeraw body is a few objects per
+ * series and per profile, whose bytes are in base64 strings. */
+#define JSON_MAX_CONTAINERS 100000
+#define JSON_MAX_VALUES 1000000
+
+static int json_bounded(const char *s, size_t len)
+{
+	size_t i, containers = 0, values = 0;
+	bool in_str = false;
+
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			containers++;
+		} else if (c == ',') {
+			values++;
+		}
+	}
+	if (containers > JSON_MAX_CONTAINERS)
+		return cp_error(EFBIG, "the body holds over %d JSON objects and arrays (the most a writeraw body may have)",
+				JSON_MAX_CONTAINERS);
+	if (values > JSON_MAX_VALUES)
+		return cp_error(EFBIG, "the body holds over %d JSON values (the most a writeraw body may have)",
+				JSON_MAX_VALUES);
+	return 0;
+}
+
 int cp_parca_writeraw(const char *body, size_t len,
 		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
 		      void *ctx)
 {
 	json_error_t je;
-	json_t *root = json_loadb(body, len, 0, &je), *series, *s;
+	json_t *root, *series, *s;
 	size_t i, j, k;
-	int err = 0;
+	int err = json_bounded(body, len);
 
+	if (err)
+		return err;
+	root = json_loadb(body, len, 0, &je);
 	if (!root)
 		return cp_error(EINVAL, "the body is not JSON: %s (line %d)", je.text, je.line);
 	series = json_object_get(root, "series");

@@ -16,7 +16,14 @@ struct cp_labels {
 	struct cp_kv *kv; /* name and value malloc'ed */
 	size_t n, cap;
 };
-/* Adds name=value (copied); -EINVAL with a message for a bad label name. */
+/* What one series may carry (Pyroscope takes 30 labels by default, names of
+ * 1024 bytes and values of 2048): more is refused, not cut. */
+#define CP_LABELS_MAX 64
+#define CP_LABEL_NAME_MAX 1024
+#define CP_LABEL_VALUE_MAX 2048
+/* Adds name=value (copied); -EINVAL with a message for a bad label name, a
+ * name given twice, a name or value over its length limit, or a series
+ * over CP_LABELS_MAX labels. */
 int cp_labels_add(struct cp_labels *l, const char *name, const char *value);
 void cp_labels_release(struct cp_labels *l);
 
@@ -68,7 +75,9 @@ struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, 
 
 /* Parca's writeraw body: fn gets each raw profile with its series labels
  * (__name__ among them, as sent).  Stops at fn's first nonzero return.
- * -EINVAL with a message naming what is wrong. */
+ * -EINVAL with a message naming what is wrong; -EFBIG for a body of over
+ * 100,000 JSON objects and arrays or 1,000,000 values (counted before it is
+ * parsed: jansson takes a few hundred bytes for an empty object). */
 int cp_parca_writeraw(const char *body, size_t len,
 		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
 		      void *ctx);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
 #include "pprof.h"
@@ -34,7 +35,7 @@ struct cp_profile *cp_profile_decode(const void *data, size_t len)
 	int err;
 
 	if (cp_is_gzip(data, len)) {
-		err = cp_gunzip(data, len, CP_PPROF_MAX_SIZE, &raw, &rawlen);
+		err = cp_gunzip_limited(data, len, &raw, &rawlen);
 		if (err) {
 			errno = -err;
 			return NULL;
@@ -98,7 +99,7 @@ static int load_into(struct cp_profile **acc, const char *path, const char *firs
 		uint8_t *raw = NULL;
 		size_t rawlen;
 
-		err = cp_gunzip(data, len, CP_PPROF_MAX_SIZE, &raw, &rawlen);
+		err = cp_gunzip_limited(data, len, &raw, &rawlen);
 		if (err) {
 			cp_error_ctx(err, "%s", path);
 			goto out;

@@ -12,7 +12,9 @@ enum cp_format { CP_FORMAT_PPROF, CP_FORMAT_FOLDED };
 
 /* The format of decompressed data: text without control bytes is folded. */
 enum cp_format cp_sniff_format(const void *data, size_t len);
-/* Decode data of a sniffed format. NULL + errno, reason in cp_errmsg(). */
+/* Decode data of a sniffed format (gzip inflated first, within the limits of
+ * lib/decode_limits.h). NULL + errno (EFBIG over a limit, EBUSY when other
+ * threads inflating take the shared budget), reason in cp_errmsg(). */
 struct cp_profile *cp_profile_decode(const void *data, size_t len);
 /* Read and decode path ("-" = stdin); the message names the file. */
 struct cp_profile *cp_profile_load(const char *path);

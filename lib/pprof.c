@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "profile.pb-c.h"
 #include "util.h"
@@ -61,9 +62,15 @@ out:
 
 int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
 {
+	return cp_gunzip_reserve(in, len, max, NULL, out, outlen);
+}
+
+int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
+		      uint8_t **out, size_t *outlen)
+{
 	const uint8_t *src = in;
 	z_stream z = { 0 };
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, *nb;
 	size_t cap = 0, n = 0, used = 0;
 	int err = 0, r;
 	char sz[32];
@@ -86,10 +93,18 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 				if (isize >= len / 2 && isize <= max)
 					want = isize + 1;
 			}
-			if (cp_grow((void **)&buf, &cap, want, 1)) {
+			if (want > max + 1) /* room for one byte over max, to see it is over */
+				want = max + 1;
+			if (reserve && (err = reserve((ptrdiff_t)(want - cap), cap)))
+				goto out;
+			if (!(nb = realloc(buf, want))) {
+				if (reserve)
+					reserve(-(ptrdiff_t)(want - cap), want);
 				err = cp_error(ENOMEM, "out of memory decompressing");
 				goto out;
 			}
+			buf = nb;
+			cap = want;
 		}
 		z.next_in = (Bytef *)(src + used);
 		z.avail_in = len - used > 1u << 30 ? 1u << 30 : (uInt)(len - used);
@@ -125,6 +140,8 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
 	*outlen = n;
 	buf = NULL;
 out:
+	if (reserve && cap)
+		reserve(-(ptrdiff_t)cap, cap);
 	inflateEnd(&z);
 	free(buf);
 	return err;
@@ -511,6 +528,152 @@ out:
 	return err;
 }
 
+/* ---- a look at the wire format before protobuf-c unpacks it ----
+ *
+ * protobuf-c allocates every record it unpacks: an empty Sample is 2 bytes
+ * on the wire but a struct, a pointer and a scanned-field entry (over 100
+ * bytes) once unpacked, so a few kilobytes of gzip can ask for gigabytes.
+ * This walk counts samples and locations and estimates what unpacking will
+ * allocate (erring high), allocating nothing itself: a profile over the
+ * limits (lib/decode_limits.h) is refused before protobuf-c sees it. */
+
+enum wire_msg { W_PROFILE, W_SAMPLE, W_LOCATION, W_VALUETYPE, W_MAPPING, W_FUNCTION, W_LABEL, W_LINE };
+
+struct wire_scan {
+	size_t samples, locations;
+	size_t mem; /* estimated bytes protobuf-c will allocate */
+};
+
+#define ROUND16(n) (((n) + 15) & ~(size_t)15)
+/* one scanned field: protobuf-c's slab entry (32 bytes, slabs doubling) */
+#define FIELD_COST 64
+
+static int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*p < end && shift < 64) {
+		uint8_t b = *(*p)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+		shift += 7;
+	}
+	return -1;
+}
+
+/* the message a length-delimited field holds (or -1), and its unpacked size */
+static int wire_submsg(enum wire_msg in, uint64_t field, size_t *size)
+{
+	switch (in) {
+	case W_PROFILE:
+		switch (field) {
+		case 1:
+		case 11: *size = sizeof(Perftools__Profiles__ValueType); return W_VALUETYPE;
+		case 2: *size = sizeof(Perftools__Profiles__Sample); return W_SAMPLE;
+		case 3: *size = sizeof(Perftools__Profiles__Mapping); return W_MAPPING;
+		case 4: *size = sizeof(Perftools__Profiles__Location); return W_LOCATION;
+		case 5: *size = sizeof(Perftools__Profiles__Function); return W_FUNCTION;
+		}
+		return -1;
+	case W_SAMPLE:
+		*size = sizeof(Perftools__Profiles__Label);
+		return field == 3 ? W_LABEL : -1;
+	case W_LOCATION:
+		*size = sizeof(Perftools__Profiles__Line);
+		return field == 4 ? W_LINE : -1;
+	default: return -1;
+	}
+}
+
+/* the highest field number each message knows (proto/profile.proto) */
+static const uint64_t wire_fields[] = { [W_PROFILE] = 15, [W_SAMPLE] = 3, [W_LOCATION] = 5, [W_VALUETYPE] = 2,
+					[W_MAPPING] = 10, [W_FUNCTION] = 5, [W_LABEL] = 4, [W_LINE] = 3 };
+
+/* a repeated scalar field (packed or not) */
+static bool wire_repeated(enum wire_msg in, uint64_t field)
+{
+	return (in == W_PROFILE && field == 13) || (in == W_SAMPLE && (field == 1 || field == 2));
+}
+
+static int wire_scan(const uint8_t *p, size_t len, enum wire_msg kind, struct wire_scan *ws)
+{
+	const uint8_t *end = p + len;
+	uint64_t tag, v;
+	int err;
+
+	while (p < end) {
+		uint64_t field;
+		size_t sub;
+		int inner;
+
+		if (wire_varint(&p, end, &tag) || !(field = tag >> 3) || field > UINT32_MAX >> 3)
+			return -1;
+		ws->mem += FIELD_COST;
+		if (field > wire_fields[kind]) /* kept as an unknown field: a copy of it */
+			ws->mem += sizeof(ProtobufCMessageUnknownField) + 16;
+		switch (tag & 7) {
+		case 0:
+			if (wire_varint(&p, end, &v))
+				return -1;
+			if (wire_repeated(kind, field))
+				ws->mem += 8;
+			break;
+		case 1:
+		case 5:
+			if ((size_t)(end - p) < ((tag & 7) == 1 ? 8u : 4u))
+				return -1;
+			p += (tag & 7) == 1 ? 8 : 4;
+			if (wire_repeated(kind, field))
+				ws->mem += 8;
+			break;
+		case 2:
+			if (wire_varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return -1;
+			if (field > wire_fields[kind]) {
+				ws->mem += ROUND16((size_t)v);
+			} else if ((inner = wire_submsg(kind, field, &sub)) >= 0) {
+				ws->mem += ROUND16(sub) + 8;
+				if (kind == W_PROFILE && field == 2)
+					ws->samples++;
+				else if (kind == W_PROFILE && field == 4)
+					ws->locations++;
+				if ((err = wire_scan(p, (size_t)v, (enum wire_msg)inner, ws)))
+					return err;
+			} else if (wire_repeated(kind, field)) { /* packed: a varint ends at each byte under 0x80 */
+				for (size_t i = 0; i < v; i++)
+					ws->mem += p[i] & 0x80 ? 0 : 8;
+			} else { /* a string (the string table) */
+				ws->mem += ROUND16((size_t)v + 1) + 8;
+			}
+			p += v;
+			break;
+		default: /* groups (3, 4) are not in pprof, nor other wire types */
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* 0, or -EFBIG / -EINVAL with a message */
+static int wire_check(const uint8_t *data, size_t len)
+{
+	const struct cp_decode_limits *lim = cp_decode_limits();
+	struct wire_scan ws = { 0, 0, ROUND16(sizeof(PB)) };
+
+	if (wire_scan(data, len, W_PROFILE, &ws))
+		return cp_error(EINVAL, "not a pprof profile (the protobuf data is malformed or truncated)");
+	if (ws.samples > lim->max_samples)
+		return cp_decode_too_many("samples", lim->max_samples);
+	if (ws.locations > lim->max_locations)
+		return cp_decode_too_many("locations", lim->max_locations);
+	if (ws.mem / 2 > lim->max_decompressed)
+		return cp_decode_too_large(lim->max_decompressed * 2);
+	return 0;
+}
+
 /* protobuf-c allocates every sub-message on its own: give it an arena that
  * is released at once instead (a pprof file has tens of thousands of them). */
 struct arena {
@@ -572,7 +735,7 @@ int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len)
 	int err;
 
 	if (cp_is_gzip(data, len)) {
-		err = cp_gunzip(data, len, CP_PPROF_MAX_SIZE, &raw, &rawlen);
+		err = cp_gunzip_limited(data, len, &raw, &rawlen);
 		if (err)
 			return err;
 		data = raw;
@@ -584,6 +747,8 @@ int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len)
 		err = cp_error(EINVAL, "empty profile (no data)");
 		goto out;
 	}
+	if ((err = wire_check(data, len)))
+		goto out;
 	pb = perftools__profiles__profile__unpack(&alloc, len, data);
 	if (!pb) {
 		err = cp_error(EINVAL, "not a pprof profile (the protobuf data is malformed or truncated)");

@@ -9,11 +9,14 @@
 
 #include "profile.h"
 
-/* Largest decompressed profile accepted (absurd sizes are refused). */
+/* Largest raw (not gzipped) profile file read; what a gzipped one may
+ * inflate to is max_decompressed of lib/decode_limits.h. */
 #define CP_PPROF_MAX_SIZE ((size_t)1 << 30)
 
 /* Decode a profile from memory (gzip sniffed by its magic). NULL + errno,
- * with the reason in cp_errmsg(). */
+ * with the reason in cp_errmsg(): EFBIG over a limit of lib/decode_limits.h
+ * (checked on the wire format before anything is unpacked), EBUSY when the
+ * bodies other threads are inflating take the shared budget. */
 struct cp_profile *cp_pprof_decode(const void *data, size_t len);
 /* Decode and merge into dst (pprof merge semantics; an empty dst takes the
  * file's header).  On error dst may hold part of the file: discard it. */
@@ -25,6 +28,11 @@ int cp_pprof_encode(const struct cp_profile *p, int gzip, uint8_t **out, size_t 
  * output above max. */
 int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen);
 int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+/* The same, calling reserve(+n, what it holds) before it grows its buffer
+ * by n bytes and reserve(-all it reserved, ...) before it returns; a nonzero
+ * (-errno) return from reserve stops it with that error. */
+int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
+		      uint8_t **out, size_t *outlen);
 static inline int cp_is_gzip(const void *data, size_t len)
 {
 	const unsigned char *d = data;

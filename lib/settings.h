@@ -8,6 +8,7 @@
  *   tls_cert: /etc/cprof/cert.pem
  *   tls_key: /etc/cprof/key.pem
  *   max_body: 32M
+ *   max_decompressed: 128M
  *
  *   scrape_configs:          # Parca's, as is (lib/scrape.h): jobs that
  *     - job_name: api        # cprof scrape --config and cprof serve --config run
@@ -25,7 +26,7 @@
 #include "scrape.h"
 
 struct cp_config {
-	char *listen, *data, *retention, *token_file, *tls_cert, *tls_key, *max_body;
+	char *listen, *data, *retention, *token_file, *tls_cert, *tls_key, *max_body, *max_decompressed;
 	struct cp_scrape_config scrape;
 };
 

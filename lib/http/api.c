@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
 #include "ingest.h"
@@ -644,6 +645,13 @@ static void bad_body(struct cp_api *s, struct cp_resp *out, enum api api, int st
 	cp_resp_error(out, status, fmt, m);
 }
 
+/* a body the decoders refused (errno): over a limit of lib/decode_limits.h
+ * 413, while other bodies take the decompression budget 503, else 400 */
+static int decode_status(int err)
+{
+	return err == EFBIG ? 413 : err == EBUSY ? 503 : 400;
+}
+
 struct push_labels {
 	struct cp_labels l;
 	int err;
@@ -700,7 +708,7 @@ static void push_native(struct cp_req *r, struct cp_resp *out, void *arg)
 		goto out;
 	}
 	if (!(p = cp_profile_decode(body, len))) {
-		bad_body(s, out, API_NATIVE, 400, "the body is not a profile: %s", cp_errmsg(errno));
+		bad_body(s, out, API_NATIVE, decode_status(errno), "the body is not a profile: %s", cp_errmsg(errno));
 		goto out;
 	}
 	a.profile = p;
@@ -801,8 +809,8 @@ static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 			goto out;
 		}
 		if (cp_is_gzip(body, len)) { /* a gzipped text body */
-			if ((err = cp_gunzip(body, len, CP_PPROF_MAX_SIZE, &fp.copy, &len))) {
-				bad_body(s, out, API_PYROSCOPE, 400, "%s", cp_errmsg(-err));
+			if ((err = cp_gunzip_limited(body, len, &fp.copy, &len))) {
+				bad_body(s, out, API_PYROSCOPE, decode_status(-err), "%s", cp_errmsg(-err));
 				goto out;
 			}
 			body = fp.copy;
@@ -837,7 +845,7 @@ static void push_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg)
 		goto out;
 	}
 	if (!p) {
-		bad_body(s, out, API_PYROSCOPE, 400, "the body is not a profile: %s", cp_errmsg(errno));
+		bad_body(s, out, API_PYROSCOPE, decode_status(errno), "the body is not a profile: %s", cp_errmsg(errno));
 		goto out;
 	}
 	a.labels = nm.labels.kv;
@@ -950,7 +958,7 @@ static void push_parca(struct cp_req *r, struct cp_resp *out, void *arg)
 
 	body = cp_req_body(r, &len);
 	if ((err = cp_parca_writeraw((const char *)body, len, parca_one, &b))) {
-		bad_body(s, out, API_PARCA, 400, "%s", cp_errmsg(-err));
+		bad_body(s, out, API_PARCA, decode_status(-err), "%s", cp_errmsg(-err));
 	} else if (!b.n) {
 		bad_body(s, out, API_PARCA, 400, "%s", "the body holds no profiles (series[].samples[].rawProfile)");
 	} else {

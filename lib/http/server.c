@@ -528,6 +528,21 @@ static char *login_location(struct MHD_Connection *c, const char *path)
 	return loc;
 }
 
+/* A query argument with a NUL (%00) in its name or value: every handler
+ * reads arguments as C strings, which would cut them there. */
+static enum MHD_Result find_nul(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				const char *value, size_t value_size)
+{
+	const char **bad = cls;
+
+	(void)kind;
+	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+		*bad = key;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
 static long find_route(struct cp_server *s, const char *method, const char *path, bool *other_method)
 {
 	size_t i, n;
@@ -744,6 +759,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* (more than libmicrohttpd's connection memory holds are closed before this, with no answer) */
 		if (MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > MAX_ARGS)
 			return send_error(r, 414, "%s", "too many query arguments (at most " MAX_ARGS_S ")");
+		{
+			const char *bad = NULL;
+
+			MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, find_nul, &bad);
+			if (bad)
+				return send_error(r, 400, "query argument '%.64s' holds a NUL byte (%%00): names and values are text", bad);
+		}
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		/* both lengths: a proxy in front may read the body by the other one (request smuggling) */
 		if (cl && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "ingest.h"
 #include "profile.h"
@@ -203,6 +204,150 @@ START_TEST(test_split_others)
 }
 END_TEST
 
+/* ---- what one series may carry ---- */
+
+START_TEST(test_labels_limits)
+{
+	struct cp_labels l = { 0 };
+	char name[CP_LABEL_NAME_MAX + 2], value[CP_LABEL_VALUE_MAX + 2];
+	size_t i;
+	int err;
+
+	for (i = 0; i < CP_LABELS_MAX; i++) {
+		snprintf(name, sizeof(name), "l%zu", i);
+		ck_assert_int_eq(cp_labels_add(&l, name, "v"), 0);
+	}
+	ck_assert_int_eq(cp_labels_add(&l, "one_more", "v"), -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "more than 64 labels"), "%s", cp_errmsg(EINVAL));
+	/* the 160,000 labels of a hostile push: each refused at once, the set unchanged */
+	for (i = 0; i < 160000; i++) {
+		snprintf(name, sizeof(name), "m%zu", i);
+		ck_assert_int_eq(cp_labels_add(&l, name, "v"), -EINVAL);
+	}
+	ck_assert_uint_eq(l.n, CP_LABELS_MAX);
+	cp_labels_release(&l);
+
+	memset(name, 'n', sizeof(name));
+	name[CP_LABEL_NAME_MAX] = 0;
+	memset(value, 'v', sizeof(value));
+	value[CP_LABEL_VALUE_MAX] = 0;
+	ck_assert_int_eq(cp_labels_add(&l, name, value), 0); /* at the limits */
+	cp_labels_release(&l);
+	name[CP_LABEL_NAME_MAX] = 'n';
+	name[CP_LABEL_NAME_MAX + 1] = 0;
+	err = cp_labels_add(&l, name, "v");
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "longer than 1024 bytes"), "%s", cp_errmsg(EINVAL));
+	value[CP_LABEL_VALUE_MAX] = 'v';
+	value[CP_LABEL_VALUE_MAX + 1] = 0;
+	err = cp_labels_add(&l, "k", value);
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "value of label 'k' is longer than 2048"), "%s", cp_errmsg(EINVAL));
+	ck_assert_uint_eq(l.n, 0);
+	/* a name given twice is still refused */
+	ck_assert_int_eq(cp_labels_add(&l, "k", "1"), 0);
+	ck_assert_int_eq(cp_labels_add(&l, "k", "2"), -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "given twice"), "%s", cp_errmsg(EINVAL));
+	cp_labels_release(&l);
+}
+END_TEST
+
+/* a writeraw body with one series of many labels: refused with the reason */
+static int count_profiles(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen)
+{
+	(void)labels, (void)raw, (void)rawlen;
+	++*(int *)ctx;
+	return 0;
+}
+
+START_TEST(test_writeraw_many_labels)
+{
+	size_t n = 20000, i, len = 0;
+	char *body = malloc(n * 40 + 128);
+	int calls = 0, err;
+
+	ck_assert_ptr_nonnull(body);
+	len += (size_t)sprintf(body, "{\"series\":[{\"labels\":{\"labels\":[");
+	for (i = 0; i < n; i++)
+		len += (size_t)sprintf(body + len, "%s{\"name\":\"l%zu\",\"value\":\"v\"}", i ? "," : "", i);
+	len += (size_t)sprintf(body + len, "]},\"samples\":[{\"rawProfile\":\"\"}]}]}");
+	err = cp_parca_writeraw(body, len, count_profiles, &calls);
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "series 0: more than 64 labels"), "%s", cp_errmsg(EINVAL));
+	ck_assert_int_eq(calls, 0);
+	free(body);
+}
+END_TEST
+
+/* a writeraw body of many small JSON values: refused before jansson parses
+ * it (30 MB of "{}," took 2.3 GB); what strings hold does not count */
+static char *json_of(const char *head, const char *item, size_t n, const char *tail, size_t *len)
+{
+	size_t il = strlen(item), hl = strlen(head), tl = strlen(tail), i;
+	char *b = malloc(hl + n * (il + 1) + tl + 1), *p = b;
+
+	ck_assert_ptr_nonnull(b);
+	memcpy(p, head, hl);
+	p += hl;
+	for (i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, item, il);
+		p += il;
+	}
+	memcpy(p, tail, tl + 1);
+	*len = (size_t)(p - b) + tl;
+	return b;
+}
+
+START_TEST(test_writeraw_json_bounded)
+{
+	size_t len;
+	int calls = 0;
+	char *b;
+
+	b = json_of("{\"series\":[{\"samples\":[", "{}", 100001, "]}]}", &len);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 100000 JSON objects and arrays"), "%s", cp_errmsg(EFBIG));
+	free(b);
+	b = json_of("{\"series\":[{\"samples\":[], \"x\":[", "1", 1000002, "]}]}", &len);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 1000000 JSON values"), "%s", cp_errmsg(EFBIG));
+	free(b);
+	/* braces, brackets and commas in strings (escaped quotes among them) are text */
+	b = json_of("{\"series\":[{\"samples\":[], \"x\":\"\\\"", "{[", 200000, "\"}]}", &len);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), 0);
+	free(b);
+	/* at the limit */
+	b = json_of("{\"series\":[{\"samples\":[", "{}", 99996, "]}]}", &len); /* and 4 around them */
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EINVAL); /* no rawProfile */
+	ck_assert_int_eq(calls, 0);
+	free(b);
+}
+END_TEST
+
+/* the lines format: a line is a sample, counted before the text is copied */
+START_TEST(test_lines_limit)
+{
+	struct cp_pyro_type t;
+	struct cp_profile *p;
+
+	cp_pyro_type("cpu", NULL, &t);
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_samples = 3 });
+	p = cp_pyro_decode_text("a;b\n\na;c\r\nb\n", 12, 1, &t, 100, 0, 0);
+	ck_assert_ptr_nonnull(p);
+	cp_profile_free(p);
+	errno = 0;
+	ck_assert_ptr_null(cp_pyro_decode_text("a;b\n\na;c\r\nb\nc\n", 14, 1, &t, 100, 0, 0));
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 3 samples"), "%s", cp_errmsg(EFBIG));
+	errno = 0;
+	ck_assert_ptr_null(cp_pyro_decode_text("a 1\nb 1\nc 1\nd 1\n", 16, 0, &t, 100, 0, 0));
+	ck_assert_int_eq(errno, EFBIG);
+	cp_decode_limits_set(&(struct cp_decode_limits){ 0 });
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -212,6 +357,10 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_name_with_otel_labels);
 	tcase_add_test(tc, test_split_node_wall);
 	tcase_add_test(tc, test_split_others);
+	tcase_add_test(tc, test_labels_limits);
+	tcase_add_test(tc, test_writeraw_many_labels);
+	tcase_add_test(tc, test_writeraw_json_bounded);
+	tcase_add_test(tc, test_lines_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
 #include "load.h"
@@ -1445,11 +1446,257 @@ START_TEST(test_load_many_errors)
 }
 END_TEST
 
+/* ---- limits on what decoding may take (lib/decode_limits.h) ---- */
+
+static void limits(size_t max_decompressed, size_t max_samples, size_t max_locations, const char *setting)
+{
+	cp_decode_limits_set(&(struct cp_decode_limits){ max_decompressed, max_samples, max_locations, 0, setting });
+}
+
+static void limits_reset(void)
+{
+	limits(0, 0, 0, NULL);
+	ck_assert_uint_eq(cp_decode_limits()->max_samples, CP_DECODE_MAX_SAMPLES);
+}
+
+static void folded_ok(const char *text)
+{
+	struct cp_profile *p = cp_folded_decode(text, strlen(text));
+
+	ck_assert_msg(p != NULL, "'%.40s' refused: %s", text, cp_errmsg(errno));
+	cp_profile_free(p);
+}
+
+/* err, and the profile freed if it decoded */
+static int decode_err(const void *d, size_t n)
+{
+	struct cp_profile *p;
+
+	cp_error_clear();
+	p = cp_pprof_decode(d, n);
+	if (p) {
+		cp_profile_free(p);
+		return 0;
+	}
+	return -errno;
+}
+
+START_TEST(test_limit_samples)
+{
+	static const uint64_t loc[1] = { 1 };
+	static const int64_t v[2] = { 1, 10 };
+	struct pbw w = { .n = 0 };
+	size_t i;
+
+	limits(0, 5, 0, NULL);
+	w_base(&w);
+	for (i = 0; i < 5; i++)
+		w_sample(&w, loc, 1, v, 2, true);
+	ck_assert_int_eq(decode_err(w.d, w.n), 0);
+	w_sample(&w, loc, 1, v, 2, true);
+	ck_assert_int_eq(decode_err(w.d, w.n), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 5 samples");
+	/* folded: a line is a sample */
+	folded_ok("a 1\nb 1\nc 1\nd 1\n# not one\n\ne 1\n");
+	errno = 0;
+	ck_assert_ptr_null(cp_folded_decode("a 1\nb 1\nc 1\nd 1\ne 1\nf 1\n", 24));
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 5 samples (lines)");
+	limits_reset();
+}
+END_TEST
+
+START_TEST(test_limit_locations)
+{
+	struct pbw w = { .n = 0 };
+	uint64_t id;
+	char text[64];
+
+	limits(0, 0, 4, NULL);
+	w_base(&w); /* locations 1 and 2 */
+	w_location(&w, 3, 0, 0, 1);
+	w_location(&w, 4, 0, 0, 2);
+	ck_assert_int_eq(decode_err(w.d, w.n), 0);
+	for (id = 5; id < 8; id++)
+		w_location(&w, id, 0, 0, 1);
+	ck_assert_int_eq(decode_err(w.d, w.n), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 4 locations");
+	/* folded: distinct frames, however often they come */
+	snprintf(text, sizeof(text), "a;b;c;d 1\nd;c;b;a 2\n");
+	folded_ok(text);
+	errno = 0;
+	snprintf(text, sizeof(text), "a;b;c;d 1\nd;c;b;a;e 2\n");
+	ck_assert_ptr_null(cp_folded_decode(text, strlen(text)));
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 4 distinct frames");
+	limits_reset();
+}
+END_TEST
+
+/* The gzip bomb of the hostile-input report: a header, then a million and
+ * one empty Sample records (2 bytes each, 128 bytes each once unpacked).
+ * Refused by counting, before protobuf-c allocates anything for them. */
+START_TEST(test_limit_empty_samples)
+{
+	struct pbw w = { .n = 0 };
+	size_t n = CP_DECODE_MAX_SAMPLES + 1, len, zlen = 0;
+	uint8_t *d, *z = NULL;
+
+	limits_reset();
+	w_base(&w);
+	len = w.n + 2 * n;
+	ck_assert_ptr_nonnull(d = malloc(len));
+	memcpy(d, w.d, w.n);
+	for (size_t i = 0; i < n; i++) {
+		d[w.n + 2 * i] = P_SAMPLE << 3 | 2;
+		d[w.n + 2 * i + 1] = 0;
+	}
+	ck_assert_int_eq(decode_err(d, len), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 1000000 samples");
+	ck_assert_int_eq(cp_gzip(d, len, &z, &zlen), 0);
+	ck_assert_uint_lt(zlen, len / 50);
+	ck_assert_int_eq(decode_err(z, zlen), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 1000000 samples");
+	/* the same through the loaders of cprof import and query -i */
+	errno = 0;
+	ck_assert_ptr_null(cp_profile_decode(z, zlen));
+	ck_assert_int_eq(errno, EFBIG);
+	free(z);
+	free(d);
+}
+END_TEST
+
+/* What the records of a profile take once unpacked is bounded too: a few
+ * bytes of empty labels, or of unknown fields, cost far more in memory. */
+START_TEST(test_limit_unpacked_size)
+{
+	static const uint64_t loc[1] = { 1 };
+	static const int64_t v[2] = { 1, 10 };
+	struct pbw w = { .n = 0 }, sample = { .n = 0 }, run = { .n = 0 };
+	size_t i;
+
+	limits(16 << 10, 0, 0, "--max-decompressed");
+	w_base(&w);
+	w_sample(&w, loc, 1, v, 2, true);
+	ck_assert_int_eq(decode_err(w.d, w.n), 0); /* a small profile takes a few KiB */
+	/* one sample with 3000 empty labels: 6 KB on the wire */
+	w_repeated(&sample, 1, loc, 1, true);
+	w_repeated(&sample, 2, (const uint64_t *)v, 2, true);
+	for (i = 0; i < 3000; i++)
+		w_bytes(&sample, 3, "", 0);
+	w_msg(&w, P_SAMPLE, &sample);
+	ck_assert_int_eq(decode_err(w.d, w.n), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "decoding the profile would take over 32768 bytes");
+	ck_assert_contains(cp_errmsg(EFBIG), "--max-decompressed");
+	/* 2000 unknown fields (field 99, a varint: 3 bytes each) */
+	w.n = 0;
+	w_base(&w);
+	for (i = 0; i < 2000; i++)
+		w_uint(&run, 99, 1);
+	w_raw(&w, run.d, run.n);
+	ck_assert_int_eq(decode_err(w.d, w.n), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "would take over");
+	limits_reset();
+}
+END_TEST
+
+START_TEST(test_limit_decompressed)
+{
+	size_t n = (size_t)2 << 20, zlen = 0, outlen = 0;
+	uint8_t *zeros = calloc(1, n), *z = NULL, *out = NULL;
+
+	ck_assert_ptr_nonnull(zeros);
+	ck_assert_int_eq(cp_gzip(zeros, n, &z, &zlen), 0);
+	limits((size_t)1 << 20, 0, 0, "--max-decompressed");
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), -EFBIG);
+	ck_assert_ptr_null(out);
+	ck_assert_str_eq(cp_errmsg(EFBIG), "the decompressed body is over 1 MiB (--max-decompressed)");
+	ck_assert_int_eq(decode_err(z, zlen), -EFBIG);
+	errno = 0;
+	ck_assert_ptr_null(cp_profile_decode(z, zlen));
+	ck_assert_int_eq(errno, EFBIG);
+	limits((size_t)2 << 20, 0, 0, NULL);
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), 0);
+	ck_assert_uint_eq(outlen, n);
+	free(out);
+	limits((size_t)2 << 20 >> 1, 0, 0, NULL);
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), -EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "over 1 MiB (the most a profile may inflate to)");
+	limits_reset();
+	free(z);
+	free(zeros);
+}
+END_TEST
+
+/* folded: the frames of the stacks kept take 8 bytes each at most, within
+ * twice max_decompressed */
+START_TEST(test_limit_folded_frames)
+{
+	size_t n = 3000, i;
+	char *text = malloc(2 * n + 8);
+
+	ck_assert_ptr_nonnull(text);
+	for (i = 0; i < n; i++)
+		memcpy(text + 2 * i, "a;", 2);
+	memcpy(text + 2 * n - 1, " 1\n", 3);
+	limits(16 << 10, 0, 0, NULL); /* 4096 frames */
+	text[2 * n + 2] = 0;
+	folded_ok(text);
+	limits(8 << 10, 0, 0, NULL); /* 2048 frames */
+	errno = 0;
+	ck_assert_ptr_null(cp_folded_decode(text, 2 * n + 2));
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_contains(cp_errmsg(EFBIG), "decoding the profile would take over");
+	limits_reset();
+	free(text);
+}
+END_TEST
+
+/* the threads inflating at once share max_inflating: while others hold
+ * part of it, a body that would pass it fails with EBUSY; alone, it goes */
+START_TEST(test_limit_inflating)
+{
+	size_t n = (size_t)2 << 20, zlen = 0, outlen = 0;
+	uint8_t *zeros = calloc(1, n), *z = NULL, *out = NULL;
+
+	ck_assert_ptr_nonnull(zeros);
+	ck_assert_int_eq(cp_gzip(zeros, n, &z, &zlen), 0);
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = (size_t)4 << 20,
+							  .max_inflating = (size_t)3 << 20,
+							  .setting = "--max-decompressed" });
+	ck_assert_int_eq(cp_inflate_reserve((ptrdiff_t)3 << 19, 0), 0); /* another thread holds 1.5 MiB */
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), -EBUSY);
+	ck_assert_ptr_null(out);
+	ck_assert_str_eq(cp_errmsg(EBUSY), "the bodies being decompressed now take 3 MiB already "
+					   "(--max-decompressed): send it again later");
+	errno = 0;
+	ck_assert_ptr_null(cp_profile_decode(z, zlen));
+	ck_assert_int_eq(errno, EBUSY);
+	ck_assert_int_eq(cp_inflate_reserve(-((ptrdiff_t)3 << 19), 0), 0); /* it is done */
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), 0);
+	ck_assert_uint_eq(outlen, n);
+	free(out);
+	/* everything reserved was given back: the whole budget is free again */
+	ck_assert_int_eq(cp_inflate_reserve((ptrdiff_t)3 << 20, 0), 0);
+	ck_assert_int_eq(cp_inflate_reserve(1, 0), -EBUSY);
+	ck_assert_int_eq(cp_inflate_reserve(-((ptrdiff_t)3 << 20), 0), 0);
+	/* alone, a body may take more than the budget (up to max_decompressed) */
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = (size_t)4 << 20,
+							  .max_inflating = (size_t)1 << 20 });
+	ck_assert_int_eq(cp_gunzip_limited(z, zlen, &out, &outlen), 0);
+	free(out);
+	limits_reset();
+	free(z);
+	free(zeros);
+}
+END_TEST
+
 static Suite *pprof_suite(void)
 {
 	Suite *s = suite_create("pprof");
 	TCase *rt = tcase_create("round-trip"), *hand = tcase_create("hand-made"),
-	      *bad = tcase_create("malformed"), *gz = tcase_create("gzip"), *load = tcase_create("load");
+	      *bad = tcase_create("malformed"), *gz = tcase_create("gzip"), *load = tcase_create("load"),
+	      *lim = tcase_create("limits");
 
 	tcase_add_test(rt, test_round_trip_gzip);
 	tcase_add_test(rt, test_round_trip_raw);
@@ -1488,6 +1735,15 @@ static Suite *pprof_suite(void)
 	tcase_add_test(load, test_load_many);
 	tcase_add_test(load, test_load_many_errors);
 	suite_add_tcase(s, load);
+
+	tcase_add_test(lim, test_limit_samples);
+	tcase_add_test(lim, test_limit_locations);
+	tcase_add_test(lim, test_limit_empty_samples);
+	tcase_add_test(lim, test_limit_unpacked_size);
+	tcase_add_test(lim, test_limit_decompressed);
+	tcase_add_test(lim, test_limit_folded_frames);
+	tcase_add_test(lim, test_limit_inflating);
+	suite_add_tcase(s, lim);
 	return s;
 }
 

@@ -119,7 +119,7 @@ static const char *pick(const char *opt, const char *cfg)
 static int run_serve(int argc, char **argv)
 {
 	const char *listen_o = NULL, *data_o = NULL, *config = NULL, *token_o = NULL, *cert_o = NULL, *key_o = NULL,
-		   *maxb_o = NULL, *ret_o = NULL, *maxd_o = NULL, *listen, *v;
+		   *maxb_o = NULL, *ret_o = NULL, *maxd_o = NULL, *ht_o = NULL, *listen, *v;
 	struct cp_config cfg = { 0 };
 	struct cp_upkeep upkeep = { "serve", 0, 0, 0, 0, false };
 	struct cp_server_opts so = { 0 };
@@ -151,15 +151,7 @@ static int run_serve(int argc, char **argv)
 				return usage_error("serve", "--max-store-size: %s",
 						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
 			break;
-		case OPT_HEADER_TIMEOUT: {
-			int64_t ns;
-
-			if ((err = cp_parse_duration(optarg, &ns)) || ns < 1000000000 || ns > 3600 * 1000000000LL)
-				return usage_error("serve", "--header-timeout: %s",
-						   err ? cp_errmsg(-err) : "want 1s to 1h");
-			so.header_timeout = (unsigned)(ns / 1000000000);
-			break;
-		}
+		case OPT_HEADER_TIMEOUT: ht_o = optarg; break;
 		case OPT_LOG_LEVEL:
 			if ((err = parse_log_level("serve", optarg)) != EXIT_OK)
 				return err;
@@ -188,6 +180,15 @@ static int run_serve(int argc, char **argv)
 	if (!max_dec) /* 4 x --max-body, at least 64M */
 		max_dec = 4 * max_body > 64u << 20 ? 4 * max_body : 64u << 20;
 	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = max_dec, .setting = "--max-decompressed" });
+	if ((v = pick(ht_o, cfg.header_timeout))) {
+		int64_t ns;
+
+		if ((err = cp_parse_duration(v, &ns)) || ns < 1000000000 || ns > 3600 * 1000000000LL) {
+			status = usage_error("serve", "--header-timeout: %s", err ? cp_errmsg(-err) : "want 1s to 1h");
+			goto out;
+		}
+		so.header_timeout = (unsigned)(ns / 1000000000);
+	}
 	if ((v = pick(ret_o, cfg.retention)) && (err = cp_parse_duration(v, &upkeep.retention))) {
 		status = usage_error("serve", "--retention: %s", cp_errmsg(-err));
 		goto out;

@@ -474,6 +474,7 @@ int cp_config_parse(const char *text, size_t len, const char *name, struct cp_co
 		{ "tls_key", offsetof(struct cp_config, tls_key) },
 		{ "max_body", offsetof(struct cp_config, max_body) },
 		{ "max_decompressed", offsetof(struct cp_config, max_decompressed) },
+		{ "header_timeout", offsetof(struct cp_config, header_timeout) },
 	};
 	struct walk w;
 	yaml_node_t *root, *k, *v, *item;
@@ -535,6 +536,7 @@ void cp_config_release(struct cp_config *c)
 	free(c->tls_key);
 	free(c->max_body);
 	free(c->max_decompressed);
+	free(c->header_timeout);
 	cp_scrape_config_release(&c->scrape);
 	memset(c, 0, sizeof(*c));
 }

@@ -9,6 +9,7 @@
  *   tls_key: /etc/cprof/key.pem
  *   max_body: 32M
  *   max_decompressed: 128M
+ *   header_timeout: 15s
  *
  *   scrape_configs:          # Parca's, as is (lib/scrape.h): jobs that
  *     - job_name: api        # cprof scrape --config and cprof serve --config run
@@ -26,7 +27,8 @@
 #include "scrape.h"
 
 struct cp_config {
-	char *listen, *data, *retention, *token_file, *tls_cert, *tls_key, *max_body, *max_decompressed;
+	char *listen, *data, *retention, *token_file, *tls_cert, *tls_key, *max_body, *max_decompressed,
+	     *header_timeout;
 	struct cp_scrape_config scrape;
 };
 

@@ -79,6 +79,17 @@ run "$CPROF" serve --header-timeout 0s
 like "$rc: $err" '^2: .*--header-timeout: want 1s to 1h' "--header-timeout 0s is refused"
 kill -TERM $SPID
 wait $SPID
+# header_timeout in the configuration file, as --header-timeout
+printf 'header_timeout: 1s\n' >"$T/cprof.yaml"
+serve_start serveconf --listen 127.0.0.1:0 --data "$T/data" --config "$T/cprof.yaml"
+python3 "$SLOW" loris "${URL##*:}" 3 1 30 >"$T/loris3.json"
+is "$(jq -r '"\(.opened) \(.closed_by_server) \(.open_at_end)"' "$T/loris3.json")" "3 3 0" \
+	"header_timeout: 1s in the configuration file: the server closes slow connections"
+kill -TERM $SPID
+wait $SPID
+printf 'header_timeout: 0s\n' >"$T/cprof0.yaml"
+run "$CPROF" serve --data "$T/data" --config "$T/cprof0.yaml"
+like "$rc: $err" '^2: .*--header-timeout: want 1s to 1h' "header_timeout: 0s in the file is refused"
 
 # ---- too many query arguments, a long URL, a long header ----
 serve_start serve3 --listen 127.0.0.1:0 --data "$T/data"

@@ -13,6 +13,10 @@
 #              ~1 GiB of stacks (past 4 GB together)
 #   json       a writeraw body of 10 M empty JSON objects (30 MB; took 2.3 GB
 #              and 22 s in jansson)
+#   regex      200 series whose job label is a{30}bN, then 4 concurrent
+#              selectors job=~"(a+)+$" and 4 concurrent focus=(a+)+$ over
+#              1,000 such frame names (took ~77 s and 139 s, holding every
+#              read handle); /metrics is asked meanwhile
 # Target: peak RSS <= 256 MB in every attack, and the server alive after
 # each.  (4 concurrent bombs: the bodies being inflated at once share a budget
 # of --max-decompressed; the ones past it are answered 503.)  Exits 0 unless something failed to run; PASS / NOT MET lines give
@@ -21,7 +25,7 @@
 # usage: bench/hostile.sh BUILDDIR   (run by `make bench`)
 set -eu
 b=$(cd "${1:-build}" && pwd)
-ATTACKS=${BENCH_HOSTILE_ATTACKS:-"gzip_bomb labels folded json"}
+ATTACKS=${BENCH_HOSTILE_ATTACKS:-"gzip_bomb labels folded json regex"}
 PY=/usr/bin/python3
 d=$(mktemp -d /tmp/cprof-hostile.XXXXXX)
 spid=
@@ -48,6 +52,16 @@ post() {
 	_o=$(mktemp "$d/answer.XXXXXX")
 	_c=$(curl -s -o "$_o" -w '%{http_code}' -X POST --data-binary @"$3" "$url$2") || _c=000
 	echo "  $1: $_c in $(since "$_t") s: $(head -c 200 "$_o")"
+}
+# get NAME PATH [NAME=VALUE...]: GETs PATH with the arguments (URL-encoded by curl), prints "NAME: STATUS in Ns: ERROR"
+get() {
+	_n=$1 _p=$2
+	shift 2
+	for _kv in "$@"; do set -- "$@" --data-urlencode "$_kv"; shift; done
+	_t=$(now)
+	_o=$(mktemp "$d/answer.XXXXXX")
+	_c=$(curl -s -o "$_o" -w '%{http_code}' -G "$@" "$url$_p") || _c=000
+	echo "  $_n: $_c in $(since "$_t") s: $(head -c 120 "$_o" | tr '\n' ' ')"
 }
 # report NAME TARGET_MB: the attack's peak RSS against the target, and whether the server is alive
 report() {
@@ -77,6 +91,13 @@ elif kind == 'folded': # ARG MiB of folded stacks
     gz_chunks([line * ((1 << 20) // len(line))] * arg)
 elif kind == 'objects': # writeraw: ARG empty objects as samples
     out.write(('{"series":[{"samples":[' + ','.join(['{}'] * arg) + ']}]}').encode())
+elif kind == 'series': # writeraw: ARG series, job=a{30}bN, each with the profile of argv[3]
+    raw = base64.b64encode(open(sys.argv[3], 'rb').read()).decode()
+    series = ','.join('{"labels":{"labels":[{"name":"__name__","value":"re"},{"name":"job","value":"%sb%d"}]},'
+                      '"samples":[{"rawProfile":"%s"}]}' % ('a' * 30, i, raw) for i in range(arg))
+    out.write(('{"series":[%s]}' % series).encode())
+elif kind == 'names':  # folded: ARG stacks main;a{30}bN
+    out.write(''.join('main;%sb%d %d\n' % ('a' * 30, i, i + 1) for i in range(arg)).encode())
 elif kind == 'labels': # writeraw: a series of __name__ and ARG labels, the profile of argv[3]
     raw = base64.b64encode(open(sys.argv[3], 'rb').read()).decode()
     labels = ','.join('{"name":"l%d","value":"v%d"}' % (i, i) for i in range(arg))
@@ -126,6 +147,35 @@ attack_json() {
 	echo "json: a writeraw body of 10 M empty JSON objects ($(size "$d/objects.json") bytes)"
 	post "10 M empty objects, writeraw" /api/profiles/writeraw "$d/objects.json"
 	report json 256
+}
+
+attack_regex() {
+	[ -s "$d/small.pb.gz" ] || "$b/cprof" query -i "$b/../tests/fixtures/cpu-before.pb.gz" -f pprof \
+		-o "$d/small.pb.gz" 2> /dev/null
+	gen series 200 "$d/small.pb.gz" > "$d/series.json"
+	gen names 1000 > "$d/names.folded"
+	post "200 series job=a{30}bN, writeraw" /api/profiles/writeraw "$d/series.json" > /dev/null
+	post "1,000 frames a{30}bN, /ingest" '/ingest?name=names.cpu' "$d/names.folded" > /dev/null
+	reset_peak
+	echo "regex: 4 concurrent selectors re{job=~\"(a+)+\$\"} over 200 series, then 4 concurrent" \
+		"focus=(a+)+\$ over 1,000 frame names"
+	_pids=
+	for i in 1 2 3 4; do
+		get "selector $i" '/api/v1/series' 'query=re{job=~"(a+)+$"}' > "$d/re$i.out" &
+		_pids="$_pids $!"
+	done
+	get "/metrics during the selectors" /metrics | cut -c1-60
+	wait $_pids
+	cat "$d"/re[1-4].out
+	_pids=
+	for i in 1 2 3 4; do
+		get "focus $i" /api/v1/profile 'query=process_cpu{service_name="names"}' 'from=now-1h' 'focus=(a+)+$' > "$d/fo$i.out" &
+		_pids="$_pids $!"
+	done
+	get "/metrics during the focus" /metrics | cut -c1-60
+	wait $_pids
+	cat "$d"/fo[1-4].out
+	report regex 256
 }
 
 # ---- the server: the release build, default limits ----

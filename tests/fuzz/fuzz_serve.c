@@ -8,8 +8,9 @@
  * with multipart forms, Parca writeraw) go through decoding, the group
  * commit and the store, and queries through the store and every renderer.
  * A crash or sanitizer report in any of it stops the fuzzer; an answer that
- * never comes within 30 s (a hang) aborts.  Every 500 inputs the store is
- * started afresh, so it does not grow for the whole run. */
+ * never comes within 30 s (a hang) aborts.  Every 200 inputs (or
+ * $FUZZ_SERVE_RESTART) the server and store are started afresh, so the store
+ * does not grow for the whole run. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -109,6 +110,17 @@ static void request(const uint8_t *data, size_t len)
 	close(fd);
 }
 
+/* inputs between fresh stores ($FUZZ_SERVE_RESTART, default 200) */
+static unsigned restart_every(void)
+{
+	static unsigned n;
+	const char *e;
+
+	if (!n)
+		n = (e = getenv("FUZZ_SERVE_RESTART")) && atoi(e) > 0 ? (unsigned)atoi(e) : 200;
+	return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	static const char sep[] = "\n#NEXT\n";
@@ -119,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		cp_log_level = CP_LOG_ERROR; /* the log of rejected pushes would flood */
 		start();
 		atexit(stop);
-	} else if (++inputs % 200 == 0) {
+	} else if (++inputs % restart_every() == 0) {
 		stop();
 		start();
 	}

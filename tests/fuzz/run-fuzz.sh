@@ -137,8 +137,15 @@ for target in ${FUZZ_ONLY:-pprof folded selector procfs ingest config serve}; do
 		# into tests/fuzz/regress/TARGET/ with the fix, so that every make check replays it
 		art=${FUZZ_ARTIFACTS:-$T}
 		mkdir -p "$art"
+		# (fuzz_serve in the short runs of make check: no leak check per input.  Once in ~6,000 inputs
+		# LeakSanitizer saw 472 bytes allocated inside libmicrohttpd 0.9.75 (no symbols past it) that
+		# replaying the input never reproduces; a check must not fail by chance.  The server's own leaks
+		# are caught by the ASan CLI tests, whose servers exit under LeakSanitizer, and make fuzz keeps
+		# the per-input check.)
+		leaks=1
+		[ "$target" = serve ] && [ -z "${FUZZ_ARTIFACTS:-}" ] && leaks=0
 		run "$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
-			-artifact_prefix="$art/$target-" "$T/corpus-$target" "$T/seeds-$target"
+			-detect_leaks=$leaks -artifact_prefix="$art/$target-" "$T/corpus-$target" "$T/seeds-$target"
 		runs=$(printf '%s\n' "$err" | sed -n 's/^stat::number_of_executed_units: *//p')
 		is "$rc" 0 "libFuzzer ran fuzz_$target for ${seconds}s without a crash (${runs:-?} runs)"
 		[ "$rc" = 0 ] || printf '%s\n' "$err" | tail -n 30 | sed 's/^/# /'

@@ -44,6 +44,21 @@ mkdir -p build-asan
 	ASAN_OPTIONS=detect_leaks=1 make -s -j"$(nproc)" check) || status=1
 set -- $(summary build-asan); pass=$((pass + $1)); failed=$((failed + $2))
 
+# A build without the BPF sampler (no libbpf, clang, bpftool or kernel BTF needed): the file-only commands
+# work, record and live top say why they are absent.
+step "build-nobpf/: configure --disable-bpf, make cprof, tests/cli/test-nobpf.sh"
+mkdir -p build-nobpf
+if (cd build-nobpf && { [ -f Makefile ] || "$top/configure" -q --enable-werror --disable-bpf --sysconfdir=/etc \
+	VMLINUX_BTF=/nonexistent; } && make -s -j"$(nproc)" cprof >/dev/null); then
+	(cd build-nobpf && srcdir="$top" top_builddir=. sh "$top/tests/cli/test-nobpf.sh" >test-nobpf.log 2>&1)
+	grep '^not ok' build-nobpf/test-nobpf.log | sed 's|^|build-nobpf/test-nobpf.log: |'
+	pass=$((pass + $(grep -c '^ok' build-nobpf/test-nobpf.log))); n=$(grep -c '^not ok' build-nobpf/test-nobpf.log)
+	grep -q '^1\.\.[1-9]' build-nobpf/test-nobpf.log || n=$((n + 1)) # it stopped before its plan
+	failed=$((failed + n)); [ "$n" = 0 ] || status=1
+else
+	echo "build-nobpf: the build without BPF failed"; failed=$((failed + 1)); status=1
+fi
+
 step "build/: make distcheck"
 (cd build && make -s distcheck >distcheck.log 2>&1 && tail -n 4 distcheck.log) ||
 	{

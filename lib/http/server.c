@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "util.h"
 
 #define DEFAULT_MAX_BODY (32u << 20)
 /* Connections: MAX_CONNS are held; past that, each new connection closes
@@ -98,7 +99,7 @@ struct cp_req {
 	size_t len, cap;
 	bool too_big, answered, counted;
 	long route; /* -1 none */
-	struct timespec t0;
+	int64_t t0; /* cp_mono_ns() when the request came */
 	int status;
 };
 
@@ -565,10 +566,7 @@ static long find_route(struct cp_server *s, const char *method, const char *path
 
 static double now_mono(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)cp_mono_ns() / 1e9;
 }
 
 /* Shut a connection's socket down: its thread in libmicrohttpd reads the end
@@ -731,7 +729,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->method = method;
 		r->path = url;
 		r->status = 500;
-		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		r->t0 = cp_mono_ns();
 		r->route = find_route(s, method, url, &other_method);
 		conn_to(s, conn, CONN_BUSY);
 		pthread_mutex_lock(&s->conn_lock);
@@ -843,13 +841,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct cp_server *s = cls;
 	struct cp_req *r = *con_cls;
-	struct timespec t1;
-
 	if (!r)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	count(s, r->route, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499,
-	      (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9);
+	      (double)(cp_mono_ns() - r->t0) / 1e9);
 	if (r->counted) {
 		pthread_mutex_lock(&s->conn_lock);
 		s->active--;

@@ -21,7 +21,7 @@
 #include "../lib/regex.h"
 #include "../lib/render/render.h"
 #include "../lib/selector.h"
-#include "../lib/topagg.h"
+#include "../lib/view/aggregate.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -155,7 +155,7 @@ struct top {
 	struct cp_regex *re;       /* the row filter, or NULL */
 	struct cp_regex_run *rerun; /* its matching state: limits, a time budget per rebuild of the rows */
 	bool re_costly;            /* the filter reached a limit on the last rebuild */
-	struct cp_topagg *agg;
+	struct cp_aggregate *agg;
 	struct row *rows;
 	size_t nrows, rowcap;
 	enum view rows_view; /* the view the rows were built for */
@@ -238,15 +238,15 @@ static const char *comm_of(struct top *t, uint32_t pid)
 
 static int rebuild(struct top *t)
 {
-	struct cp_topagg_opts o = { t->no_kernel, t->no_user, t->zoom_pid, t->zoom_tid, NULL, NULL };
-	struct cp_topagg *a;
+	struct cp_aggregate_opts o = { t->no_kernel, t->no_user, t->zoom_pid, t->zoom_tid, NULL, NULL };
+	struct cp_aggregate *a;
 	int err = 0;
 
 	if (t->focus_name[0]) {
 		o.focus_name = t->focus_name;
 		o.focus_binary = t->focus_bin;
 	}
-	if (!(a = cp_topagg_new(&o)))
+	if (!(a = cp_aggregate_new(&o)))
 		return -ENOMEM;
 	if (t->history) {
 		for (size_t i = 0; !err && i < t->nres; i++) {
@@ -257,17 +257,17 @@ static int rebuild(struct top *t)
 			if (*end || pid > UINT32_MAX)
 				pid = 0;
 			if (p && p->ntypes)
-				err = cp_topagg_add(a, p, 0, (uint32_t)pid, comm_of(t, (uint32_t)pid));
+				err = cp_aggregate_add(a, p, 0, (uint32_t)pid, comm_of(t, (uint32_t)pid));
 		}
 	} else {
 		for (size_t i = 0; !err && i < t->nring; i++)
-			err = cp_topagg_add(a, t->ring[i], 0, 0, NULL);
+			err = cp_aggregate_add(a, t->ring[i], 0, 0, NULL);
 	}
 	if (err) {
-		cp_topagg_free(a);
+		cp_aggregate_free(a);
 		return err;
 	}
-	cp_topagg_free(t->agg);
+	cp_aggregate_free(t->agg);
 	t->agg = a;
 	return 0;
 }
@@ -276,7 +276,7 @@ static struct top *sort_ctx;
 
 static int cmp_name(uint32_t a, uint32_t b)
 {
-	return strcmp(cp_topagg_str(sort_ctx->agg, a), cp_topagg_str(sort_ctx->agg, b));
+	return strcmp(cp_aggregate_str(sort_ctx->agg, a), cp_aggregate_str(sort_ctx->agg, b));
 }
 
 static int cmp_i64(int64_t a, int64_t b)
@@ -287,7 +287,7 @@ static int cmp_i64(int64_t a, int64_t b)
 static int row_cmp(const void *x, const void *y)
 {
 	const struct row *ra = x, *rb = y;
-	const struct cp_topagg *a = sort_ctx->agg;
+	const struct cp_aggregate *a = sort_ctx->agg;
 	enum sort s = sort_ctx->sort;
 	int c = 0;
 
@@ -295,7 +295,7 @@ static int row_cmp(const void *x, const void *y)
 		return ra->kind == 2 ? -1 : rb->kind == 2 ? 1 : (int)ra->kind - (int)rb->kind;
 	switch (sort_ctx->view) {
 	case V_FUNCTIONS: {
-		const struct cp_top_fn *fa = &a->fns[ra->idx], *fb = &a->fns[rb->idx];
+		const struct cp_agg_fn *fa = &a->fns[ra->idx], *fb = &a->fns[rb->idx];
 
 		if (s == S_NAME)
 			c = cmp_name(fa->name, fb->name);
@@ -306,20 +306,20 @@ static int row_cmp(const void *x, const void *y)
 		return c ? c : cmp_name(fa->name, fb->name);
 	}
 	case V_PROCESSES: {
-		const struct cp_top_proc *pa = &a->procs[ra->idx], *pb = &a->procs[rb->idx];
+		const struct cp_agg_proc *pa = &a->procs[ra->idx], *pb = &a->procs[rb->idx];
 
 		c = s == S_NAME ? cmp_name(pa->comm, pb->comm) : cmp_i64(pa->value, pb->value);
 		return c ? c : (pa->pid < pb->pid ? -1 : pa->pid > pb->pid);
 	}
 	case V_THREADS: {
-		const struct cp_top_thread *ta = &a->threads[ra->idx], *tb = &a->threads[rb->idx];
+		const struct cp_agg_thread *ta = &a->threads[ra->idx], *tb = &a->threads[rb->idx];
 
 		c = s == S_NAME ? cmp_name(ta->name, tb->name) : cmp_i64(ta->value, tb->value);
 		return c ? c : (ta->tid < tb->tid ? -1 : ta->tid > tb->tid);
 	}
 	default: {
-		const struct cp_top_edge *ea = ra->kind ? &a->callees[ra->idx] : &a->callers[ra->idx];
-		const struct cp_top_edge *eb = rb->kind ? &a->callees[rb->idx] : &a->callers[rb->idx];
+		const struct cp_agg_edge *ea = ra->kind ? &a->callees[ra->idx] : &a->callers[ra->idx];
+		const struct cp_agg_edge *eb = rb->kind ? &a->callees[rb->idx] : &a->callers[rb->idx];
 
 		c = s == S_NAME ? cmp_name(a->fns[ea->fn].name, a->fns[eb->fn].name) : cmp_i64(ea->value, eb->value);
 		return c ? c : cmp_name(a->fns[ea->fn].name, a->fns[eb->fn].name);
@@ -344,7 +344,7 @@ static int push_row(struct top *t, uint8_t kind, uint32_t idx)
 
 static int build_rows(struct top *t)
 {
-	const struct cp_topagg *a = t->agg;
+	const struct cp_aggregate *a = t->agg;
 	char buf[32];
 	int err = 0;
 
@@ -354,28 +354,28 @@ static int build_rows(struct top *t)
 	switch (t->view) {
 	case V_FUNCTIONS:
 		for (uint32_t i = 0; !err && i < a->nfns; i++)
-			if (a->fns[i].total && (matches(t, cp_topagg_str(a, a->fns[i].name)) ||
-						matches(t, cp_topagg_str(a, a->fns[i].binary))))
+			if (a->fns[i].total && (matches(t, cp_aggregate_str(a, a->fns[i].name)) ||
+						matches(t, cp_aggregate_str(a, a->fns[i].binary))))
 				err = push_row(t, 0, i);
 		break;
 	case V_PROCESSES:
 		for (uint32_t i = 0; !err && i < a->nprocs; i++) {
 			snprintf(buf, sizeof(buf), "%u", a->procs[i].pid);
-			if (matches(t, cp_topagg_str(a, a->procs[i].comm)) || matches(t, buf))
+			if (matches(t, cp_aggregate_str(a, a->procs[i].comm)) || matches(t, buf))
 				err = push_row(t, 0, i);
 		}
 		break;
 	case V_THREADS:
 		for (uint32_t i = 0; !err && i < a->nthreads; i++) {
 			snprintf(buf, sizeof(buf), "%u", a->threads[i].tid);
-			if (matches(t, cp_topagg_str(a, a->threads[i].name)) ||
-			    matches(t, cp_topagg_str(a, a->threads[i].comm)) || matches(t, buf))
+			if (matches(t, cp_aggregate_str(a, a->threads[i].name)) ||
+			    matches(t, cp_aggregate_str(a, a->threads[i].comm)) || matches(t, buf))
 				err = push_row(t, 0, i);
 		}
 		break;
 	default:
-		if (t->focus_name[0] && cp_topagg_find(a, t->focus_name, t->focus_bin) >= 0)
-			err = push_row(t, 2, (uint32_t)cp_topagg_find(a, t->focus_name, t->focus_bin));
+		if (t->focus_name[0] && cp_aggregate_find(a, t->focus_name, t->focus_bin) >= 0)
+			err = push_row(t, 2, (uint32_t)cp_aggregate_find(a, t->focus_name, t->focus_bin));
 		/* all of them: the filter chose the function */
 		for (uint32_t i = 0; !err && i < a->ncallers; i++)
 			err = push_row(t, 0, i);
@@ -423,8 +423,8 @@ static void row_key(const struct top *t, struct rowkey *k)
 	k->kind = r->kind;
 	fn = row_fn(t, r);
 	if (fn >= 0) {
-		snprintf(k->name, sizeof(k->name), "%s", cp_topagg_str(t->agg, t->agg->fns[fn].name));
-		snprintf(k->bin, sizeof(k->bin), "%s", cp_topagg_str(t->agg, t->agg->fns[fn].binary));
+		snprintf(k->name, sizeof(k->name), "%s", cp_aggregate_str(t->agg, t->agg->fns[fn].name));
+		snprintf(k->bin, sizeof(k->bin), "%s", cp_aggregate_str(t->agg, t->agg->fns[fn].binary));
 	} else {
 		k->id = t->view == V_PROCESSES ? t->agg->procs[r->idx].pid : t->agg->threads[r->idx].tid;
 	}
@@ -442,8 +442,8 @@ static void find_key(struct top *t, const struct rowkey *k)
 		if (r->kind != k->kind)
 			continue;
 		if (fn >= 0)
-			same = !strcmp(cp_topagg_str(t->agg, t->agg->fns[fn].name), k->name) &&
-			       !strcmp(cp_topagg_str(t->agg, t->agg->fns[fn].binary), k->bin);
+			same = !strcmp(cp_aggregate_str(t->agg, t->agg->fns[fn].name), k->name) &&
+			       !strcmp(cp_aggregate_str(t->agg, t->agg->fns[fn].binary), k->bin);
 		else
 			same = (t->view == V_PROCESSES ? t->agg->procs[r->idx].pid : t->agg->threads[r->idx].tid) == k->id;
 		if (same) {
@@ -488,9 +488,9 @@ static const char *fmt_value(const struct top *t, int64_t v, char *buf, size_t l
 	return cp_format_value(v, t->unit, buf, len);
 }
 
-static const char *proc_label(const struct top *t, const struct cp_top_fn *f, char *buf, size_t len)
+static const char *proc_label(const struct top *t, const struct cp_agg_fn *f, char *buf, size_t len)
 {
-	const char *comm = cp_topagg_str(t->agg, f->comm);
+	const char *comm = cp_aggregate_str(t->agg, f->comm);
 
 	if (f->nprocs > 1)
 		snprintf(buf, len, "%s +%u more", comm[0] ? comm : "?", f->nprocs - 1);
@@ -546,37 +546,37 @@ static void column_header(const struct top *t, char *buf, size_t len, int w)
 
 static void format_row(const struct top *t, const struct row *r, char *buf, size_t len, int w)
 {
-	const struct cp_topagg *a = t->agg;
+	const struct cp_aggregate *a = t->agg;
 	struct cols c = layout(w);
 	char v[32], p[64];
 
 	switch (t->view) {
 	case V_FUNCTIONS: {
-		const struct cp_top_fn *f = &a->fns[r->idx];
+		const struct cp_agg_fn *f = &a->fns[r->idx];
 
 		snprintf(buf, len, "%6.2f%% %6.2f%% %9s  %-*.*s%s%-*.*s%s%.*s", pct(f->self, a->total),
 			 pct(f->total, a->total), fmt_value(t, f->self, v, sizeof(v)), c.name, c.name,
-			 cp_topagg_str(a, f->name), c.bin ? " " : "", c.bin, c.bin, c.bin ? cp_topagg_str(a, f->binary) : "",
+			 cp_aggregate_str(a, f->name), c.bin ? " " : "", c.bin, c.bin, c.bin ? cp_aggregate_str(a, f->binary) : "",
 			 c.proc ? " " : "", c.proc, c.proc ? proc_label(t, f, p, sizeof(p)) : "");
 		break;
 	}
 	case V_PROCESSES: {
-		const struct cp_top_proc *pr = &a->procs[r->idx];
+		const struct cp_agg_proc *pr = &a->procs[r->idx];
 
 		snprintf(buf, len, "%6.2f%% %9s %8u %7u  %s", pct(pr->value, a->total),
-			 fmt_value(t, pr->value, v, sizeof(v)), pr->pid, pr->nthreads, cp_topagg_str(a, pr->comm));
+			 fmt_value(t, pr->value, v, sizeof(v)), pr->pid, pr->nthreads, cp_aggregate_str(a, pr->comm));
 		break;
 	}
 	case V_THREADS: {
-		const struct cp_top_thread *th = &a->threads[r->idx];
+		const struct cp_agg_thread *th = &a->threads[r->idx];
 
 		snprintf(buf, len, "%6.2f%% %9s %8u %8u  %-16s %s", pct(th->value, a->total),
-			 fmt_value(t, th->value, v, sizeof(v)), th->tid, th->pid, cp_topagg_str(a, th->name),
-			 cp_topagg_str(a, th->comm));
+			 fmt_value(t, th->value, v, sizeof(v)), th->tid, th->pid, cp_aggregate_str(a, th->name),
+			 cp_aggregate_str(a, th->comm));
 		break;
 	}
 	default: {
-		const struct cp_top_fn *f;
+		const struct cp_agg_fn *f;
 		int64_t value;
 		const char *mark;
 
@@ -584,12 +584,12 @@ static void format_row(const struct top *t, const struct row *r, char *buf, size
 			char nm[600];
 
 			f = &a->fns[r->idx];
-			snprintf(nm, sizeof(nm), "%s  (self %.2f%%)", cp_topagg_str(a, f->name), pct(a->focus_self, a->focus_total));
+			snprintf(nm, sizeof(nm), "%s  (self %.2f%%)", cp_aggregate_str(a, f->name), pct(a->focus_self, a->focus_total));
 			snprintf(buf, len, "%6.2f%% %9s  %-*.*s%s%.*s", 100.0, fmt_value(t, a->focus_total, v, sizeof(v)), c.name,
-				 c.name, nm, c.bin ? " " : "", c.bin, c.bin ? cp_topagg_str(a, f->binary) : "");
+				 c.name, nm, c.bin ? " " : "", c.bin, c.bin ? cp_aggregate_str(a, f->binary) : "");
 			break;
 		} else {
-			const struct cp_top_edge *e = r->kind ? &a->callees[r->idx] : &a->callers[r->idx];
+			const struct cp_agg_edge *e = r->kind ? &a->callees[r->idx] : &a->callers[r->idx];
 
 			f = &a->fns[e->fn];
 			value = e->value;
@@ -597,7 +597,7 @@ static void format_row(const struct top *t, const struct row *r, char *buf, size
 		}
 		snprintf(buf, len, "%6.2f%% %9s  %s%-*.*s%s%.*s", pct(value, a->focus_total),
 			 fmt_value(t, value, v, sizeof(v)), mark, c.name - (int)strlen(mark), c.name - (int)strlen(mark),
-			 cp_topagg_str(a, f->name), c.bin ? " " : "", c.bin, c.bin ? cp_topagg_str(a, f->binary) : "");
+			 cp_aggregate_str(a, f->name), c.bin ? " " : "", c.bin, c.bin ? cp_aggregate_str(a, f->binary) : "");
 		break;
 	}
 	}
@@ -682,7 +682,7 @@ static const char *target_str(const struct top *t, char *buf, size_t len)
 static void header_lines(const struct top *t, char lines[3][512])
 {
 	char a[64], b[64], c[64], d[128], tg[128];
-	const struct cp_topagg *g = t->agg;
+	const struct cp_aggregate *g = t->agg;
 
 	if (t->history) {
 		int64_t wf = t->hfrom + (int64_t)t->win * t->window;
@@ -1027,20 +1027,20 @@ static int zoom_in(struct top *t)
 	r = &t->rows[t->sel_row];
 	switch (t->view) {
 	case V_PROCESSES: {
-		const struct cp_top_proc *p = &t->agg->procs[r->idx];
+		const struct cp_agg_proc *p = &t->agg->procs[r->idx];
 
 		t->zoom_pid = p->pid;
 		t->zoom_tid = 0;
-		snprintf(t->zoom_what, sizeof(t->zoom_what), "process %s[%u]", cp_topagg_str(t->agg, p->comm), p->pid);
+		snprintf(t->zoom_what, sizeof(t->zoom_what), "process %s[%u]", cp_aggregate_str(t->agg, p->comm), p->pid);
 		t->view = V_FUNCTIONS;
 		break;
 	}
 	case V_THREADS: {
-		const struct cp_top_thread *th = &t->agg->threads[r->idx];
+		const struct cp_agg_thread *th = &t->agg->threads[r->idx];
 
 		t->zoom_tid = th->tid;
 		t->zoom_pid = th->pid;
-		snprintf(t->zoom_what, sizeof(t->zoom_what), "thread %s[%u]", cp_topagg_str(t->agg, th->name), th->tid);
+		snprintf(t->zoom_what, sizeof(t->zoom_what), "thread %s[%u]", cp_aggregate_str(t->agg, th->name), th->tid);
 		t->view = V_FUNCTIONS;
 		break;
 	}
@@ -1050,8 +1050,8 @@ static int zoom_in(struct top *t)
 			return 0;
 		if (t->view == V_FUNCTIONS)
 			t->back_view = V_FUNCTIONS;
-		snprintf(t->focus_name, sizeof(t->focus_name), "%s", cp_topagg_str(t->agg, t->agg->fns[fn].name));
-		snprintf(t->focus_bin, sizeof(t->focus_bin), "%s", cp_topagg_str(t->agg, t->agg->fns[fn].binary));
+		snprintf(t->focus_name, sizeof(t->focus_name), "%s", cp_aggregate_str(t->agg, t->agg->fns[fn].name));
+		snprintf(t->focus_bin, sizeof(t->focus_bin), "%s", cp_aggregate_str(t->agg, t->agg->fns[fn].binary));
 		t->view = V_CALLERS;
 		break;
 	}
@@ -1092,8 +1092,8 @@ static int show_callers(struct top *t)
 	}
 	if (t->view != V_CALLERS)
 		t->back_view = t->view;
-	snprintf(t->focus_name, sizeof(t->focus_name), "%s", cp_topagg_str(t->agg, t->agg->fns[fn].name));
-	snprintf(t->focus_bin, sizeof(t->focus_bin), "%s", cp_topagg_str(t->agg, t->agg->fns[fn].binary));
+	snprintf(t->focus_name, sizeof(t->focus_name), "%s", cp_aggregate_str(t->agg, t->agg->fns[fn].name));
+	snprintf(t->focus_bin, sizeof(t->focus_bin), "%s", cp_aggregate_str(t->agg, t->agg->fns[fn].binary));
 	t->view = V_CALLERS;
 	t->sel_row = 0;
 	return refresh_view(t, false);
@@ -1480,8 +1480,8 @@ static void set_function(struct top *t)
 	int64_t best = -1, part = -1;
 
 	for (uint32_t i = 0; t->agg && i < t->agg->nfns; i++) {
-		const struct cp_top_fn *f = &t->agg->fns[i];
-		const char *name = cp_topagg_str(t->agg, f->name);
+		const struct cp_agg_fn *f = &t->agg->fns[i];
+		const char *name = cp_aggregate_str(t->agg, f->name);
 
 		if (!t->function) {
 			if (best < 0 || f->self > t->agg->fns[best].self)
@@ -1496,8 +1496,8 @@ static void set_function(struct top *t)
 	if (best < 0)
 		best = part;
 	if (best >= 0) {
-		snprintf(t->focus_name, sizeof(t->focus_name), "%s", cp_topagg_str(t->agg, t->agg->fns[best].name));
-		snprintf(t->focus_bin, sizeof(t->focus_bin), "%s", cp_topagg_str(t->agg, t->agg->fns[best].binary));
+		snprintf(t->focus_name, sizeof(t->focus_name), "%s", cp_aggregate_str(t->agg, t->agg->fns[best].name));
+		snprintf(t->focus_bin, sizeof(t->focus_bin), "%s", cp_aggregate_str(t->agg, t->agg->fns[best].binary));
 	} else {
 		t->focus_name[0] = 0;
 	}
@@ -1697,7 +1697,7 @@ out:
 	for (size_t i = 0; i < t.nring; i++)
 		cp_profile_free(t.ring[i]);
 	free(t.ring);
-	cp_topagg_free(t.agg);
+	cp_aggregate_free(t.agg);
 	free(t.rows);
 	cp_store_results_free(t.res, t.nres);
 	free(t.totals);

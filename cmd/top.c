@@ -920,24 +920,19 @@ static int hist_open(struct top *t)
 
 	if ((err = cp_selector_parse(t->type ? t->type : "cpu", &t->sel)))
 		return err;
-	if (t->npids) {
-		/* -p: these processes' series */
-		cp_selector_free(t->sel);
-		t->sel = NULL;
-		{
-			char s[512];
+	if (t->npids) { /* -p: these processes' series, all of them */
+		char (*ids)[16] = calloc(t->npids, sizeof(*ids));
+		const char **vals = calloc(t->npids, sizeof(*vals));
 
-			const char *ty = t->type ? t->type : "cpu";
-			size_t n = strlen(ty);
-
-			if (n && ty[n - 1] == '}') /* TYPE{...}: one more matcher */
-				snprintf(s, sizeof(s), "%.*s%spid=\"%u\"}", (int)(n - 1), ty,
-					 n >= 2 && ty[n - 2] == '{' ? "" : ", ", t->pids[0]);
-			else
-				snprintf(s, sizeof(s), "%s{pid=\"%u\"}", ty, t->pids[0]);
-			if ((err = cp_selector_parse(s, &t->sel)))
-				return err;
+		for (size_t i = 0; ids && vals && i < t->npids; i++) {
+			snprintf(ids[i], sizeof(ids[i]), "%u", t->pids[i]);
+			vals[i] = ids[i];
 		}
+		err = ids && vals ? cp_selector_add_any(t->sel, "pid", vals, t->npids) : -ENOMEM;
+		free(ids);
+		free(vals);
+		if (err)
+			return err;
 	}
 	t->hfrom = t->sa.t_from;
 	t->hto = t->sa.t_to;
@@ -1361,9 +1356,9 @@ static int parse_options(struct top *t, int argc, char **argv)
 	if (t->function && t->view != V_CALLERS)
 		return usage_error("top", "--function goes with --view callers");
 	if (t->history) {
-		if (t->cmd || t->all || t->cgroup || sampling_opt || t->npids > 1)
+		if (t->cmd || t->all || t->cgroup || sampling_opt)
 			return usage_error("top", "--from-store browses stored profiles: -F, --all, --cgroup, --idle, "
-						  "--debuginfo-path and -- CMD are for live sampling (-p takes one pid)");
+						  "--debuginfo-path and -- CMD are for live sampling");
 		if ((err = store_range("top", &t->sa)) != EXIT_OK)
 			return err;
 	} else {

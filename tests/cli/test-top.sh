@@ -173,9 +173,11 @@ run top_ --from-store --data "$T/costly" --since 5m --stdio --filter 'b_17$'
 like "$(rows)" '^ +[0-9.]+% +[0-9.]+% +18 +a+b_17 *$' "a plain filter on the same names still matches (b_17)"
 # -p with several pids: the series of every one of them (pid 4003's left out), locally and from a server
 # (the selector is built with matchers, and sent as its text)
+# (one time for the three, so that they are in one window)
+now=$(date +%s)
 for i in 1 2 3; do
 	printf 'main;work_%s %s\n' "$i" "$((40 - 12 * i))" >"$T/pid$i.folded" # 28, 16, 4 samples
-	"$CPROF" import --data "$T/pids" --name cpu --time now -l pid=$((4000 + i)) -l comm=w$i "$T/pid$i.folded" >/dev/null
+	"$CPROF" import --data "$T/pids" --name cpu --time "$now" -l pid=$((4000 + i)) -l comm=w$i "$T/pid$i.folded" >/dev/null
 done
 run top_ --from-store --data "$T/pids" --since 5m -p 4001,4002 --stdio --view processes
 exits0 "--from-store -p PID,PID exits 0"

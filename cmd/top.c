@@ -101,7 +101,7 @@ const struct cmd cmd_top = {
 struct top {
 	/* options */
 	int freq, iterations, limit;
-	bool all, idle, stdio, history, nothing_else;
+	bool all, idle, stdio, history;
 	const char *cgroup, *debuginfo, *type, *function;
 	uint32_t *pids;
 	size_t npids;
@@ -186,8 +186,7 @@ static void draw(struct top *t)
 	struct cp_view *v = t->v;
 	char lines[3][CP_VIEW_LINE], buf[2048], tg[128];
 	struct cp_view_title ti = title(t, tg, sizeof(tg));
-	double vals[CP_VIEW_RATES];
-	size_t n, cur, off = 0;
+	size_t off, n;
 	int y, body, top_y = 5;
 
 	erase();
@@ -207,21 +206,16 @@ static void draw(struct top *t)
 	put_line(0, lines[0], A_BOLD);
 	put_line(1, lines[1], A_NORMAL);
 	/* the sparkline, the window shown in reverse video */
-	n = cp_view_spark_values(v, (size_t)COLS > 24 ? (size_t)COLS - 24 : 1, vals, &cur);
-	cp_view_sparkline(vals, n, t->utf8, buf, sizeof(buf));
-	for (size_t i = 0; i < n && i < cur; i++)
-		off += t->utf8 && vals[i] > 0 ? 3 : 1;
+	cp_view_spark_text(v, (size_t)COLS > 24 ? (size_t)COLS - 24 : 1, t->utf8, buf, sizeof(buf), &off, &n);
 	move(2, 0);
 	clrtoeol();
 	addstr(v->history ? "over time  " : "samples/s  ");
-	addnstr(buf, (int)off);
-	if (cur < n) {
-		size_t w = t->utf8 && vals[cur] > 0 ? 3 : 1;
-
+	addnstr(buf, n ? (int)off : -1);
+	if (n) {
 		attron(A_REVERSE);
-		addnstr(buf + off, (int)w);
+		addnstr(buf + off, (int)n);
 		attroff(A_REVERSE);
-		addstr(buf + off + w);
+		addstr(buf + off + n);
 	}
 	put_line(3, lines[2], A_NORMAL);
 	cp_view_columns(v, buf, sizeof(buf), COLS);
@@ -262,26 +256,6 @@ static void set_msg(struct top *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->msg, sizeof(t->msg), fmt, ap);
 	va_end(ap);
-}
-
-static const int64_t delays[] = { 250000000LL, 500000000LL, 1000000000LL, 2000000000LL, 3000000000LL,
-				  5000000000LL, 10000000000LL };
-
-static void change_delay(struct top *t, int dir)
-{
-	size_t n = sizeof(delays) / sizeof(*delays), i;
-	char b[32];
-
-	for (i = 0; i < n && delays[i] < t->delay; i++)
-		;
-	if (dir > 0)
-		i = i + 1 < n ? (delays[i] == t->delay ? i + 1 : i) : n - 1;
-	else
-		i = i > 0 ? i - 1 : 0;
-	if (i >= n)
-		i = n - 1;
-	t->delay = delays[i];
-	set_msg(t, "refresh every %s", cp_view_duration(t->delay, b, sizeof(b)));
 }
 
 /* 1 from the view's calls is "nothing to do": not an error. */
@@ -333,6 +307,7 @@ static int handle_key(struct top *t, int ch)
 {
 	struct cp_view *v = t->v;
 	long page = LINES > 8 ? LINES - 7 : 1;
+	char buf[32];
 
 	if (ch == KEY_RESIZE)
 		return 0;
@@ -390,7 +365,8 @@ static int handle_key(struct top *t, int ch)
 			set_msg(t, "history: the window is --window (%lld s)", (long long)(v->window / 1000000000));
 			return 0;
 		}
-		change_delay(t, ch == '-' ? 1 : -1);
+		t->delay = cp_view_next_delay(t->delay, ch == '-' ? 1 : -1);
+		set_msg(t, "refresh every %s", cp_view_duration(t->delay, buf, sizeof(buf)));
 		return 0;
 	case 'z':
 		if (t->history)
@@ -607,7 +583,7 @@ static int stdio_refresh(struct top *t)
 	struct cp_view_title ti = title(t, tg, sizeof(tg));
 	int err;
 
-	if ((err = cp_view_pick_focus(t->v, t->function)) || (err = cp_view_refresh(t->v, true)))
+	if ((err = cp_view_pick_focus(t->v, t->function)))
 		return err;
 	return cp_view_print(stdout, t->v, &ti, (size_t)t->limit);
 }
@@ -732,11 +708,11 @@ static int run_top(int argc, char **argv)
 			status = fail("top", "%s", cp_errmsg(err));
 			goto out;
 		}
-		if (!t.stdio && ((err = cp_view_pick_focus(t.v, t.function)) || (err = cp_view_refresh(t.v, true)))) {
-			status = fail("top", "%s", cp_errmsg(err));
-			goto out;
-		}
 	} else if ((status = start_live(&t)) != EXIT_OK) {
+		goto out;
+	}
+	if (!t.stdio && (status = cp_view_pick_focus(t.v, t.function))) { /* --view callers: its function */
+		status = fail("top", "%s", cp_errmsg(status));
 		goto out;
 	}
 	if (!t.stdio) {
@@ -756,12 +732,6 @@ static int run_top(int argc, char **argv)
 		curs_set(0);
 		set_escdelay(25);
 		timeout(t.history ? 250 : 0);
-		if (!t.history && ((status = cp_view_pick_focus(t.v, t.function)) || (status = cp_view_refresh(t.v, true)))) {
-			endwin();
-			t.tui = false;
-			status = fail("top", "%s", cp_errmsg(status));
-			goto out;
-		}
 	}
 	status = run_loop(&t);
 	if (t.tui)

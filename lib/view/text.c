@@ -203,6 +203,22 @@ size_t cp_view_spark_values(const struct cp_view *v, size_t w, double *out, size
 	return n;
 }
 
+void cp_view_spark_text(const struct cp_view *v, size_t width, bool utf8, char *buf, size_t len, size_t *off,
+			size_t *n)
+{
+	double vals[CP_VIEW_RATES];
+	size_t cur, nv = cp_view_spark_values(v, width, vals, &cur);
+
+	cp_view_sparkline(vals, nv, utf8, buf, len);
+	*off = *n = 0;
+	for (size_t i = 0; i < nv && i < cur; i++)
+		*off += utf8 && vals[i] > 0 ? 3 : 1;
+	if (cur < nv)
+		*n = utf8 && vals[cur] > 0 ? 3 : 1;
+	if (*off + *n > strlen(buf)) /* cut short by len */
+		*off = *n = 0;
+}
+
 static const char *clock_str(int64_t ns, char *buf, size_t len, bool date)
 {
 	time_t s = (time_t)(ns / 1000000000);

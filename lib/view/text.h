@@ -35,6 +35,11 @@ size_t cp_view_spark_values(const struct cp_view *v, size_t width, double *out, 
 /* n values as a sparkline, one cell each scaled to the largest: UTF-8 blocks
  * (3 bytes, a space for 0) or ASCII ("_.-:=+*#"). */
 void cp_view_sparkline(const double *vals, size_t n, bool utf8, char *buf, size_t len);
+/* The screen's sparkline in up to width cells (cp_view_spark_values as
+ * cp_view_sparkline): the bytes of the window shown are buf[*off, *off + *n)
+ * (*n 0 when live). */
+void cp_view_spark_text(const struct cp_view *v, size_t width, bool utf8, char *buf, size_t len, size_t *off,
+			size_t *n);
 /* A duration as 2h, 5m, 10s, 250ms or 1.50s. */
 const char *cp_view_duration(int64_t ns, char *buf, size_t len);
 /* One refresh as --stdio prints it: the header, history's sparkline, the

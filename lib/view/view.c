@@ -480,7 +480,7 @@ int cp_view_pick_focus(struct cp_view *v, const char *function)
 
 	snprintf(v->function, sizeof(v->function), "%s", function ? function : "");
 	if (v->kind != CP_VIEW_CALLERS)
-		return 0;
+		return cp_view_refresh(v, true);
 	v->focus_name[0] = 0;
 	if ((err = aggregate(v)))
 		return err;
@@ -502,7 +502,22 @@ int cp_view_pick_focus(struct cp_view *v, const char *function)
 		best = part;
 	if (best >= 0)
 		focus_on(v, best);
-	return 0;
+	return cp_view_refresh(v, true);
+}
+
+int64_t cp_view_next_delay(int64_t delay, int dir)
+{
+	static const int64_t delays[] = { 250000000LL, 500000000LL, 1000000000LL, 2000000000LL, 3000000000LL,
+					  5000000000LL, 10000000000LL };
+	size_t n = sizeof(delays) / sizeof(*delays), i;
+
+	for (i = 0; i < n && delays[i] < delay; i++)
+		;
+	if (dir > 0)
+		i = i + 1 < n ? (delays[i] == delay ? i + 1 : i) : n - 1;
+	else
+		i = i > 0 ? i - 1 : 0;
+	return delays[i < n ? i : n - 1];
 }
 
 /* ---- live ---- */

@@ -125,8 +125,11 @@ int cp_view_zoom_out(struct cp_view *v);
  * the most total; else the one whose name contains it with the most total),
  * or with function NULL the one with the most self, among all the data (the
  * view aggregated without a focus).  No such function leaves focus_name "".
- * Nothing to do in another view. */
+ * Then (in any view) aggregates again and rebuilds the rows. */
 int cp_view_pick_focus(struct cp_view *v, const char *function);
+/* Live: the refresh interval after delay on the ladder 250ms, 500ms, 1s, 2s,
+ * 3s, 5s, 10s: dir > 0 the next longer one, else the next shorter one. */
+int64_t cp_view_next_delay(int64_t delay, int dir);
 
 /* Live: p (taken over, freed on error too) is the profile of the last
  * interval_ns; it counts in rates, and unless paused joins the ring, which

@@ -413,6 +413,13 @@ START_TEST(test_view_sparkline)
 	ck_assert_str_eq(cp_view_duration(250000000LL, buf, sizeof(buf)), "250ms");
 	ck_assert_str_eq(cp_view_duration(120 * NS, buf, sizeof(buf)), "2m");
 	ck_assert_str_eq(cp_view_duration(1500000000LL, buf, sizeof(buf)), "1.50s");
+	/* + and -: the ladder of refresh intervals, from any interval */
+	ck_assert_int_eq(cp_view_next_delay(NS, -1), NS / 2);
+	ck_assert_int_eq(cp_view_next_delay(NS, 1), 2 * NS);
+	ck_assert_int_eq(cp_view_next_delay(NS / 4, -1), NS / 4);
+	ck_assert_int_eq(cp_view_next_delay(10 * NS, 1), 10 * NS);
+	ck_assert_int_eq(cp_view_next_delay(700000000LL, 1), NS);    /* 0.7 s: up to 1 s */
+	ck_assert_int_eq(cp_view_next_delay(700000000LL, -1), NS / 2); /* down to 500 ms */
 }
 END_TEST
 
@@ -479,6 +486,20 @@ START_TEST(test_view_history)
 	ck_assert_str_eq(v->zoom_what, "process a[101]");
 	ck_assert_int_eq(v->agg->total, 4);
 	ck_assert_int_eq(cp_view_zoom_out(v), 0);
+	/* the screen's sparkline: window 3 of 6 (totals 3 0 10 0 9 0) in reverse video */
+	{
+		char sp[64];
+		size_t off, n;
+
+		cp_view_spark_text(v, 40, false, sp, sizeof(sp), &off, &n);
+		ck_assert_str_eq(sp, "- # # ");
+		ck_assert_uint_eq(off, 2);
+		ck_assert_uint_eq(n, 1);
+		cp_view_spark_text(v, 40, true, sp, sizeof(sp), &off, &n);
+		ck_assert_uint_eq(off, 4); /* a block (3 bytes) and a space */
+		ck_assert_uint_eq(n, 3);
+		ck_assert_str_eq(sp + off + n, " \u2588 ");
+	}
 	/* the edges */
 	ck_assert_int_eq(cp_view_history_step(v, -1), 0);
 	ck_assert_int_eq(cp_view_history_step(v, -1), 0);

@@ -96,6 +96,7 @@ static int parse_string(struct parser *ps, char **out)
 	return 0;
 }
 
+/* ps NULL: a matcher added without text (the message names no column) */
 static int compile_re(struct parser *ps, struct cp_selector *sel, struct cp_matcher *m)
 {
 	char msg[160], buf[256];
@@ -108,7 +109,7 @@ static int compile_re(struct parser *ps, struct cp_selector *sel, struct cp_matc
 	/* whole values; '$' only at the very end, not before a final newline (as RE2) */
 	if ((err = cp_regex_compile(m->value, CP_REGEX_WHOLE, &m->re, msg, sizeof(msg), &off)) == -EINVAL) {
 		snprintf(buf, sizeof(buf), "bad regex \"%s\" for label %s: %s", m->value, m->name, msg);
-		return perr(ps, buf);
+		return ps ? perr(ps, buf) : cp_error(EINVAL, "bad selector: %s", buf);
 	}
 	return err;
 }
@@ -217,6 +218,117 @@ out:
 	if (err == -ENOMEM)
 		cp_error(ENOMEM, "out of memory");
 	cp_selector_free(sel);
+	return err;
+}
+
+static const char *const op_text[] = { "=", "!=", "=~", "!~" };
+
+/* Appends s quoted as parse_string reads it back. */
+static int put_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else if (*s == '\t')
+			fputs("\\t", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+	return 0;
+}
+
+/* The text of the selector as it is now: TYPE{name op "value", ...}. */
+static int rebuild_src(struct cp_selector *sel)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return -ENOMEM;
+	fputs(sel->type ? sel->type : "", f);
+	fputc('{', f);
+	for (size_t i = 0; i < sel->n; i++) {
+		fprintf(f, "%s%s%s", i ? ", " : "", sel->matchers[i].name, op_text[sel->matchers[i].op]);
+		put_quoted(f, sel->matchers[i].value);
+	}
+	fputc('}', f);
+	if (fclose(f) || !buf) {
+		free(buf);
+		return -ENOMEM;
+	}
+	free(sel->src);
+	sel->src = buf;
+	return 0;
+}
+
+int cp_selector_add_matcher(struct cp_selector *sel, const char *name, enum cp_match_op op, const char *value)
+{
+	struct cp_matcher *nm, *m;
+	int err;
+
+	if (!cp_label_name_valid(name, strlen(name)))
+		return cp_error(EINVAL, "bad selector: '%s' is not a label name", name);
+	if ((unsigned)op > CP_MATCH_NRE)
+		return cp_error(EINVAL, "bad selector: unknown match operator %d", (int)op);
+	if (!(nm = realloc(sel->matchers, (sel->n + 1) * sizeof(*nm))))
+		return cp_error(ENOMEM, "out of memory");
+	sel->matchers = nm;
+	m = &nm[sel->n];
+	memset(m, 0, sizeof(*m));
+	m->op = op;
+	if (!(m->name = strdup(name)) || !(m->value = strdup(value))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if ((op == CP_MATCH_RE || op == CP_MATCH_NRE) && (err = compile_re(NULL, sel, m)))
+		goto out;
+	sel->n++;
+	if ((err = rebuild_src(sel))) {
+		sel->n--;
+		goto out;
+	}
+	return 0;
+out:
+	free(m->name);
+	free(m->value);
+	cp_regex_free(m->re);
+	memset(m, 0, sizeof(*m));
+	return err == -ENOMEM ? cp_error(ENOMEM, "out of memory") : err;
+}
+
+int cp_selector_add_any(struct cp_selector *sel, const char *name, const char *const *values, size_t n)
+{
+	char *re = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	if (!n)
+		return cp_error(EINVAL, "bad selector: no values for label %s", name);
+	if (!(f = open_memstream(&re, &len)))
+		return cp_error(ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc('|', f);
+		/* each value literally: a backslash before any ASCII punctuation or
+		 * space makes it plain in PCRE2 (letters, digits and UTF-8 are) */
+		for (const unsigned char *c = (const unsigned char *)values[i]; *c; c++) {
+			if (*c < 0x80 && !isalnum(*c))
+				fputc('\\', f);
+			fputc(*c, f);
+		}
+	}
+	if (fclose(f) || !re) {
+		free(re);
+		return cp_error(ENOMEM, "out of memory");
+	}
+	err = cp_selector_add_matcher(sel, name, CP_MATCH_RE, re);
+	free(re);
 	return err;
 }
 

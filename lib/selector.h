@@ -37,6 +37,17 @@ struct cp_selector {
 /* Parse; on error -EINVAL with a message naming the column. */
 int cp_selector_parse(const char *s, struct cp_selector **out);
 void cp_selector_free(struct cp_selector *sel);
+/* Adds a matcher to sel without writing selector text, as if `name op
+ * "value"` were one more matcher in its braces; the selector's src becomes
+ * its text again (TYPE{...} with every matcher, values quoted), so it can
+ * still be sent to a server.  0; -EINVAL with a message (a name that is not
+ * a label name, an unknown op, a bad regex for =~ / !~); -ENOMEM.  On error
+ * sel is as it was. */
+int cp_selector_add_matcher(struct cp_selector *sel, const char *name, enum cp_match_op op, const char *value);
+/* Adds a matcher that accepts a label equal to any of the n values (a
+ * missing label counts as ""), as name=~"v1|v2|..." with each value's regex
+ * characters escaped.  n = 0 is -EINVAL; otherwise as cp_selector_add_matcher. */
+int cp_selector_add_any(struct cp_selector *sel, const char *name, const char *const *values, size_t n);
 /* Does the type (full name) match the selector's TYPE (exactly or by a
  * prefix of whole components)? */
 bool cp_selector_match_type(const struct cp_selector *sel, const char *type);

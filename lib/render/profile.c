@@ -67,9 +67,9 @@ int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p,
 	if (!f)
 		return cp_error(EINVAL, "unknown format '%.32s' (choose " CP_RENDER_FORMAT_NAMES ")", format ? format : "");
 	if (!strcmp(f->name, "top")) {
-		struct cp_top_opts to = { o->limit };
+		struct cp_table_opts to = { o->limit };
 
-		return cp_render_top(out, p, vidx, &to);
+		return cp_render_table(out, p, vidx, &to);
 	}
 	if (!strcmp(f->name, "folded"))
 		return cp_folded_write(out, p, vidx, o->invert);

@@ -15,11 +15,11 @@
  * ns/us/ms/s/mins/hrs, bytes as B/kB/MB/GB/TB (1024-based), counts plain. */
 const char *cp_format_value(int64_t v, const char *unit, char *buf, size_t len);
 
-struct cp_top_opts {
+struct cp_table_opts {
 	int limit; /* rows; 0 = all */
 };
-/* pprof's top table: flat flat% sum% cum cum% name */
-int cp_render_top(FILE *out, const struct cp_profile *p, int vidx, const struct cp_top_opts *o);
+/* pprof's top table (the format -f top): flat flat% sum% cum cum% name */
+int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struct cp_table_opts *o);
 
 /* JSON: type, unit, total, top rows, and the call tree. */
 int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert);

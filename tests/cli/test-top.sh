@@ -171,6 +171,19 @@ exits0 "--filter with a regex too costly: exit 0"
 like "$out" '^\(the filter is too costly to match: it matches nothing\)$' "and says the filter is too costly"
 run top_ --from-store --data "$T/costly" --since 5m --stdio --filter 'b_17$'
 like "$(rows)" '^ +[0-9.]+% +[0-9.]+% +18 +a+b_17 *$' "a plain filter on the same names still matches (b_17)"
+# -p with several pids: the series of every one of them (pid 4003's left out), locally and from a server
+# (the selector is built with matchers, and sent as its text)
+# (one time for the three, so that they are in one window)
+now=$(date +%s)
+for i in 1 2 3; do
+	printf 'main;work_%s %s\n' "$i" "$((40 - 12 * i))" >"$T/pid$i.folded" # 28, 16, 4 samples
+	"$CPROF" import --data "$T/pids" --name cpu --time "$now" -l pid=$((4000 + i)) -l comm=w$i "$T/pid$i.folded" >/dev/null
+done
+run top_ --from-store --data "$T/pids" --since 5m -p 4001,4002 --stdio --view processes
+exits0 "--from-store -p PID,PID exits 0"
+is "$(rows | awk '{ print $3 "=" $2 }' | sort | tr '\n' ' ')" "4001=28 4002=16 " \
+	"-p 4001,4002: both processes with their samples, not 4003"
+like "$out" 'samples 44   samples/s [0-9.]+   processes 2 ' "the window's total counts both pids' samples (28 + 16)"
 run top_ --from-store --data "$T/nonexistent" --stdio
 is "$rc" 1 "--from-store on a missing store: exit 1"
 one_line "one line"
@@ -184,6 +197,17 @@ URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.out" | head -n 1
 run top_ --remote "$URL" --since 5m --window 10s --stdio --limit 5
 exits0 "top --remote URL --stdio exits 0"
 is "$(rows | awk '$5 == "topwork_qz" { print $4; exit }')" hot_a "the server's history: hot_a on top"
+kill "$S" 2>/dev/null; wait "$S" 2>/dev/null
+"$CPROF" serve --data "$T/pids" --listen 127.0.0.1:0 >"$T/serve2.out" 2>&1 &
+S=$!
+bg="$bg $S"
+i=0
+while ! grep -q 'listening on' "$T/serve2.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve2.out" | head -n 1)
+run top_ --remote "$URL" --since 5m --stdio -p 4001,4003 --type 'cpu{comm!="w2"}'
+exits0 "top --remote URL -p PID,PID --type SELECTOR exits 0"
+is "$(rows | awk '$4 ~ /^work_/ { print $4 "=" $3 }' | sort | tr '\n' ' ')" "work_1=28 work_3=4 " \
+	"the server's history of both pids: work_1 and work_3 with their samples"
 kill "$S" 2>/dev/null; wait "$S" 2>/dev/null
 
 # ---- the screen, under tmux ----

@@ -419,12 +419,12 @@ static int top_rows(const char *out, struct top_row *rows, int max)
 START_TEST(test_render_top)
 {
 	struct cp_profile *p = folded("main;work;alpha 50\nmain;work;beta 30\nmain;gc 20\n", NULL, NULL);
-	struct cp_top_opts o = { 0 };
+	struct cp_table_opts o = { 0 };
 	struct capture c;
 	struct top_row rows[10];
 	char *out;
 
-	ck_assert_int_eq(cp_render_top(cap_open(&c), p, 0, &o), 0);
+	ck_assert_int_eq(cp_render_table(cap_open(&c), p, 0, &o), 0);
 	out = cap_close(&c);
 	ck_assert_contains(out, "Type: samples\n");
 	ck_assert_contains(out, "Showing nodes accounting for 100, 100% of 100 total\n");
@@ -439,7 +439,7 @@ START_TEST(test_render_top)
 	free(out);
 
 	o.limit = 2;
-	ck_assert_int_eq(cp_render_top(cap_open(&c), p, 0, &o), 0);
+	ck_assert_int_eq(cp_render_table(cap_open(&c), p, 0, &o), 0);
 	out = cap_close(&c);
 	ck_assert_contains(out, "Showing nodes accounting for 80, 80.00% of 100 total\n");
 	ck_assert_contains(out, "Showing top 2 nodes out of 5\n");
@@ -449,13 +449,13 @@ START_TEST(test_render_top)
 
 	/* a limit above the count shows all, without the line */
 	o.limit = 50;
-	ck_assert_int_eq(cp_render_top(cap_open(&c), p, 0, &o), 0);
+	ck_assert_int_eq(cp_render_table(cap_open(&c), p, 0, &o), 0);
 	out = cap_close(&c);
 	ck_assert_ptr_null(strstr(out, "Showing top"));
 	ck_assert_int_eq(top_rows(out, rows, 10), 5);
 	free(out);
 	/* NULL options: all rows */
-	ck_assert_int_eq(cp_render_top(cap_open(&c), p, 0, NULL), 0);
+	ck_assert_int_eq(cp_render_table(cap_open(&c), p, 0, NULL), 0);
 	out = cap_close(&c);
 	ck_assert_int_eq(top_rows(out, rows, 10), 5);
 	free(out);
@@ -472,7 +472,7 @@ START_TEST(test_render_top_units)
 
 	p->duration_nanos = 3000000000LL;
 	p->time_nanos = 1700000000000000000LL;
-	ck_assert_int_eq(cp_render_top(cap_open(&c), p, 0, NULL), 0);
+	ck_assert_int_eq(cp_render_table(cap_open(&c), p, 0, NULL), 0);
 	out = cap_close(&c);
 	ck_assert_contains(out, "Type: cpu\n");
 	ck_assert_contains(out, "Time: 2023-11-14 22:13:20 UTC\n");
@@ -493,7 +493,7 @@ START_TEST(test_render_top_write_error)
 	FILE *f = fopen("/dev/full", "w");
 
 	if (f) {
-		ck_assert_int_lt(cp_render_top(f, p, 0, NULL), 0);
+		ck_assert_int_lt(cp_render_table(f, p, 0, NULL), 0);
 		fclose(f);
 	}
 	cp_profile_free(p);

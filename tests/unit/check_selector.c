@@ -661,6 +661,103 @@ START_TEST(test_buckets)
 }
 END_TEST
 
+/* ---- matchers added without text ---- */
+
+/* Does sel match the labels (parallel arrays)? */
+static int sel_matches(const struct cp_selector *sel, const char *pid, const char *comm)
+{
+	const char *names[] = { "comm", "pid" }, *values[] = { comm, pid };
+	int r = cp_selector_match_labels(sel, names, values, 2);
+
+	ck_assert_msg(r == 0 || r == 1, "match gave %d", r);
+	return r;
+}
+
+START_TEST(test_add_matcher)
+{
+	struct cp_selector *sel = parse_ok("cpu{comm=\"app\"}"), *again;
+
+	ck_assert_int_eq(sel_matches(sel, "7", "app"), 1);
+	ck_assert_int_eq(cp_selector_add_matcher(sel, "pid", CP_MATCH_EQ, "7"), 0);
+	ck_assert_uint_eq(sel->n, 2);
+	ck_assert_int_eq(sel_matches(sel, "7", "app"), 1);
+	ck_assert_int_eq(sel_matches(sel, "8", "app"), 0);  /* the new matcher */
+	ck_assert_int_eq(sel_matches(sel, "7", "db"), 0);   /* and the parsed one still */
+	/* its text says the same, and parses back to the same matches */
+	ck_assert_str_eq(sel->src, "cpu{comm=\"app\", pid=\"7\"}");
+	again = parse_ok(sel->src);
+	ck_assert_int_eq(sel_matches(again, "7", "app"), 1);
+	ck_assert_int_eq(sel_matches(again, "8", "app"), 0);
+	cp_selector_free(again);
+	/* a regex, and a value that needs quoting in the text */
+	ck_assert_int_eq(cp_selector_add_matcher(sel, "comm", CP_MATCH_NRE, "d.*"), 0);
+	ck_assert_int_eq(cp_selector_add_matcher(sel, "node", CP_MATCH_NE, "a\"b\\c\n"), 0);
+	ck_assert_str_eq(sel->src, "cpu{comm=\"app\", pid=\"7\", comm!~\"d.*\", node!=\"a\\\"b\\\\c\\n\"}");
+	again = parse_ok(sel->src);
+	ck_assert_str_eq(again->matchers[3].value, "a\"b\\c\n");
+	cp_selector_free(again);
+	ck_assert_int_eq(sel_matches(sel, "7", "app"), 1);
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_add_matcher_errors)
+{
+	struct cp_selector *sel = parse_ok("cpu");
+
+	cp_error_clear();
+	ck_assert_int_eq(cp_selector_add_matcher(sel, "9pid", CP_MATCH_EQ, "1"), -EINVAL);
+	ck_assert_contains(cp_errmsg(-EINVAL), "'9pid' is not a label name");
+	ck_assert_int_eq(cp_selector_add_matcher(sel, "comm", CP_MATCH_RE, "a("), -EINVAL);
+	ck_assert_contains(cp_errmsg(-EINVAL), "bad regex \"a(\" for label comm");
+	ck_assert_int_eq(cp_selector_add_any(sel, "pid", NULL, 0), -EINVAL);
+	/* nothing was added */
+	ck_assert_uint_eq(sel->n, 0);
+	ck_assert_str_eq(sel->src, "cpu");
+	ck_assert_int_eq(sel_matches(sel, "1", "x"), 1);
+	cp_selector_free(sel);
+}
+END_TEST
+
+START_TEST(test_add_any)
+{
+	const char *pids[] = { "12", "345", "6" };
+	const char *odd[] = { "a.b", "x|y", "(c)", "q\"\\" };
+	struct cp_selector *sel = parse_ok("cpu"), *again;
+
+	ck_assert_int_eq(cp_selector_add_any(sel, "pid", pids, 3), 0);
+	ck_assert_int_eq(sel_matches(sel, "12", "a"), 1);
+	ck_assert_int_eq(sel_matches(sel, "345", "a"), 1);
+	ck_assert_int_eq(sel_matches(sel, "6", "a"), 1);
+	ck_assert_int_eq(sel_matches(sel, "1", "a"), 0);    /* whole values only */
+	ck_assert_int_eq(sel_matches(sel, "1234", "a"), 0);
+	ck_assert_int_eq(sel_matches(sel, "66", "a"), 0);
+	ck_assert_int_eq(sel_matches(sel, "", "a"), 0);
+	again = parse_ok(sel->src);
+	ck_assert_int_eq(sel_matches(again, "345", "a"), 1);
+	ck_assert_int_eq(sel_matches(again, "34", "a"), 0);
+	cp_selector_free(again);
+	cp_selector_free(sel);
+
+	/* values are literal, whatever regex characters they hold */
+	sel = parse_ok("{}");
+	ck_assert_int_eq(cp_selector_add_any(sel, "comm", odd, 4), 0);
+	ck_assert_int_eq(sel_matches(sel, "1", "a.b"), 1);
+	ck_assert_int_eq(sel_matches(sel, "1", "axb"), 0);
+	ck_assert_int_eq(sel_matches(sel, "1", "x|y"), 1);
+	ck_assert_int_eq(sel_matches(sel, "1", "x"), 0);
+	ck_assert_int_eq(sel_matches(sel, "1", "(c)"), 1);
+	ck_assert_int_eq(sel_matches(sel, "1", "c"), 0);
+	ck_assert_int_eq(sel_matches(sel, "1", "q\"\\"), 1);
+	again = parse_ok(sel->src);
+	ck_assert_int_eq(sel_matches(again, "1", "q\"\\"), 1);
+	ck_assert_int_eq(sel_matches(again, "1", "axb"), 0);
+	ck_assert_ptr_null(again->type);
+	cp_selector_free(again);
+	cp_selector_free(sel);
+}
+END_TEST
+
 static Suite *selector_suite(void)
 {
 	Suite *s = suite_create("selector");
@@ -680,6 +777,9 @@ static Suite *selector_suite(void)
 	tcase_add_test(match, test_match_regex_ordinary);
 	tcase_add_test(match, test_match_missing_label);
 	tcase_add_test(match, test_match_type);
+	tcase_add_test(match, test_add_matcher);
+	tcase_add_test(match, test_add_matcher_errors);
+	tcase_add_test(match, test_add_any);
 	suite_add_tcase(s, match);
 	tcase_add_test(times, test_duration);
 	tcase_add_test(times, test_duration_errors);

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Aggregations for cprof top (see topagg.h). */
+/* Aggregations for cprof top's views (see aggregate.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "index.h"
-#include "topagg.h"
+#include "../error.h"
+#include "../index.h"
+#include "aggregate.h"
 
 /* u64 -> u32, open addressing */
 struct hmap {
@@ -91,9 +91,9 @@ struct priv {
 	size_t stackcap;
 };
 
-struct cp_topagg *cp_topagg_new(const struct cp_topagg_opts *o)
+struct cp_aggregate *cp_aggregate_new(const struct cp_aggregate_opts *o)
 {
-	struct cp_topagg *a = calloc(1, sizeof(*a));
+	struct cp_aggregate *a = calloc(1, sizeof(*a));
 	struct priv *v = calloc(1, sizeof(*v));
 	int64_t n, b;
 
@@ -112,7 +112,7 @@ struct cp_topagg *cp_topagg_new(const struct cp_topagg_opts *o)
 		b = cp_strtab_intern(&a->names, o->focus_binary ? o->focus_binary : "",
 				     o->focus_binary ? strlen(o->focus_binary) : 0);
 		if (n < 0 || b < 0) {
-			cp_topagg_free(a);
+			cp_aggregate_free(a);
 			return NULL;
 		}
 		v->focus_name = (uint32_t)n;
@@ -121,7 +121,7 @@ struct cp_topagg *cp_topagg_new(const struct cp_topagg_opts *o)
 	return a;
 }
 
-void cp_topagg_free(struct cp_topagg *a)
+void cp_aggregate_free(struct cp_aggregate *a)
 {
 	struct priv *v;
 
@@ -169,14 +169,14 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
 }
 
 /* The function (name, binary), added on first sight; UINT32_MAX when out of memory. */
-static uint32_t fn_get(struct cp_topagg *a, const char *name, const char *binary, bool kernel)
+static uint32_t fn_get(struct cp_aggregate *a, const char *name, const char *binary, bool kernel)
 {
 	struct priv *v = a->priv;
 	int64_t n = cp_strtab_intern(&a->names, name, strlen(name));
 	int64_t b = cp_strtab_intern(&a->names, binary, strlen(binary));
 	uint64_t key;
 	uint32_t id;
-	struct cp_top_fn *f;
+	struct cp_agg_fn *f;
 
 	if (n < 0 || b < 0)
 		return UINT32_MAX;
@@ -217,7 +217,7 @@ static uint32_t fn_get(struct cp_topagg *a, const char *name, const char *binary
 	return id;
 }
 
-int64_t cp_topagg_find(const struct cp_topagg *a, const char *name, const char *binary)
+int64_t cp_aggregate_find(const struct cp_aggregate *a, const char *name, const char *binary)
 {
 	const struct priv *v = a->priv;
 	int64_t n = cp_strtab_find(&a->names, name, strlen(name));
@@ -245,7 +245,7 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-static int cache_locations(struct cp_topagg *a, const struct cp_profile *p, struct pcache *c)
+static int cache_locations(struct cp_aggregate *a, const struct cp_profile *p, struct pcache *c)
 {
 	char buf[256];
 
@@ -304,7 +304,7 @@ static uint32_t parse_u32(const char *s)
 	return *s && !*end && v <= UINT32_MAX ? (uint32_t)v : 0;
 }
 
-static int cache_labels(struct cp_topagg *a, const struct cp_profile *p, struct pcache *c, uint32_t pid,
+static int cache_labels(struct cp_aggregate *a, const struct cp_profile *p, struct pcache *c, uint32_t pid,
 			const char *comm)
 {
 	int64_t dcomm = cp_strtab_intern(&a->names, comm ? comm : "", comm ? strlen(comm) : 0);
@@ -342,7 +342,7 @@ static int cache_labels(struct cp_topagg *a, const struct cp_profile *p, struct 
 	return 0;
 }
 
-static int add_proc(struct cp_topagg *a, const struct ls *l, int64_t value)
+static int add_proc(struct cp_aggregate *a, const struct ls *l, int64_t value)
 {
 	struct priv *v = a->priv;
 	uint32_t id = hmap_get(&v->procmap, l->pid);
@@ -352,7 +352,7 @@ static int add_proc(struct cp_topagg *a, const struct ls *l, int64_t value)
 		    hmap_put(&v->procmap, l->pid, a->nprocs))
 			return -ENOMEM;
 		id = a->nprocs++;
-		a->procs[id] = (struct cp_top_proc){ l->pid, l->comm, 0, 0 };
+		a->procs[id] = (struct cp_agg_proc){ l->pid, l->comm, 0, 0 };
 	}
 	a->procs[id].value += value;
 	if (l->tid) {
@@ -364,7 +364,7 @@ static int add_proc(struct cp_topagg *a, const struct ls *l, int64_t value)
 			    hmap_put(&v->thrmap, key, a->nthreads))
 				return -ENOMEM;
 			t = a->nthreads++;
-			a->threads[t] = (struct cp_top_thread){ l->tid, l->pid, l->tname ? l->tname : l->comm, l->comm, 0 };
+			a->threads[t] = (struct cp_agg_thread){ l->tid, l->pid, l->tname ? l->tname : l->comm, l->comm, 0 };
 			a->procs[id].nthreads++;
 		}
 		a->threads[t].value += value;
@@ -372,7 +372,7 @@ static int add_proc(struct cp_topagg *a, const struct ls *l, int64_t value)
 	return 0;
 }
 
-static int add_edge(struct cp_top_edge **arr, uint32_t *n, uint32_t *cap, struct hmap *m, uint64_t *mark,
+static int add_edge(struct cp_agg_edge **arr, uint32_t *n, uint32_t *cap, struct hmap *m, uint64_t *mark,
 		    uint64_t serial, uint32_t fn, int64_t value)
 {
 	uint32_t id;
@@ -385,13 +385,13 @@ static int add_edge(struct cp_top_edge **arr, uint32_t *n, uint32_t *cap, struct
 		if (grow((void **)arr, cap, *n + 1, sizeof(**arr)) || hmap_put(m, fn, *n))
 			return -ENOMEM;
 		id = (*n)++;
-		(*arr)[id] = (struct cp_top_edge){ fn, 0 };
+		(*arr)[id] = (struct cp_agg_edge){ fn, 0 };
 	}
 	(*arr)[id].value += value;
 	return 0;
 }
 
-static int add_sample(struct cp_topagg *a, const struct cp_profile *p, const struct pcache *c, uint32_t s,
+static int add_sample(struct cp_aggregate *a, const struct cp_profile *p, const struct pcache *c, uint32_t s,
 		      int64_t value)
 {
 	struct priv *v = a->priv;
@@ -440,7 +440,7 @@ static int add_sample(struct cp_topagg *a, const struct cp_profile *p, const str
 	a->nsamples++;
 	a->fns[v->stack[0]].self += value;
 	for (size_t i = 0; i < n; i++) {
-		struct cp_top_fn *f;
+		struct cp_agg_fn *f;
 
 		fn = v->stack[i];
 		if (v->mark[fn] == v->serial)
@@ -475,7 +475,7 @@ static int add_sample(struct cp_topagg *a, const struct cp_profile *p, const str
 	return add_proc(a, l, value);
 }
 
-int cp_topagg_add(struct cp_topagg *a, const struct cp_profile *p, int vidx, uint32_t pid, const char *comm)
+int cp_aggregate_add(struct cp_aggregate *a, const struct cp_profile *p, int vidx, uint32_t pid, const char *comm)
 {
 	struct pcache c;
 	int err;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/topagg.c: what cprof top shows, from hand-built profiles with known
+/* lib/view/aggregate.c: what cprof top shows, from hand-built profiles with known
  * stacks, binaries, processes and threads. */
 #include <check.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 
 #include "error.h"
 #include "profile.h"
-#include "topagg.h"
+#include "view/aggregate.h"
 
 /* ---- a profile builder ---- */
 
@@ -114,29 +114,29 @@ static struct cp_profile *make(void)
 	return p;
 }
 
-static const struct cp_top_fn *fn(const struct cp_topagg *a, const char *name, const char *bin)
+static const struct cp_agg_fn *fn(const struct cp_aggregate *a, const char *name, const char *bin)
 {
-	int64_t i = cp_topagg_find(a, name, bin);
+	int64_t i = cp_aggregate_find(a, name, bin);
 
 	ck_assert_msg(i >= 0, "no function %s in %s", name, bin);
 	return &a->fns[i];
 }
 
-static struct cp_topagg *agg(const struct cp_topagg_opts *o, const struct cp_profile *p)
+static struct cp_aggregate *agg(const struct cp_aggregate_opts *o, const struct cp_profile *p)
 {
-	struct cp_topagg *a = cp_topagg_new(o);
+	struct cp_aggregate *a = cp_aggregate_new(o);
 
 	ck_assert_ptr_nonnull(a);
-	ck_assert_int_eq(cp_topagg_add(a, p, 0, 0, NULL), 0);
+	ck_assert_int_eq(cp_aggregate_add(a, p, 0, 0, NULL), 0);
 	return a;
 }
 
-START_TEST(test_topagg_functions)
+START_TEST(test_aggregate_functions)
 {
 	struct cp_profile *p = make();
-	struct cp_topagg_opts o = { 0 };
-	struct cp_topagg *a = agg(&o, p);
-	const struct cp_top_fn *f;
+	struct cp_aggregate_opts o = { 0 };
+	struct cp_aggregate *a = agg(&o, p);
+	const struct cp_agg_fn *f;
 
 	ck_assert_int_eq(a->total, 180);
 	ck_assert_int_eq(a->nsamples, 8);
@@ -145,7 +145,7 @@ START_TEST(test_topagg_functions)
 	ck_assert_int_eq(f->self, 70);
 	ck_assert_int_eq(f->total, 80);
 	ck_assert_int_eq(f->pid, 10);
-	ck_assert_str_eq(cp_topagg_str(a, f->comm), "app");
+	ck_assert_str_eq(cp_aggregate_str(a, f->comm), "app");
 	ck_assert_uint_eq(f->nprocs, 1);
 	ck_assert(!f->kernel);
 	/* the same name in another binary is another function */
@@ -162,17 +162,17 @@ START_TEST(test_topagg_functions)
 	/* unsymbolized code: one row per binary */
 	f = fn(a, "[libz.so.1]", "libz.so.1");
 	ck_assert_int_eq(f->self, 40);
-	ck_assert_int_eq(cp_topagg_find(a, "libz.so.1+0x10", "libz.so.1"), -1);
-	cp_topagg_free(a);
+	ck_assert_int_eq(cp_aggregate_find(a, "libz.so.1+0x10", "libz.so.1"), -1);
+	cp_aggregate_free(a);
 	cp_profile_free(p);
 }
 END_TEST
 
-START_TEST(test_topagg_processes_threads)
+START_TEST(test_aggregate_processes_threads)
 {
 	struct cp_profile *p = make();
-	struct cp_topagg_opts o = { 0 };
-	struct cp_topagg *a = agg(&o, p);
+	struct cp_aggregate_opts o = { 0 };
+	struct cp_aggregate *a = agg(&o, p);
 	int64_t app = -1, th11 = -1;
 
 	ck_assert_uint_eq(a->nprocs, 3);
@@ -182,7 +182,7 @@ START_TEST(test_topagg_processes_threads)
 	ck_assert_int_ge(app, 0);
 	ck_assert_int_eq(a->procs[app].value, 100);
 	ck_assert_uint_eq(a->procs[app].nthreads, 2);
-	ck_assert_str_eq(cp_topagg_str(a, a->procs[app].comm), "app");
+	ck_assert_str_eq(cp_aggregate_str(a, a->procs[app].comm), "app");
 	ck_assert_uint_eq(a->nthreads, 4);
 	for (uint32_t i = 0; i < a->nthreads; i++)
 		if (a->threads[i].tid == 11)
@@ -190,7 +190,7 @@ START_TEST(test_topagg_processes_threads)
 	ck_assert_int_ge(th11, 0);
 	ck_assert_int_eq(a->threads[th11].value, 20);
 	ck_assert_uint_eq(a->threads[th11].pid, 10);
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 
 	/* zoom into the process, then into a thread */
 	o.pid = 10;
@@ -198,21 +198,21 @@ START_TEST(test_topagg_processes_threads)
 	ck_assert_int_eq(a->total, 100);
 	ck_assert_uint_eq(a->nprocs, 1);
 	ck_assert_int_eq(fn(a, "main", "db")->total, 0); /* known, but nothing of it counted */
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 	o.tid = 11;
 	a = agg(&o, p);
 	ck_assert_int_eq(a->total, 20);
 	ck_assert_int_eq(fn(a, "cold", "app")->self, 20);
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 	cp_profile_free(p);
 }
 END_TEST
 
-START_TEST(test_topagg_callers_callees)
+START_TEST(test_aggregate_callers_callees)
 {
 	struct cp_profile *p = make();
-	struct cp_topagg_opts o = { 0 };
-	struct cp_topagg *a;
+	struct cp_aggregate_opts o = { 0 };
+	struct cp_aggregate *a;
 	int64_t fr, fc = -1, fw = -1;
 
 	o.focus_name = "hot";
@@ -221,19 +221,19 @@ START_TEST(test_topagg_callers_callees)
 	ck_assert_int_eq(a->focus_total, 80);
 	ck_assert_int_eq(a->focus_self, 70);
 	ck_assert_uint_eq(a->ncallers, 2); /* run (70) and rec (10) */
-	fr = cp_topagg_find(a, "run", "app");
+	fr = cp_aggregate_find(a, "run", "app");
 	for (uint32_t i = 0; i < a->ncallers; i++) {
 		if (a->callers[i].fn == fr)
 			ck_assert_int_eq(a->callers[i].value, 70);
 		else
 			fc = a->callers[i].fn;
 	}
-	ck_assert_str_eq(cp_topagg_str(a, a->fns[fc].name), "rec");
+	ck_assert_str_eq(cp_aggregate_str(a, a->fns[fc].name), "rec");
 	ck_assert_uint_eq(a->ncallees, 1);
 	fw = a->callees[0].fn;
-	ck_assert_str_eq(cp_topagg_str(a, a->fns[fw].name), "write");
+	ck_assert_str_eq(cp_aggregate_str(a, a->fns[fw].name), "write");
 	ck_assert_int_eq(a->callees[0].value, 10);
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 
 	/* a function with recursion: its caller rec (itself) and main, each once per sample */
 	o.focus_name = "rec";
@@ -242,16 +242,16 @@ START_TEST(test_topagg_callers_callees)
 	ck_assert_uint_eq(a->ncallers, 2);
 	for (uint32_t i = 0; i < a->ncallers; i++)
 		ck_assert_int_eq(a->callers[i].value, 10);
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 	cp_profile_free(p);
 }
 END_TEST
 
-START_TEST(test_topagg_hidden_frames)
+START_TEST(test_aggregate_hidden_frames)
 {
 	struct cp_profile *p = make();
-	struct cp_topagg_opts o = { 0 };
-	struct cp_topagg *a;
+	struct cp_aggregate_opts o = { 0 };
+	struct cp_aggregate *a;
 
 	o.no_kernel = true;
 	a = agg(&o, p);
@@ -259,7 +259,7 @@ START_TEST(test_topagg_hidden_frames)
 	ck_assert_int_eq(fn(a, "write", "[kernel]")->total, 0);
 	ck_assert_int_eq(fn(a, "hot", "app")->self, 80); /* the write sample's user leaf */
 	ck_assert_int_eq(fn(a, "[kernel]", "[kernel]")->self, 20); /* kworker: kernel frames only */
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 	o.no_kernel = false;
 	o.no_user = true;
 	a = agg(&o, p);
@@ -268,16 +268,16 @@ START_TEST(test_topagg_hidden_frames)
 	ck_assert_int_eq(fn(a, "worker", "[kernel]")->self, 20);
 	ck_assert_int_eq(fn(a, "[user]", "[user]")->self, 150);
 	ck_assert_int_eq(fn(a, "hot", "app")->total, 0);
-	cp_topagg_free(a);
+	cp_aggregate_free(a);
 	cp_profile_free(p);
 }
 END_TEST
 
-START_TEST(test_topagg_defaults_and_sum)
+START_TEST(test_aggregate_defaults_and_sum)
 {
 	struct cp_profile *p = cp_profile_new(), *q = make();
-	struct cp_topagg_opts o = { 0 };
-	struct cp_topagg *a = cp_topagg_new(&o);
+	struct cp_aggregate_opts o = { 0 };
+	struct cp_aggregate *a = cp_aggregate_new(&o);
 	uint32_t m, l;
 
 	/* a stored series: no pid label, the process given with the profile */
@@ -285,8 +285,8 @@ START_TEST(test_topagg_defaults_and_sum)
 	m = mapping(p, "/usr/bin/app", 0x400000);
 	l = loc(p, m, 0x403000, "hot", NULL);
 	sample(p, &l, 1, NULL, NULL, NULL, 5);
-	ck_assert_int_eq(cp_topagg_add(a, p, 0, 77, "stored"), 0);
-	ck_assert_int_eq(cp_topagg_add(a, q, 0, 0, NULL), 0);
+	ck_assert_int_eq(cp_aggregate_add(a, p, 0, 77, "stored"), 0);
+	ck_assert_int_eq(cp_aggregate_add(a, q, 0, 0, NULL), 0);
 	/* two profiles add up, by name and binary */
 	ck_assert_int_eq(fn(a, "hot", "app")->self, 75);
 	ck_assert_uint_eq(fn(a, "hot", "app")->nprocs, 2);
@@ -294,30 +294,30 @@ START_TEST(test_topagg_defaults_and_sum)
 	ck_assert_uint_eq(a->nprocs, 4);
 	ck_assert_int_eq(a->total, 185);
 	/* a bad value index is an error, not a crash */
-	ck_assert_int_eq(cp_topagg_add(a, p, 3, 0, NULL), -EINVAL);
-	cp_topagg_free(a);
+	ck_assert_int_eq(cp_aggregate_add(a, p, 3, 0, NULL), -EINVAL);
+	cp_aggregate_free(a);
 	cp_profile_free(p);
 	cp_profile_free(q);
 }
 END_TEST
 
-static Suite *topagg_suite(void)
+static Suite *aggregate_suite(void)
 {
-	Suite *s = suite_create("topagg");
-	TCase *tc = tcase_create("topagg");
+	Suite *s = suite_create("aggregate");
+	TCase *tc = tcase_create("aggregate");
 
-	tcase_add_test(tc, test_topagg_functions);
-	tcase_add_test(tc, test_topagg_processes_threads);
-	tcase_add_test(tc, test_topagg_callers_callees);
-	tcase_add_test(tc, test_topagg_hidden_frames);
-	tcase_add_test(tc, test_topagg_defaults_and_sum);
+	tcase_add_test(tc, test_aggregate_functions);
+	tcase_add_test(tc, test_aggregate_processes_threads);
+	tcase_add_test(tc, test_aggregate_callers_callees);
+	tcase_add_test(tc, test_aggregate_hidden_frames);
+	tcase_add_test(tc, test_aggregate_defaults_and_sum);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(topagg_suite());
+	SRunner *sr = srunner_create(aggregate_suite());
 	int failed;
 
 	srunner_run_all(sr, CK_NORMAL);

@@ -61,7 +61,7 @@ static uint32_t *sorted_rows(const struct cp_fn_table *t, int mode, double norm,
 	return order;
 }
 
-int cp_render_top(FILE *out, const struct cp_profile *p, int vidx, const struct cp_top_opts *o)
+int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struct cp_table_opts *o)
 {
 	struct cp_fn_table *t = cp_fn_table_new();
 	const char *type = cp_profile_string(p, p->sample_types[vidx].type);

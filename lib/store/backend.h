@@ -18,7 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+/* the types of store.h, which includes nothing of this */
+struct cp_buckets;
+struct cp_selector;
+struct cp_store;
+struct cp_store_append;
+struct cp_store_query;
+struct cp_store_result;
+struct cp_store_series;
+struct cp_store_stats;
 
 struct cp_store_ops {
 	const char *name; /* "local", "remote" */

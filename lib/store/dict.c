@@ -21,7 +21,7 @@ int cp_dict_reset(struct cp_dict *s)
 	s->p = cp_profile_new();
 	s->nstr = s->nfn = s->nmap = s->nloc = s->nstack = s->nls = 0;
 	s->nchunk = 0;
-	return s->p ? 0 : -ENOMEM;
+	return s->p ? 0 : cp_error(ENOMEM, "out of memory loading the store's dictionary");
 }
 
 
@@ -32,7 +32,7 @@ static int bad_row(const char *table, int64_t id)
 }
 
 /* Decodes the cnt entries of one chunk (kind: locations, stacks or labelsets)
- * into the dictionary; -EBADMSG when they do not fit what came before. */
+ * into the dictionary; -EBADMSG (recorded) when they do not fit what came before. */
 static int load_chunk(struct cp_dict *s, const char *kind, const uint8_t *p, size_t len, int64_t cnt)
 {
 	struct cp_profile *d = s->p;
@@ -54,7 +54,7 @@ static int load_chunk(struct cp_dict *s, const char *kind, const uint8_t *p, siz
 #define GROW(arr, cap, need)                                                  \
 	do {                                                                  \
 		if (cp_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))) { \
-			err = -ENOMEM;                                        \
+			err = cp_error(ENOMEM, "out of memory loading the store's dictionary"); \
 			goto out;                                             \
 		}                                                             \
 	} while (0)
@@ -62,7 +62,7 @@ static int load_chunk(struct cp_dict *s, const char *kind, const uint8_t *p, siz
 	do {                             \
 		r = (call);              \
 		if (r < 0 && r != -EINVAL) { \
-			err = (int)r;    \
+			err = cp_dict_error((int)r, "loading the store's dictionary"); \
 			goto out;        \
 		}                        \
 		if (r != (int64_t)(want)) \
@@ -146,7 +146,7 @@ static int load_chunk(struct cp_dict *s, const char *kind, const uint8_t *p, siz
 	if (p == end)
 		goto out;
 bad:
-	err = -EBADMSG;
+	err = cp_error(EBADMSG, "the store's dictionary is inconsistent (a %s chunk)", kind);
 out:
 #undef GET
 #undef GROW
@@ -236,7 +236,7 @@ int cp_dict_load(struct cp_dict *s)
 
 		CHECK(kind && cnt > 0 && rawlen > 0 && rawlen < (1 << 30), "chunks", id);
 		if (cp_grow((void **)&raw, &rawcap, (size_t)rawlen + 1, 1)) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory reading the store");
 			goto out;
 		}
 		CHECK(uncompress(raw, &dlen, sqlite3_column_blob(st, 5), (uLong)sqlite3_column_bytes(st, 5)) == Z_OK &&
@@ -261,10 +261,8 @@ int cp_dict_load(struct cp_dict *s)
 out:
 	sqlite3_finalize(st);
 	free(raw);
-	if (own_tx)
-		cp_db_exec(s->db, "COMMIT", "reading the store");
-	if (err == -ENOMEM)
-		cp_error(ENOMEM, "out of memory reading the store");
+	if (own_tx) /* a read transaction: nothing to commit, no error to report over err */
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	if (err)
 		cp_dict_reset(s);
 	return err;
@@ -281,7 +279,7 @@ static int put_chunk(struct cp_dict *s, sqlite3_stmt *st, const char *kind, int6
 	if (count <= 0)
 		return 0;
 	if (!(z = malloc(zlen)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory writing the dictionary");
 	if (compress2(z, &zlen, raw, n, 9) != Z_OK) {
 		free(z);
 		return cp_error(EIO, "compressing the dictionary failed");
@@ -350,7 +348,7 @@ int cp_dict_save(struct cp_dict *s)
 		const struct cp_location *l = &d->locations[i];
 
 		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (3 * (size_t)l->nlines + 4), 1)) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory writing the dictionary");
 			goto out;
 		}
 		n += cp_put_uvarint(buf + n, l->mapping);
@@ -389,7 +387,7 @@ int cp_dict_save(struct cp_dict *s)
 		if (shared < 2)
 			ref = shared = 0; /* a reference would not pay */
 		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * ((size_t)sp->len + 3), 1)) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory writing the dictionary");
 			goto out;
 		}
 		n += cp_put_uvarint(buf + n, ref);
@@ -406,7 +404,7 @@ int cp_dict_save(struct cp_dict *s)
 		const struct cp_span *sp = &d->labelsets[i];
 
 		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (4 * (size_t)sp->len + 1), 1)) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory writing the dictionary");
 			goto out;
 		}
 		n += cp_put_uvarint(buf + n, sp->len);
@@ -439,4 +437,13 @@ void cp_dict_release(struct cp_dict *s)
 {
 	cp_profile_free(s->p);
 	s->p = NULL;
+}
+
+int cp_dict_error(int err, const char *what)
+{
+	if (err == -ENOMEM)
+		return cp_error(ENOMEM, "%s: out of memory", what);
+	if (err == -EOVERFLOW)
+		return cp_error(EOVERFLOW, "%s: the dictionary has no ids left (2^32 of a kind)", what);
+	return err;
 }

@@ -36,5 +36,9 @@ int cp_dict_load(struct cp_dict *d);
 /* Writes the entries added to p since the last load or save. */
 int cp_dict_save(struct cp_dict *d);
 void cp_dict_release(struct cp_dict *d);
+/* err from a lib/profile.c call on the dictionary, with a message recorded
+ * for the codes that come without one (ENOMEM; EOVERFLOW: no ids left, 2^32
+ * of a kind): "what" says what failed.  Other codes pass as they are. */
+int cp_dict_error(int err, const char *what);
 
 #endif

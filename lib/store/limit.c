@@ -31,7 +31,7 @@ int cp_local_retain(struct cp_local *s, int64_t keep_ns)
 	sqlite3_bind_int64(st, 1, cutoff);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (cp_grow((void **)&names, &cap, n + 1, sizeof(*names))) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory applying retention");
 			goto out;
 		}
 		snprintf(names[n++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(st, 0));

@@ -246,13 +246,14 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		ostack = malloc(((size_t)p->nsamples + 1) * sizeof(*ostack));
 		olabels = malloc(((size_t)p->nsamples + 1) * sizeof(*olabels));
 		if (!ostack || !olabels) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory writing to the store");
 			goto out;
 		}
 		lj = cp_series_labels_json(a[i].labels, a[i].nlabels, &err);
 		mo.out_stack = ostack;
 		mo.out_labels = olabels;
 		if (!lj || (err = cp_profile_merge(s->dict.p, p, &mo))) {
+			err = cp_dict_error(err, "adding a profile to the store's dictionary");
 			free(lj);
 			goto out;
 		}
@@ -264,7 +265,7 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 			int64_t r2 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->unit));
 
 			if (r1 < 0 || r2 < 0) {
-				err = (int)(r1 < 0 ? r1 : r2);
+				err = cp_dict_error((int)(r1 < 0 ? r1 : r2), "adding a type name to the store's dictionary");
 				break;
 			}
 		}
@@ -286,7 +287,7 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 				if (!v || ostack[j] == UINT32_MAX)
 					continue;
 				if (cp_grow((void **)&e, &ecap, ne + 1, sizeof(*e))) {
-					err = -ENOMEM;
+					err = cp_error(ENOMEM, "out of memory writing samples");
 					break;
 				}
 				e[ne].series = sid;
@@ -341,7 +342,7 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		 * days are taken in order of their names under index.db's write lock, by every
 		 * appender, so two never wait for each other's days. */
 		if (cp_grow((void **)&blk, &bcap, nb + 1, sizeof(*blk))) {
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory writing samples");
 			goto out;
 		}
 		if ((err = write_block(pdb, e + i, j - i, &blk[nb].db, &blk[nb].id)))
@@ -368,11 +369,9 @@ out:
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		/* the series this batch added are gone again: forget their ids */
 		if (cp_series_ids_reset(&s->series) && !err)
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory writing to the store");
 	}
 	if (err) {
-		if (err == -ENOMEM)
-			cp_error(ENOMEM, "out of memory writing to the store");
 		cp_dict_reset(&s->dict); /* what is in memory may not be what was committed */
 	}
 	free(e);

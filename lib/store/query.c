@@ -50,7 +50,7 @@ static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, in
 		return 0;
 	}
 	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)) || cp_index_add(&g->idx, h, (uint32_t)g->n))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading samples");
 	g->e[g->n++] = k;
 	return 0;
 }
@@ -192,10 +192,10 @@ static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_
 	return agg_add(&c->groups[c->group_of[si]], stack, labels, v, t);
 }
 
-static struct cp_profile *build(struct cp_local *s, const char *type, struct agg *g)
+/* The profile of group g, of one type, into *out. */
+static int build(struct cp_local *s, const char *type, struct agg *g, struct cp_profile **out)
 {
 	char st[128], su[128], pt[128], pu[128];
-	struct cp_profile *p = NULL;
 	size_t i;
 	int err;
 
@@ -212,13 +212,11 @@ static struct cp_profile *build(struct cp_local *s, const char *type, struct agg
 		s->dict.p->time_nanos = g->tmin;
 		s->dict.p->duration_nanos = cp_sub_sat(g->tmax, g->tmin);
 	}
-	p = cp_profile_copy(s->dict.p, NULL); /* only what the samples use */
-	err = p ? 0 : -errno;
+	*out = cp_profile_copy(s->dict.p, NULL); /* only what the samples use */
+	err = *out ? 0 : -errno;
 out:
 	cp_profile_clear_samples(s->dict.p);
-	if (err)
-		errno = -err;
-	return p;
+	return cp_dict_error(err, "building the selected profile");
 }
 
 struct series_group {
@@ -251,7 +249,7 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 	res = calloc(nser + 1, sizeof(*res));
 	c.groups = calloc(nser + 1, sizeof(*c.groups));
 	if (!want || !pairs || !c.group_of || !res || !c.groups) {
-		err = -ENOMEM;
+		err = cp_error(ENOMEM, "out of memory reading the store");
 		goto out;
 	}
 	/* groups by the label's value, in order of first appearance */
@@ -266,7 +264,7 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 			;
 		if (j == ngroups) {
 			if (!(res[j].group = strdup(gv))) {
-				err = -ENOMEM;
+				err = cp_error(ENOMEM, "out of memory reading the store");
 				goto out;
 			}
 			c.groups[j].tmin = INT64_MAX;
@@ -285,16 +283,12 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c)))
 		goto out;
 	for (i = 0; i < ngroups; i++)
-		if (!(res[i].profile = build(s, ser[0].type, &c.groups[i]))) {
-			err = -errno;
+		if ((err = build(s, ser[0].type, &c.groups[i], &res[i].profile)))
 			goto out;
-		}
 	*out = res;
 	*n = ngroups;
 	res = NULL;
 out:
-	if (err == -ENOMEM)
-		cp_error(ENOMEM, "out of memory reading the store");
 	for (i = 0; c.groups && i < nser + 1; i++) {
 		free(c.groups[i].e);
 		cp_index_release(&c.groups[i].idx);
@@ -349,7 +343,7 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 	c.totals = calloc(c.b.n, sizeof(*c.totals));
 	want = malloc(nser * sizeof(*want));
 	if (!c.totals || !want || !(*type = strdup(ser[0].type))) {
-		err = cp_error(ENOMEM, "out of memory");
+		err = cp_error(ENOMEM, "out of memory reading the store");
 		goto out;
 	}
 	for (i = 0; i < nser; i++)

@@ -181,7 +181,7 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int one_series(json_t *js, struct cp_store_series *x)
+static int one_series(struct cp_remote *r, json_t *js, struct cp_store_series *x)
 {
 	json_t *type = json_object_get(js, "type"), *labels = json_object_get(js, "labels"), *v;
 	const char *k;
@@ -189,19 +189,19 @@ static int one_series(json_t *js, struct cp_store_series *x)
 	char **pairs;
 
 	if (!json_is_string(type) || (labels && !json_is_object(labels)))
-		return -EBADMSG;
+		return bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
 	n = labels ? json_object_size(labels) : 0;
 	if (!(x->type = strdup(json_string_value(type))) || !(x->names = calloc(n + 1, sizeof(char *))) ||
 	    !(x->values = calloc(n + 1, sizeof(char *))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	/* sorted by name, as the local store gives them: sort (name, value) pairs */
 	if (!(pairs = calloc(2 * n + 2, sizeof(char *))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	if (labels) {
 		json_object_foreach(labels, k, v) {
 			if (!json_is_string(v)) {
 				free(pairs);
-				return -EBADMSG;
+				return bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
 			}
 			pairs[2 * i] = (char *)k;
 			pairs[2 * i + 1] = (char *)json_string_value(v);
@@ -215,7 +215,7 @@ static int one_series(json_t *js, struct cp_store_series *x)
 		x->nlabels = i + 1;
 		if (!x->names[i] || !x->values[i]) {
 			free(pairs);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		}
 	}
 	free(pairs);
@@ -243,10 +243,8 @@ static int remote_series(struct cp_remote *r, const struct cp_selector *sel, str
 	}
 	for (i = 0; i < cnt; i++) {
 		ser[i].id = (int64_t)i + 1;
-		if ((err = one_series(json_array_get(j, i), &ser[i]))) {
+		if ((err = one_series(r, json_array_get(j, i), &ser[i]))) {
 			i++;
-			err = err == -ENOMEM ? cp_error(ENOMEM, "out of memory") :
-					       bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
 			goto out;
 		}
 	}
@@ -368,7 +366,7 @@ static int json_time(json_t *v, int64_t *ns)
 	}
 	if (json_is_string(v))
 		return cp_parse_time(json_string_value(v), cp_now_ns(), ns);
-	return -EINVAL;
+	return cp_error(EINVAL, "a time that is neither a number nor text");
 }
 
 static int remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,

@@ -16,7 +16,7 @@
 int cp_series_ids_init(struct cp_series_ids *c)
 {
 	memset(c, 0, sizeof(*c));
-	return cp_strtab_init(&c->keys) ? cp_error(ENOMEM, "out of memory") : 0;
+	return cp_strtab_init(&c->keys) ? cp_error(ENOMEM, "out of memory for the series ids") : 0;
 }
 
 void cp_series_ids_release(struct cp_series_ids *c)
@@ -29,7 +29,7 @@ void cp_series_ids_release(struct cp_series_ids *c)
 int cp_series_ids_reset(struct cp_series_ids *c)
 {
 	cp_strtab_release(&c->keys);
-	return cp_strtab_init(&c->keys) ? cp_error(ENOMEM, "out of memory") : 0;
+	return cp_strtab_init(&c->keys) ? cp_error(ENOMEM, "out of memory for the series ids") : 0;
 }
 
 static int kv_cmp(const void *a, const void *b)
@@ -52,9 +52,9 @@ char *cp_series_labels_json(const struct cp_kv *unsorted, size_t n, int *err)
 	char *s = NULL;
 	size_t i;
 
-	*err = cp_error(ENOMEM, "out of memory writing series");
+	*err = 0;
 	if (!o || !labels)
-		goto out;
+		goto nomem;
 	if (n) /* labels may be NULL when there are none */
 		memcpy(labels, unsorted, n * sizeof(*labels));
 	cp_qsort(labels, n, sizeof(*labels), kv_cmp);
@@ -65,10 +65,12 @@ char *cp_series_labels_json(const struct cp_kv *unsorted, size_t n, int *err)
 			goto out;
 		}
 		if (json_object_set_new(o, labels[i].name, json_string(labels[i].value)))
-			goto out;
+			goto nomem;
 	}
-	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-	*err = s ? 0 : cp_error(ENOMEM, "out of memory writing series");
+	if ((s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)))
+		goto out;
+nomem:
+	*err = cp_error(ENOMEM, "out of memory writing series");
 out:
 	json_decref(o);
 	free(labels);
@@ -80,11 +82,11 @@ int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, con
 	size_t tl = strlen(type), ll = strlen(labels);
 	char *key = malloc(tl + ll + 2);
 	sqlite3_stmt *st = NULL;
-	int64_t id = -ENOMEM, k;
+	int64_t id, k;
 	size_t cap = c->cap;
 
 	if (!key)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory writing series");
 	memcpy(key, type, tl);
 	key[tl] = '\x1e';
 	memcpy(key + tl + 1, labels, ll + 1);
@@ -108,7 +110,7 @@ int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, con
 	id = sqlite3_column_int64(st, 0);
 	k = cp_strtab_intern(&c->keys, key, tl + ll + 1);
 	if (k < 0 || cp_grow((void **)&c->ids, &cap, (size_t)k + 1, sizeof(*c->ids))) {
-		id = -ENOMEM;
+		id = cp_error(ENOMEM, "out of memory writing series");
 		goto out;
 	}
 	c->cap = cap;
@@ -137,7 +139,7 @@ static int parse_labels(const char *json, struct cp_store_series *r)
 	r->values = calloc(json_object_size(o) + 1, sizeof(char *));
 	if (!r->names || !r->values) {
 		json_decref(o);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading series");
 	}
 	json_object_foreach(o, k, v) {
 		r->names[i] = strdup(k);
@@ -145,7 +147,7 @@ static int parse_labels(const char *json, struct cp_store_series *r)
 		r->nlabels = ++i;
 		if (!r->names[i - 1] || !r->values[i - 1]) {
 			json_decref(o);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading series");
 		}
 	}
 	json_decref(o);
@@ -170,7 +172,7 @@ int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_s
 		x.id = sqlite3_column_int64(st, 0);
 		x.type = strdup((const char *)sqlite3_column_text(st, 1));
 		if (!x.type || (err = parse_labels((const char *)sqlite3_column_text(st, 2), &x))) {
-			err = err ? err : -ENOMEM;
+			err = err ? err : cp_error(ENOMEM, "out of memory reading series");
 			cp_store_series_release(&x);
 			goto out;
 		}
@@ -187,7 +189,7 @@ int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_s
 		}
 		if (cp_grow((void **)&r, &cap, cnt + 1, sizeof(*r))) {
 			cp_store_series_release(&x);
-			err = -ENOMEM;
+			err = cp_error(ENOMEM, "out of memory reading series");
 			goto out;
 		}
 		r[cnt++] = x;
@@ -197,8 +199,6 @@ int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_s
 out:
 	sqlite3_finalize(st);
 	if (err) {
-		if (err == -ENOMEM)
-			cp_error(ENOMEM, "out of memory reading series");
 		cp_store_series_free(r, cnt);
 		return err;
 	}
@@ -268,8 +268,12 @@ int cp_series_resolve(sqlite3 *db, const struct cp_selector *sel, struct cp_stor
 		char *pick = strdup(main_type(*ser, *n));
 		size_t kept = 0;
 
-		if (!pick)
-			return cp_error(ENOMEM, "out of memory");
+		if (!pick) {
+			cp_store_series_free(*ser, *n);
+			*ser = NULL;
+			*n = 0;
+			return cp_error(ENOMEM, "out of memory reading series");
+		}
 		for (i = 0; i < *n; i++) {
 			if (strcmp((*ser)[i].type, pick))
 				cp_store_series_release(&(*ser)[i]);

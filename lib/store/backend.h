@@ -2,8 +2,8 @@
 /* The one interface between the cp_store_* calls (store.c) and a store
  * backend: a table of operations, as git's ref storage backends or SQLite's
  * VFS.  A backend's handle begins with a struct cp_store whose ops point at
- * the backend's table; store.c only dispatches (and checks arguments that
- * every backend shares), a backend never calls another.
+ * the backend's table; store.c only dispatches, and a backend never calls
+ * another (nor includes its headers).
  *
  * Backends: the local store (local.c: SQLite dictionary and time-partitioned
  * sample blocks, opened by cp_store_open) and a server's store (remote.c:

@@ -59,7 +59,6 @@ const char *cp_store_default_dir(char *buf, size_t len)
 	return buf;
 }
 
-
 struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 {
 	struct cp_local *s = calloc(1, sizeof(*s));

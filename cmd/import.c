@@ -177,7 +177,7 @@ static int run_import(int argc, char **argv)
 		status = fail("import", "%s", cp_errmsg(errno));
 		goto out;
 	}
-	if ((err = cp_store_append(store, batch, nfiles))) {
+	if ((err = cp_store_append(store, batch, nfiles)) < 0) {
 		/* a server takes the files one by one: the message says how many went */
 		status = fail("import", "%s%s", cp_errmsg(err), remote ? "" : " (nothing was imported)");
 		goto out;

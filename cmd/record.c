@@ -248,7 +248,7 @@ static int flush_store(struct rec *r, int64_t now_wall)
 		p->time_nanos = r->interval_start;
 		p->duration_nanos = now_wall - r->interval_start > 0 ? now_wall - r->interval_start : 1;
 	}
-	if (c.n && (err = cp_store_append(r->store, c.batch, c.n))) {
+	if (c.n && (err = cp_store_append(r->store, c.batch, c.n)) < 0) {
 		if (!r->remote || !push_error_passes(err))
 			goto out;
 		cp_log("record", CP_LOG_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
@@ -810,7 +810,7 @@ static int run_record(int argc, char **argv)
 				report_push(&r);
 				if (err < 0)
 					status = fail("record", "%s", cp_errmsg(err));
-				else if (err == CP_PUSH_SPOOLED)
+				else if (err == CP_STORE_SPOOLED)
 					cp_log("record", CP_LOG_WARN, "%s; %llu profiles (%s) stay in %s for the next "
 									 "cprof record --remote to send",
 						cp_store_remote_last_error(r.store) ? cp_store_remote_last_error(r.store) :

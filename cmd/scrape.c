@@ -116,9 +116,7 @@ static int to_store(void *ctx, const struct cp_store_append *a, size_t n)
 	int64_t now = cp_now_ns();
 	int err = cp_store_append(k->store, a, n);
 
-	if (err == CP_PUSH_SPOOLED) /* the server is away: kept in the spool */
-		err = 0;
-	if (!err)
+	if (err >= 0) /* stored, or CP_STORE_SPOOLED: the server is away, kept in the spool */
 		cp_upkeep_run(&k->upkeep, k->store, now);
 	return err < 0 ? err : 0;
 }
@@ -396,7 +394,7 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)
 			cp_log("scrape", CP_LOG_INFO, "%s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s",
-				url, p->nsamples, bytes, name, instance, err == CP_PUSH_SPOOLED ? " (spooled: the server is away)" : "");
+				url, p->nsamples, bytes, name, instance, err == CP_STORE_SPOOLED ? " (spooled: the server is away)" : "");
 		cp_store_close(k.store);
 	}
 out:

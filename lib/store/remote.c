@@ -15,15 +15,20 @@
 #include "../http/client.h"
 #include "../pprof.h"
 #include "../util.h"
+#include "backend.h"
 
 struct cp_remote {
+	struct cp_store base; /* ops: remote_ops */
 	struct cp_http_client *c;
 	char *url, *token, *spool_dir;
 	size_t spool_max;
 	struct cp_pusher *pusher; /* on first use */
 };
 
-struct cp_remote *cp_remote_new(const char *url, const char *token, const char *spool_dir, size_t spool_max)
+static const struct cp_store_ops remote_ops;
+static void remote_free(struct cp_remote *r);
+
+struct cp_store *cp_store_open_remote(const char *url, const char *token, const char *spool_dir, size_t spool_max)
 {
 	struct cp_remote *r = calloc(1, sizeof(*r));
 	int err = 0;
@@ -33,19 +38,20 @@ struct cp_remote *cp_remote_new(const char *url, const char *token, const char *
 		err = cp_error(ENOMEM, "out of memory");
 		goto out;
 	}
+	r->base.ops = &remote_ops;
 	r->spool_max = spool_max;
 	if (!(r->c = cp_http_client_new(url, token, CP_REMOTE_TIMEOUT_MS)))
 		err = -errno;
 out:
 	if (err) {
-		cp_remote_free(r);
+		remote_free(r);
 		errno = -err;
 		return NULL;
 	}
-	return r;
+	return &r->base;
 }
 
-void cp_remote_free(struct cp_remote *r)
+static void remote_free(struct cp_remote *r)
 {
 	if (!r)
 		return;
@@ -55,11 +61,6 @@ void cp_remote_free(struct cp_remote *r)
 	free(r->token);
 	free(r->spool_dir);
 	free(r);
-}
-
-const char *cp_remote_url(const struct cp_remote *r)
-{
-	return cp_http_client_url(r->c);
 }
 
 static int pusher(struct cp_remote *r)
@@ -180,7 +181,7 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int one_series(json_t *js, struct cp_store_series *x)
+static int one_series(struct cp_remote *r, json_t *js, struct cp_store_series *x)
 {
 	json_t *type = json_object_get(js, "type"), *labels = json_object_get(js, "labels"), *v;
 	const char *k;
@@ -188,19 +189,19 @@ static int one_series(json_t *js, struct cp_store_series *x)
 	char **pairs;
 
 	if (!json_is_string(type) || (labels && !json_is_object(labels)))
-		return -EBADMSG;
+		return bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
 	n = labels ? json_object_size(labels) : 0;
 	if (!(x->type = strdup(json_string_value(type))) || !(x->names = calloc(n + 1, sizeof(char *))) ||
 	    !(x->values = calloc(n + 1, sizeof(char *))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	/* sorted by name, as the local store gives them: sort (name, value) pairs */
 	if (!(pairs = calloc(2 * n + 2, sizeof(char *))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	if (labels) {
 		json_object_foreach(labels, k, v) {
 			if (!json_is_string(v)) {
 				free(pairs);
-				return -EBADMSG;
+				return bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
 			}
 			pairs[2 * i] = (char *)k;
 			pairs[2 * i + 1] = (char *)json_string_value(v);
@@ -214,14 +215,14 @@ static int one_series(json_t *js, struct cp_store_series *x)
 		x->nlabels = i + 1;
 		if (!x->names[i] || !x->values[i]) {
 			free(pairs);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		}
 	}
 	free(pairs);
 	return 0;
 }
 
-int cp_remote_series(struct cp_remote *r, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+static int remote_series(struct cp_remote *r, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
 {
 	struct cp_store_series *ser = NULL;
 	json_t *j = NULL;
@@ -242,10 +243,8 @@ int cp_remote_series(struct cp_remote *r, const struct cp_selector *sel, struct 
 	}
 	for (i = 0; i < cnt; i++) {
 		ser[i].id = (int64_t)i + 1;
-		if ((err = one_series(json_array_get(j, i), &ser[i]))) {
+		if ((err = one_series(r, json_array_get(j, i), &ser[i]))) {
 			i++;
-			err = err == -ENOMEM ? cp_error(ENOMEM, "out of memory") :
-					       bad_answer(r, "/api/v1/series", "a series without a type or with bad labels");
 			goto out;
 		}
 	}
@@ -321,7 +320,7 @@ out:
 	return err;
 }
 
-int cp_remote_select(struct cp_remote *r, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
+static int remote_select(struct cp_remote *r, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
 {
 	struct cp_http_response resp = { 0 };
 	struct cp_store_result *res = NULL;
@@ -367,10 +366,10 @@ static int json_time(json_t *v, int64_t *ns)
 	}
 	if (json_is_string(v))
 		return cp_parse_time(json_string_value(v), cp_now_ns(), ns);
-	return -EINVAL;
+	return cp_error(EINVAL, "a time that is neither a number nor text");
 }
 
-int cp_remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,
+static int remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,
 			struct cp_buckets *b, char **type)
 {
 	static const char path[] = "/api/v1/range";
@@ -427,7 +426,7 @@ out:
 	return err;
 }
 
-int cp_remote_stats(struct cp_remote *r, struct cp_store_stats *st)
+static int remote_stats(struct cp_remote *r, struct cp_store_stats *st)
 {
 	static const struct {
 		const char *name;
@@ -462,7 +461,7 @@ int cp_remote_stats(struct cp_remote *r, struct cp_store_stats *st)
 	return 0;
 }
 
-int cp_remote_ping(struct cp_remote *r)
+static int remote_ping(struct cp_remote *r)
 {
 	struct cp_http_response resp;
 	int err;
@@ -509,8 +508,9 @@ static int push_query(const struct cp_store_append *a, char **q)
 	return 0;
 }
 
-int cp_remote_append(struct cp_remote *r, const struct cp_store_append *a, size_t n)
+static int remote_append(struct cp_remote *r, const struct cp_store_append *a, size_t n)
 {
+	bool spooled = false;
 	int err = 0;
 	size_t i;
 
@@ -539,6 +539,7 @@ int cp_remote_append(struct cp_remote *r, const struct cp_store_append *a, size_
 		free(q);
 		if (err < 0)
 			break;
+		spooled |= err == CP_PUSH_SPOOLED;
 		err = 0;
 	}
 	if (err < 0 && i > 0) {
@@ -547,27 +548,159 @@ int cp_remote_append(struct cp_remote *r, const struct cp_store_append *a, size_
 		snprintf(m, sizeof(m), "%s", cp_errmsg(err));
 		cp_error(-err, "%s (the %zu profile%s before it went through)", m, i, i == 1 ? "" : "s");
 	}
-	return err < 0 ? err : 0;
+	return err < 0 ? err : spooled ? CP_STORE_SPOOLED : 0;
 }
 
-int cp_remote_flush(struct cp_remote *r, bool now)
+static int remote_flush(struct cp_remote *r, bool now)
 {
 	int err = pusher(r);
 
 	if (err)
 		return err;
-	return now ? cp_pusher_flush(r->pusher) : cp_pusher_retry(r->pusher);
+	err = now ? cp_pusher_flush(r->pusher) : cp_pusher_retry(r->pusher);
+	return err == CP_PUSH_SPOOLED ? CP_STORE_SPOOLED : err;
 }
 
-void cp_remote_push_stats(struct cp_remote *r, struct cp_pusher_stats *st)
+/* ---- what a local store does itself and a server does for its own ---- */
+
+static int remote_retain(struct cp_remote *r, int64_t keep_ns)
 {
-	if (r->pusher)
+	(void)r;
+	(void)keep_ns;
+	return cp_error(EOPNOTSUPP, "retention runs in the server (cprof serve --retention)");
+}
+
+static int64_t remote_limit(struct cp_remote *r, uint64_t max_bytes)
+{
+	(void)r;
+	(void)max_bytes;
+	return cp_error(EOPNOTSUPP, "the server applies its own size limit (cprof serve --max-store-size)");
+}
+
+static int remote_size(struct cp_remote *r, uint64_t *bytes)
+{
+	struct cp_store_stats st;
+	int err;
+
+	if ((err = remote_stats(r, &st)))
+		return err;
+	*bytes = st.bytes > 0 ? (uint64_t)st.bytes : 0;
+	return 0;
+}
+
+/* ---- the backend ---- */
+
+static struct cp_remote *R(struct cp_store *s)
+{
+	return (struct cp_remote *)s;
+}
+
+static int op_append(struct cp_store *s, const struct cp_store_append *a, size_t n)
+{
+	return remote_append(R(s), a, n);
+}
+
+static int op_retain(struct cp_store *s, int64_t keep_ns)
+{
+	return remote_retain(R(s), keep_ns);
+}
+
+static int64_t op_limit(struct cp_store *s, uint64_t max_bytes)
+{
+	return remote_limit(R(s), max_bytes);
+}
+
+static int op_size(struct cp_store *s, uint64_t *bytes)
+{
+	return remote_size(R(s), bytes);
+}
+
+static int op_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+{
+	return remote_series(R(s), sel, out, n);
+}
+
+static int op_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
+{
+	return remote_select(R(s), q, out, n);
+}
+
+static int op_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+			struct cp_buckets *b, char **type)
+{
+	return remote_over_time(R(s), q, step, totals, b, type);
+}
+
+static int op_stats(struct cp_store *s, struct cp_store_stats *st)
+{
+	return remote_stats(R(s), st);
+}
+
+static void op_close(struct cp_store *s)
+{
+	remote_free(R(s));
+}
+
+static const struct cp_store_ops remote_ops = {
+	.name = "remote",
+	.append = op_append,
+	.retain = op_retain,
+	.limit = op_limit,
+	.size = op_size,
+	.series = op_series,
+	.select = op_select,
+	.over_time = op_over_time,
+	.stats = op_stats,
+	.close = op_close,
+};
+
+/* ---- the calls only a server's store has ---- */
+
+/* s as a server's store, or NULL when it is another backend's */
+static struct cp_remote *as_remote(const struct cp_store *s)
+{
+	return s && s->ops == &remote_ops ? (struct cp_remote *)s : NULL;
+}
+
+bool cp_store_is_remote(const struct cp_store *s)
+{
+	return as_remote(s) != NULL;
+}
+
+int cp_store_remote_ping(struct cp_store *s)
+{
+	struct cp_remote *r = as_remote(s);
+
+	return r ? remote_ping(r) : 0;
+}
+
+int cp_store_remote_flush(struct cp_store *s, bool now)
+{
+	struct cp_remote *r = as_remote(s);
+
+	return r ? remote_flush(r, now) : 0;
+}
+
+void cp_store_remote_stats(struct cp_store *s, struct cp_pusher_stats *st)
+{
+	struct cp_remote *r = as_remote(s);
+
+	if (r && r->pusher)
 		cp_pusher_stats(r->pusher, st);
 	else
 		memset(st, 0, sizeof(*st));
 }
 
-const char *cp_remote_last_error(struct cp_remote *r)
+const char *cp_store_remote_last_error(struct cp_store *s)
 {
-	return r->pusher ? cp_pusher_last_error(r->pusher) : NULL;
+	struct cp_remote *r = as_remote(s);
+
+	return r && r->pusher ? cp_pusher_last_error(r->pusher) : NULL;
+}
+
+const char *cp_store_remote_url(const struct cp_store *s)
+{
+	struct cp_remote *r = as_remote(s);
+
+	return r ? cp_http_client_url(r->c) : NULL;
 }

@@ -5,7 +5,13 @@
  * format=groups for group_by), totals over time from /api/v1/range, figures
  * from /api/v1/stats; appends are pushed to /api/v1/push one profile at a
  * time (gzipped pprof, the series labels as query arguments), through a
- * pusher that spools what the server cannot take (lib/http/push.h). */
+ * pusher that spools what the server cannot take (lib/http/push.h): then
+ * cp_store_append returns CP_STORE_SPOOLED.  A backend of backend.h; what a
+ * server does for itself (retention, the size limit) is -EOPNOTSUPP here.
+ *
+ * Ownership: the handle owns its HTTP client and pusher (made on the first
+ * append or flush); cp_store_close frees them.  Errors: -errno (NULL +
+ * errno) with the reason (the URL, the server's own message) in cp_errmsg. */
 #ifndef CP_STORE_REMOTE_H
 #define CP_STORE_REMOTE_H
 
@@ -23,7 +29,7 @@
  * appends.  Nothing is sent yet.  NULL + errno (EINVAL: a bad URL). */
 struct cp_store *cp_store_open_remote(const char *url, const char *token, const char *spool_dir, size_t spool_max);
 
-/* Is the store a server's? */
+/* Is the store a server's?  The calls below do nothing on a local one. */
 bool cp_store_is_remote(const struct cp_store *s);
 /* Checks that the server answers and takes the token (GET /healthz): 0;
  * 1 when it does not answer (or answers 5xx, 429: try later); -errno when
@@ -31,28 +37,13 @@ bool cp_store_is_remote(const struct cp_store *s);
 int cp_store_remote_ping(struct cp_store *s);
 /* Sends what the spool holds (cp_pusher_flush; unless now, only once the
  * back-off after a failure has passed: cp_pusher_retry): 0 when it is
- * empty, CP_PUSH_SPOOLED when entries remain, -errno. */
+ * empty, CP_STORE_SPOOLED when entries remain, -errno.  0 for a local
+ * store. */
 int cp_store_remote_flush(struct cp_store *s, bool now);
 /* The pusher's figures (zeros before the first append). */
 void cp_store_remote_stats(struct cp_store *s, struct cp_pusher_stats *st);
 /* Why the last push did not go through, or NULL. */
 const char *cp_store_remote_last_error(struct cp_store *s);
 const char *cp_store_remote_url(const struct cp_store *s);
-
-/* ---- for lib/store/store.c ---- */
-struct cp_remote;
-struct cp_remote *cp_remote_new(const char *url, const char *token, const char *spool_dir, size_t spool_max);
-void cp_remote_free(struct cp_remote *r);
-int cp_remote_append(struct cp_remote *r, const struct cp_store_append *a, size_t n);
-int cp_remote_series(struct cp_remote *r, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
-int cp_remote_select(struct cp_remote *r, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
-int cp_remote_over_time(struct cp_remote *r, const struct cp_store_query *q, int64_t step, int64_t **totals,
-			struct cp_buckets *b, char **type);
-int cp_remote_stats(struct cp_remote *r, struct cp_store_stats *st);
-int cp_remote_ping(struct cp_remote *r);
-int cp_remote_flush(struct cp_remote *r, bool now);
-void cp_remote_push_stats(struct cp_remote *r, struct cp_pusher_stats *st);
-const char *cp_remote_last_error(struct cp_remote *r);
-const char *cp_remote_url(const struct cp_remote *r);
 
 #endif

@@ -55,7 +55,7 @@ static void commit(struct cp_shared *s, struct job *batch, size_t total)
 		memcpy(all + k, j->a, j->n * sizeof(*all));
 		k += j->n;
 	}
-	err = all ? cp_store_append(s->w, all, total) : -ENOMEM;
+	err = all ? cp_store_append(s->w, all, total) : cp_error(ENOMEM, "out of memory queueing a batch");
 	free(all);
 	if (err && batch->next) {
 		/* one request may be what failed: commit each alone */
@@ -130,7 +130,7 @@ int cp_shared_append(struct cp_shared *s, const struct cp_store_append *a, size_
 	if (s->stopping) {
 		pthread_mutex_unlock(&s->lock);
 		snprintf(msg, mlen, "the server is shutting down: send again later");
-		return -ESHUTDOWN;
+		return cp_error(ESHUTDOWN, "the server is shutting down: send again later");
 	}
 	*s->tail = &j;
 	s->tail = &j.next;

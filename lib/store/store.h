@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The local store: every profile that record, scrape, serve or import gets,
- * indexed by time and labels (docs/STORE.md has the on-disk schema).
+/* The store: every profile that record, scrape, serve or import gets,
+ * indexed by time and labels (docs/STORE.md has the on-disk schema).  One
+ * interface over two backends (backend.h): the local store described here
+ * (lib/store/local.c, opened by cp_store_open) and a server's store over HTTP
+ * (lib/store/remote.h, opened by cp_store_open_remote); every call below
+ * works on either unless it says otherwise.
  *
  * DIR/index.db (SQLite, WAL): the dictionary (strings, functions, mappings,
  * locations, stacks, label sets: each stored once, for all time and series),
@@ -25,8 +29,10 @@ enum cp_store_mode { CP_STORE_READ, CP_STORE_WRITE };
 /* $CPROF_DATA, else /var/lib/cprof for root, else $XDG_DATA_HOME/cprof or
  * ~/.local/share/cprof. */
 const char *cp_store_default_dir(char *buf, size_t len);
-/* Opens (WRITE: creates) the store. NULL + errno, message in cp_errmsg(). */
+/* Opens (WRITE: creates) the local store in dir. NULL + errno, message in
+ * cp_errmsg(). */
 struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode);
+/* Closes a store of either backend; NULL is fine. */
 void cp_store_close(struct cp_store *s);
 
 struct cp_kv {
@@ -56,7 +62,14 @@ struct cp_store_append {
  * that fails too is part of the batch left, and the error says so).  What
  * such a failure leaves are unused dictionary entries and series.  A time
  * (time_ns, else the profile's) outside [CP_STORE_TIME_MIN, CP_STORE_TIME_MAX]
- * is refused: -EINVAL.  Sums of values saturate at INT64_MIN / INT64_MAX. */
+ * is refused: -EINVAL.  Sums of values saturate at INT64_MIN / INT64_MAX.
+ *
+ * Returns 0 when the batch is stored, -errno (message in cp_errmsg) when it
+ * failed, or CP_STORE_SPOOLED (> 0, only from a server's store opened with a
+ * spool): the batch is taken, but the server did not answer, so some of its
+ * profiles wait in the spool to be sent by a later append or
+ * cp_store_remote_flush (lib/store/remote.h); `err < 0` tests for failure. */
+#define CP_STORE_SPOOLED 1
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n);
 /* Deletes partitions entirely older than now - keep_ns. Returns how many. */
 int cp_store_retain(struct cp_store *s, int64_t keep_ns);

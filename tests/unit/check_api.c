@@ -222,6 +222,141 @@ START_TEST(test_append_after_stop_is_refused)
 }
 END_TEST
 
+/* a profile as folded text (the order of its lines sorted by the writer) */
+static char *folded_text(const struct cp_profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(cp_folded_write(f, p, 0, false), 0);
+	fclose(f);
+	return buf;
+}
+
+/* The backend interface: the same batch appended to a local store and to a server's store (through
+ * the remote backend) reads back the same through either backend: series, selections per group,
+ * totals over time, figures. */
+START_TEST(test_backends_give_the_same_answers)
+{
+	char ldir[64];
+	struct cp_store *remote = cp_store_open_remote(url, NULL, NULL, 0), *local;
+	struct cp_profile *p = folded("main;work;alpha 30\nmain;work;beta 20\nmain;idle 7\n");
+	struct cp_profile *o = folded("main;other 4\nmain;work;alpha 1\n");
+	struct cp_kv l1[] = { { "job", "api" }, { "env", "test" } }, l2[] = { { "job", "db" } };
+	int64_t sec = 1000000000, t0 = (cp_now_ns() / (60 * sec) - 10) * 60 * sec;
+	struct cp_store_append as[] = { { p, "cpu", l1, 2, t0 + 5 * sec }, { o, "cpu", l2, 1, t0 + 65 * sec },
+					{ p, "cpu", l2, 1, t0 + 70 * sec } };
+	struct cp_store *st[2];
+	struct cp_store_series *ser[2];
+	struct cp_store_result *res[2];
+	struct cp_store_stats sts[2];
+	int64_t *tot[2];
+	struct cp_buckets bk[2];
+	char *type[2];
+	size_t nser[2], nres[2], i, k;
+	struct cp_selector *sl = sel("cpu");
+	struct cp_store_query q = { sl, t0, t0 + 180 * sec, "job" };
+
+	snprintf(ldir, sizeof(ldir), "/tmp/cprof-check-api-local.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(ldir));
+	local = cp_store_open(ldir, CP_STORE_WRITE);
+	ck_assert_ptr_nonnull(local);
+	ck_assert_ptr_nonnull(remote);
+	ck_assert(!cp_store_is_remote(local));
+	ck_assert(cp_store_is_remote(remote));
+	ck_assert_int_eq(cp_store_append(local, as, 3), 0);
+	ck_assert_int_eq(cp_store_append(remote, as, 3), 0);
+	st[0] = local;
+	st[1] = remote;
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(cp_store_series(st[k], NULL, &ser[k], &nser[k]), 0);
+		ck_assert_int_eq(cp_store_select(st[k], &q, &res[k], &nres[k]), 0);
+		ck_assert_int_eq(cp_store_over_time(st[k], &q, 60 * sec, &tot[k], &bk[k], &type[k]), 0);
+		ck_assert_int_eq(cp_store_stats(st[k], &sts[k]), 0);
+	}
+	ck_assert_uint_eq(nser[0], 2);
+	ck_assert_uint_eq(nser[1], nser[0]);
+	for (i = 0; i < nser[0]; i++) {
+		ck_assert_str_eq(ser[1][i].type, ser[0][i].type);
+		ck_assert_uint_eq(ser[1][i].nlabels, ser[0][i].nlabels);
+		for (k = 0; k < ser[0][i].nlabels; k++) {
+			ck_assert_str_eq(ser[1][i].names[k], ser[0][i].names[k]);
+			ck_assert_str_eq(ser[1][i].values[k], ser[0][i].values[k]);
+		}
+	}
+	ck_assert_uint_eq(nres[0], 2);
+	ck_assert_uint_eq(nres[1], nres[0]);
+	for (i = 0; i < nres[0]; i++) {
+		char *a = folded_text(res[0][i].profile), *b = folded_text(res[1][i].profile);
+
+		ck_assert_str_eq(res[1][i].group, res[0][i].group);
+		ck_assert_str_eq(b, a);
+		free(a);
+		free(b);
+	}
+	ck_assert_int_eq(cp_profile_total(res[0][0].profile, 0) + cp_profile_total(res[0][1].profile, 0), 57 + 5 + 57);
+	ck_assert_str_eq(type[1], type[0]);
+	ck_assert_uint_eq(bk[1].n, bk[0].n);
+	for (i = 0; i < bk[0].n; i++)
+		ck_assert_int_eq(tot[1][i], tot[0][i]);
+	ck_assert_int_eq(tot[0][0], 57);
+	ck_assert_int_eq(tot[0][1], 5 + 57);
+	ck_assert_int_eq(sts[1].series, sts[0].series);
+	ck_assert_int_eq(sts[1].entries, sts[0].entries);
+	ck_assert_int_eq(sts[1].samples, sts[0].samples);
+	for (k = 0; k < 2; k++) {
+		cp_store_series_free(ser[k], nser[k]);
+		cp_store_results_free(res[k], nres[k]);
+		free(tot[k]);
+		free(type[k]);
+	}
+	/* what only a server's store has does nothing on a local one; what a server does itself is refused */
+	ck_assert_int_eq(cp_store_remote_flush(local, true), 0);
+	ck_assert_ptr_null(cp_store_remote_url(local));
+	ck_assert_str_eq(cp_store_remote_url(remote), url);
+	ck_assert_int_eq(cp_store_retain(remote, 1), -EOPNOTSUPP);
+	cp_selector_free(sl);
+	cp_store_close(local);
+	cp_store_close(remote);
+	cp_profile_free(p);
+	cp_profile_free(o);
+	rm_rf(ldir);
+}
+END_TEST
+
+/* A server that cannot take an append (it is stopping: 503) with a spool: the append is taken, and
+ * says so with CP_STORE_SPOOLED (not 0, not the pusher's own code); a flush says what is left the same
+ * way; the server's store has none of it. */
+START_TEST(test_append_to_a_spool_says_spooled)
+{
+	char spool[80];
+	struct cp_store *remote, *local;
+	struct cp_profile *p = folded("a;b 3\n");
+	struct cp_store_append a = { p, "cpu", NULL, 0, cp_now_ns() };
+	struct cp_store_stats st;
+	int r;
+
+	snprintf(spool, sizeof(spool), "%s.spool", dir);
+	remote = cp_store_open_remote(url, NULL, spool, 1 << 20);
+	ck_assert_ptr_nonnull(remote);
+	cp_shared_stop(shared);
+	r = cp_store_append(remote, &a, 1);
+	ck_assert_msg(r == CP_STORE_SPOOLED, "append: %d (%s)", r, r < 0 ? cp_errmsg(r) : "");
+	ck_assert_int_gt(CP_STORE_SPOOLED, 0);
+	ck_assert_int_eq(cp_store_remote_flush(remote, true), CP_STORE_SPOOLED);
+	ck_assert_ptr_nonnull(cp_store_remote_last_error(remote));
+	local = cp_store_open(dir, CP_STORE_READ);
+	ck_assert_int_eq(cp_store_stats(local, &st), 0);
+	ck_assert_int_eq(st.entries, 0);
+	cp_store_close(local);
+	cp_store_close(remote);
+	cp_profile_free(p);
+	rm_rf(spool);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api");
@@ -236,6 +371,8 @@ int main(void)
 	tcase_add_test(tc, test_over_time_agrees);
 	tcase_add_test(tc, test_server_errors_reach_the_client);
 	tcase_add_test(tc, test_append_after_stop_is_refused);
+	tcase_add_test(tc, test_backends_give_the_same_answers);
+	tcase_add_test(tc, test_append_to_a_spool_says_spooled);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

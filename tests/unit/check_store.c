@@ -22,6 +22,7 @@
 #include "folded.h"
 #include "profile.h"
 #include "selector.h"
+#include "store/blocks.h"
 #include "store/remote.h"
 #include "store/store.h"
 #include "testutil.h"
@@ -1084,6 +1085,98 @@ START_TEST(test_corrupt_partition_page)
 	ck_assert_ptr_null(res);
 	cp_store_close(s);
 	cp_profile_free(p);
+}
+END_TEST
+
+/* A block whose series list claims more series than it has bytes for: the
+ * select fails as corrupt (EBADMSG, says which part), not as out of memory. */
+START_TEST(test_corrupt_series_list)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_result *res;
+	char path[PATH_MAX + 32];
+	sqlite3 *db;
+	size_t n;
+	int r;
+
+	append_at(s, p, T0, "comm=a");
+	cp_store_close(s);
+	part_path(T0, path, sizeof(path));
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	/* 0xff 0x7f: a varint of 16383 series, then nothing */
+	ck_assert_int_eq(sqlite3_exec(db, "UPDATE blocks SET series = x'ff7f'", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	s = open_store(CP_STORE_READ);
+	cp_error_clear();
+	r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(r, -EBADMSG);
+	ck_assert_contains(cp_errmsg(r), "a sample block is corrupt (series list)");
+	ck_assert_ptr_null(res);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+struct seen {
+	struct cp_block_entry e[8];
+	size_t n;
+	const int64_t *ids;
+};
+
+static int see(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, int64_t value)
+{
+	struct seen *sn = ctx;
+
+	ck_assert_uint_lt(sn->n, 8);
+	sn->e[sn->n++] = (struct cp_block_entry){ sn->ids[k], t, (uint32_t)stack, (uint32_t)labels, value };
+	return 0;
+}
+
+/* The block codec alone: what is encoded decodes the same, series by series, and a
+ * series left out of want is skipped. */
+START_TEST(test_block_roundtrip)
+{
+	const struct cp_block_entry e[] = {
+		{ 3, T0, 7, 0, 20 * MS }, { 3, T0 + NS, 7, 1, 10 * MS }, { 3, T0 + NS, 9, 0, 30 * MS },
+		{ 8, T0 - NS, 2, 0, -5 }, { 8, T0 + 2 * NS, 1, 4, INT64_MAX },
+	};
+	struct cp_block b;
+	struct cp_block_reader rd = { 0 };
+	struct seen sn = { .n = 0 };
+	unsigned char want[2] = { 1, 1 };
+	int64_t *ids = NULL;
+	size_t n = 0, i;
+
+	ck_assert_int_eq(cp_block_encode(e, 5, &b), 0);
+	ck_assert_int_eq(b.tmin, T0 - NS);
+	ck_assert_int_eq(b.tmax, T0 + 2 * NS);
+	ck_assert_int_eq(b.entries, 5);
+	ck_assert_int_eq(b.samples, INT64_MAX); /* saturates */
+	ck_assert_int_eq(cp_block_series(b.series, b.series_len, &ids, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(ids[0], 3);
+	ck_assert_int_eq(ids[1], 8);
+	sn.ids = ids;
+	ck_assert_int_eq(cp_block_decode(&rd, b.data, b.data_len, b.rawlen, b.tmin, want, n, see, &sn), 0);
+	ck_assert_uint_eq(sn.n, 5);
+	for (i = 0; i < 5; i++) {
+		ck_assert_int_eq(cp_block_entry_cmp(&sn.e[i], &e[i]), 0);
+		ck_assert_int_eq(sn.e[i].value, e[i].value);
+	}
+	want[0] = 0;
+	sn.n = 0;
+	ck_assert_int_eq(cp_block_decode(&rd, b.data, b.data_len, b.rawlen, b.tmin, want, n, see, &sn), 0);
+	ck_assert_uint_eq(sn.n, 2);
+	ck_assert_int_eq(sn.e[0].series, 8);
+	/* a cut block is corrupt */
+	cp_error_clear();
+	ck_assert_int_eq(cp_block_decode(&rd, b.data, b.data_len - 1, b.rawlen, b.tmin, want, n, see, &sn), -EBADMSG);
+	ck_assert_contains(cp_errmsg(EBADMSG), "corrupt");
+	free(ids);
+	cp_block_release(&b);
+	cp_block_reader_release(&rd);
 }
 END_TEST
 
@@ -2287,6 +2380,8 @@ static Suite *store_suite(void)
 	tcase_add_test(bad, test_corrupt_index);
 	tcase_add_test(bad, test_foreign_sqlite);
 	tcase_add_test(bad, test_corrupt_partition_page);
+	tcase_add_test(bad, test_corrupt_series_list);
+	tcase_add_test(bad, test_block_roundtrip);
 	tcase_add_test(bad, test_corrupt_pages);
 	tcase_add_test(bad, test_truncated_partition_half);
 	tcase_add_test(bad, test_truncated_partition_header);

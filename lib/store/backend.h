@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The one interface between the cp_store_* calls (store.c) and a store
+ * backend: a table of operations, as git's ref storage backends or SQLite's
+ * VFS.  A backend's handle begins with a struct cp_store whose ops point at
+ * the backend's table; store.c only dispatches, and a backend never calls
+ * another (nor includes its headers).
+ *
+ * Backends: the local store (local.c: SQLite dictionary and time-partitioned
+ * sample blocks, opened by cp_store_open) and a server's store (remote.c:
+ * the HTTP API, opened by cp_store_open_remote).
+ *
+ * Every operation has the contract of its cp_store_* call in store.h, errors
+ * included: -errno with a message recorded by cp_error() for that failure.
+ * close frees the handle (never NULL here: cp_store_close takes NULL). */
+#ifndef CP_STORE_BACKEND_H
+#define CP_STORE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* the types of store.h, which includes nothing of this */
+struct cp_buckets;
+struct cp_selector;
+struct cp_store;
+struct cp_store_append;
+struct cp_store_query;
+struct cp_store_result;
+struct cp_store_series;
+struct cp_store_stats;
+
+struct cp_store_ops {
+	const char *name; /* "local", "remote" */
+	int (*append)(struct cp_store *s, const struct cp_store_append *a, size_t n);
+	int (*retain)(struct cp_store *s, int64_t keep_ns);
+	int64_t (*limit)(struct cp_store *s, uint64_t max_bytes);
+	int (*size)(struct cp_store *s, uint64_t *bytes);
+	int (*series)(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
+	int (*select)(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
+	int (*over_time)(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+			 struct cp_buckets *b, char **type);
+	int (*stats)(struct cp_store *s, struct cp_store_stats *st);
+	void (*close)(struct cp_store *s);
+};
+
+/* The head of every backend's handle (its first member). */
+struct cp_store {
+	const struct cp_store_ops *ops;
+};
+
+/* Frees what one series holds (not the struct itself), for backends that
+ * build or filter arrays of series (store.c). */
+void cp_store_series_release(struct cp_store_series *r);
+
+#endif

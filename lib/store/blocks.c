@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+#include "blocks.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "../varint.h"
+
+int cp_block_entry_cmp(const void *a, const void *b)
+{
+	const struct cp_block_entry *x = a, *y = b;
+
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->labels < y->labels ? -1 : x->labels > y->labels;
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b)
+{
+	uint8_t *raw = NULL;
+	size_t rn = 0, sn = 0, i, j, nseries = 0;
+	int64_t prev = 0;
+	uint64_t gcd;
+	uLongf zlen;
+	int err = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->tmin = INT64_MAX;
+	b->tmax = INT64_MIN;
+	b->entries = (int64_t)n;
+	for (i = 0; i < n; i++) {
+		b->tmin = e[i].t < b->tmin ? e[i].t : b->tmin;
+		b->tmax = e[i].t > b->tmax ? e[i].t : b->tmax;
+		b->samples = cp_add_sat(b->samples, e[i].value);
+		nseries += i == 0 || e[i].series != e[i - 1].series;
+	}
+	raw = malloc(n * 4 * CP_VARINT_MAX + nseries * 2 * CP_VARINT_MAX + 16);
+	b->series = malloc((nseries + 1) * CP_VARINT_MAX);
+	if (!raw || !b->series) {
+		err = cp_error(ENOMEM, "out of memory writing samples");
+		goto out;
+	}
+	sn = cp_put_uvarint(b->series, nseries);
+	for (i = 0; i < n; i = j) {
+		int64_t pt = b->tmin, ps = 0;
+
+		for (j = i; j < n && e[j].series == e[i].series; j++)
+			;
+		sn += cp_put_uvarint(b->series + sn, (uint64_t)(e[i].series - prev));
+		prev = e[i].series;
+		/* values as multiples of their gcd: CPU time is counts x the period */
+		gcd = 0;
+		for (size_t k = i; k < j && gcd != 1; k++)
+			gcd = gcd_u64(gcd, e[k].value < 0 ? -(uint64_t)e[k].value : (uint64_t)e[k].value);
+		gcd = gcd && gcd <= INT64_MAX ? gcd : 1;
+		rn += cp_put_uvarint(raw + rn, j - i);
+		rn += cp_put_uvarint(raw + rn, gcd);
+		/* column by column: runs of alike numbers compress far better */
+		for (size_t k = i; k < j; k++) {
+			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].t - pt));
+			pt = e[k].t;
+		}
+		for (size_t k = i; k < j; k++) {
+			rn += cp_put_uvarint(raw + rn, cp_zigzag((int64_t)e[k].stack - ps));
+			ps = e[k].stack;
+		}
+		for (size_t k = i; k < j; k++)
+			rn += cp_put_uvarint(raw + rn, e[k].labels);
+		for (size_t k = i; k < j; k++)
+			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value / (int64_t)gcd));
+	}
+	b->series_len = sn;
+	b->rawlen = rn;
+	zlen = compressBound(rn);
+	if (!(b->data = malloc(zlen))) {
+		err = cp_error(ENOMEM, "out of memory writing samples");
+		goto out;
+	}
+	if (compress2(b->data, &zlen, raw, rn, 9) != Z_OK) {
+		err = cp_error(EIO, "compressing a sample block failed");
+		goto out;
+	}
+	b->data_len = zlen;
+out:
+	free(raw);
+	if (err)
+		cp_block_release(b);
+	return err;
+}
+
+void cp_block_release(struct cp_block *b)
+{
+	free(b->series);
+	free(b->data);
+	b->series = b->data = NULL;
+}
+
+int cp_block_series(const void *blob, size_t len, int64_t **ids, size_t *n)
+{
+	const uint8_t *sp = blob, *send = sp + len;
+	uint64_t ns = 0, v;
+	int64_t sid = 0, *out;
+	size_t used, i;
+
+	if (!(used = cp_get_uvarint(sp, send, &ns)) || ns > (uint64_t)(send - sp))
+		return cp_error(EBADMSG, "a sample block is corrupt (series list)");
+	if (!(out = calloc(ns + 1, sizeof(*out))))
+		return cp_error(ENOMEM, "out of memory reading samples");
+	sp += used;
+	for (i = 0; i < ns; i++) {
+		if (!(used = cp_get_uvarint(sp, send, &v))) {
+			free(out);
+			return cp_error(EBADMSG, "a sample block is corrupt (series list)");
+		}
+		sp += used;
+		sid += (int64_t)v;
+		out[i] = sid;
+	}
+	*ids = out;
+	*n = ns;
+	return 0;
+}
+
+int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uint64_t rawlen, int64_t tmin,
+		    const unsigned char *want, size_t nseries, cp_block_visit fn, void *ctx)
+{
+	const uint8_t *p, *end;
+	uLongf dlen;
+	size_t used, i;
+	int err = 0;
+
+	if (rawlen > (1u << 30))
+		return cp_error(EBADMSG, "a sample block is corrupt (size)");
+	if (cp_grow((void **)&r->raw, &r->rawcap, rawlen + 1, 1))
+		return cp_error(ENOMEM, "out of memory reading samples");
+	dlen = rawlen;
+	if (uncompress(r->raw, &dlen, data, (uLong)len) != Z_OK || dlen != rawlen)
+		return cp_error(EBADMSG, "a sample block is corrupt (compressed data)");
+	p = r->raw;
+	end = r->raw + rawlen;
+	for (i = 0; i < nseries && !err; i++) {
+		uint64_t cnt = 0, gcd = 1, *col;
+		int64_t t, stack = 0;
+		size_t u0, k;
+
+		/* every series's times start again from the block's t_min */
+		if (!(used = cp_get_uvarint(p, end, &cnt)) || !(u0 = cp_get_uvarint(p + used, end, &gcd)) || !gcd ||
+		    gcd > INT64_MAX || cnt > (uint64_t)(end - p))
+			return cp_error(EBADMSG, "a sample block is corrupt (entries)");
+		p += used + u0;
+		/* four columns of cnt varints: times, stacks, label sets, values */
+		if (cp_grow((void **)&r->cols, &r->colcap, 4 * cnt + 1, sizeof(*r->cols)))
+			return cp_error(ENOMEM, "out of memory reading samples");
+		for (k = 0; k < 4 * cnt; k++) {
+			if (!(used = cp_get_uvarint(p, end, &r->cols[k])))
+				return cp_error(EBADMSG, "a sample block is corrupt (entries)");
+			p += used;
+		}
+		if (!want[i])
+			continue;
+		t = tmin;
+		for (k = 0, col = r->cols; k < cnt && !err; k++) {
+			t += cp_unzigzag(col[k]);
+			stack += cp_unzigzag(col[cnt + k]);
+			err = fn(ctx, i, t, stack, col[2 * cnt + k], (int64_t)((uint64_t)cp_unzigzag(col[3 * cnt + k]) * gcd));
+		}
+	}
+	return err;
+}
+
+void cp_block_reader_release(struct cp_block_reader *r)
+{
+	free(r->raw);
+	free(r->cols);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+#include "db.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../error.h"
+#include "../util.h"
+
+int cp_db_error(sqlite3 *db, const char *what)
+{
+	int code = sqlite3_extended_errcode(db);
+	int e = (code & 0xff) == SQLITE_FULL ? ENOSPC : (code & 0xff) == SQLITE_BUSY ? EBUSY :
+		(code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB ? EBADMSG : EIO;
+
+	if (e == EBADMSG)
+		return cp_error(e, "%s: the store is corrupt (%s); restore it from a backup or move it away",
+				what, sqlite3_errmsg(db));
+	if (e == ENOSPC)
+		return cp_error(e, "%s: no space left on device; free disk space or lower --retention", what);
+	return cp_error(e, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+int cp_db_exec(sqlite3 *db, const char *sql, const char *what)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : cp_db_error(db, what);
+}
+
+int cp_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : cp_db_error(db, "preparing a query");
+}
+
+/* The first column of the first row of sql (0 when none or on error). */
+int64_t cp_db_count(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int open_db(const char *path, bool write, const char *pragmas, sqlite3 **out)
+{
+	int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE;
+	sqlite3 *db = NULL;
+	int err;
+
+	if (sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		err = db ? cp_db_error(db, path) : cp_error(ENOMEM, "out of memory");
+		sqlite3_close(db);
+		return err;
+	}
+	sqlite3_busy_timeout(db, 30000);
+	/* partition blocks are a few KiB: small pages waste less of each last
+	 * page (the size takes effect only while the file is new) */
+	if ((err = cp_db_exec(db, pragmas, path)) ||
+	    (err = cp_db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path))) {
+		sqlite3_close(db);
+		return err;
+	}
+	*out = db;
+	return 0;
+}
+
+/* A file shorter than the page count its SQLite header gives has lost its
+ * end; SQLite would read the missing pages as empty and answer short. */
+static int check_truncated(const char *path)
+{
+	unsigned char h[100];
+	struct stat st;
+	uint32_t psize, pages, counter, valid_for;
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(h, 1, sizeof(h), f);
+	if (fstat(fileno(f), &st) < 0)
+		n = 0;
+	fclose(f);
+	if (n < sizeof(h) || memcmp(h, "SQLite format 3", 16))
+		return 0; /* new, or not SQLite at all: SQLite itself will say */
+	psize = (uint32_t)h[16] << 8 | h[17];
+	psize = psize == 1 ? 65536 : psize;
+	pages = (uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 | (uint32_t)h[30] << 8 | h[31];
+	counter = (uint32_t)h[24] << 24 | (uint32_t)h[25] << 16 | (uint32_t)h[26] << 8 | h[27];
+	valid_for = (uint32_t)h[92] << 24 | (uint32_t)h[93] << 16 | (uint32_t)h[94] << 8 | h[95];
+	if (pages && counter == valid_for && (uint64_t)st.st_size < (uint64_t)pages * psize)
+		return cp_error(EBADMSG, "%s: the store is corrupt (the file is truncated: %lld of %llu bytes);"
+				" restore it from a backup or move it away", path, (long long)st.st_size,
+				(unsigned long long)pages * psize);
+	return 0;
+}
+
+/* The files this process has opened in SQLite (their device and inode).
+ * Closing any descriptor of a file drops every POSIX lock the process holds
+ * on it, those of its open SQLite connections among them: check_truncated()
+ * reads a file only before this process first opens it, never while it may
+ * have it open (else another process, seeing no lock, takes itself for the
+ * WAL's last user, checkpoints and deletes it under the writer, whose later
+ * commits no other process sees). */
+static pthread_mutex_t opened_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct opened { dev_t dev; ino_t ino; } *opened;
+static size_t nopened, opened_cap;
+
+static bool was_opened(const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < nopened; i++)
+		if (opened[i].dev == st->st_dev && opened[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
+/* check_truncated() unless this process has had the file open, then open_db() */
+int cp_db_open(const char *path, bool write, const char *pragmas, sqlite3 **out)
+{
+	struct stat st;
+	int err = 0;
+
+	pthread_mutex_lock(&opened_lock);
+	if (stat(path, &st) < 0 || !was_opened(&st))
+		err = check_truncated(path);
+	if (!err)
+		err = open_db(path, write, pragmas, out);
+	if (!err && !stat(path, &st) && !was_opened(&st) &&
+	    (nopened < opened_cap || !cp_grow((void **)&opened, &opened_cap, nopened + 1, sizeof(*opened)))) {
+		opened[nopened].dev = st.st_dev;
+		opened[nopened].ino = st.st_ino;
+		nopened++;
+	}
+	pthread_mutex_unlock(&opened_lock);
+	return err;
+}
+
+
+
+int cp_db_step(sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : cp_db_error(sqlite3_db_handle(st), what);
+}
+
+/* The bytes of the SQLite file base with its -wal and -shm files. */
+uint64_t cp_db_files_bytes(const char *base)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	char path[PATH_MAX + 8];
+	struct stat sb;
+	uint64_t n = 0;
+
+	for (size_t k = 0; k < 3; k++) {
+		snprintf(path, sizeof(path), "%s%s", base, sfx[k]);
+		if (!stat(path, &sb) && S_ISREG(sb.st_mode))
+			n += (uint64_t)sb.st_size;
+	}
+	return n;
+}
+

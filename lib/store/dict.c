@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+#include "dict.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "../varint.h"
+#include "db.h"
+
+#define STACK_WINDOW 64 /* how many recent stacks a new one may refer to */
+
+int cp_dict_reset(struct cp_dict *s)
+{
+	cp_profile_free(s->p);
+	s->p = cp_profile_new();
+	s->nstr = s->nfn = s->nmap = s->nloc = s->nstack = s->nls = 0;
+	s->nchunk = 0;
+	return s->p ? 0 : cp_error(ENOMEM, "out of memory loading the store's dictionary");
+}
+
+
+static int bad_row(const char *table, int64_t id)
+{
+	return cp_error(EBADMSG, "the store's dictionary is inconsistent (%s row %" PRId64
+				 "); restore the store from a backup or move it away", table, id);
+}
+
+/* Decodes the cnt entries of one chunk (kind: locations, stacks or labelsets)
+ * into the dictionary; -EBADMSG (recorded) when they do not fit what came before. */
+static int load_chunk(struct cp_dict *s, const char *kind, const uint8_t *p, size_t len, int64_t cnt)
+{
+	struct cp_profile *d = s->p;
+	const uint8_t *end = p + len;
+	struct cp_line *lines = NULL;
+	struct cp_label *labels = NULL;
+	uint32_t *locs = NULL;
+	size_t lcap = 0, labcap = 0, loccap = 0, k;
+	int64_t i, r;
+	int err = 0;
+
+#define GET(x)                                             \
+	do {                                               \
+		size_t u_ = cp_get_uvarint(p, end, &(x)); \
+		if (!u_)                                   \
+			goto bad;                          \
+		p += u_;                                   \
+	} while (0)
+#define GROW(arr, cap, need)                                                  \
+	do {                                                                  \
+		if (cp_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))) { \
+			err = cp_error(ENOMEM, "out of memory loading the store's dictionary"); \
+			goto out;                                             \
+		}                                                             \
+	} while (0)
+#define EXPECT(call, want)               \
+	do {                             \
+		r = (call);              \
+		if (r < 0 && r != -EINVAL) { \
+			err = cp_dict_error((int)r, "loading the store's dictionary"); \
+			goto out;        \
+		}                        \
+		if (r != (int64_t)(want)) \
+			goto bad;        \
+	} while (0)
+
+	for (i = 0; i < cnt; i++) {
+		if (!strcmp(kind, "locations")) {
+			uint64_t mapping, address, folded, n, f, l, c;
+
+			GET(mapping);
+			GET(address);
+			GET(folded);
+			GET(n);
+			if (mapping > s->nmap || n > 4096)
+				goto bad;
+			GROW(lines, lcap, n + 1);
+			for (k = 0; k < n; k++) {
+				GET(f);
+				GET(l);
+				GET(c);
+				if (f > s->nfn)
+					goto bad;
+				lines[k].function = (uint32_t)f;
+				lines[k].line = cp_unzigzag(l);
+				lines[k].column = cp_unzigzag(c);
+			}
+			EXPECT(cp_profile_location(d, (uint32_t)mapping, address, lines, n, folded != 0), s->nloc + 1);
+			s->nloc++;
+		} else if (!strcmp(kind, "stacks")) {
+			/* ref (0: none); with a ref, the root-side frames shared with
+			 * it; then this stack's own frames, leaf first */
+			uint64_t ref, shared = 0, n, v;
+
+			GET(ref);
+			if (ref > s->nstack)
+				goto bad;
+			if (ref) {
+				GET(shared);
+				if (!shared || shared > d->stacks[ref].len)
+					goto bad;
+			}
+			GET(n);
+			if (n > (1u << 20))
+				goto bad;
+			GROW(locs, loccap, n + shared + 1);
+			for (k = 0; k < n; k++) {
+				GET(v);
+				if (!v || v > s->nloc)
+					goto bad;
+				locs[k] = (uint32_t)v;
+			}
+			if (ref)
+				memcpy(locs + n, d->stack_locs + d->stacks[ref].off + d->stacks[ref].len - shared,
+				       shared * sizeof(*locs));
+			EXPECT(cp_profile_stack(d, locs, n + shared), s->nstack + 1);
+			s->nstack++;
+		} else {
+			uint64_t n, key, str, num, unit;
+
+			GET(n);
+			if (n > 4096)
+				goto bad;
+			GROW(labels, labcap, n + 1);
+			for (k = 0; k < n; k++) {
+				GET(key);
+				GET(str);
+				GET(num);
+				GET(unit);
+				if (key > s->nstr || str > s->nstr || unit > s->nstr)
+					goto bad;
+				labels[k].key = (uint32_t)key;
+				labels[k].str = (uint32_t)str;
+				labels[k].num = cp_unzigzag(num);
+				labels[k].num_unit = (uint32_t)unit;
+			}
+			EXPECT(cp_profile_labelset(d, labels, n), s->nls + 1);
+			s->nls++;
+		}
+	}
+	if (p == end)
+		goto out;
+bad:
+	err = cp_error(EBADMSG, "the store's dictionary is inconsistent (a %s chunk)", kind);
+out:
+#undef GET
+#undef GROW
+#undef EXPECT
+	free(lines);
+	free(labels);
+	free(locs);
+	return err;
+}
+
+int cp_dict_load(struct cp_dict *s)
+{
+	struct cp_profile *d = s->p;
+	sqlite3_stmt *st = NULL;
+	int err = 0, rc = SQLITE_DONE;
+	bool own_tx = sqlite3_get_autocommit(s->db); /* else the caller's write transaction */
+	uint8_t *raw = NULL;
+	size_t rawcap = 0;
+
+	/* each table's rows must all be read, not up to a failing step */
+#define QUERY(sql, from)                                                      \
+	do {                                                                  \
+		if (st && rc != SQLITE_DONE) {                                \
+			err = cp_db_error(s->db, "reading the store");              \
+			goto out;                                             \
+		}                                                             \
+		sqlite3_finalize(st);                                         \
+		st = NULL;                                                    \
+		if ((err = cp_db_prepare(s->db, sql, &st)))                         \
+			goto out;                                             \
+		sqlite3_bind_int64(st, 1, from);                              \
+	} while (0)
+#define CHECK(cond, table, id) \
+	if (!(cond)) {          \
+		err = bad_row(table, id); \
+		goto out;       \
+	}
+
+	/* strings only in memory (build() adds the names of sample types) would
+	 * take the ids of the rows other writers added: start over */
+	if (d->strs.n - 1 != s->nstr) {
+		if (cp_dict_reset(s))
+			return cp_error(ENOMEM, "out of memory reading the store");
+		d = s->p;
+	}
+	if (own_tx && (err = cp_db_exec(s->db, "BEGIN", "reading the store")))
+		return err;
+	QUERY("SELECT id, s FROM strings WHERE id > ? ORDER BY id", s->nstr);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *v = (const char *)sqlite3_column_text(st, 1);
+
+		CHECK(v && cp_profile_str(d, v) == id && id == (int64_t)s->nstr + 1, "strings", id);
+		s->nstr++;
+	}
+	QUERY("SELECT id, name, system_name, filename, start_line FROM functions WHERE id > ? ORDER BY id", s->nfn);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		struct cp_function f = { (uint32_t)sqlite3_column_int64(st, 1), (uint32_t)sqlite3_column_int64(st, 2),
+					 (uint32_t)sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4) };
+
+		CHECK(f.name <= s->nstr && f.system_name <= s->nstr && f.filename <= s->nstr &&
+			      cp_profile_function(d, &f) == id && id == (int64_t)s->nfn + 1,
+		      "functions", id);
+		s->nfn++;
+	}
+	QUERY("SELECT id, start, lim, off, filename, build_id, flags FROM mappings WHERE id > ? ORDER BY id", s->nmap);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0), flags = sqlite3_column_int64(st, 6);
+		struct cp_mapping m = { (uint64_t)sqlite3_column_int64(st, 1), (uint64_t)sqlite3_column_int64(st, 2),
+					(uint64_t)sqlite3_column_int64(st, 3), (uint32_t)sqlite3_column_int64(st, 4),
+					(uint32_t)sqlite3_column_int64(st, 5), flags & 1, flags & 2, flags & 4, flags & 8 };
+
+		CHECK(m.filename <= s->nstr && m.build_id <= s->nstr && cp_profile_mapping(d, &m) == id &&
+			      id == (int64_t)s->nmap + 1,
+		      "mappings", id);
+		s->nmap++;
+	}
+	/* locations, stacks and label sets come in compressed chunks, in the
+	 * order they were written (a chunk refers only to what came before) */
+	QUERY("SELECT id, kind, first, count, rawlen, data FROM chunks WHERE id > ? ORDER BY id", s->nchunk);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0), first = sqlite3_column_int64(st, 2);
+		int64_t cnt = sqlite3_column_int64(st, 3), rawlen = sqlite3_column_int64(st, 4);
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		uLongf dlen = (uLongf)rawlen;
+
+		CHECK(kind && cnt > 0 && rawlen > 0 && rawlen < (1 << 30), "chunks", id);
+		if (cp_grow((void **)&raw, &rawcap, (size_t)rawlen + 1, 1)) {
+			err = cp_error(ENOMEM, "out of memory reading the store");
+			goto out;
+		}
+		CHECK(uncompress(raw, &dlen, sqlite3_column_blob(st, 5), (uLong)sqlite3_column_bytes(st, 5)) == Z_OK &&
+			      dlen == (uLongf)rawlen, "chunks", id);
+		CHECK(!strcmp(kind, "locations") ? first == (int64_t)s->nloc + 1 :
+		      !strcmp(kind, "stacks")    ? first == (int64_t)s->nstack + 1 :
+		      !strcmp(kind, "labelsets") && first == (int64_t)s->nls + 1,
+		      "chunks", id);
+		err = load_chunk(s, kind, raw, (size_t)rawlen, cnt);
+		if (err == -EBADMSG) {
+			err = bad_row("chunks", id);
+			goto out;
+		}
+		if (err)
+			goto out;
+		s->nchunk = id;
+	}
+	if (rc != SQLITE_DONE)
+		err = cp_db_error(s->db, "reading the store");
+#undef QUERY
+#undef CHECK
+out:
+	sqlite3_finalize(st);
+	free(raw);
+	if (own_tx) /* a read transaction: nothing to commit, no error to report over err */
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (err)
+		cp_dict_reset(s);
+	return err;
+}
+
+/* One compressed chunk of count entries of kind, the first with id first. */
+static int put_chunk(struct cp_dict *s, sqlite3_stmt *st, const char *kind, int64_t first, int64_t count,
+		     const uint8_t *raw, size_t n)
+{
+	uLongf zlen = compressBound(n);
+	uint8_t *z;
+	int err;
+
+	if (count <= 0)
+		return 0;
+	if (!(z = malloc(zlen)))
+		return cp_error(ENOMEM, "out of memory writing the dictionary");
+	if (compress2(z, &zlen, raw, n, 9) != Z_OK) {
+		free(z);
+		return cp_error(EIO, "compressing the dictionary failed");
+	}
+	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, first);
+	sqlite3_bind_int64(st, 3, count);
+	sqlite3_bind_int64(st, 4, (int64_t)n);
+	sqlite3_bind_blob(st, 5, z, (int)zlen, SQLITE_STATIC);
+	err = cp_db_step(st, "writing the dictionary");
+	free(z);
+	if (!err) /* ours, already in memory: the next load starts after it */
+		s->nchunk = sqlite3_last_insert_rowid(s->db);
+	return err;
+}
+
+/* Writes the dictionary entries added since the last sync. */
+int cp_dict_save(struct cp_dict *s)
+{
+	struct cp_profile *d = s->p;
+	sqlite3_stmt *st[4] = { NULL };
+	uint8_t *buf = NULL;
+	size_t cap = 0, n;
+	uint32_t i, j;
+	int err = 0;
+
+	if ((err = cp_db_prepare(s->db, "INSERT INTO strings(id, s) VALUES(?, ?)", &st[0])) ||
+	    (err = cp_db_prepare(s->db, "INSERT INTO functions VALUES(?, ?, ?, ?, ?)", &st[1])) ||
+	    (err = cp_db_prepare(s->db, "INSERT INTO mappings VALUES(?, ?, ?, ?, ?, ?, ?)", &st[2])) ||
+	    (err = cp_db_prepare(s->db, "INSERT INTO chunks(kind, first, count, rawlen, data) VALUES(?, ?, ?, ?, ?)", &st[3])))
+		goto out;
+	for (i = s->nstr + 1; i < d->strs.n; i++) {
+		sqlite3_bind_int64(st[0], 1, i);
+		sqlite3_bind_text(st[0], 2, cp_profile_string(d, i), -1, SQLITE_STATIC);
+		if ((err = cp_db_step(st[0], "writing strings")))
+			goto out;
+	}
+	for (i = s->nfn; i < d->nfunctions; i++) {
+		const struct cp_function *f = &d->functions[i];
+
+		sqlite3_bind_int64(st[1], 1, i + 1);
+		sqlite3_bind_int64(st[1], 2, f->name);
+		sqlite3_bind_int64(st[1], 3, f->system_name);
+		sqlite3_bind_int64(st[1], 4, f->filename);
+		sqlite3_bind_int64(st[1], 5, f->start_line);
+		if ((err = cp_db_step(st[1], "writing functions")))
+			goto out;
+	}
+	for (i = s->nmap; i < d->nmappings; i++) {
+		const struct cp_mapping *m = &d->mappings[i];
+
+		sqlite3_bind_int64(st[2], 1, i + 1);
+		sqlite3_bind_int64(st[2], 2, (int64_t)m->start);
+		sqlite3_bind_int64(st[2], 3, (int64_t)m->limit);
+		sqlite3_bind_int64(st[2], 4, (int64_t)m->offset);
+		sqlite3_bind_int64(st[2], 5, m->filename);
+		sqlite3_bind_int64(st[2], 6, m->build_id);
+		sqlite3_bind_int64(st[2], 7, m->has_functions | m->has_filenames << 1 | m->has_line_numbers << 2 |
+						     m->has_inline_frames << 3);
+		if ((err = cp_db_step(st[2], "writing mappings")))
+			goto out;
+	}
+	/* locations, stacks and label sets: one compressed chunk each */
+	n = 0;
+	for (i = s->nloc; i < d->nlocations; i++) {
+		const struct cp_location *l = &d->locations[i];
+
+		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (3 * (size_t)l->nlines + 4), 1)) {
+			err = cp_error(ENOMEM, "out of memory writing the dictionary");
+			goto out;
+		}
+		n += cp_put_uvarint(buf + n, l->mapping);
+		n += cp_put_uvarint(buf + n, l->address);
+		n += cp_put_uvarint(buf + n, l->is_folded);
+		n += cp_put_uvarint(buf + n, l->nlines);
+		for (j = 0; j < l->nlines; j++) {
+			const struct cp_line *ln = &d->lines[l->line_off + j];
+
+			n += cp_put_uvarint(buf + n, ln->function);
+			n += cp_put_uvarint(buf + n, cp_zigzag(ln->line));
+			n += cp_put_uvarint(buf + n, cp_zigzag(ln->column));
+		}
+	}
+	if ((err = put_chunk(s, st[3], "locations", s->nloc + 1, d->nlocations - s->nloc, buf, n)))
+		goto out;
+	n = 0;
+	for (i = s->nstack + 1; i < d->nstacks; i++) {
+		const struct cp_span *sp = &d->stacks[i];
+		/* siblings share their callers: refer to the recent stack that
+		 * shares the most root-side frames, and keep only our own */
+		uint32_t ref = 0, shared = 0, k;
+
+		for (k = i - 1; k >= 1 && k + STACK_WINDOW >= i; k--) {
+			const struct cp_span *r = &d->stacks[k];
+			uint32_t m = 0;
+
+			while (m < r->len && m < sp->len &&
+			       d->stack_locs[r->off + r->len - 1 - m] == d->stack_locs[sp->off + sp->len - 1 - m])
+				m++;
+			if (m > shared) {
+				shared = m;
+				ref = k;
+			}
+		}
+		if (shared < 2)
+			ref = shared = 0; /* a reference would not pay */
+		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * ((size_t)sp->len + 3), 1)) {
+			err = cp_error(ENOMEM, "out of memory writing the dictionary");
+			goto out;
+		}
+		n += cp_put_uvarint(buf + n, ref);
+		if (ref)
+			n += cp_put_uvarint(buf + n, shared);
+		n += cp_put_uvarint(buf + n, sp->len - shared);
+		for (j = 0; j < sp->len - shared; j++)
+			n += cp_put_uvarint(buf + n, d->stack_locs[sp->off + j]);
+	}
+	if ((err = put_chunk(s, st[3], "stacks", s->nstack + 1, d->nstacks - 1 - s->nstack, buf, n)))
+		goto out;
+	n = 0;
+	for (i = s->nls + 1; i < d->nlabelsets; i++) {
+		const struct cp_span *sp = &d->labelsets[i];
+
+		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (4 * (size_t)sp->len + 1), 1)) {
+			err = cp_error(ENOMEM, "out of memory writing the dictionary");
+			goto out;
+		}
+		n += cp_put_uvarint(buf + n, sp->len);
+		for (j = 0; j < sp->len; j++) {
+			const struct cp_label *l = &d->labels[sp->off + j];
+
+			n += cp_put_uvarint(buf + n, l->key);
+			n += cp_put_uvarint(buf + n, l->str);
+			n += cp_put_uvarint(buf + n, cp_zigzag(l->num));
+			n += cp_put_uvarint(buf + n, l->num_unit);
+		}
+	}
+	if ((err = put_chunk(s, st[3], "labelsets", s->nls + 1, d->nlabelsets - 1 - s->nls, buf, n)))
+		goto out;
+	s->nstr = d->strs.n - 1;
+	s->nfn = d->nfunctions;
+	s->nmap = d->nmappings;
+	s->nloc = d->nlocations;
+	s->nstack = d->nstacks - 1;
+	s->nls = d->nlabelsets - 1;
+out:
+	for (i = 0; i < 4; i++)
+		sqlite3_finalize(st[i]);
+	free(buf);
+	return err;
+}
+
+
+void cp_dict_release(struct cp_dict *s)
+{
+	cp_profile_free(s->p);
+	s->p = NULL;
+}
+
+int cp_dict_error(int err, const char *what)
+{
+	if (err == -ENOMEM)
+		return cp_error(ENOMEM, "%s: out of memory", what);
+	if (err == -EOVERFLOW)
+		return cp_error(EOVERFLOW, "%s: the dictionary has no ids left (2^32 of a kind)", what);
+	return err;
+}

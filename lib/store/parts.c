@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+#include "parts.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "db.h"
+
+#define NPARTS 8 /* partition handles kept open between calls */
+
+static const char part_schema[] =
+	"CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
+	" entries INTEGER NOT NULL, samples INTEGER NOT NULL, rawlen INTEGER NOT NULL, series BLOB NOT NULL,"
+	" data BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS blocks_time ON blocks(t_max, t_min);";
+
+void cp_part_name(int64_t t, char *buf, size_t len)
+{
+	time_t secs = (time_t)(t / 1000000000);
+	struct tm tm;
+
+	if (t < 0 || !gmtime_r(&secs, &tm))
+		secs = 0, gmtime_r(&secs, &tm);
+	strftime(buf, len, "%Y%m%d", &tm);
+}
+
+/* The handle of partition name (WRITE: made with its schema if missing).  A
+ * handle in a transaction (an append's, until it commits) is never closed to
+ * make room. */
+int cp_parts_open(struct cp_parts *s, const char *name, sqlite3 **out)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	bool fresh, found = false;
+	size_t i, slot = s->n;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	for (i = 0; i < s->n; i++) {
+		if (s->v[i].db && !strcmp(s->v[i].name, name)) {
+			found = true;
+			break;
+		}
+	}
+	if (found) {
+		/* still the file at path? (retention or a size limit in another process may
+		 * have deleted the day, and an append made it again) */
+		if (!stat(path, &sb) && sb.st_dev == s->v[i].dev && sb.st_ino == s->v[i].ino) {
+			*out = s->v[i].db;
+			return 0;
+		}
+		sqlite3_close(s->v[i].db);
+		s->v[i].db = NULL;
+	}
+	for (i = 0; i < s->n && slot == s->n; i++)
+		if (!s->v[i].db)
+			slot = i;
+	if (slot == s->n && s->n >= NPARTS) { /* full: close one not in a transaction */
+		for (i = 0; i < s->n && slot == s->n; i++)
+			if (sqlite3_get_autocommit(s->v[i].db)) {
+				sqlite3_close(s->v[i].db);
+				s->v[i].db = NULL;
+				slot = i;
+			}
+	}
+	if (slot == s->n) {
+		if (cp_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v)))
+			return cp_error(ENOMEM, "out of memory opening a partition");
+		s->v[s->n++].db = NULL;
+	}
+	if (!s->write && access(path, F_OK) < 0)
+		return cp_error(ENOENT, "partition %s is missing", path);
+	/* auto_vacuum before the first table, so that a size limit that deletes
+	 * the oldest blocks gives their pages back (PRAGMA incremental_vacuum);
+	 * only in a new file: in one that has it, setting it again writes */
+	fresh = s->write && (stat(path, &sb) < 0 || sb.st_size == 0);
+	if ((err = cp_db_open(path, s->write,
+				fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
+				&s->v[slot].db)))
+		return err;
+	if ((s->write && (err = cp_db_exec(s->v[slot].db, part_schema, path))) ||
+	    (stat(path, &sb) < 0 && (err = cp_error(errno, "%s: %s", path, strerror(errno))))) {
+		sqlite3_close(s->v[slot].db);
+		s->v[slot].db = NULL;
+		return err;
+	}
+	s->v[slot].dev = sb.st_dev;
+	s->v[slot].ino = sb.st_ino;
+	snprintf(s->v[slot].name, sizeof(s->v[slot].name), "%s", name);
+	*out = s->v[slot].db;
+	return 0;
+}
+
+void cp_parts_forget(struct cp_parts *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].db && !strcmp(s->v[i].name, name)) {
+			sqlite3_close(s->v[i].db);
+			s->v[i].db = NULL;
+		}
+}
+
+uint64_t cp_parts_bytes(const struct cp_parts *s, const char *name)
+{
+	char base[PATH_MAX];
+
+	snprintf(base, sizeof(base), "%s/parts/%s.db", s->dir, name);
+	return cp_db_files_bytes(base);
+}
+
+/* Deletes the partitions names[0..n): their rows, in the transaction on
+ * index.db that the caller began (BEGIN IMMEDIATE, rolled back by the caller
+ * on error), committed here, then their files.  Rows first: a crash in between
+ * leaves files that no row lists (readers never see them; cp_store_limit
+ * removes them), never a listed partition whose file is gone half-way. */
+int cp_parts_drop(struct cp_parts *s, sqlite3 *index, const char (*names)[16], size_t n, const char *what)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	sqlite3_stmt *st = NULL;
+	char path[PATH_MAX];
+	size_t i;
+	int err = 0;
+
+	if ((err = cp_db_prepare(index, "DELETE FROM partitions WHERE name = ?", &st)))
+		return err;
+	for (i = 0; i < n; i++) {
+		sqlite3_bind_text(st, 1, names[i], -1, SQLITE_STATIC);
+		if ((err = cp_db_step(st, what)))
+			break;
+	}
+	sqlite3_finalize(st);
+	if (err || (err = cp_db_exec(index, "COMMIT", what)))
+		return err;
+	for (i = 0; i < n; i++) {
+		cp_parts_forget(s, names[i]);
+		for (size_t k = 0; k < 3; k++) {
+			snprintf(path, sizeof(path), "%s/parts/%s.db%s", s->dir, names[i], sfx[k]);
+			unlink(path);
+		}
+	}
+	return 0;
+}
+
+
+void cp_parts_close(struct cp_parts *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		sqlite3_close(s->v[i].db);
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+#include "query.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../error.h"
+#include "../index.h"
+#include "../util.h"
+#include "blocks.h"
+#include "db.h"
+#include "handle.h"
+#include "series.h"
+
+struct agg_entry {
+	uint32_t stack, labels;
+	int64_t value;
+};
+
+struct agg {
+	struct agg_entry *e;
+	size_t n, cap;
+	struct cp_index idx;
+	int64_t tmin, tmax;
+};
+
+static int agg_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct agg_entry *a = &((const struct agg *)ctx)->e[id], *b = key;
+
+	return a->stack == b->stack && a->labels == b->labels;
+}
+
+static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, int64_t t)
+{
+	struct agg_entry k = { stack, labels, v };
+	uint32_t h = (uint32_t)cp_hash_u64(((uint64_t)stack << 32) | labels, 9);
+	uint32_t id = cp_index_find(&g->idx, h, agg_eq, g, &k);
+
+	g->tmin = t < g->tmin ? t : g->tmin;
+	g->tmax = t > g->tmax ? t : g->tmax;
+	if (id != UINT32_MAX) {
+		g->e[id].value = cp_add_sat(g->e[id].value, v);
+		return 0;
+	}
+	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)) || cp_index_add(&g->idx, h, (uint32_t)g->n))
+		return cp_error(ENOMEM, "out of memory reading samples");
+	g->e[g->n++] = k;
+	return 0;
+}
+
+/* Visits every entry of the wanted series (want[i]: series id, sorted) in
+ * [from, to]; fn returns 0 to go on. */
+typedef int (*visit_fn)(void *ctx, size_t series_index, int64_t t, uint32_t stack, uint32_t labels, int64_t v);
+
+static long find_series(const int64_t *want, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (want[mid] == id)
+			return (long)mid;
+		if (want[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* what scan() hands cp_block_decode's visitor */
+struct scan_ctx {
+	struct cp_local *s;
+	const long *idx; /* the block's k-th series -> index in want */
+	int64_t from, to;
+	visit_fn fn;
+	void *ctx;
+};
+
+static int scan_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t c, int64_t v)
+{
+	struct scan_ctx *sc = ctx;
+	struct cp_dict *d = &sc->s->dict;
+	int err = 0;
+
+	/* a block written after the dictionary was loaded may use newer
+	 * dictionary entries (committed before the block) */
+	if ((stack < 0 || (uint64_t)stack > d->nstack || c > d->nls) &&
+	    (stack < 0 || (err = cp_dict_load(d)) || (uint64_t)stack > d->nstack || c > d->nls))
+		return err ? err : cp_error(EBADMSG, "a sample block refers to a stack the store does not have");
+	if (t < sc->from || t >= sc->to)
+		return 0;
+	return sc->fn(sc->ctx, (size_t)sc->idx[k], t, (uint32_t)stack, (uint32_t)c, v);
+}
+
+static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx)
+{
+	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
+	struct cp_block_reader rd = { 0 };
+	sqlite3_stmt *pst = NULL, *bst = NULL;
+	char (*names)[16] = NULL;
+	size_t nnames = 0, namecap = 0, pi;
+	int err = 0, rc;
+
+	/* the partitions first: no statement of the index stays open during the
+	 * scan, so that cp_dict_load() sees what writers committed since */
+	if ((err = cp_db_prepare(s->db, "SELECT name FROM partitions WHERE t_max >= ? AND t_min <= ? ORDER BY name", &pst)))
+		return err;
+	sqlite3_bind_int64(pst, 1, from);
+	sqlite3_bind_int64(pst, 2, to);
+	while ((rc = sqlite3_step(pst)) == SQLITE_ROW) {
+		if (cp_grow((void **)&names, &namecap, nnames + 1, sizeof(*names))) {
+			err = cp_error(ENOMEM, "out of memory reading the store");
+			break;
+		}
+		snprintf(names[nnames++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(pst, 0));
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cp_db_error(s->db, "reading partitions");
+	sqlite3_finalize(pst);
+	for (pi = 0; !err && pi < nnames; pi++) {
+		sqlite3 *db;
+
+		if ((err = cp_parts_open(&s->parts, names[pi], &db))) {
+			if (err == -ENOENT) { /* removed by retention since we listed it */
+				err = 0;
+				continue;
+			}
+			break;
+		}
+		if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE t_max >= ? AND t_min <= ?"
+					  " ORDER BY id", &bst)))
+			break;
+		sqlite3_bind_int64(bst, 1, from);
+		sqlite3_bind_int64(bst, 2, to);
+		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW) {
+			int64_t *ids = NULL;
+			long *idx = NULL;
+			unsigned char *wanted = NULL;
+			bool any = false;
+			size_t ns = 0, i;
+
+			if ((err = cp_block_series(sqlite3_column_blob(bst, 1), (size_t)sqlite3_column_bytes(bst, 1), &ids, &ns)))
+				break;
+			idx = calloc(ns + 1, sizeof(*idx));
+			wanted = calloc(ns + 1, 1);
+			if (!idx || !wanted) {
+				err = cp_error(ENOMEM, "out of memory reading samples");
+			} else {
+				for (i = 0; i < ns; i++) {
+					idx[i] = find_series(want, nwant, ids[i]);
+					wanted[i] = idx[i] >= 0;
+					any |= idx[i] >= 0;
+				}
+				sc.idx = idx;
+				if (any) /* else the block is skipped before it is inflated */
+					err = cp_block_decode(&rd, sqlite3_column_blob(bst, 2), (size_t)sqlite3_column_bytes(bst, 2),
+							      (uint64_t)sqlite3_column_int64(bst, 0), sqlite3_column_int64(bst, 3),
+							      wanted, ns, scan_entry, &sc);
+			}
+			free(ids);
+			free(idx);
+			free(wanted);
+		}
+		if (!err && rc != SQLITE_DONE)
+			err = cp_db_error(db, "reading samples");
+		sqlite3_finalize(bst);
+		bst = NULL;
+	}
+	free(names);
+	cp_block_reader_release(&rd);
+	return err;
+}
+
+struct select_ctx {
+	struct agg *groups;
+	size_t *group_of; /* series index -> group */
+};
+
+static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
+{
+	struct select_ctx *c = ctx;
+
+	return agg_add(&c->groups[c->group_of[si]], stack, labels, v, t);
+}
+
+/* The profile of group g, of one type, into *out. */
+static int build(struct cp_local *s, const char *type, struct agg *g, struct cp_profile **out)
+{
+	char st[128], su[128], pt[128], pu[128];
+	size_t i;
+	int err;
+
+	cp_profile_clear_samples(s->dict.p);
+	if ((err = cp_profile_add_sample_type(s->dict.p, cp_store_type_part(type, 1, st, sizeof(st)),
+					      cp_store_type_part(type, 2, su, sizeof(su)))) ||
+	    (err = cp_profile_set_period_type(s->dict.p, cp_store_type_part(type, 3, pt, sizeof(pt)),
+					      cp_store_type_part(type, 4, pu, sizeof(pu)), 0)))
+		goto out;
+	for (i = 0; i < g->n; i++)
+		if (g->e[i].value && (err = cp_profile_add_sample(s->dict.p, g->e[i].stack, g->e[i].labels, &g->e[i].value)))
+			goto out;
+	if (g->n) {
+		s->dict.p->time_nanos = g->tmin;
+		s->dict.p->duration_nanos = cp_sub_sat(g->tmax, g->tmin);
+	}
+	*out = cp_profile_copy(s->dict.p, NULL); /* only what the samples use */
+	err = *out ? 0 : -errno;
+out:
+	cp_profile_clear_samples(s->dict.p);
+	return cp_dict_error(err, "building the selected profile");
+}
+
+struct series_group {
+	int64_t id;
+	size_t group;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct series_group *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
+{
+	struct cp_store_series *ser = NULL;
+	struct cp_store_result *res = NULL;
+	struct select_ctx c = { NULL, NULL };
+	struct series_group *pairs = NULL;
+	int64_t *want = NULL;
+	size_t nser = 0, ngroups = 0, i, j;
+	int err;
+
+	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
+		goto out;
+	want = calloc(nser, sizeof(*want));
+	pairs = calloc(nser, sizeof(*pairs));
+	c.group_of = calloc(nser, sizeof(*c.group_of));
+	res = calloc(nser + 1, sizeof(*res));
+	c.groups = calloc(nser + 1, sizeof(*c.groups));
+	if (!want || !pairs || !c.group_of || !res || !c.groups) {
+		err = cp_error(ENOMEM, "out of memory reading the store");
+		goto out;
+	}
+	/* groups by the label's value, in order of first appearance */
+	for (i = 0; i < nser; i++) {
+		const char *gv = "";
+
+		if (q->group_by)
+			for (j = 0; j < ser[i].nlabels; j++)
+				if (!strcmp(ser[i].names[j], q->group_by))
+					gv = ser[i].values[j];
+		for (j = 0; j < ngroups && strcmp(res[j].group, gv); j++)
+			;
+		if (j == ngroups) {
+			if (!(res[j].group = strdup(gv))) {
+				err = cp_error(ENOMEM, "out of memory reading the store");
+				goto out;
+			}
+			c.groups[j].tmin = INT64_MAX;
+			c.groups[j].tmax = INT64_MIN;
+			ngroups++;
+		}
+		pairs[i].id = ser[i].id;
+		pairs[i].group = j;
+	}
+	/* the scan wants series ids sorted */
+	cp_qsort(pairs, nser, sizeof(*pairs), pair_cmp);
+	for (i = 0; i < nser; i++) {
+		want[i] = pairs[i].id;
+		c.group_of[i] = pairs[i].group;
+	}
+	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c)))
+		goto out;
+	for (i = 0; i < ngroups; i++)
+		if ((err = build(s, ser[0].type, &c.groups[i], &res[i].profile)))
+			goto out;
+	*out = res;
+	*n = ngroups;
+	res = NULL;
+out:
+	for (i = 0; c.groups && i < nser + 1; i++) {
+		free(c.groups[i].e);
+		cp_index_release(&c.groups[i].idx);
+	}
+	free(c.groups);
+	free(c.group_of);
+	free(want);
+	free(pairs);
+	cp_store_results_free(res, ngroups);
+	cp_store_series_free(ser, nser);
+	return err;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct over_ctx {
+	struct cp_buckets b;
+	int64_t *totals;
+};
+
+static int add_to_step(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
+{
+	struct over_ctx *c = ctx;
+	ssize_t k = cp_buckets_index(&c->b, t);
+
+	(void)si;
+	(void)stack;
+	(void)labels;
+	if (k >= 0)
+		c->totals[k] = cp_add_sat(c->totals[k], v);
+	return 0;
+}
+
+int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+		       struct cp_buckets *b, char **type)
+{
+	struct cp_store_series *ser = NULL;
+	struct over_ctx c = { { 0, 0, 0 }, NULL };
+	int64_t *want = NULL;
+	size_t nser = 0, i;
+	int err;
+
+	if ((err = cp_buckets_align(q->from, q->to, step, &c.b)))
+		return err;
+	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
+		goto out;
+	c.totals = calloc(c.b.n, sizeof(*c.totals));
+	want = malloc(nser * sizeof(*want));
+	if (!c.totals || !want || !(*type = strdup(ser[0].type))) {
+		err = cp_error(ENOMEM, "out of memory reading the store");
+		goto out;
+	}
+	for (i = 0; i < nser; i++)
+		want[i] = ser[i].id;
+	cp_qsort(want, nser, sizeof(*want), id_cmp);
+	/* whole buckets: from the first one's start to the last one's end */
+	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c))) {
+		free(*type);
+		*type = NULL;
+		goto out;
+	}
+	*totals = c.totals;
+	*b = c.b;
+	c.totals = NULL;
+out:
+	free(c.totals);
+	free(want);
+	cp_store_series_free(ser, nser);
+	return err;
+}
+
+int cp_local_stats(struct cp_local *s, struct cp_store_stats *st)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	struct dirent *de;
+	sqlite3_stmt *ps = NULL;
+	DIR *d;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	st->series = cp_db_count(s->db, "SELECT count(*) FROM series");
+	if ((err = cp_dict_load(&s->dict)))
+		return err;
+	st->stacks = s->dict.nstack;
+	st->locations = s->dict.nloc;
+	st->functions = cp_db_count(s->db, "SELECT count(*) FROM functions");
+	if ((err = cp_db_prepare(s->db, "SELECT name FROM partitions", &ps)))
+		return err;
+	while (sqlite3_step(ps) == SQLITE_ROW) {
+		sqlite3 *db;
+
+		if (cp_parts_open(&s->parts, (const char *)sqlite3_column_text(ps, 0), &db))
+			continue;
+		st->blocks += cp_db_count(db, "SELECT count(*) FROM blocks");
+		st->entries += cp_db_count(db, "SELECT coalesce(sum(entries), 0) FROM blocks");
+		st->samples += cp_db_count(db, "SELECT coalesce(sum(samples), 0) FROM blocks");
+	}
+	sqlite3_finalize(ps);
+	/* bytes: every file of the store, as du would count them */
+	for (int pass = 0; pass < 2; pass++) {
+		snprintf(path, sizeof(path), pass ? "%s/parts" : "%s", s->dir);
+		if (!(d = opendir(path)))
+			continue;
+		while ((de = readdir(d))) {
+			char f[PATH_MAX + 256];
+
+			snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+			if (!stat(f, &sb) && S_ISREG(sb.st_mode))
+				st->bytes += sb.st_size;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading the local store: a selection (the matching series of one type,
+ * the blocks of the days that overlap the range, skipping blocks without a
+ * wanted series before inflating them, aggregated per (stack, label set) and
+ * group, the result profiles holding only the dictionary entries their
+ * samples use), totals over time, and the store's figures.  The contracts
+ * are cp_store_select, cp_store_over_time and cp_store_stats's (store.h);
+ * these are the local backend's.
+ *
+ * Ownership: results are the caller's (cp_store_results_free, free).
+ * Errors: -errno with the message recorded (series.h's for the selector,
+ * blocks.h's for a corrupt block, EBADMSG for a block that refers to a stack
+ * the dictionary does not have, ENOMEM, SQLite's). */
+#ifndef CP_STORE_QUERY_H
+#define CP_STORE_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct cp_local;
+
+int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
+int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+		       struct cp_buckets *b, char **type);
+int cp_local_stats(struct cp_local *s, struct cp_store_stats *st);
+
+#endif

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+#include "series.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "backend.h"
+#include "db.h"
+
+int cp_series_ids_init(struct cp_series_ids *c)
+{
+	memset(c, 0, sizeof(*c));
+	return cp_strtab_init(&c->keys) ? cp_error(ENOMEM, "out of memory for the series ids") : 0;
+}
+
+void cp_series_ids_release(struct cp_series_ids *c)
+{
+	cp_strtab_release(&c->keys);
+	free(c->ids);
+	memset(c, 0, sizeof(*c));
+}
+
+int cp_series_ids_reset(struct cp_series_ids *c)
+{
+	cp_strtab_release(&c->keys);
+	return cp_strtab_init(&c->keys) ? cp_error(ENOMEM, "out of memory for the series ids") : 0;
+}
+
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cp_kv *)a)->name, ((const struct cp_kv *)b)->name);
+}
+
+static bool is_text(const char *v)
+{
+	json_t *j = v ? json_string(v) : NULL; /* NULL unless UTF-8 */
+
+	json_decref(j);
+	return j != NULL;
+}
+
+char *cp_series_labels_json(const struct cp_kv *unsorted, size_t n, int *err)
+{
+	struct cp_kv *labels = malloc((n + 1) * sizeof(*labels));
+	json_t *o = json_object();
+	char *s = NULL;
+	size_t i;
+
+	*err = 0;
+	if (!o || !labels)
+		goto nomem;
+	if (n) /* labels may be NULL when there are none */
+		memcpy(labels, unsorted, n * sizeof(*labels));
+	cp_qsort(labels, n, sizeof(*labels), kv_cmp);
+	for (i = 0; i < n; i++) {
+		if (!is_text(labels[i].name) || !is_text(labels[i].value)) {
+			*err = cp_error(EINVAL, "label %s: names and values must be UTF-8 text",
+					labels[i].name ? labels[i].name : "(null)");
+			goto out;
+		}
+		if (json_object_set_new(o, labels[i].name, json_string(labels[i].value)))
+			goto nomem;
+	}
+	if ((s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)))
+		goto out;
+nomem:
+	*err = cp_error(ENOMEM, "out of memory writing series");
+out:
+	json_decref(o);
+	free(labels);
+	return s;
+}
+
+int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, const char *labels)
+{
+	size_t tl = strlen(type), ll = strlen(labels);
+	char *key = malloc(tl + ll + 2);
+	sqlite3_stmt *st = NULL;
+	int64_t id, k;
+	size_t cap = c->cap;
+
+	if (!key)
+		return cp_error(ENOMEM, "out of memory writing series");
+	memcpy(key, type, tl);
+	key[tl] = '\x1e';
+	memcpy(key + tl + 1, labels, ll + 1);
+	if ((k = cp_strtab_find(&c->keys, key, tl + ll + 1)) >= 0) {
+		id = c->ids[k];
+		goto out;
+	}
+	if (cp_db_prepare(db, "INSERT INTO series(type, labels) VALUES(?1, ?2) ON CONFLICT DO NOTHING", &st))
+		goto fail;
+	sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(st);
+	if (cp_db_prepare(db, "SELECT id FROM series WHERE type = ?1 AND labels = ?2", &st))
+		goto fail;
+	sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto fail;
+	id = sqlite3_column_int64(st, 0);
+	k = cp_strtab_intern(&c->keys, key, tl + ll + 1);
+	if (k < 0 || cp_grow((void **)&c->ids, &cap, (size_t)k + 1, sizeof(*c->ids))) {
+		id = cp_error(ENOMEM, "out of memory writing series");
+		goto out;
+	}
+	c->cap = cap;
+	c->ids[k] = id;
+	goto out;
+fail:
+	id = cp_db_error(db, "writing series");
+out:
+	sqlite3_finalize(st);
+	free(key);
+	return id;
+}
+
+
+static int parse_labels(const char *json, struct cp_store_series *r)
+{
+	json_t *o = json_loads(json, 0, NULL), *v;
+	const char *k;
+	size_t i = 0;
+
+	if (!o || !json_is_object(o)) {
+		json_decref(o);
+		return cp_error(EBADMSG, "the store has a series with malformed labels: %s", json);
+	}
+	r->names = calloc(json_object_size(o) + 1, sizeof(char *));
+	r->values = calloc(json_object_size(o) + 1, sizeof(char *));
+	if (!r->names || !r->values) {
+		json_decref(o);
+		return cp_error(ENOMEM, "out of memory reading series");
+	}
+	json_object_foreach(o, k, v) {
+		r->names[i] = strdup(k);
+		r->values[i] = strdup(json_is_string(v) ? json_string_value(v) : "");
+		r->nlabels = ++i;
+		if (!r->names[i - 1] || !r->values[i - 1]) {
+			json_decref(o);
+			return cp_error(ENOMEM, "out of memory reading series");
+		}
+	}
+	json_decref(o);
+	return 0;
+}
+
+int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+{
+	struct cp_store_series *r = NULL;
+	size_t cnt = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int err, rc;
+
+	if ((err = cp_db_prepare(db, "SELECT id, type, labels FROM series ORDER BY type, labels", &st)))
+		return err;
+	if (sel) /* one budget for the selector's regexes over all the series */
+		cp_selector_begin(sel);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cp_store_series x = { 0 };
+		int hit = 1;
+
+		x.id = sqlite3_column_int64(st, 0);
+		x.type = strdup((const char *)sqlite3_column_text(st, 1));
+		if (!x.type || (err = parse_labels((const char *)sqlite3_column_text(st, 2), &x))) {
+			err = err ? err : cp_error(ENOMEM, "out of memory reading series");
+			cp_store_series_release(&x);
+			goto out;
+		}
+		if (sel)
+			hit = !cp_selector_match_type(sel, x.type) ?
+				      0 :
+				      cp_selector_match_labels(sel, (const char *const *)x.names,
+							       (const char *const *)x.values, x.nlabels);
+		if (hit <= 0) { /* < 0: a regex too costly, the error is the answer */
+			cp_store_series_release(&x);
+			if ((err = hit))
+				goto out;
+			continue;
+		}
+		if (cp_grow((void **)&r, &cap, cnt + 1, sizeof(*r))) {
+			cp_store_series_release(&x);
+			err = cp_error(ENOMEM, "out of memory reading series");
+			goto out;
+		}
+		r[cnt++] = x;
+	}
+	if (rc != SQLITE_DONE)
+		err = cp_db_error(db, "reading series");
+out:
+	sqlite3_finalize(st);
+	if (err) {
+		cp_store_series_free(r, cnt);
+		return err;
+	}
+	*out = r;
+	*n = cnt;
+	return 0;
+}
+
+/* When the types of the series share one name (the selector said "wall" and the store holds wall:wall
+ * and wall:samples), the name's main type, as Pyroscope shows it: the sample type named in this table,
+ * else the one measured in its period's own type (process_cpu:cpu:...:cpu, wall:wall:...:wall). NULL
+ * when there is no single such type. */
+static const char *main_type(const struct cp_store_series *ser, size_t n)
+{
+	static const char *const mains[][2] = {
+		{ "process_cpu", "cpu" }, { "wall", "wall" },	 { "memory", "inuse_space" },
+		{ "mutex", "delay" },	  { "block", "delay" }, { "goroutines", "goroutine" },
+	};
+	const char *pick = NULL;
+	char name[128], n2[128], st[128], pt[128];
+	size_t i, k;
+
+	cp_store_type_part(ser[0].type, 0, name, sizeof(name));
+	for (i = 0; i < n; i++)
+		if (strcmp(cp_store_type_part(ser[i].type, 0, n2, sizeof(n2)), name))
+			return NULL;
+	for (i = 0; i < n; i++) {
+		const char *want = NULL;
+
+		if (pick && !strcmp(pick, ser[i].type))
+			continue;
+		cp_store_type_part(ser[i].type, 1, st, sizeof(st));
+		for (k = 0; k < sizeof(mains) / sizeof(mains[0]); k++)
+			if (!strcmp(mains[k][0], name))
+				want = mains[k][1];
+		if (want ? strcmp(st, want) : strcmp(st, cp_store_type_part(ser[i].type, 3, pt, sizeof(pt))))
+			continue;
+		if (pick)
+			return NULL;
+		pick = ser[i].type;
+	}
+	return pick;
+}
+
+/* The matching series, which must be of one type (or of one name with a main type: main_type). */
+int cp_series_resolve(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **ser, size_t *n)
+{
+	char list[512] = "";
+	size_t i, used = 0, ntypes = 0;
+	int err = cp_series_list(db, sel, ser, n);
+
+	if (err)
+		return err;
+	if (!*n) {
+		cp_store_series_free(*ser, *n);
+		*ser = NULL;
+		return cp_error(ENOENT, "no stored series match the selector (cprof query --series lists them)");
+	}
+	for (i = 0; i < *n; i++) {
+		if (i && !strcmp((*ser)[i].type, (*ser)[i - 1].type))
+			continue;
+		ntypes++;
+		if (used < sizeof(list) - 1)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "", (*ser)[i].type);
+	}
+	if (ntypes > 1 && main_type(*ser, *n)) {
+		char *pick = strdup(main_type(*ser, *n));
+		size_t kept = 0;
+
+		if (!pick) {
+			cp_store_series_free(*ser, *n);
+			*ser = NULL;
+			*n = 0;
+			return cp_error(ENOMEM, "out of memory reading series");
+		}
+		for (i = 0; i < *n; i++) {
+			if (strcmp((*ser)[i].type, pick))
+				cp_store_series_release(&(*ser)[i]);
+			else
+				(*ser)[kept++] = (*ser)[i];
+		}
+		free(pick);
+		*n = kept;
+		return 0;
+	}
+	if (ntypes > 1) {
+		cp_store_series_free(*ser, *n);
+		*ser = NULL;
+		*n = 0;
+		return cp_error(EINVAL, "the selector matches %zu profile types; name one: %s", ntypes, list);
+	}
+	return 0;
+}
+

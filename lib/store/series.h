@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* The local store's series: a series is (profile type, labels), one row of
+ * index.db's series table with its labels as canonical JSON (keys sorted,
+ * compact, non-ASCII escaped; docs/STORE.md).  Writing: the id of a series,
+ * made when new, with a cache of the ids seen.  Reading: the series that match
+ * a selector, and the one profile type a selection reads.
+ *
+ * Ownership: struct cp_series_ids is the caller's (init/release); lists of
+ * series are the caller's (cp_store_series_free); db is always borrowed.
+ * Errors: 0 (or an id >= 0) or -errno with the message recorded: EINVAL for
+ * labels that are not UTF-8 text or a selector of several types (the message
+ * lists them), ENOENT for a selector that matches nothing, EBADMSG for a row
+ * whose labels are not a JSON object, ENOMEM, SQLite's (db.h). */
+#ifndef CP_STORE_SERIES_H
+#define CP_STORE_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "../strtab.h"
+#include "store.h"
+
+/* "type\x1elabels-json" -> series id: what this handle has written or read */
+struct cp_series_ids {
+	struct cp_strtab keys;
+	int64_t *ids;
+	size_t cap;
+};
+
+int cp_series_ids_init(struct cp_series_ids *c);
+void cp_series_ids_release(struct cp_series_ids *c);
+/* Forgets every id (the transaction that made some rolled back). */
+int cp_series_ids_reset(struct cp_series_ids *c);
+
+/* The labels (in any order; NULL when n is 0) as the JSON kept in the table
+ * (malloc'ed), or NULL with -errno in *err. */
+char *cp_series_labels_json(const struct cp_kv *labels, size_t n, int *err);
+/* The id of series (type, labels_json), added when missing (in the caller's
+ * write transaction). */
+int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, const char *labels_json);
+
+/* The series matching sel (NULL: all), sorted by type then labels
+ * (cp_store_series). */
+int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
+/* The matching series, which must be of one type, or of one name that has a
+ * main type (process_cpu:cpu, wall:wall...: only those are kept); at least
+ * one. */
+int cp_series_resolve(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **ser, size_t *n);
+
+#endif

@@ -155,8 +155,5 @@ int parse_log_level(const char *verb, const char *arg);
 
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
-/* Forks cmd, held before exec until a byte is written to go_fd[0]; an exec
- * failure's errno comes back on go_fd[1].  The pid, or -1 with errno. */
-pid_t start_gated_command(char **cmd, int *go_fd);
 
 #endif

@@ -19,6 +19,7 @@
 #include "../lib/error.h"
 #include "../lib/folded.h"
 #include "../lib/http/push.h"
+#include "../lib/launch.h"
 #include "../lib/proc.h"
 #include "../lib/recorder.h"
 #include "../lib/selector.h"
@@ -610,14 +611,13 @@ static int run_record(int argc, char **argv)
 	uint32_t child_pid;
 	struct sigaction sa;
 	char dir[4096], spool[4200];
-	int status = EXIT_OK, err, fds[2] = { -1, -1 };
-	pid_t child = -1;
-	int child_status = 0;
-	bool child_done = false;
+	int status = EXIT_OK, err;
+	struct cp_launch child;
 	int64_t t0, deadline = 0, next_flush = 0, next_prune = 0;
 	struct timespec rt;
 
 	memset(&r, 0, sizeof(r));
+	cp_launch_init(&child);
 	r.freq = 19;
 	/* never fetch debug info over the network while sampling */
 	unsetenv("DEBUGINFOD_URLS");
@@ -689,19 +689,16 @@ static int run_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	if (r.cmd) {
-		child = start_gated_command(r.cmd, fds);
-		if (child < 0) {
-			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
-			goto out;
-		}
+	if (r.cmd && (err = cp_launch_start(&child, r.cmd))) {
+		status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(-err));
+		goto out;
 	}
 	memset(&ro, 0, sizeof(ro));
-	child_pid = child > 0 ? (uint32_t)child : 0;
+	child_pid = child.pid > 0 ? (uint32_t)child.pid : 0;
 	ro.freq = r.freq;
-	ro.pids = child > 0 ? &child_pid : r.pids;
-	ro.npids = child > 0 ? 1 : r.npids;
-	ro.follow_forks = child > 0;
+	ro.pids = r.cmd ? &child_pid : r.pids;
+	ro.npids = r.cmd ? 1 : r.npids;
+	ro.follow_forks = r.cmd != NULL;
 	ro.cgroup = r.cgroup;
 	ro.idle = r.idle;
 	ro.no_kernel = r.no_kernel;
@@ -740,23 +737,9 @@ static int run_record(int argc, char **argv)
 		deadline = t0 + r.duration;
 	if (r.flush)
 		next_flush = t0 + r.flush;
-	if (child > 0) {
-		int e = 0;
-
-		if (write(fds[0], "g", 1) != 1) {
-			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
-			goto out;
-		}
-		close(fds[0]);
-		fds[0] = -1;
-		if (read(fds[1], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-			waitpid(child, NULL, 0);
-			child = -1;
-			status = fail("record", "cannot run %s: %s", r.cmd[0], strerror(e));
-			goto out;
-		}
-		close(fds[1]);
-		fds[1] = -1;
+	if (r.cmd && (err = cp_launch_release(&child))) {
+		status = fail("record", "cannot run %s: %s", r.cmd[0], strerror(-err));
+		goto out;
 	}
 	cp_log("record", CP_LOG_INFO, "sampling %s at %d Hz%s",
 	       r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
@@ -771,9 +754,7 @@ static int run_record(int argc, char **argv)
 			break;
 		}
 		now = cp_mono_ns();
-		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
-			child_done = true;
-		if (stop_signal || child_done || (deadline && now >= deadline))
+		if (stop_signal || cp_launch_poll(&child) || (deadline && now >= deadline))
 			break;
 		if (r.npids && !pids_alive(r.pids, r.npids))
 			break; /* as perf record -p: the processes are gone */
@@ -872,22 +853,10 @@ static int run_record(int argc, char **argv)
 		}
 		free(line);
 	}
-	if (child > 0 && child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status))
-		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child_status));
+	if (child.exited && WIFEXITED(child.status) && WEXITSTATUS(child.status))
+		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child.status));
 out:
-	if (child > 0 && !child_done) {
-		if (fds[0] >= 0) {
-			close(fds[0]); /* never released: it exits */
-			fds[0] = -1;
-		} else {
-			kill(child, SIGTERM); /* the recording ended first */
-		}
-		waitpid(child, NULL, 0);
-	}
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
+	cp_launch_end(&child); /* stops it when the recording ended first */
 	cp_recorder_free(r.rec);
 	cp_profile_free(file_prof);
 	cp_store_close(r.store);

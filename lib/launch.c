@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* A command started held until the sampler watches it: see launch.h. */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void cp_launch_init(struct cp_launch *l)
+{
+	l->pid = -1;
+	l->go_fd = -1;
+	l->err_fd = -1;
+	l->exited = false;
+	l->status = 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int cp_launch_start(struct cp_launch *l, char *const argv[])
+{
+	int gate[2], errp[2], err;
+
+	cp_launch_init(l);
+	if (pipe2(gate, O_CLOEXEC))
+		return -errno;
+	if (pipe2(errp, O_CLOEXEC)) {
+		err = -errno;
+		close(gate[0]);
+		close(gate[1]);
+		return err;
+	}
+	l->pid = fork();
+	if (l->pid < 0) {
+		err = -errno;
+		close(gate[0]);
+		close(gate[1]);
+		close(errp[0]);
+		close(errp[1]);
+		l->pid = -1;
+		return err;
+	}
+	if (l->pid == 0) {
+		char c;
+		int e;
+
+		close(gate[1]);
+		close(errp[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		/* wait until the sampler watches us: a closed gate means never */
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(errp[1]);
+	l->go_fd = gate[1];
+	l->err_fd = errp[0];
+	return 0;
+}
+
+int cp_launch_release(struct cp_launch *l)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (l->pid < 0 || l->go_fd < 0)
+		return -EINVAL;
+	if (write(l->go_fd, "g", 1) != 1)
+		e = errno ? errno : EIO;
+	close_fd(&l->go_fd);
+	/* the pipe closes at a successful exec (O_CLOEXEC): 0 bytes; else the errno */
+	if (!e) {
+		do
+			n = read(l->err_fd, &e, sizeof(e));
+		while (n < 0 && errno == EINTR);
+		if (n != (ssize_t)sizeof(e))
+			e = 0;
+	}
+	close_fd(&l->err_fd);
+	if (e) {
+		waitpid(l->pid, &l->status, 0);
+		l->pid = -1;
+		return -e;
+	}
+	return 0;
+}
+
+bool cp_launch_poll(struct cp_launch *l)
+{
+	if (l->pid > 0 && !l->exited && waitpid(l->pid, &l->status, WNOHANG) == l->pid)
+		l->exited = true;
+	return l->exited;
+}
+
+void cp_launch_end(struct cp_launch *l)
+{
+	if (l->pid > 0 && !l->exited) {
+		if (l->go_fd >= 0)
+			close_fd(&l->go_fd); /* never released: it exits */
+		else
+			kill(l->pid, SIGTERM); /* the profiling ended first */
+		while (waitpid(l->pid, &l->status, 0) < 0 && errno == EINTR)
+			;
+		l->exited = true;
+	}
+	close_fd(&l->go_fd);
+	close_fd(&l->err_fd);
+}

@@ -24,6 +24,14 @@ int cp_stream_check(FILE *f, const char *what);
 int cp_parse_size(const char *s, uint64_t *out);
 /* "1 MiB" for whole mebibytes, else "1000 bytes". */
 const char *cp_size_str(size_t n, char *buf, size_t len);
+/* A size as cp_parse_size reads it back, in the largest unit that divides
+ * it: "10G", "512M", "1000" (bytes).  Returns buf. */
+const char *cp_size_text(uint64_t n, char *buf, size_t len);
+/* A duration as cp_parse_duration (selector.h) reads it back, in the
+ * largest unit that divides it: "7d", "90m", "30s", "500ms"; "1500000ns"
+ * below that (which cp_parse_duration refuses: it has no ns).  Returns buf;
+ * 32 bytes hold any. */
+const char *cp_duration_text(int64_t ns, char *buf, size_t len);
 
 /* In an array sorted by a leading uint64_t key (elements of size bytes),
  * the index just past the last element whose key is <= key (0: none). */

@@ -19,6 +19,7 @@
 #include "../lib/error.h"
 #include "../lib/folded.h"
 #include "../lib/http/push.h"
+#include "../lib/labels.h"
 #include "../lib/launch.h"
 #include "../lib/proc.h"
 #include "../lib/recorder.h"
@@ -116,8 +117,7 @@ struct rec {
 	bool spooling;                 /* the server did not take the last push */
 	int64_t duration, flush, retention;
 	uint64_t max_store_size;
-	struct cp_kv labels[32];
-	size_t nlabels, cfg_labels; /* the first cfg_labels are the file's */
+	struct cp_labels labels, cfg_labels; /* -l: the options', the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
 	struct cp_upkeep upkeep;    /* --retention, --max-store-size */
 	uint32_t *pids;
@@ -141,53 +141,6 @@ static void on_signal(int sig)
 }
 
 /* ---- flushing ---- */
-
-struct flush_ctx {
-	struct rec *r;
-	struct cp_store_append *batch;
-	struct cp_kv *kv;
-	char (*pidbuf)[16];
-	size_t n, cap;
-	int err;
-};
-
-static void collect(const struct cp_proc *p, struct cp_profile *prof, void *arg)
-{
-	struct flush_ctx *c = arg;
-	struct cp_kv *kv;
-	size_t k = 0;
-
-	if (c->n >= c->cap)
-		return;
-	kv = c->kv + c->n * (c->r->nlabels + 8);
-	snprintf(c->pidbuf[c->n], 16, "%u", p->pid);
-	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
-	kv[k++] = (struct cp_kv){ "pid", c->pidbuf[c->n] };
-	kv[k++] = (struct cp_kv){ "node", c->r->node };
-	if (p->exe)
-		kv[k++] = (struct cp_kv){ "exe", p->exe };
-	if (p->container)
-		kv[k++] = (struct cp_kv){ "container", p->container };
-	if (p->unit)
-		kv[k++] = (struct cp_kv){ "unit", p->unit };
-	if (p->pod)
-		kv[k++] = (struct cp_kv){ "pod", p->pod };
-	for (size_t i = 0; i < c->r->nlabels; i++) {
-		size_t j;
-
-		for (j = 0; j < k && strcmp(kv[j].name, c->r->labels[i].name); j++)
-			;
-		kv[j] = c->r->labels[i]; /* user labels win */
-		if (j == k)
-			k++;
-	}
-	c->batch[c->n].profile = prof;
-	c->batch[c->n].name = "cpu";
-	c->batch[c->n].labels = kv;
-	c->batch[c->n].nlabels = k;
-	c->batch[c->n].time_ns = 0;
-	c->n++;
-}
 
 /* Say on stderr what happened to the pushes since the last report: the
  * server stopped answering (they are spooled), answers again (the spool is
@@ -230,26 +183,12 @@ static bool push_error_passes(int err)
 
 static int flush_store(struct rec *r, int64_t now_wall)
 {
-	struct flush_ctx c = { r, NULL, NULL, NULL, 0, cp_recorder_nprocs(r->rec), 0 };
-	int err = 0;
+	struct cp_recorder_series c;
+	int err = cp_recorder_series(r->rec, r->node, r->labels.kv, r->labels.n, r->interval_start, now_wall, &c);
 
-	if (c.cap) {
-		c.batch = calloc(c.cap, sizeof(*c.batch));
-		c.kv = calloc(c.cap * (r->nlabels + 8), sizeof(*c.kv));
-		c.pidbuf = calloc(c.cap, sizeof(*c.pidbuf));
-		if (!c.batch || !c.kv || !c.pidbuf) {
-			err = -ENOMEM;
-			goto out;
-		}
-		cp_recorder_each(r->rec, collect, &c);
-	}
-	for (size_t i = 0; i < c.n; i++) {
-		struct cp_profile *p = (struct cp_profile *)c.batch[i].profile;
-
-		p->time_nanos = r->interval_start;
-		p->duration_nanos = now_wall - r->interval_start > 0 ? now_wall - r->interval_start : 1;
-	}
-	if (c.n && (err = cp_store_append(r->store, c.batch, c.n))) {
+	if (err)
+		goto out;
+	if (c.n && (err = cp_store_append(r->store, c.a, c.n))) {
 		if (!r->remote || !push_error_passes(err))
 			goto out;
 		cp_log("record", CP_LOG_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
@@ -275,9 +214,7 @@ static int flush_store(struct rec *r, int64_t now_wall)
 			(unsigned long long)cp_recorder_sessions_built(r->rec));
 	}
 out:
-	free(c.batch);
-	free(c.kv);
-	free(c.pidbuf);
+	cp_recorder_series_release(&c);
 	r->interval_start = now_wall;
 	return err;
 }
@@ -383,21 +320,11 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			break;
 		}
 		case 'l':
-		case OPT_LABEL: {
-			char *eq = strchr(optarg, '=');
-
-			if (!eq || !cp_label_name_valid(optarg, (size_t)(eq - optarg)))
-				return usage_error("record", "bad label '%s': want NAME=VALUE, the name of letters, "
-							     "digits and _", optarg);
-			if (r->nlabels == sizeof(r->labels) / sizeof(*r->labels))
-				return usage_error("record", "too many labels (at most 32)");
-			*eq = 0;
-			r->labels[r->nlabels].name = optarg;
-			r->labels[r->nlabels++].value = eq + 1;
-			if (from_config())
-				r->cfg_labels = r->nlabels;
+		case OPT_LABEL:
+			if ((err = cp_label_arg(from_config() ? &r->cfg_labels : &r->labels, optarg)))
+				return err == -ENOMEM ? fail("record", "out of memory") :
+							usage_error("record", "%s", cp_errmsg(err));
 			break;
-		}
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
@@ -428,9 +355,9 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			r->spool_size = 0;
 		if (r->cfg_store & CFG_MAX_STORE)
 			r->max_store_size = 0;
-		memmove(r->labels, r->labels + r->cfg_labels, (r->nlabels - r->cfg_labels) * sizeof(*r->labels));
-		r->nlabels -= r->cfg_labels;
-		r->cfg_labels = 0;
+		cp_labels_release(&r->cfg_labels);
+	} else if ((err = cp_labels_take_defaults(&r->labels, &r->cfg_labels))) {
+		return err == -ENOMEM ? fail("record", "out of memory") : usage_error("record", "%s", cp_errmsg(err));
 	}
 	if ((int)r->all + (r->npids > 0) + (r->cmd != NULL) > 1)
 		return usage_error("record", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
@@ -444,7 +371,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "-f pprof needs -o FILE (pprof is binary)");
 	if ((r->output || r->format) && (r->flush || r->retention))
 		return usage_error("record", "--flush-interval and --retention are for the store, not -o/-f");
-	if (r->nlabels && (r->output || r->format))
+	if (r->labels.n && (r->output || r->format))
 		return usage_error("record", "--label is for the store's series; not with -o/-f");
 	if (r->remote && (r->output || r->format))
 		return usage_error("record", "--remote pushes to a server; with -o/-f the profile goes to a file or stdout");
@@ -471,49 +398,16 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "--max-store-size is for the store, not -o/-f");
 	if (!r->remote && (r->spool || r->spool_size))
 		return usage_error("record", "--spool and --spool-size go with --remote URL");
-	for (size_t i = 0; r->remote && i < r->nlabels; i++)
-		if (!strcmp(r->labels[i].name, "name") || !strcmp(r->labels[i].name, "time"))
+	for (size_t i = 0; r->remote && i < r->labels.n; i++)
+		if (!strcmp(r->labels.kv[i].name, "name") || !strcmp(r->labels.kv[i].name, "time"))
 			return usage_error("record", "label '%s': with --remote, 'name' and 'time' are the push API's, "
-						     "not labels", r->labels[i].name);
+						     "not labels", r->labels.kv[i].name);
 	if ((err = check_pids_exist("record", r->pids, r->npids)) != EXIT_OK)
 		return err;
 	return EXIT_OK;
 }
 
 /* ---- --print-config ---- */
-
-static const char *dur_text(int64_t ns, char *buf, size_t len)
-{
-	static const struct { int64_t ns; const char *unit; } units[] = {
-		{ 86400000000000LL, "d" }, { 3600000000000LL, "h" }, { 60000000000LL, "m" },
-		{ 1000000000LL, "s" },     { 1000000LL, "ms" },
-	};
-
-	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
-		if (ns % units[i].ns == 0) {
-			snprintf(buf, len, "%lld%s", (long long)(ns / units[i].ns), units[i].unit);
-			return buf;
-		}
-	snprintf(buf, len, "%lldns", (long long)ns);
-	return buf;
-}
-
-/* a size as --max-store-size takes it back */
-static const char *size_text(uint64_t n, char *buf, size_t len)
-{
-	static const char units[] = "TGMK";
-
-	for (int i = 0; i < 4; i++) {
-		uint64_t u = 1ull << (10 * (4 - i));
-
-		if (n % u == 0) {
-			snprintf(buf, len, "%llu%c", (unsigned long long)(n / u), units[i]);
-			return buf;
-		}
-	}
-	snprintf(buf, len, "%llu", (unsigned long long)n);
-	return buf;
-}
 
 /* a YAML scalar, quoted (JSON-style escapes are valid YAML) */
 static void yaml_str(FILE *f, const char *s)
@@ -556,7 +450,7 @@ static int print_config(const struct rec *r)
 	fprintf(f, "]\n  cgroup: ");
 	yaml_str(f, r->cgroup);
 	fprintf(f, "\n  freq: %d\n", r->freq);
-	fprintf(f, "  duration: %s\n", r->duration ? dur_text(r->duration, b, sizeof(b)) : "null");
+	fprintf(f, "  duration: %s\n", r->duration ? cp_duration_text(r->duration, b, sizeof(b)) : "null");
 	if (r->output || r->format) {
 		fprintf(f, "  output: ");
 		yaml_str(f, r->output);
@@ -568,10 +462,10 @@ static int print_config(const struct rec *r)
 		yaml_str(f, r->remote);
 		fprintf(f, "\n  token-file: ");
 		yaml_str(f, r->remote ? r->token_file : NULL);
-		fprintf(f, "\n  flush-interval: %s\n", dur_text(r->flush, b, sizeof(b)));
-		fprintf(f, "  retention: %s\n", r->retention ? dur_text(r->retention, b, sizeof(b)) : "null");
+		fprintf(f, "\n  flush-interval: %s\n", cp_duration_text(r->flush, b, sizeof(b)));
+		fprintf(f, "  retention: %s\n", r->retention ? cp_duration_text(r->retention, b, sizeof(b)) : "null");
 		fprintf(f, "  max-store-size: %s\n",
-			r->max_store_size ? size_text(r->max_store_size, b, sizeof(b)) : "null");
+			r->max_store_size ? cp_size_text(r->max_store_size, b, sizeof(b)) : "null");
 		if (r->remote) {
 			fprintf(f, "  spool: ");
 			if (r->spool)
@@ -579,18 +473,12 @@ static int print_config(const struct rec *r)
 			else
 				fprintf(f, "\"%s/spool\"", r->data ? r->data : "");
 			fprintf(f, "\n  spool-size: %s\n",
-				size_text(r->spool_size ? r->spool_size : (size_t)256 << 20, b, sizeof(b)));
+				cp_size_text(r->spool_size ? r->spool_size : (size_t)256 << 20, b, sizeof(b)));
 		}
 		fprintf(f, "  label: {");
-		for (size_t i = 0, n = 0; i < r->nlabels; i++) {
-			size_t j;
-
-			for (j = i + 1; j < r->nlabels && strcmp(r->labels[j].name, r->labels[i].name); j++)
-				;
-			if (j < r->nlabels)
-				continue; /* a later one wins */
-			fprintf(f, "%s%s: ", n++ ? ", " : "", r->labels[i].name);
-			yaml_str(f, r->labels[i].value);
+		for (size_t i = 0; i < r->labels.n; i++) {
+			fprintf(f, "%s%s: ", i ? ", " : "", r->labels.kv[i].name);
+			yaml_str(f, r->labels.kv[i].value);
 		}
 		fprintf(f, "}\n");
 	}
@@ -624,6 +512,8 @@ static int run_record(int argc, char **argv)
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
 		free(r.pids);
+		cp_labels_release(&r.labels);
+		cp_labels_release(&r.cfg_labels);
 		return status < 0 ? EXIT_OK : status;
 	}
 	if (gethostname(r.node, sizeof(r.node) - 1) != 0)
@@ -861,5 +751,7 @@ out:
 	cp_profile_free(file_prof);
 	cp_store_close(r.store);
 	free(r.pids);
+	cp_labels_release(&r.labels);
+	cp_labels_release(&r.cfg_labels);
 	return status;
 }

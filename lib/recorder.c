@@ -379,6 +379,83 @@ void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg)
 	cp_procs_each(r->procs, each_one, &c);
 }
 
+/* ---- the series policy ---- */
+
+enum { OWN_LABELS = 7 }; /* comm, pid, node, exe, container, unit, pod */
+
+struct series_ctx {
+	struct cp_recorder_series *s;
+	const char *node;
+	const struct cp_kv *extra;
+	size_t nextra, cap;
+	int64_t start, duration;
+};
+
+static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *arg)
+{
+	struct series_ctx *c = arg;
+	struct cp_recorder_series *s = c->s;
+	struct cp_kv *kv;
+	size_t k = 0;
+
+	if (s->n >= c->cap)
+		return;
+	kv = s->kv + s->n * (c->nextra + OWN_LABELS);
+	snprintf(s->pid[s->n], sizeof(s->pid[s->n]), "%u", p->pid);
+	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
+	kv[k++] = (struct cp_kv){ "pid", s->pid[s->n] };
+	kv[k++] = (struct cp_kv){ "node", c->node };
+	if (p->exe)
+		kv[k++] = (struct cp_kv){ "exe", p->exe };
+	if (p->container)
+		kv[k++] = (struct cp_kv){ "container", p->container };
+	if (p->unit)
+		kv[k++] = (struct cp_kv){ "unit", p->unit };
+	if (p->pod)
+		kv[k++] = (struct cp_kv){ "pod", p->pod };
+	for (size_t i = 0; i < c->nextra; i++) {
+		size_t j;
+
+		for (j = 0; j < k && strcmp(kv[j].name, c->extra[i].name); j++)
+			;
+		kv[j] = c->extra[i]; /* the extra labels win */
+		if (j == k)
+			k++;
+	}
+	prof->time_nanos = c->start;
+	prof->duration_nanos = c->duration;
+	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = "cpu", .labels = kv, .nlabels = k };
+	s->n++;
+}
+
+int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
+		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s)
+{
+	struct series_ctx c = { s, node, extra, nextra, cp_recorder_nprocs(r), start_ns,
+				end_ns - start_ns > 0 ? end_ns - start_ns : 1 };
+
+	memset(s, 0, sizeof(*s));
+	if (!c.cap)
+		return 0;
+	s->a = calloc(c.cap, sizeof(*s->a));
+	s->kv = calloc(c.cap * (nextra + OWN_LABELS), sizeof(*s->kv));
+	s->pid = calloc(c.cap, sizeof(*s->pid));
+	if (!s->a || !s->kv || !s->pid) {
+		cp_recorder_series_release(s);
+		return -ENOMEM;
+	}
+	cp_recorder_each(r, series_one, &c);
+	return 0;
+}
+
+void cp_recorder_series_release(struct cp_recorder_series *s)
+{
+	free(s->a);
+	free(s->kv);
+	free(s->pid);
+	memset(s, 0, sizeof(*s));
+}
+
 static void drop_profile(struct cp_proc *p, void *arg)
 {
 	(void)arg;

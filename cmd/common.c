@@ -230,6 +230,38 @@ int read_token(const char *verb, const char *token_file, char **token)
 	return EXIT_OK;
 }
 
+struct cp_store *store_open_write(const char *verb, const char *dir, const char *remote, const char *token_file,
+				  const char *spool, size_t spool_size, bool *away)
+{
+	struct cp_store *s;
+	char *token = NULL;
+	int err = 0;
+
+	if (away)
+		*away = false;
+	if (!remote) {
+		if (!(s = cp_store_open(dir, CP_STORE_WRITE)))
+			fail(verb, "%s", cp_errmsg(errno));
+		return s;
+	}
+	if (read_token(verb, token_file, &token))
+		return NULL;
+	s = cp_store_open_remote(remote, token, spool, spool_size);
+	free(token);
+	if (!s) {
+		fail(verb, "%s", cp_errmsg(errno));
+		return NULL;
+	}
+	if (spool && (err = cp_store_remote_ping(s)) < 0) {
+		fail(verb, "%s", cp_errmsg(err));
+		cp_store_close(s);
+		return NULL;
+	}
+	if (spool && err > 0 && away)
+		*away = true;
+	return s;
+}
+
 int store_range(const char *verb, struct store_args *a)
 {
 	int64_t now = cp_now_ns(), d;

@@ -53,7 +53,6 @@ const struct cmd cmd_import = {
 static int run_import(int argc, char **argv)
 {
 	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL, *remote = NULL, *token_file = NULL;
-	char *token = NULL;
 	struct cp_labels labels = { 0 }, cfg_labels = { 0 }; /* -l: the options', the file's */
 	struct cp_store_append *batch = NULL;
 	struct cp_store *store = NULL;
@@ -155,17 +154,9 @@ static int run_import(int argc, char **argv)
 		batch[i].nlabels = labels.n;
 		batch[i].time_ns = t;
 	}
-	if (remote) {
-		if ((status = read_token("import", token_file, &token)))
-			goto out;
-		data = remote;
-		store = cp_store_open_remote(remote, token, NULL, 0);
-	} else {
-		data = dir;
-		store = cp_store_open(data, CP_STORE_WRITE);
-	}
-	if (!store) {
-		status = fail("import", "%s", cp_errmsg(errno));
+	data = remote ? remote : dir;
+	if (!(store = store_open_write("import", dir, remote, token_file, NULL, 0, NULL))) {
+		status = EXIT_FAIL;
 		goto out;
 	}
 	if ((err = cp_store_append(store, batch, nfiles))) {
@@ -192,7 +183,6 @@ out:
 		cp_profile_free((struct cp_profile *)batch[i].profile);
 	free(batch);
 	cp_store_close(store);
-	free(token);
 	cp_labels_release(&labels);
 	cp_labels_release(&cfg_labels);
 	return status;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "log.h"
 #include "recorder.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -540,4 +541,16 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 		(unsigned long long)u.sessions_built, (unsigned long long)u.sessions_evicted,
 		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
 		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
+}
+
+void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns)
+{
+	struct cp_sampler_counts c;
+
+	cp_recorder_counts(r, &c);
+	fprintf(out, "%llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r), (double)ns / 1e9);
+	if (c.dropped)
+		fprintf(out, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
+	if (cp_log_enabled(CP_LOG_DEBUG))
+		cp_recorder_debug(r, out);
 }

@@ -83,6 +83,9 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r);
 /* Processes known (alive or with records pending). */
 size_t cp_recorder_nprocs(const struct cp_recorder *r);
 
+/* The summary of a run of ns nanoseconds: "N samples in 2.0 s", the samples
+ * lost (the ring buffer full) and, at --log-level debug, cp_recorder_debug. */
+void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns);
 /* For CPROF_DEBUG: the unwinder's, symbolizer's and sampler's counters. */
 void cp_recorder_debug(struct cp_recorder *r, FILE *out);
 /* How many unwind sessions were built so far. */

@@ -42,6 +42,25 @@ const char *cp_size_str(size_t n, char *buf, size_t len)
 	return buf;
 }
 
+int cp_check_creatable(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	struct stat st;
+	int e = 0;
+
+	if (!dir)
+		e = ENOMEM;
+	else if (stat(dir, &st) != 0)
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(dir, W_OK) != 0)
+		e = errno;
+	free(dir);
+	return e ? cp_error(e, "cannot write %s: %s", path, strerror(e)) : 0;
+}
+
 const char *cp_size_text(uint64_t n, char *buf, size_t len)
 {
 	static const char units[] = "TGMK";

@@ -37,6 +37,11 @@ const char *cp_duration_text(int64_t ns, char *buf, size_t len);
  * the index just past the last element whose key is <= key (0: none). */
 size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key);
 
+/* Can a file be created at path: its directory exists, is one, and may be
+ * written (to fail before a long run that ends by writing it, not after)?
+ * 0, or -errno with the message "cannot write PATH: REASON". */
+int cp_check_creatable(const char *path);
+
 /* mkdir -p: the missing directories of path, the last with leaf_mode and
  * the others 0755. 0 or -errno with a message. */
 int cp_mkdirs(const char *path, mode_t leaf_mode);

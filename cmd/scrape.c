@@ -170,38 +170,18 @@ static void *run_thread(void *arg)
 
 static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, size_t dlen)
 {
-	char *token = NULL;
-	int status;
+	char spool[4200];
+	int status, err;
 
-	if (o->remote) {
-		char spool[4096];
-		int err;
-
-		if ((status = read_token("scrape", o->token_file, &token)))
-			return status;
-		/* the targets' state where --targets looks, the spool beside it */
-		if ((status = store_dir("scrape", NULL, dir, dlen)))
-			return status;
-		snprintf(spool, sizeof(spool), "%s/spool-scrape", dir);
-		if ((err = cp_mkdirs(dir, 0755))) {
-			free(token);
-			return fail("scrape", "%s", cp_errmsg(err));
-		}
-		k->store = cp_store_open_remote(o->remote, token, spool, 256u << 20);
-		free(token);
-		/* a refused token or not a cprof server: say so now, not as failing targets */
-		if (k->store && (err = cp_store_remote_ping(k->store)) < 0) { /* 1: no answer yet, spooled */
-			cp_store_close(k->store);
-			k->store = NULL;
-			return fail("scrape", "%s", cp_errmsg(err));
-		}
-	} else {
-		if ((status = store_dir("scrape", o->data, dir, dlen)))
-			return status;
-		k->store = cp_store_open(dir, CP_STORE_WRITE);
-	}
-	if (!k->store)
-		return fail("scrape", "%s", cp_errmsg(errno));
+	/* with --remote: the targets' state where --targets looks, the spool beside it */
+	if ((status = store_dir("scrape", o->remote ? NULL : o->data, dir, dlen)))
+		return status;
+	snprintf(spool, sizeof(spool), "%s/spool-scrape", dir);
+	if (o->remote && (err = cp_mkdirs(dir, 0755)))
+		return fail("scrape", "%s", cp_errmsg(err));
+	/* a refused token or not a cprof server: said now, not as failing targets */
+	if (!(k->store = store_open_write("scrape", dir, o->remote, o->token_file, spool, 256u << 20, NULL)))
+		return EXIT_FAIL;
 	k->upkeep.verb = "scrape";
 	k->upkeep.retention = o->keep;
 	k->upkeep.max_size = o->max_store;
@@ -271,92 +251,17 @@ out:
 
 /* ---- one scrape ---- */
 
-/* the seconds= a URL already asks for (0: none) */
-static long url_seconds(const char *url)
-{
-	const char *q = strchr(url, '?'), *p;
-
-	for (p = q; p && *p; p = strchr(p + 1, '&'))
-		if (!strncmp(p + 1, "seconds=", 8))
-			return atol(p + 9);
-	return 0;
-}
-
 static int run_once(const struct scrape_opts *o, const char *url_arg)
 {
-	const char *scheme_end = strstr(url_arg, "://"), *path, *name = o->profile, *dpath;
-	char *url = NULL, instance[256], pname[64];
+	struct cp_scrape_request q;
 	struct cp_profile *p = NULL;
 	struct cp_kv labels[CP_LABEL_ARGS_MAX + 2];
-	bool delta = false;
-	int64_t timeout = 0;
-	long given;
 	size_t bytes = 0, n = 0, i;
 	int status = EXIT_OK, err;
 
-	if (!scheme_end || (strncmp(url_arg, "http://", 7) && strncmp(url_arg, "https://", 8)))
-		return usage_error("scrape", "'%s' is not an http:// or https:// URL", url_arg);
-	path = strchr(scheme_end + 3, '/');
-	snprintf(instance, sizeof(instance), "%.*s", (int)(path ? path - scheme_end - 3 : (long)strlen(scheme_end + 3)),
-		 scheme_end + 3);
-	if (!*instance)
-		return usage_error("scrape", "'%s' has no host", url_arg);
-	if (!path || !strcmp(path, "/")) { /* the profile's default path */
-		if (!name)
-			name = "process_cpu";
-		if (!cp_type_name_valid(name))
-			return usage_error("scrape", "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
-		/* a name without a known path: Go's /debug/pprof/NAME (threadcreate...) */
-		if ((dpath = cp_scrape_default_path(name, &delta)))
-			err = asprintf(&url, "%.*s%s", (int)(path ? path - url_arg : (long)strlen(url_arg)), url_arg, dpath);
-		else
-			err = asprintf(&url, "%.*s/debug/pprof/%s", (int)(path ? path - url_arg : (long)strlen(url_arg)),
-				       url_arg, name);
-	} else {
-		/* a URL with its path: the name from --profile, the path, or its last part */
-		if (!name) {
-			const char *last = strrchr(path, '/') + 1;
-			size_t k;
-
-			snprintf(pname, sizeof(pname), "%.*s", (int)strcspn(last, "?"), last);
-			for (k = 0; pname[k]; k++)
-				if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", pname[k]))
-					pname[k] = '_';
-			name = !strcmp(pname, "profile") ? "process_cpu" : !strcmp(pname, "allocs") ? "memory" :
-			       *pname				    ? pname :
-								      "profile";
-		}
-		delta = !strcmp(name, "process_cpu") || !strcmp(name, "fgprof");
-		err = asprintf(&url, "%s", url_arg);
-	}
-	if (err < 0)
-		return fail("scrape", "out of memory");
-	if (!cp_type_name_valid(name)) {
-		free(url);
-		return usage_error("scrape", "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
-	}
-	delta = delta || o->seconds; /* Go takes ?seconds= on every profile: a delta over that time */
-	if ((given = url_seconds(url)) > 0) { /* the URL says how long already */
-		delta = false;
-		if (!o->timeout)
-			timeout = given * 1000000000LL + 3 * 1000000000LL;
-	}
-	if (delta) {
-		char *u2 = NULL;
-		long long secs = o->seconds ? o->seconds / 1000000000 : 10;
-
-		if (asprintf(&u2, "%s%cseconds=%lld", url, strchr(url, '?') ? '&' : '?', secs) < 0) {
-			free(url);
-			return fail("scrape", "out of memory");
-		}
-		free(url);
-		url = u2;
-	}
-	if (!timeout)
-		timeout = o->timeout ? o->timeout :
-			  delta	     ? (o->seconds ? o->seconds : 10 * 1000000000LL) + 3 * 1000000000LL :
-				       30 * 1000000000LL;
-	if (!(p = cp_scrape_once(url, timeout, &bytes))) {
+	if ((err = cp_scrape_request_make(url_arg, o->profile, o->seconds, o->timeout, &q)))
+		return err == -ENOMEM ? fail("scrape", "out of memory") : usage_error("scrape", "%s", cp_errmsg(err));
+	if (!(p = cp_scrape_once(q.url, q.timeout, &bytes))) {
 		status = fail("scrape", "%s", cp_errmsg(errno));
 		goto out;
 	}
@@ -373,7 +278,7 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		char dir[4096];
 
 		labels[n++] = (struct cp_kv){ "job", "scrape" };
-		labels[n++] = (struct cp_kv){ "instance", instance };
+		labels[n++] = (struct cp_kv){ "instance", q.instance };
 		for (i = 0; i < o->labels.n; i++) {
 			size_t j;
 
@@ -385,7 +290,7 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		if ((status = open_sink(o, &k, dir, sizeof(dir))))
 			goto out;
 		a.profile = p;
-		a.name = name;
+		a.name = q.name;
 		a.labels = labels;
 		a.nlabels = n;
 		a.time_ns = p->time_nanos ? p->time_nanos : cp_now_ns();
@@ -396,12 +301,12 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)
 			cp_log("scrape", CP_LOG_INFO, "%s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s",
-				url, p->nsamples, bytes, name, instance, err == CP_PUSH_SPOOLED ? " (spooled: the server is away)" : "");
+				q.url, p->nsamples, bytes, q.name, q.instance, err == CP_PUSH_SPOOLED ? " (spooled: the server is away)" : "");
 		cp_store_close(k.store);
 	}
 out:
 	cp_profile_free(p);
-	free(url);
+	cp_scrape_request_release(&q);
 	return status;
 }
 

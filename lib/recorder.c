@@ -382,8 +382,6 @@ void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg)
 
 /* ---- the series policy ---- */
 
-enum { OWN_LABELS = 7 }; /* comm, pid, node, exe, container, unit, pod */
-
 struct series_ctx {
 	struct cp_recorder_series *s;
 	const char *node;
@@ -392,20 +390,15 @@ struct series_ctx {
 	int64_t start, duration;
 };
 
-static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *arg)
+size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct cp_kv *extra, size_t nextra,
+			char pid[16], struct cp_kv *kv)
 {
-	struct series_ctx *c = arg;
-	struct cp_recorder_series *s = c->s;
-	struct cp_kv *kv;
 	size_t k = 0;
 
-	if (s->n >= c->cap)
-		return;
-	kv = s->kv + s->n * (c->nextra + OWN_LABELS);
-	snprintf(s->pid[s->n], sizeof(s->pid[s->n]), "%u", p->pid);
+	snprintf(pid, 16, "%u", p->pid);
 	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
-	kv[k++] = (struct cp_kv){ "pid", s->pid[s->n] };
-	kv[k++] = (struct cp_kv){ "node", c->node };
+	kv[k++] = (struct cp_kv){ "pid", pid };
+	kv[k++] = (struct cp_kv){ "node", node };
 	if (p->exe)
 		kv[k++] = (struct cp_kv){ "exe", p->exe };
 	if (p->container)
@@ -414,15 +407,29 @@ static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *a
 		kv[k++] = (struct cp_kv){ "unit", p->unit };
 	if (p->pod)
 		kv[k++] = (struct cp_kv){ "pod", p->pod };
-	for (size_t i = 0; i < c->nextra; i++) {
+	for (size_t i = 0; i < nextra; i++) {
 		size_t j;
 
-		for (j = 0; j < k && strcmp(kv[j].name, c->extra[i].name); j++)
+		for (j = 0; j < k && strcmp(kv[j].name, extra[i].name); j++)
 			;
-		kv[j] = c->extra[i]; /* the extra labels win */
+		kv[j] = extra[i]; /* the extra labels win */
 		if (j == k)
 			k++;
 	}
+	return k;
+}
+
+static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *arg)
+{
+	struct series_ctx *c = arg;
+	struct cp_recorder_series *s = c->s;
+	struct cp_kv *kv;
+	size_t k;
+
+	if (s->n >= c->cap)
+		return;
+	kv = s->kv + s->n * (c->nextra + CP_SERIES_OWN_LABELS);
+	k = cp_series_labels(p, c->node, c->extra, c->nextra, s->pid[s->n], kv);
 	prof->time_nanos = c->start;
 	prof->duration_nanos = c->duration;
 	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = "cpu", .labels = kv, .nlabels = k };
@@ -439,7 +446,7 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 	if (!c.cap)
 		return 0;
 	s->a = calloc(c.cap, sizeof(*s->a));
-	s->kv = calloc(c.cap * (nextra + OWN_LABELS), sizeof(*s->kv));
+	s->kv = calloc(c.cap * (nextra + CP_SERIES_OWN_LABELS), sizeof(*s->kv));
 	s->pid = calloc(c.cap, sizeof(*s->pid));
 	if (!s->a || !s->kv || !s->pid) {
 		cp_recorder_series_release(s);

@@ -70,6 +70,12 @@ struct cp_recorder_series {
 	struct cp_kv *kv;
 	char (*pid)[16];
 };
+/* The policy for one process, as cp_recorder_series applies it: writes the
+ * labels to kv (room for nextra + CP_SERIES_OWN_LABELS), pointing into p,
+ * node, extra and pid (where the pid is written); returns how many. */
+#define CP_SERIES_OWN_LABELS 7 /* comm, pid, node, exe, container, unit, pod */
+size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct cp_kv *extra, size_t nextra,
+			char pid[16], struct cp_kv *kv);
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
 		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s);
 void cp_recorder_series_release(struct cp_recorder_series *s);

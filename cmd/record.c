@@ -495,7 +495,7 @@ static int run_record(int argc, char **argv)
 	if (r.flush)
 		next_flush = t0 + r.flush;
 	if (r.cmd && (err = cp_launch_release(&child))) {
-		status = fail("record", "cannot run %s: %s", r.cmd[0], strerror(-err));
+		status = fail("record", "%s", cp_errmsg(err));
 		goto out;
 	}
 	cp_log("record", CP_LOG_INFO, "sampling %s at %d Hz%s",

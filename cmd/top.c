@@ -1409,7 +1409,7 @@ static int start_live(struct top *t)
 		return status;
 	}
 	if (t->cmd && (err = cp_launch_release(&t->child)))
-		return fail("top", "cannot run %s: %s", t->cmd[0], strerror(-err));
+		return fail("top", "%s", cp_errmsg(err));
 	return EXIT_OK;
 }
 

@@ -4,12 +4,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "error.h"
 
 void cp_launch_init(struct cp_launch *l)
 {
+	l->name = NULL;
 	l->pid = -1;
 	l->go_fd = -1;
 	l->err_fd = -1;
@@ -29,6 +35,7 @@ int cp_launch_start(struct cp_launch *l, char *const argv[])
 	int gate[2], errp[2], err;
 
 	cp_launch_init(l);
+	l->name = argv[0];
 	if (pipe2(gate, O_CLOEXEC))
 		return -errno;
 	if (pipe2(errp, O_CLOEXEC)) {
@@ -71,29 +78,56 @@ int cp_launch_start(struct cp_launch *l, char *const argv[])
 	return 0;
 }
 
+/* One byte into the gate, with SIGPIPE blocked: a child gone meanwhile is
+ * EPIPE here, not the end of the caller. */
+static int open_gate(int fd)
+{
+	sigset_t pipe_set, old;
+	int e = 0;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	if (write(fd, "g", 1) != 1)
+		e = errno ? errno : EIO;
+	if (e == EPIPE && !sigismember(&old, SIGPIPE)) {
+		struct timespec zero = { 0, 0 };
+
+		sigtimedwait(&pipe_set, NULL, &zero); /* the SIGPIPE it raised */
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
+}
+
 int cp_launch_release(struct cp_launch *l)
 {
-	int e = 0;
+	int e = 0, gate;
 	ssize_t n;
 
 	if (l->pid < 0 || l->go_fd < 0)
-		return -EINVAL;
-	if (write(l->go_fd, "g", 1) != 1)
-		e = errno ? errno : EIO;
+		return cp_error(EINVAL, "no command is held");
+	gate = open_gate(l->go_fd);
 	close_fd(&l->go_fd);
-	/* the pipe closes at a successful exec (O_CLOEXEC): 0 bytes; else the errno */
-	if (!e) {
-		do
-			n = read(l->err_fd, &e, sizeof(e));
-		while (n < 0 && errno == EINTR);
-		if (n != (ssize_t)sizeof(e))
-			e = 0;
+	if (gate) {
+		close_fd(&l->err_fd);
+		waitpid(l->pid, &l->status, 0);
+		l->pid = -1;
+		if (WIFSIGNALED(l->status))
+			return cp_error(ECHILD, "cannot run %s: it was killed (%s) before it started", l->name,
+					strsignal(WTERMSIG(l->status)));
+		return cp_error(ECHILD, "cannot run %s: it was gone before it started (%s)", l->name, strerror(gate));
 	}
+	/* the pipe closes at a successful exec (O_CLOEXEC): 0 bytes; else the errno */
+	do
+		n = read(l->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(e))
+		e = 0;
 	close_fd(&l->err_fd);
 	if (e) {
 		waitpid(l->pid, &l->status, 0);
 		l->pid = -1;
-		return -e;
+		return cp_error(e, "cannot run %s: %s", l->name, strerror(e));
 	}
 	return 0;
 }

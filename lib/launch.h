@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 struct cp_launch {
+	const char *name; /* argv[0], for messages */
 	pid_t pid;    /* -1: none (never started, or reaped) */
 	int go_fd;    /* write end of the gate, -1 once released */
 	int err_fd;   /* read end of the exec error pipe, -1 once read */
@@ -27,9 +28,10 @@ struct cp_launch {
  * (pipe or fork failed; l->pid stays -1).  No message is set: the caller
  * names the command. */
 int cp_launch_start(struct cp_launch *l, char *const argv[]);
-/* Lets the held child exec.  0 when the exec succeeded; -errno of the exec
- * (-ENOENT for a command that does not exist, -EACCES...) after reaping the
- * child; -errno when the gate cannot be written. */
+/* Lets the held child exec.  0 when the exec succeeded; else the child is
+ * reaped and the error has a message: -errno of the exec ("cannot run CMD:
+ * No such file or directory"), or -ECHILD when the child was gone before it
+ * could exec (killed while held; SIGPIPE does not reach the caller). */
 int cp_launch_release(struct cp_launch *l);
 /* Has the child exited (reaped without blocking)?  Once true, l->status is
  * its wait status. */

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "launch.h"
 #include "testutil.h"
 
@@ -81,6 +82,7 @@ START_TEST(test_exec_error)
 
 	ck_assert_int_eq(cp_launch_start(&l, argv), 0);
 	ck_assert_int_eq(cp_launch_release(&l), -ENOENT);
+	ck_assert_str_eq(cp_errmsg(ENOENT), "cannot run /nonexistent/prog: No such file or directory");
 	ck_assert_int_eq(l.pid, -1); /* reaped */
 	cp_launch_end(&l);
 	/* a file that is no program */
@@ -121,6 +123,40 @@ START_TEST(test_end_stops_a_running_child)
 }
 END_TEST
 
+/* the process state letter of /proc/PID/stat (Z: exited, not reaped) */
+static char state_of(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	ck_assert_ptr_nonnull(paren = strrchr(buf, ')'));
+	return paren[2];
+}
+
+START_TEST(test_killed_while_held)
+{
+	struct cp_launch l;
+	char *argv[] = { "true", NULL };
+
+	ck_assert_int_eq(cp_launch_start(&l, argv), 0);
+	ck_assert_int_eq(kill(l.pid, SIGKILL), 0);
+	while (state_of(l.pid) != 'Z') /* gone, its end of the gate closed */
+		usleep(1000);
+	/* an error with its reason, not SIGPIPE for the caller */
+	ck_assert_int_eq(cp_launch_release(&l), -ECHILD);
+	ck_assert_msg(strstr(cp_errmsg(ECHILD), "cannot run true: it was killed"), "%s", cp_errmsg(ECHILD));
+	ck_assert_int_eq(l.pid, -1);
+	ck_assert(WIFSIGNALED(l.status));
+	cp_launch_end(&l);
+}
+END_TEST
+
 START_TEST(test_nothing_started)
 {
 	struct cp_launch l;
@@ -142,6 +178,7 @@ static Suite *launch_suite(void)
 	tcase_add_test(tc, test_exec_error);
 	tcase_add_test(tc, test_never_released);
 	tcase_add_test(tc, test_end_stops_a_running_child);
+	tcase_add_test(tc, test_killed_while_held);
 	tcase_add_test(tc, test_nothing_started);
 	suite_add_tcase(s, tc);
 	return s;

@@ -23,24 +23,13 @@
 # the verdict.  To add an attack: write attack_NAME (send, then call
 # `report NAME TARGET_MB`) and add NAME to ATTACKS.
 # usage: bench/hostile.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
+bench=hostile; . "$(dirname "$0")/lib.sh"
 ATTACKS=${BENCH_HOSTILE_ATTACKS:-"gzip_bomb labels folded json regex"}
 PY=/usr/bin/python3
-d=$(mktemp -d /tmp/cprof-hostile.XXXXXX)
-spid=
-cleanup() {
-	[ -n "$spid" ] && kill "$spid" 2> /dev/null && wait "$spid" 2> /dev/null
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
 for tool in curl "$PY"; do
 	command -v "$tool" > /dev/null || { echo "hostile: $tool is not installed"; exit 1; }
 done
 
-# verdict OP VALUE LIMIT: PASS or NOT MET
-verdict() { awk -v v="$2" -v l="$3" -v op="$1" 'BEGIN { ok = op == "<=" ? v <= l : v >= l; print ok ? "PASS" : "NOT MET" }'; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 # peak_mb: the server's peak RSS since the last reset, in MB (10^6 bytes)
@@ -179,11 +168,7 @@ attack_regex() {
 }
 
 # ---- the server: the release build, default limits ----
-"$b/cprof" serve --listen 127.0.0.1:0 --data "$d/store" > "$d/serve.out" 2> "$d/serve.err" &
-spid=$!
-for _ in $(seq 100); do [ -s "$d/serve.out" ] && break; sleep 0.1; done
-url=$(sed -n '1s/^listening on //p' "$d/serve.out")
-[ -n "$url" ] || { echo "cprof serve did not start:"; cat "$d/serve.err"; exit 1; }
+serve_start --data "$d/store"
 echo "server: cprof serve --listen 127.0.0.1:0 (default --max-body 32M, --max-decompressed 128M) at $url" \
 	"(pid $spid), $(peak_mb) MB resident at start"
 for a in $ATTACKS; do

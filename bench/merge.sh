@@ -2,14 +2,10 @@
 # Benchmark: merge 100 CPU profiles of ~10k samples each, cprof merge vs
 # go tool pprof -proto in the same run, with the totals compared.
 # usage: bench/merge.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=${1:-build}
+bench=merge; . "$(dirname "$0")/lib.sh"
 N=${BENCH_PROFILES:-100}
 S=${BENCH_SAMPLES:-10000}
 GO=${GO:-go}
-d=$(mktemp -d /tmp/cprof-bench.XXXXXX)
-trap 'rm -rf "$d"' EXIT
-TIME=/usr/bin/time
 "$b/bench/gen_profiles" "$d" "$N" "$S"
 echo "input: $N profiles x $S samples, $(du -sh "$d" | cut -f1) gzipped"
 best=

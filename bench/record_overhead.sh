@@ -15,29 +15,16 @@
 # Needs root.  Exits 0 unless something failed to run; PASS/FAIL lines give
 # the verdict.
 # usage: bench/record_overhead.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=record_overhead; . "$(dirname "$0")/lib.sh"
 SLOW=${BENCH_SECONDS:-60}
 FAST=${BENCH_FAST_SECONDS:-10}
 CC=${CC:-cc}
 PERF=${PERF:-perf}
-TIME=/usr/bin/time
-d=$(mktemp -d /tmp/cprof-overhead-bench.XXXXXX)
 busy= stats_old= poller=
-cleanup() {
-	for p in $busy $poller; do kill "$p" 2> /dev/null || :; done
-	for p in $busy $poller; do wait "$p" 2> /dev/null || :; done
-	[ -z "$stats_old" ] || sysctl -q -w kernel.bpf_stats_enabled="$stats_old" || :
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+stop_at_exit busy poller
+on_exit='[ -z "$stats_old" ] || sysctl -q -w kernel.bpf_stats_enabled="$stats_old" || :'
 
-if [ "$(id -u)" != 0 ]; then
-	echo "record_overhead: needs root (cprof record --all, bpf stats): skipped"
-	exit 0
-fi
+need_root "cprof record --all, bpf stats"
 ncpu=$(getconf _NPROCESSORS_ONLN)
 $CC -O2 -fomit-frame-pointer -g -o "$d/stack_workload" "$src/bench/stack_workload.c" -lz
 for _ in $(seq "$ncpu"); do

@@ -14,21 +14,14 @@
 # Needs root (both tools); perf is optional (the comparison is skipped).
 # Exits 0 unless something failed to run; PASS/FAIL lines give the verdict.
 # usage: bench/record_stacks.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=record_stacks; . "$(dirname "$0")/lib.sh"
 SECS=${BENCH_SECONDS:-10}
 HZ=499
 CC=${CC:-cc}
 PERF=${PERF:-perf}
-d=$(mktemp -d /tmp/cprof-stacks-bench.XXXXXX)
-trap 'rm -rf "$d"' EXIT
 FUNCS="main a b leaf_b c leaf_c rec leaf_rec big leaf_big d d_inline zpath compress2 deflate"
 
-if [ "$(id -u)" != 0 ]; then
-	echo "record_stacks: needs root (cprof record and perf record sample the CPU): skipped"
-	exit 0
-fi
+need_root "cprof record and perf record sample the CPU"
 $CC -O2 -fomit-frame-pointer -g -o "$d/stack_workload" "$src/bench/stack_workload.c" -lz
 cd "$d"
 echo "workload: ./stack_workload $SECS (-O2 -fomit-frame-pointer -g; libz: $(ldd ./stack_workload | awk '/libz/ { print $3 }'))"

@@ -20,26 +20,15 @@
 # Targets: scraper CPU < 5% of one core and RSS < 64 MB for 100 targets.
 # Exits 0 unless something failed to run; PASS / NOT MET lines give the verdict.
 # usage: bench/scrape.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=scrape; . "$(dirname "$0")/lib.sh"
 SECS=${BENCH_SCRAPE_SECONDS:-60}
 N=${BENCH_SCRAPE_TARGETS:-100}
 INTERVAL=10
 GO=${GO:-go}
-TIME=/usr/bin/time
 HZ=$(getconf CLK_TCK)
-d=$(mktemp -d /tmp/cprof-bench-scrape.XXXXXX)
 tpid='' spid=''
-cleanup() {
-	for p in $spid $tpid; do kill "$p" 2> /dev/null || :; done
-	for p in $spid $tpid; do wait "$p" 2> /dev/null || :; done
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+stop_at_exit spid tpid
 
-verdict() { awk -v v="$2" -v l="$3" -v op="$1" 'BEGIN { ok = op == "<" ? v < l : v >= l; print ok ? "PASS" : "NOT MET" }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }

@@ -15,25 +15,13 @@
 # Targets: >= 500 pushes/s, 0 errors, all queryable, memory flat.  Exits 0
 # unless something failed to run; PASS / NOT MET lines give the verdict.
 # usage: bench/serve_ingest.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=serve_ingest; . "$(dirname "$0")/lib.sh"
 SECONDS_=${BENCH_SERVE_SECONDS:-60}
 CLIENTS=16
 GO=${GO:-go}
-TIME=/usr/bin/time
-d=$(mktemp -d /tmp/cprof-serve-ingest.XXXXXX)
-spid= rpid=
-cleanup() {
-	for p in $rpid $spid; do kill "$p" 2> /dev/null || :; done
-	for p in $rpid $spid; do wait "$p" 2> /dev/null || :; done
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+rpid=
+stop_at_exit rpid
 
-# verdict OP VALUE LIMIT: PASS or NOT MET
-verdict() { awk -v v="$2" -v l="$3" -v op="$1" 'BEGIN { ok = op == "<=" ? v <= l : v >= l; print ok ? "PASS" : "NOT MET" }'; }
 js() { jq -r "$1" "$d/load.json"; }
 
 # ---- the load generator and the bodies ----
@@ -52,11 +40,7 @@ echo "      $CLIENTS gzipped pprof CPU profiles of 250 stacks (500 functions), m
 	"($(awk -v m="$mean" 'BEGIN { printf "%.1f", m / 1024 }') KiB); $(getconf _NPROCESSORS_ONLN) CPUs for server and clients"
 
 # ---- the server ----
-"$b/cprof" serve --listen 127.0.0.1:0 --data "$d/store" > "$d/serve.out" 2> "$d/serve.err" &
-spid=$!
-for _ in $(seq 100); do [ -s "$d/serve.out" ] && break; sleep 0.1; done
-url=$(sed -n '1s/^listening on //p' "$d/serve.out")
-[ -n "$url" ] || { echo "cprof serve did not start:"; cat "$d/serve.err"; exit 1; }
+serve_start --data "$d/store"
 echo "server: cprof serve --listen 127.0.0.1:0 --data DIR at $url (pid $spid)"
 
 # VmRSS (KB) every 5 s while the load runs: "seconds kb" lines

@@ -13,24 +13,12 @@
 # Target: the p99 of the profile query on the whole ~1 M samples <= 500 ms.
 # Exits 0 unless something failed to run; PASS / NOT MET gives the verdict.
 # usage: bench/serve_query.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=serve_query; . "$(dirname "$0")/lib.sh"
 H=${BENCH_HOURS:-2}
 N=${BENCH_QUERIES:-400}
 RUNS=${BENCH_CLI_RUNS:-3}
 CLIENTS=4
 GO=${GO:-go}
-d=$(mktemp -d /tmp/cprof-serve-query.XXXXXX)
-spid=
-cleanup() {
-	[ -z "$spid" ] || { kill "$spid" 2> /dev/null || :; wait "$spid" 2> /dev/null || :; }
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-verdict() { awk -v v="$2" -v l="$3" -v op="$1" 'BEGIN { ok = op == "<=" ? v <= l : v >= l; print ok ? "PASS" : "NOT MET" }'; }
 uri() { jq -rn --arg s "$1" '$s | @uri'; }
 now_ms() { date +%s%3N; }
 
@@ -52,11 +40,7 @@ echo "       $samples samples, $(du -sb "$d/store" | cut -f1) bytes on disk"
 all_from=$((t_end - H * 3600 - 60)) to=$((t_end + 3600)) hour_from=$((t_end - 3600))
 
 # ---- the server ----
-"$b/cprof" serve --listen 127.0.0.1:0 --data "$d/store" > "$d/serve.out" 2> "$d/serve.err" &
-spid=$!
-for _ in $(seq 100); do [ -s "$d/serve.out" ] && break; sleep 0.1; done
-url=$(sed -n '1s/^listening on //p' "$d/serve.out")
-[ -n "$url" ] || { echo "cprof serve did not start:"; cat "$d/serve.err"; exit 1; }
+serve_start --data "$d/store"
 
 # name|path|the same with the CLI (words; @ stands for --data DIR)
 cat > "$d/mix" <<-EOF

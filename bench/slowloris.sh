@@ -13,30 +13,11 @@
 # within 1 s.  Exits 0 unless
 # something failed to run; PASS / NOT MET give the verdict.
 # usage: bench/slowloris.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=slowloris; . "$(dirname "$0")/lib.sh"
 CONNS=${BENCH_SLOWLORIS_CONNS:-520}
 PROBES=${BENCH_SLOWLORIS_PROBES:-20}
-d=$(mktemp -d /tmp/cprof-slowloris.XXXXXX)
-spid=
-cleanup() {
-	[ -z "$spid" ] || { kill "$spid" 2> /dev/null || :; wait "$spid" 2> /dev/null || :; }
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
 [ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge $((CONNS + 100)) ] || ulimit -n $((CONNS + 100))
-CPROF_CONFIG= "$b/cprof" serve --listen 127.0.0.1:0 --data "$d/data" > "$d/serve.out" 2> "$d/serve.err" &
-spid=$!
-i=0
-while ! grep -q '^listening on ' "$d/serve.out" 2> /dev/null; do
-	i=$((i + 1))
-	[ $i -lt 100 ] && kill -0 $spid 2> /dev/null || { echo "slowloris: cprof serve did not start" >&2; cat "$d/serve.err" >&2; exit 1; }
-	sleep 0.1
-done
-port=$(awk '/^listening on / { n = split($3, a, ":"); print a[n]; exit }' "$d/serve.out")
+serve_start --data "$d/data"
 
 # phase NAME EXTRA-ARGS...: one attack, its report and verdicts
 phase() {

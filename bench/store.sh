@@ -6,13 +6,9 @@
 # files, the ingest rate, and the time to merge every stored sample against
 # go tool pprof -proto merging the pprof files, with the totals compared.
 # usage: bench/store.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
+bench=store; . "$(dirname "$0")/lib.sh"
 H=${BENCH_HOURS:-2}
 GO=${GO:-go}
-TIME=/usr/bin/time
-d=$(mktemp -d /tmp/cprof-store-bench.XXXXXX)
-trap 'rm -rf "$d"' EXIT
 mkdir "$d/store" "$d/pprof"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }

@@ -16,33 +16,16 @@
 # Needs root, perf and go.  Exits 0 unless something failed to run; PASS/FAIL
 # lines give the verdict.
 # usage: bench/storm.sh BUILDDIR   (run by `make bench`)
-set -eu
+bench=storm; . "$(dirname "$0")/lib.sh"
 export LC_ALL=C
-b=$(cd "${1:-build}" && pwd)
 SECS=${BENCH_SECONDS:-20}
 PERF=${PERF:-perf}
 GO=${GO:-go}
-TIME=/usr/bin/time
-d=$(mktemp -d /tmp/cprof-storm-bench.XXXXXX)
 rec= storm=
-cleanup() {
-	for p in $storm $rec; do kill "$p" 2> /dev/null || :; done
-	for p in $storm $rec; do wait "$p" 2> /dev/null || :; done
-	[ -n "${BENCH_KEEP:-}" ] && echo "kept $d" || rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+stop_at_exit storm rec
 
-if [ "$(id -u)" != 0 ]; then
-	echo "storm: needs root (cprof record --all, perf record -a): skipped"
-	exit 0
-fi
-for t in "$PERF" "$GO" gcc; do
-	if ! command -v "$t" > /dev/null 2>&1; then
-		echo "storm: $t not found: skipped"
-		exit 0
-	fi
-done
+need_root "cprof record --all, perf record -a"
+need_tools "$PERF" "$GO" gcc
 ncpu=$(getconf _NPROCESSORS_ONLN)
 cat > "$d/small.c" << 'EOF'
 #include <stdio.h>

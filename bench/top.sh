@@ -12,27 +12,14 @@
 # Needs root.  Exits 0 unless something failed to run; PASS/FAIL lines give
 # the verdict.
 # usage: bench/top.sh BUILDDIR   (run by `make bench`)
-set -eu
-b=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
+bench=top; . "$(dirname "$0")/lib.sh"
 SECS=${BENCH_SECONDS:-20}
 CC=${CC:-cc}
 PERF=${PERF:-perf}
-TIME=/usr/bin/time
-d=$(mktemp -d /tmp/cprof-top-bench.XXXXXX)
 busy= feeder=
-cleanup() {
-	for p in $busy $feeder; do kill "$p" 2> /dev/null || :; done
-	for p in $busy $feeder; do wait "$p" 2> /dev/null || :; done
-	rm -rf "$d"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+stop_at_exit busy feeder
 
-if [ "$(id -u)" != 0 ]; then
-	echo "top: needs root (eBPF, perf events): skipped"
-	exit 0
-fi
+need_root "eBPF, perf events"
 ncpu=$(getconf _NPROCESSORS_ONLN)
 $CC -O2 -fomit-frame-pointer -g -o "$d/stack_workload" "$src/bench/stack_workload.c" -lz
 for _ in $(seq "$ncpu"); do

@@ -118,6 +118,16 @@ int remote_args(const char *verb, const char *data, bool no_env, const char **ur
 /* The token of a --token-file (NULL: none): EXIT_OK with *token malloc'ed
  * (or NULL), or EXIT_FAIL after printing. */
 int read_token(const char *verb, const char *token_file, char **token);
+/* Opens the store to write to, as record, scrape and import do: the local
+ * one in dir (remote NULL), or a server's (--remote URL, its token read
+ * from token_file).  For a server, spool is where pushes wait while it is
+ * away (at most spool_size bytes; NULL: none, a push that cannot be
+ * delivered fails), and with a spool the server is asked now (GET /healthz)
+ * so that a wrong URL or token fails at once: *away (may be NULL) tells
+ * that it did not answer yet, which only delays the pushes.  NULL after
+ * printing the error. */
+struct cp_store *store_open_write(const char *verb, const char *dir, const char *remote, const char *token_file,
+				  const char *spool, size_t spool_size, bool *away);
 /* Opens the store for reading (once), the local one or a server's; NULL
  * after printing the error. */
 struct cp_store *store_get(const char *verb, struct store_args *a);
@@ -155,8 +165,5 @@ int parse_log_level(const char *verb, const char *arg);
 
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
-/* Forks cmd, held before exec until a byte is written to go_fd[0]; an exec
- * failure's errno comes back on go_fd[1].  The pid, or -1 with errno. */
-pid_t start_gated_command(char **cmd, int *go_fd);
 
 #endif

@@ -230,6 +230,38 @@ int read_token(const char *verb, const char *token_file, char **token)
 	return EXIT_OK;
 }
 
+struct cp_store *store_open_write(const char *verb, const char *dir, const char *remote, const char *token_file,
+				  const char *spool, size_t spool_size, bool *away)
+{
+	struct cp_store *s;
+	char *token = NULL;
+	int err = 0;
+
+	if (away)
+		*away = false;
+	if (!remote) {
+		if (!(s = cp_store_open(dir, CP_STORE_WRITE)))
+			fail(verb, "%s", cp_errmsg(errno));
+		return s;
+	}
+	if (read_token(verb, token_file, &token))
+		return NULL;
+	s = cp_store_open_remote(remote, token, spool, spool_size);
+	free(token);
+	if (!s) {
+		fail(verb, "%s", cp_errmsg(errno));
+		return NULL;
+	}
+	if (spool && (err = cp_store_remote_ping(s)) < 0) {
+		fail(verb, "%s", cp_errmsg(err));
+		cp_store_close(s);
+		return NULL;
+	}
+	if (spool && err > 0 && away)
+		*away = true;
+	return s;
+}
+
 int store_range(const char *verb, struct store_args *a)
 {
 	int64_t now = cp_now_ns(), d;
@@ -404,49 +436,4 @@ bool pids_alive(const uint32_t *pids, size_t n)
 		if (kill((pid_t)pids[i], 0) == 0 || errno == EPERM)
 			return true;
 	return false;
-}
-
-pid_t start_gated_command(char **cmd, int *go_fd)
-{
-	int gate[2], errp[2];
-	pid_t pid;
-
-	if (pipe2(gate, O_CLOEXEC))
-		return -1;
-	if (pipe2(errp, O_CLOEXEC)) {
-		close(gate[0]);
-		close(gate[1]);
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		close(gate[0]);
-		close(gate[1]);
-		close(errp[0]);
-		close(errp[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(gate[1]);
-		close(errp[0]);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		/* wait until the sampler watches us */
-		if (read(gate[0], &c, 1) != 1)
-			_exit(127);
-		execvp(cmd[0], cmd);
-		e = errno;
-		if (write(errp[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(gate[0]);
-	close(errp[1]);
-	*go_fd = gate[1];
-	/* the exec error comes back on errp: read after the gate opens */
-	go_fd[1] = errp[0];
-	return pid;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../lib/error.h"
+#include "../lib/labels.h"
 #include "../lib/load.h"
 #include "../lib/selector.h"
 #include "../lib/util.h"
@@ -52,42 +53,27 @@ const struct cmd cmd_import = {
 static int run_import(int argc, char **argv)
 {
 	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL, *remote = NULL, *token_file = NULL;
-	char *token = NULL;
-	struct cp_kv *labels = calloc((size_t)argc + 1, sizeof(*labels));
+	struct cp_labels labels = { 0 }, cfg_labels = { 0 }; /* -l: the options', the file's */
 	struct cp_store_append *batch = NULL;
 	struct cp_store *store = NULL;
 	int64_t t = 0, keep = 0;
 	uint64_t max_store = 0;
 	bool cfg_retention = false, cfg_max_store = false;
-	size_t nlabels = 0, nfiles = 0, i;
+	size_t nfiles = 0, i;
 	int opt, status = EXIT_OK, err;
 	char dir[4096];
 
-	if (!labels)
-		return fail("import", "out of memory");
 	while ((opt = next_option(&cmd_import, argc, argv)) != -1) {
 		switch (opt) {
 		case OPT_DATA: data = optarg; break;
 		case 'l':
-		case OPT_LABEL: {
-			char *eq = strchr(optarg, '=');
-
-			if (!eq || !cp_label_name_valid(optarg, (size_t)(eq - optarg))) {
-				status = usage_error("import", "bad label '%s': want NAME=VALUE, the name of letters, digits and _",
-						     optarg);
+		case OPT_LABEL:
+			if ((err = cp_label_arg(from_config() ? &cfg_labels : &labels, optarg))) {
+				status = err == -ENOMEM ? fail("import", "out of memory") :
+							  usage_error("import", "%s", cp_errmsg(err));
 				goto out;
 			}
-			*eq = '\0';
-			for (i = 0; i < nlabels && strcmp(labels[i].name, optarg); i++)
-				;
-			if (i < nlabels) {
-				status = usage_error("import", "label '%s' is given twice", optarg);
-				goto out;
-			}
-			labels[nlabels].name = optarg;
-			labels[nlabels++].value = eq + 1;
 			break;
-		}
 		case OPT_TIME: when = optarg; break;
 		case OPT_NAME: name = optarg; break;
 		case OPT_RETENTION:
@@ -107,6 +93,10 @@ static int run_import(int argc, char **argv)
 		case 'h': status = show_usage(&cmd_import); goto out;
 		default: status = EXIT_USAGE; goto out;
 		}
+	}
+	if ((err = cp_labels_take_defaults(&labels, &cfg_labels))) {
+		status = err == -ENOMEM ? fail("import", "out of memory") : usage_error("import", "%s", cp_errmsg(err));
+		goto out;
 	}
 	if (when && (err = cp_parse_time(when, cp_now_ns(), &t))) {
 		status = usage_error("import", "--time: %s", cp_errmsg(err));
@@ -160,21 +150,13 @@ static int run_import(int argc, char **argv)
 		}
 		batch[i].profile = p;
 		batch[i].name = name;
-		batch[i].labels = labels;
-		batch[i].nlabels = nlabels;
+		batch[i].labels = labels.kv;
+		batch[i].nlabels = labels.n;
 		batch[i].time_ns = t;
 	}
-	if (remote) {
-		if ((status = read_token("import", token_file, &token)))
-			goto out;
-		data = remote;
-		store = cp_store_open_remote(remote, token, NULL, 0);
-	} else {
-		data = dir;
-		store = cp_store_open(data, CP_STORE_WRITE);
-	}
-	if (!store) {
-		status = fail("import", "%s", cp_errmsg(errno));
+	data = remote ? remote : dir;
+	if (!(store = store_open_write("import", dir, remote, token_file, NULL, 0, NULL))) {
+		status = EXIT_FAIL;
 		goto out;
 	}
 	if ((err = cp_store_append(store, batch, nfiles)) < 0) {
@@ -201,7 +183,7 @@ out:
 		cp_profile_free((struct cp_profile *)batch[i].profile);
 	free(batch);
 	cp_store_close(store);
-	free(token);
-	free(labels);
+	cp_labels_release(&labels);
+	cp_labels_release(&cfg_labels);
 	return status;
 }

@@ -3,26 +3,23 @@
  * cgroup or a command), unwind and symbolize the stacks, and write profiles
  * to the store, a pprof file or folded stacks. */
 #include <errno.h>
-#include <fcntl.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../lib/error.h"
 #include "../lib/folded.h"
-#include "../lib/http/push.h"
-#include "../lib/proc.h"
+#include "../lib/labels.h"
+#include "../lib/launch.h"
 #include "../lib/recorder.h"
+#include "../lib/recording.h"
 #include "../lib/selector.h"
-#include "../lib/store/remote.h"
+#include "../lib/settings.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -111,23 +108,19 @@ struct rec {
 	const char *cgroup, *output, *format, *data, *debuginfo;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
 	size_t spool_size;
-	struct cp_pusher_stats pushed; /* as last reported */
-	bool spooling;                 /* the server did not take the last push */
 	int64_t duration, flush, retention;
 	uint64_t max_store_size;
-	struct cp_kv labels[32];
-	size_t nlabels, cfg_labels; /* the first cfg_labels are the file's */
+	struct cp_labels labels, cfg_labels; /* -l: the options', the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
-	struct cp_upkeep upkeep;    /* --retention, --max-store-size */
 	uint32_t *pids;
 	size_t npids;
 	char **cmd;
 	/* state */
 	struct cp_recorder *rec;
 	struct cp_store *store;
+	struct cp_recording g; /* into the store */
 	char node[256];
-	int64_t wall_offset;    /* realtime - monotonic */
-	int64_t interval_start; /* wall clock ns */
+	int64_t wall_offset; /* realtime - monotonic */
 };
 
 enum { CFG_FLUSH = 1, CFG_RETENTION = 2, CFG_SPOOL = 4, CFG_SPOOL_SIZE = 8, CFG_MAX_STORE = 16 };
@@ -138,149 +131,6 @@ static void on_signal(int sig)
 {
 	stop_signal = sig;
 }
-
-/* ---- flushing ---- */
-
-struct flush_ctx {
-	struct rec *r;
-	struct cp_store_append *batch;
-	struct cp_kv *kv;
-	char (*pidbuf)[16];
-	size_t n, cap;
-	int err;
-};
-
-static void collect(const struct cp_proc *p, struct cp_profile *prof, void *arg)
-{
-	struct flush_ctx *c = arg;
-	struct cp_kv *kv;
-	size_t k = 0;
-
-	if (c->n >= c->cap)
-		return;
-	kv = c->kv + c->n * (c->r->nlabels + 8);
-	snprintf(c->pidbuf[c->n], 16, "%u", p->pid);
-	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
-	kv[k++] = (struct cp_kv){ "pid", c->pidbuf[c->n] };
-	kv[k++] = (struct cp_kv){ "node", c->r->node };
-	if (p->exe)
-		kv[k++] = (struct cp_kv){ "exe", p->exe };
-	if (p->container)
-		kv[k++] = (struct cp_kv){ "container", p->container };
-	if (p->unit)
-		kv[k++] = (struct cp_kv){ "unit", p->unit };
-	if (p->pod)
-		kv[k++] = (struct cp_kv){ "pod", p->pod };
-	for (size_t i = 0; i < c->r->nlabels; i++) {
-		size_t j;
-
-		for (j = 0; j < k && strcmp(kv[j].name, c->r->labels[i].name); j++)
-			;
-		kv[j] = c->r->labels[i]; /* user labels win */
-		if (j == k)
-			k++;
-	}
-	c->batch[c->n].profile = prof;
-	c->batch[c->n].name = "cpu";
-	c->batch[c->n].labels = kv;
-	c->batch[c->n].nlabels = k;
-	c->batch[c->n].time_ns = 0;
-	c->n++;
-}
-
-/* Say on stderr what happened to the pushes since the last report: the
- * server stopped answering (they are spooled), answers again (the spool is
- * sent), the spool dropped or the server refused some. */
-static void report_push(struct rec *r)
-{
-	struct cp_pusher_stats st;
-	const char *why = cp_store_remote_last_error(r->store);
-	char sz[32];
-
-	cp_store_remote_stats(r->store, &st);
-	if (st.spooled > r->pushed.spooled && !r->spooling)
-		cp_log("record", CP_LOG_WARN, "%s; keeping the profiles in %s and retrying",
-			why ? why : "the server did not take the profiles", r->spool);
-	if (st.pending)
-		r->spooling = true;
-	if (st.dropped > r->pushed.dropped)
-		cp_log("record", CP_LOG_WARN, "the spool is full (--spool-size %s): dropped %llu of the oldest "
-						 "profiles (%llu so far)",
-			cp_size_str(r->spool_size, sz, sizeof(sz)), (unsigned long long)(st.dropped - r->pushed.dropped),
-			(unsigned long long)st.dropped);
-	if (st.rejected > r->pushed.rejected || st.corrupt > r->pushed.corrupt)
-		cp_log("record", CP_LOG_WARN, "%s", why ? why : "dropped spooled profiles");
-	if (r->spooling && !st.pending) {
-		if (st.resent > r->pushed.resent)
-			cp_log("record", CP_LOG_INFO, "%s answers again: the spooled profiles are sent",
-				cp_store_remote_url(r->store));
-		r->spooling = false;
-	}
-	r->pushed = st;
-}
-
-/* A push the server refused for this interval only (a bad body, too large,
- * the spool full): warn and go on.  Others (the token, not a cprof server,
- * out of memory) end the recording. */
-static bool push_error_passes(int err)
-{
-	return err == -EINVAL || err == -EFBIG || err == -ENOSPC || err == -EDQUOT || err == -EIO;
-}
-
-static int flush_store(struct rec *r, int64_t now_wall)
-{
-	struct flush_ctx c = { r, NULL, NULL, NULL, 0, cp_recorder_nprocs(r->rec), 0 };
-	int err = 0;
-
-	if (c.cap) {
-		c.batch = calloc(c.cap, sizeof(*c.batch));
-		c.kv = calloc(c.cap * (r->nlabels + 8), sizeof(*c.kv));
-		c.pidbuf = calloc(c.cap, sizeof(*c.pidbuf));
-		if (!c.batch || !c.kv || !c.pidbuf) {
-			err = -ENOMEM;
-			goto out;
-		}
-		cp_recorder_each(r->rec, collect, &c);
-	}
-	for (size_t i = 0; i < c.n; i++) {
-		struct cp_profile *p = (struct cp_profile *)c.batch[i].profile;
-
-		p->time_nanos = r->interval_start;
-		p->duration_nanos = now_wall - r->interval_start > 0 ? now_wall - r->interval_start : 1;
-	}
-	if (c.n && (err = cp_store_append(r->store, c.batch, c.n)) < 0) {
-		if (!r->remote || !push_error_passes(err))
-			goto out;
-		cp_log("record", CP_LOG_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
-		err = 0;
-	}
-	if (r->remote && !c.n && r->pushed.pending &&
-	    (err = cp_store_remote_flush(r->store, false)) < 0) /* nothing new: the spool still goes */
-		goto out;
-	err = 0;
-	if (r->remote)
-		report_push(r);
-	r->upkeep.verb = "record"; /* after every flush, not on a schedule */
-	r->upkeep.retention = r->retention;
-	r->upkeep.max_size = r->max_store_size;
-	cp_upkeep_run(&r->upkeep, r->store, 0);
-	cp_recorder_reset(r->rec);
-	if (cp_log_enabled(CP_LOG_DEBUG)) {
-		struct mallinfo2 mi = mallinfo2();
-
-		cp_log("record", CP_LOG_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
-						  "mmapped %zu KiB), sessions built %llu",
-			c.n, cp_recorder_nprocs(r->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
-			(unsigned long long)cp_recorder_sessions_built(r->rec));
-	}
-out:
-	free(c.batch);
-	free(c.kv);
-	free(c.pidbuf);
-	r->interval_start = now_wall;
-	return err;
-}
-
 
 /* ---- options ---- */
 
@@ -382,21 +232,11 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			break;
 		}
 		case 'l':
-		case OPT_LABEL: {
-			char *eq = strchr(optarg, '=');
-
-			if (!eq || !cp_label_name_valid(optarg, (size_t)(eq - optarg)))
-				return usage_error("record", "bad label '%s': want NAME=VALUE, the name of letters, "
-							     "digits and _", optarg);
-			if (r->nlabels == sizeof(r->labels) / sizeof(*r->labels))
-				return usage_error("record", "too many labels (at most 32)");
-			*eq = 0;
-			r->labels[r->nlabels].name = optarg;
-			r->labels[r->nlabels++].value = eq + 1;
-			if (from_config())
-				r->cfg_labels = r->nlabels;
+		case OPT_LABEL:
+			if ((err = cp_label_arg(from_config() ? &r->cfg_labels : &r->labels, optarg)))
+				return err == -ENOMEM ? fail("record", "out of memory") :
+							usage_error("record", "%s", cp_errmsg(err));
 			break;
-		}
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
@@ -427,9 +267,9 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			r->spool_size = 0;
 		if (r->cfg_store & CFG_MAX_STORE)
 			r->max_store_size = 0;
-		memmove(r->labels, r->labels + r->cfg_labels, (r->nlabels - r->cfg_labels) * sizeof(*r->labels));
-		r->nlabels -= r->cfg_labels;
-		r->cfg_labels = 0;
+		cp_labels_release(&r->cfg_labels);
+	} else if ((err = cp_labels_take_defaults(&r->labels, &r->cfg_labels))) {
+		return err == -ENOMEM ? fail("record", "out of memory") : usage_error("record", "%s", cp_errmsg(err));
 	}
 	if ((int)r->all + (r->npids > 0) + (r->cmd != NULL) > 1)
 		return usage_error("record", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
@@ -443,7 +283,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "-f pprof needs -o FILE (pprof is binary)");
 	if ((r->output || r->format) && (r->flush || r->retention))
 		return usage_error("record", "--flush-interval and --retention are for the store, not -o/-f");
-	if (r->nlabels && (r->output || r->format))
+	if (r->labels.n && (r->output || r->format))
 		return usage_error("record", "--label is for the store's series; not with -o/-f");
 	if (r->remote && (r->output || r->format))
 		return usage_error("record", "--remote pushes to a server; with -o/-f the profile goes to a file or stdout");
@@ -470,68 +310,16 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "--max-store-size is for the store, not -o/-f");
 	if (!r->remote && (r->spool || r->spool_size))
 		return usage_error("record", "--spool and --spool-size go with --remote URL");
-	for (size_t i = 0; r->remote && i < r->nlabels; i++)
-		if (!strcmp(r->labels[i].name, "name") || !strcmp(r->labels[i].name, "time"))
+	for (size_t i = 0; r->remote && i < r->labels.n; i++)
+		if (!strcmp(r->labels.kv[i].name, "name") || !strcmp(r->labels.kv[i].name, "time"))
 			return usage_error("record", "label '%s': with --remote, 'name' and 'time' are the push API's, "
-						     "not labels", r->labels[i].name);
+						     "not labels", r->labels.kv[i].name);
 	if ((err = check_pids_exist("record", r->pids, r->npids)) != EXIT_OK)
 		return err;
 	return EXIT_OK;
 }
 
 /* ---- --print-config ---- */
-
-static const char *dur_text(int64_t ns, char *buf, size_t len)
-{
-	static const struct { int64_t ns; const char *unit; } units[] = {
-		{ 86400000000000LL, "d" }, { 3600000000000LL, "h" }, { 60000000000LL, "m" },
-		{ 1000000000LL, "s" },     { 1000000LL, "ms" },
-	};
-
-	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
-		if (ns % units[i].ns == 0) {
-			snprintf(buf, len, "%lld%s", (long long)(ns / units[i].ns), units[i].unit);
-			return buf;
-		}
-	snprintf(buf, len, "%lldns", (long long)ns);
-	return buf;
-}
-
-/* a size as --max-store-size takes it back */
-static const char *size_text(uint64_t n, char *buf, size_t len)
-{
-	static const char units[] = "TGMK";
-
-	for (int i = 0; i < 4; i++) {
-		uint64_t u = 1ull << (10 * (4 - i));
-
-		if (n % u == 0) {
-			snprintf(buf, len, "%llu%c", (unsigned long long)(n / u), units[i]);
-			return buf;
-		}
-	}
-	snprintf(buf, len, "%llu", (unsigned long long)n);
-	return buf;
-}
-
-/* a YAML scalar, quoted (JSON-style escapes are valid YAML) */
-static void yaml_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(f, "\\x%02x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
-}
 
 /* The settings in effect, as the record: section of a configuration file. */
 static int print_config(const struct rec *r)
@@ -553,49 +341,43 @@ static int print_config(const struct rec *r)
 	for (size_t i = 0; i < r->npids; i++)
 		fprintf(f, "%s%u", i ? ", " : "", r->pids[i]);
 	fprintf(f, "]\n  cgroup: ");
-	yaml_str(f, r->cgroup);
+	cp_yaml_str(f, r->cgroup);
 	fprintf(f, "\n  freq: %d\n", r->freq);
-	fprintf(f, "  duration: %s\n", r->duration ? dur_text(r->duration, b, sizeof(b)) : "null");
+	fprintf(f, "  duration: %s\n", r->duration ? cp_duration_text(r->duration, b, sizeof(b)) : "null");
 	if (r->output || r->format) {
 		fprintf(f, "  output: ");
-		yaml_str(f, r->output);
+		cp_yaml_str(f, r->output);
 		fprintf(f, "\n  format: %s\n", r->format ? r->format : "pprof");
 	} else {
 		fprintf(f, "  data: ");
-		yaml_str(f, r->remote ? NULL : r->data);
+		cp_yaml_str(f, r->remote ? NULL : r->data);
 		fprintf(f, "\n  remote: ");
-		yaml_str(f, r->remote);
+		cp_yaml_str(f, r->remote);
 		fprintf(f, "\n  token-file: ");
-		yaml_str(f, r->remote ? r->token_file : NULL);
-		fprintf(f, "\n  flush-interval: %s\n", dur_text(r->flush, b, sizeof(b)));
-		fprintf(f, "  retention: %s\n", r->retention ? dur_text(r->retention, b, sizeof(b)) : "null");
+		cp_yaml_str(f, r->remote ? r->token_file : NULL);
+		fprintf(f, "\n  flush-interval: %s\n", cp_duration_text(r->flush, b, sizeof(b)));
+		fprintf(f, "  retention: %s\n", r->retention ? cp_duration_text(r->retention, b, sizeof(b)) : "null");
 		fprintf(f, "  max-store-size: %s\n",
-			r->max_store_size ? size_text(r->max_store_size, b, sizeof(b)) : "null");
+			r->max_store_size ? cp_size_text(r->max_store_size, b, sizeof(b)) : "null");
 		if (r->remote) {
 			fprintf(f, "  spool: ");
 			if (r->spool)
-				yaml_str(f, r->spool);
+				cp_yaml_str(f, r->spool);
 			else
 				fprintf(f, "\"%s/spool\"", r->data ? r->data : "");
 			fprintf(f, "\n  spool-size: %s\n",
-				size_text(r->spool_size ? r->spool_size : (size_t)256 << 20, b, sizeof(b)));
+				cp_size_text(r->spool_size ? r->spool_size : (size_t)256 << 20, b, sizeof(b)));
 		}
 		fprintf(f, "  label: {");
-		for (size_t i = 0, n = 0; i < r->nlabels; i++) {
-			size_t j;
-
-			for (j = i + 1; j < r->nlabels && strcmp(r->labels[j].name, r->labels[i].name); j++)
-				;
-			if (j < r->nlabels)
-				continue; /* a later one wins */
-			fprintf(f, "%s%s: ", n++ ? ", " : "", r->labels[i].name);
-			yaml_str(f, r->labels[i].value);
+		for (size_t i = 0; i < r->labels.n; i++) {
+			fprintf(f, "%s%s: ", i ? ", " : "", r->labels.kv[i].name);
+			cp_yaml_str(f, r->labels.kv[i].value);
 		}
 		fprintf(f, "}\n");
 	}
 	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
 	fprintf(f, "  debuginfo-path: ");
-	yaml_str(f, r->debuginfo);
+	cp_yaml_str(f, r->debuginfo);
 	fprintf(f, "\n  log-level: %s\n", cp_log_level_name(cp_log_level));
 	return cp_stream_check(f, "standard output") ? fail("record", "%s", cp_errmsg(EIO)) : EXIT_OK;
 }
@@ -610,37 +392,28 @@ static int run_record(int argc, char **argv)
 	uint32_t child_pid;
 	struct sigaction sa;
 	char dir[4096], spool[4200];
-	int status = EXIT_OK, err, fds[2] = { -1, -1 };
-	pid_t child = -1;
-	int child_status = 0;
-	bool child_done = false;
+	int status = EXIT_OK, err;
+	struct cp_launch child;
 	int64_t t0, deadline = 0, next_flush = 0, next_prune = 0;
 	struct timespec rt;
 
 	memset(&r, 0, sizeof(r));
+	cp_launch_init(&child);
 	r.freq = 19;
 	/* never fetch debug info over the network while sampling */
 	unsetenv("DEBUGINFOD_URLS");
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
 		free(r.pids);
+		cp_labels_release(&r.labels);
+		cp_labels_release(&r.cfg_labels);
 		return status < 0 ? EXIT_OK : status;
 	}
 	if (gethostname(r.node, sizeof(r.node) - 1) != 0)
 		snprintf(r.node, sizeof(r.node), "localhost");
-	if (r.output) {
-		/* fail now, not after a long recording */
-		char *copy = strdup(r.output), *slash = copy ? strrchr(copy, '/') : NULL;
-		const char *dir = !slash ? "." : slash == copy ? "/" : (*slash = 0, copy);
-		struct stat st;
-
-		if (!copy || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
-			status = fail("record", "cannot write %s: %s", r.output,
-				      !copy ? "out of memory" : errno ? strerror(errno) : "not a directory");
-			free(copy);
-			goto out;
-		}
-		free(copy);
+	if (r.output && (err = cp_check_creatable(r.output))) { /* fail now, not after a long recording */
+		status = fail("record", "%s", cp_errmsg(err));
+		goto out;
 	}
 	if (!r.output && !r.format) {
 		if ((status = store_dir("record", r.data, dir, sizeof(dir))))
@@ -654,7 +427,7 @@ static int run_record(int argc, char **argv)
 		goto out;
 	}
 	if (r.remote) {
-		char *token = NULL;
+		bool away;
 
 		if (!r.spool) {
 			snprintf(spool, sizeof(spool), "%s/spool", r.data);
@@ -663,22 +436,13 @@ static int run_record(int argc, char **argv)
 		if (!r.spool_size)
 			r.spool_size = (size_t)256 << 20;
 		r.data = r.remote; /* where the profiles go, in messages */
-		if ((status = read_token("record", r.token_file, &token)))
-			goto out;
-		r.store = cp_store_open_remote(r.remote, token, r.spool, r.spool_size);
-		free(token);
-		if (!r.store) {
-			status = fail("record", "%s", cp_errmsg(errno));
-			goto out;
-		}
 		/* a wrong token or URL fails now, not at the first flush; a
 		 * server that is down only delays the pushes */
-		err = cp_store_remote_ping(r.store);
-		if (err < 0) {
-			status = fail("record", "%s", cp_errmsg(err));
+		if (!(r.store = store_open_write("record", NULL, r.remote, r.token_file, r.spool, r.spool_size, &away))) {
+			status = EXIT_FAIL;
 			goto out;
 		}
-		if (err > 0)
+		if (away)
 			cp_log("record", CP_LOG_WARN, "%s; recording anyway: the profiles wait in %s until it answers",
 				cp_errmsg(EIO), r.spool);
 	}
@@ -689,19 +453,16 @@ static int run_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	if (r.cmd) {
-		child = start_gated_command(r.cmd, fds);
-		if (child < 0) {
-			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
-			goto out;
-		}
+	if (r.cmd && (err = cp_launch_start(&child, r.cmd))) {
+		status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(-err));
+		goto out;
 	}
 	memset(&ro, 0, sizeof(ro));
-	child_pid = child > 0 ? (uint32_t)child : 0;
+	child_pid = child.pid > 0 ? (uint32_t)child.pid : 0;
 	ro.freq = r.freq;
-	ro.pids = child > 0 ? &child_pid : r.pids;
-	ro.npids = child > 0 ? 1 : r.npids;
-	ro.follow_forks = child > 0;
+	ro.pids = r.cmd ? &child_pid : r.pids;
+	ro.npids = r.cmd ? 1 : r.npids;
+	ro.follow_forks = r.cmd != NULL;
 	ro.cgroup = r.cgroup;
 	ro.idle = r.idle;
 	ro.no_kernel = r.no_kernel;
@@ -714,49 +475,28 @@ static int run_record(int argc, char **argv)
 		goto out;
 	}
 	/* the store after the sampler: a run that cannot sample creates nothing */
-	if (r.remote) {
-		/* takes the spool, and sends what a previous run left there */
-		err = cp_store_remote_flush(r.store, true);
-		if (err < 0) {
-			status = fail("record", "%s", cp_errmsg(err));
-			goto out;
-		}
-		report_push(&r);
-		if (r.pushed.resent)
-			cp_log("record", CP_LOG_INFO, "sent %llu profiles a previous run left in %s",
-				(unsigned long long)r.pushed.resent, r.spool);
-	} else if (ro.per_process) {
-		r.store = cp_store_open(r.data, CP_STORE_WRITE);
-		if (!r.store) {
-			status = fail("record", "%s", cp_errmsg(errno));
-			goto out;
-		}
+	if (!r.remote && ro.per_process && !(r.store = store_open_write("record", r.data, NULL, NULL, NULL, 0, NULL))) {
+		status = EXIT_FAIL;
+		goto out;
+	}
+	r.g = (struct cp_recording){ .rec = r.rec, .store = r.store, .verb = "record", .node = r.node,
+				     .labels = r.labels.kv, .nlabels = r.labels.n, .retention = r.retention,
+				     .max_store_size = r.max_store_size, .spool = r.spool, .spool_size = r.spool_size };
+	if (r.store && (err = cp_recording_start(&r.g))) {
+		status = fail("record", "%s", cp_errmsg(err));
+		goto out;
 	}
 	clock_gettime(CLOCK_REALTIME, &rt);
 	t0 = cp_mono_ns();
 	r.wall_offset = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - t0;
-	r.interval_start = t0 + r.wall_offset;
+	r.g.interval_start = t0 + r.wall_offset;
 	if (r.duration)
 		deadline = t0 + r.duration;
 	if (r.flush)
 		next_flush = t0 + r.flush;
-	if (child > 0) {
-		int e = 0;
-
-		if (write(fds[0], "g", 1) != 1) {
-			status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(errno));
-			goto out;
-		}
-		close(fds[0]);
-		fds[0] = -1;
-		if (read(fds[1], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-			waitpid(child, NULL, 0);
-			child = -1;
-			status = fail("record", "cannot run %s: %s", r.cmd[0], strerror(e));
-			goto out;
-		}
-		close(fds[1]);
-		fds[1] = -1;
+	if (r.cmd && (err = cp_launch_release(&child))) {
+		status = fail("record", "%s", cp_errmsg(err));
+		goto out;
 	}
 	cp_log("record", CP_LOG_INFO, "sampling %s at %d Hz%s",
 	       r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
@@ -771,9 +511,7 @@ static int run_record(int argc, char **argv)
 			break;
 		}
 		now = cp_mono_ns();
-		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
-			child_done = true;
-		if (stop_signal || child_done || (deadline && now >= deadline))
+		if (stop_signal || cp_launch_poll(&child) || (deadline && now >= deadline))
 			break;
 		if (r.npids && !pids_alive(r.pids, r.npids))
 			break; /* as perf record -p: the processes are gone */
@@ -782,7 +520,7 @@ static int run_record(int argc, char **argv)
 			next_prune = now + 10000000000LL;
 		}
 		if (next_flush && now >= next_flush) {
-			if ((err = flush_store(&r, now + r.wall_offset))) {
+			if ((err = cp_recording_flush(&r.g, now + r.wall_offset))) {
 				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));
 				break;
 			}
@@ -799,25 +537,10 @@ static int run_record(int argc, char **argv)
 		int64_t now = cp_mono_ns();
 
 		if (r.store) {
-			if ((err = flush_store(&r, now + r.wall_offset)))
+			if ((err = cp_recording_flush(&r.g, now + r.wall_offset)))
 				status = fail("record", "writing to %s: %s", r.data, cp_errmsg(err));
-			if (status == EXIT_OK && r.remote) {
-				char sz[32];
-
-				/* once more what the server could not take: what
-				 * it still cannot stays for the next run */
-				err = cp_store_remote_flush(r.store, true);
-				report_push(&r);
-				if (err < 0)
-					status = fail("record", "%s", cp_errmsg(err));
-				else if (err == CP_STORE_SPOOLED)
-					cp_log("record", CP_LOG_WARN, "%s; %llu profiles (%s) stay in %s for the next "
-									 "cprof record --remote to send",
-						cp_store_remote_last_error(r.store) ? cp_store_remote_last_error(r.store) :
-										    "the server does not answer",
-						(unsigned long long)r.pushed.pending,
-						cp_size_str((size_t)r.pushed.pending_bytes, sz, sizeof(sz)), r.spool);
-			}
+			else if ((err = cp_recording_end(&r.g)))
+				status = fail("record", "%s", cp_errmsg(err));
 		} else {
 			struct output o;
 			bool folded = r.format && !strcmp(r.format, "folded");
@@ -839,28 +562,15 @@ static int run_record(int argc, char **argv)
 	}
 	if (status == EXIT_OK && cp_log_enabled(CP_LOG_INFO)) {
 		/* the summary: one line */
-		struct cp_sampler_counts c;
-		double secs = (double)(cp_mono_ns() - t0) / 1e9;
 		char *line = NULL;
 		size_t len = 0;
 		FILE *m = open_memstream(&line, &len);
 
-		cp_recorder_counts(r.rec, &c);
 		if (m) {
-			fprintf(m, "%llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r.rec), secs);
-			if (c.dropped)
-				fprintf(m, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
-			if (cp_log_enabled(CP_LOG_DEBUG))
-				cp_recorder_debug(r.rec, m);
+			cp_recorder_summary(r.rec, m, cp_mono_ns() - t0);
 			if (r.remote) {
-				struct cp_pusher_stats ps = r.pushed;
-
 				if (cp_log_enabled(CP_LOG_DEBUG))
-					fprintf(m, " [pushes: sent %llu (%llu from the spool), spooled %llu, dropped %llu, "
-						   "refused %llu, pending %llu]",
-						(unsigned long long)ps.sent, (unsigned long long)ps.resent,
-						(unsigned long long)ps.spooled, (unsigned long long)ps.dropped,
-						(unsigned long long)ps.rejected, (unsigned long long)ps.pending);
+					cp_recording_push_figures(&r.g, m);
 				fprintf(m, " -> %s (cprof query --remote %s cpu)", r.remote, r.remote);
 			} else if (r.store) {
 				fprintf(m, " -> %s (cprof query --data %s cpu)", r.data, r.data);
@@ -872,25 +582,15 @@ static int run_record(int argc, char **argv)
 		}
 		free(line);
 	}
-	if (child > 0 && child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status))
-		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child_status));
+	if (child.exited && WIFEXITED(child.status) && WEXITSTATUS(child.status))
+		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child.status));
 out:
-	if (child > 0 && !child_done) {
-		if (fds[0] >= 0) {
-			close(fds[0]); /* never released: it exits */
-			fds[0] = -1;
-		} else {
-			kill(child, SIGTERM); /* the recording ended first */
-		}
-		waitpid(child, NULL, 0);
-	}
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
+	cp_launch_end(&child); /* stops it when the recording ended first */
 	cp_recorder_free(r.rec);
 	cp_profile_free(file_prof);
 	cp_store_close(r.store);
 	free(r.pids);
+	cp_labels_release(&r.labels);
+	cp_labels_release(&r.cfg_labels);
 	return status;
 }

@@ -12,6 +12,7 @@
 
 #include "../lib/error.h"
 #include "../lib/http/client.h"
+#include "../lib/labels.h"
 #include "../lib/scrape.h"
 #include "../lib/selector.h"
 #include "../lib/settings.h"
@@ -90,8 +91,7 @@ struct scrape_opts {
 	int64_t seconds, timeout, keep;
 	uint64_t max_store;
 	bool once, targets, quiet;
-	struct cp_kv labels[32];
-	size_t nlabels, cfg_labels; /* the first cfg_labels from the configuration file */
+	struct cp_labels labels, cfg_labels; /* -l: the options', the configuration file's */
 	bool cfg_retention, cfg_max_store;
 };
 
@@ -168,38 +168,18 @@ static void *run_thread(void *arg)
 
 static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, size_t dlen)
 {
-	char *token = NULL;
-	int status;
+	char spool[4200];
+	int status, err;
 
-	if (o->remote) {
-		char spool[4096];
-		int err;
-
-		if ((status = read_token("scrape", o->token_file, &token)))
-			return status;
-		/* the targets' state where --targets looks, the spool beside it */
-		if ((status = store_dir("scrape", NULL, dir, dlen)))
-			return status;
-		snprintf(spool, sizeof(spool), "%s/spool-scrape", dir);
-		if ((err = cp_mkdirs(dir, 0755))) {
-			free(token);
-			return fail("scrape", "%s", cp_errmsg(err));
-		}
-		k->store = cp_store_open_remote(o->remote, token, spool, 256u << 20);
-		free(token);
-		/* a refused token or not a cprof server: say so now, not as failing targets */
-		if (k->store && (err = cp_store_remote_ping(k->store)) < 0) { /* 1: no answer yet, spooled */
-			cp_store_close(k->store);
-			k->store = NULL;
-			return fail("scrape", "%s", cp_errmsg(err));
-		}
-	} else {
-		if ((status = store_dir("scrape", o->data, dir, dlen)))
-			return status;
-		k->store = cp_store_open(dir, CP_STORE_WRITE);
-	}
-	if (!k->store)
-		return fail("scrape", "%s", cp_errmsg(errno));
+	/* with --remote: the targets' state where --targets looks, the spool beside it */
+	if ((status = store_dir("scrape", o->remote ? NULL : o->data, dir, dlen)))
+		return status;
+	snprintf(spool, sizeof(spool), "%s/spool-scrape", dir);
+	if (o->remote && (err = cp_mkdirs(dir, 0755)))
+		return fail("scrape", "%s", cp_errmsg(err));
+	/* a refused token or not a cprof server: said now, not as failing targets */
+	if (!(k->store = store_open_write("scrape", dir, o->remote, o->token_file, spool, 256u << 20, NULL)))
+		return EXIT_FAIL;
 	k->upkeep.verb = "scrape";
 	k->upkeep.retention = o->keep;
 	k->upkeep.max_size = o->max_store;
@@ -269,92 +249,17 @@ out:
 
 /* ---- one scrape ---- */
 
-/* the seconds= a URL already asks for (0: none) */
-static long url_seconds(const char *url)
-{
-	const char *q = strchr(url, '?'), *p;
-
-	for (p = q; p && *p; p = strchr(p + 1, '&'))
-		if (!strncmp(p + 1, "seconds=", 8))
-			return atol(p + 9);
-	return 0;
-}
-
 static int run_once(const struct scrape_opts *o, const char *url_arg)
 {
-	const char *scheme_end = strstr(url_arg, "://"), *path, *name = o->profile, *dpath;
-	char *url = NULL, instance[256], pname[64];
+	struct cp_scrape_request q;
 	struct cp_profile *p = NULL;
-	struct cp_kv labels[34];
-	bool delta = false;
-	int64_t timeout = 0;
-	long given;
+	struct cp_kv labels[CP_LABEL_ARGS_MAX + 2];
 	size_t bytes = 0, n = 0, i;
 	int status = EXIT_OK, err;
 
-	if (!scheme_end || (strncmp(url_arg, "http://", 7) && strncmp(url_arg, "https://", 8)))
-		return usage_error("scrape", "'%s' is not an http:// or https:// URL", url_arg);
-	path = strchr(scheme_end + 3, '/');
-	snprintf(instance, sizeof(instance), "%.*s", (int)(path ? path - scheme_end - 3 : (long)strlen(scheme_end + 3)),
-		 scheme_end + 3);
-	if (!*instance)
-		return usage_error("scrape", "'%s' has no host", url_arg);
-	if (!path || !strcmp(path, "/")) { /* the profile's default path */
-		if (!name)
-			name = "process_cpu";
-		if (!cp_type_name_valid(name))
-			return usage_error("scrape", "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
-		/* a name without a known path: Go's /debug/pprof/NAME (threadcreate...) */
-		if ((dpath = cp_scrape_default_path(name, &delta)))
-			err = asprintf(&url, "%.*s%s", (int)(path ? path - url_arg : (long)strlen(url_arg)), url_arg, dpath);
-		else
-			err = asprintf(&url, "%.*s/debug/pprof/%s", (int)(path ? path - url_arg : (long)strlen(url_arg)),
-				       url_arg, name);
-	} else {
-		/* a URL with its path: the name from --profile, the path, or its last part */
-		if (!name) {
-			const char *last = strrchr(path, '/') + 1;
-			size_t k;
-
-			snprintf(pname, sizeof(pname), "%.*s", (int)strcspn(last, "?"), last);
-			for (k = 0; pname[k]; k++)
-				if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", pname[k]))
-					pname[k] = '_';
-			name = !strcmp(pname, "profile") ? "process_cpu" : !strcmp(pname, "allocs") ? "memory" :
-			       *pname				    ? pname :
-								      "profile";
-		}
-		delta = !strcmp(name, "process_cpu") || !strcmp(name, "fgprof");
-		err = asprintf(&url, "%s", url_arg);
-	}
-	if (err < 0)
-		return fail("scrape", "out of memory");
-	if (!cp_type_name_valid(name)) {
-		free(url);
-		return usage_error("scrape", "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
-	}
-	delta = delta || o->seconds; /* Go takes ?seconds= on every profile: a delta over that time */
-	if ((given = url_seconds(url)) > 0) { /* the URL says how long already */
-		delta = false;
-		if (!o->timeout)
-			timeout = given * 1000000000LL + 3 * 1000000000LL;
-	}
-	if (delta) {
-		char *u2 = NULL;
-		long long secs = o->seconds ? o->seconds / 1000000000 : 10;
-
-		if (asprintf(&u2, "%s%cseconds=%lld", url, strchr(url, '?') ? '&' : '?', secs) < 0) {
-			free(url);
-			return fail("scrape", "out of memory");
-		}
-		free(url);
-		url = u2;
-	}
-	if (!timeout)
-		timeout = o->timeout ? o->timeout :
-			  delta	     ? (o->seconds ? o->seconds : 10 * 1000000000LL) + 3 * 1000000000LL :
-				       30 * 1000000000LL;
-	if (!(p = cp_scrape_once(url, timeout, &bytes))) {
+	if ((err = cp_scrape_request_make(url_arg, o->profile, o->seconds, o->timeout, &q)))
+		return err == -ENOMEM ? fail("scrape", "out of memory") : usage_error("scrape", "%s", cp_errmsg(err));
+	if (!(p = cp_scrape_once(q.url, q.timeout, &bytes))) {
 		status = fail("scrape", "%s", cp_errmsg(errno));
 		goto out;
 	}
@@ -371,19 +276,19 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		char dir[4096];
 
 		labels[n++] = (struct cp_kv){ "job", "scrape" };
-		labels[n++] = (struct cp_kv){ "instance", instance };
-		for (i = 0; i < o->nlabels; i++) {
+		labels[n++] = (struct cp_kv){ "instance", q.instance };
+		for (i = 0; i < o->labels.n; i++) {
 			size_t j;
 
-			for (j = 0; j < n && strcmp(labels[j].name, o->labels[i].name); j++)
+			for (j = 0; j < n && strcmp(labels[j].name, o->labels.kv[i].name); j++)
 				;
-			labels[j] = o->labels[i];
+			labels[j] = o->labels.kv[i];
 			n += j == n;
 		}
 		if ((status = open_sink(o, &k, dir, sizeof(dir))))
 			goto out;
 		a.profile = p;
-		a.name = name;
+		a.name = q.name;
 		a.labels = labels;
 		a.nlabels = n;
 		a.time_ns = p->time_nanos ? p->time_nanos : cp_now_ns();
@@ -394,12 +299,12 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 			status = fail("scrape", "%s", cp_errmsg(err));
 		else if (!o->quiet)
 			cp_log("scrape", CP_LOG_INFO, "%s: %u samples (%zu bytes) stored as %s{job=\"scrape\", instance=\"%s\"}%s",
-				url, p->nsamples, bytes, name, instance, err == CP_STORE_SPOOLED ? " (spooled: the server is away)" : "");
+				q.url, p->nsamples, bytes, q.name, q.instance, err == CP_STORE_SPOOLED ? " (spooled: the server is away)" : "");
 		cp_store_close(k.store);
 	}
 out:
 	cp_profile_free(p);
-	free(url);
+	cp_scrape_request_release(&q);
 	return status;
 }
 
@@ -479,17 +384,16 @@ static int show_targets(const struct scrape_opts *o)
 	return cp_stream_check(stdout, NULL) ? fail("scrape", "cannot write the output") : EXIT_OK;
 }
 
-static int run_scrape(int argc, char **argv)
+static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 {
-	struct scrape_opts o = { 0 };
 	struct sigaction sa = { 0 };
 	int opt, status, err;
 
 	while ((opt = next_option(&cmd_scrape, argc, argv)) != -1) {
 		switch (opt) {
-		case 'c': o.config = optarg; break;
-		case OPT_ONCE: o.once = true; break;
-		case 'p': o.profile = optarg; break;
+		case 'c': o->config = optarg; break;
+		case OPT_ONCE: o->once = true; break;
+		case 'p': o->profile = optarg; break;
 		case OPT_SECONDS: {
 			int secs;
 
@@ -497,50 +401,40 @@ static int run_scrape(int argc, char **argv)
 				return status;
 			if (secs <= 0)
 				return usage_error("scrape", "--seconds wants a whole number of seconds above 0");
-			o.seconds = secs * 1000000000LL;
+			o->seconds = secs * 1000000000LL;
 			break;
 		}
 		case OPT_TIMEOUT:
-			if ((err = cp_parse_duration(optarg, &o.timeout)) || o.timeout <= 0)
+			if ((err = cp_parse_duration(optarg, &o->timeout)) || o->timeout <= 0)
 				return usage_error("scrape", "--timeout: %s", err ? cp_errmsg(err) : "must be above 0");
 			break;
-		case 'l': {
-			char *eq = strchr(optarg, '=');
-
-			if (!eq || !cp_label_name_valid(optarg, (size_t)(eq - optarg)))
-				return usage_error("scrape", "bad label '%s': want NAME=VALUE, the name of letters, digits "
-							     "and _",
-						   optarg);
-			if (o.nlabels == sizeof(o.labels) / sizeof(o.labels[0]))
-				return usage_error("scrape", "too many labels");
-			*eq = '\0';
-			o.labels[o.nlabels++] = (struct cp_kv){ optarg, eq + 1 };
-			if (from_config())
-				o.cfg_labels = o.nlabels;
+		case 'l':
+			if ((err = cp_label_arg(from_config() ? &o->cfg_labels : &o->labels, optarg)))
+				return err == -ENOMEM ? fail("scrape", "out of memory") :
+							usage_error("scrape", "%s", cp_errmsg(err));
 			break;
-		}
-		case 'o': o.output = optarg; break;
-		case OPT_TARGETS: o.targets = true; break;
-		case 'f': o.format = optarg; break;
-		case OPT_DATA: o.data = optarg; break;
-		case OPT_REMOTE: o.remote = optarg; break;
-		case OPT_TOKEN_FILE: o.token_file = optarg; break;
+		case 'o': o->output = optarg; break;
+		case OPT_TARGETS: o->targets = true; break;
+		case 'f': o->format = optarg; break;
+		case OPT_DATA: o->data = optarg; break;
+		case OPT_REMOTE: o->remote = optarg; break;
+		case OPT_TOKEN_FILE: o->token_file = optarg; break;
 		case OPT_RETENTION:
-			o.retention = optarg;
-			o.cfg_retention = from_config();
+			o->retention = optarg;
+			o->cfg_retention = from_config();
 			break;
 		case OPT_MAX_STORE:
-			if ((err = cp_parse_size(optarg, &o.max_store)) || !o.max_store)
+			if ((err = cp_parse_size(optarg, &o->max_store)) || !o->max_store)
 				return usage_error("scrape", "--max-store-size: %s",
 						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
-			o.cfg_max_store = from_config();
+			o->cfg_max_store = from_config();
 			break;
 		case OPT_LOG_LEVEL:
 			if ((err = parse_log_level("scrape", optarg)) != EXIT_OK)
 				return err;
 			break;
 		case 'q':
-			o.quiet = true;
+			o->quiet = true;
 			cp_log_level = CP_LOG_WARN;
 			break;
 		case 'h': return show_usage(&cmd_scrape);
@@ -548,62 +442,71 @@ static int run_scrape(int argc, char **argv)
 		}
 	}
 	/* the configuration file's store settings and labels, where they do not apply */
-	if (o.output || o.targets) {
-		if (o.cfg_retention)
-			o.retention = NULL;
-		if (o.cfg_max_store)
-			o.max_store = 0;
+	if (o->output || o->targets) {
+		if (o->cfg_retention)
+			o->retention = NULL;
+		if (o->cfg_max_store)
+			o->max_store = 0;
 	}
-	if (o.config || o.targets) {
-		memmove(o.labels, o.labels + o.cfg_labels, (o.nlabels - o.cfg_labels) * sizeof(*o.labels));
-		o.nlabels -= o.cfg_labels;
-		o.cfg_labels = 0;
-	}
-	if (o.output && o.max_store)
+	if (o->config || o->targets)
+		cp_labels_release(&o->cfg_labels);
+	else if ((err = cp_labels_take_defaults(&o->labels, &o->cfg_labels)))
+		return err == -ENOMEM ? fail("scrape", "out of memory") : usage_error("scrape", "%s", cp_errmsg(err));
+	if (o->output && o->max_store)
 		return usage_error("scrape", "-o writes the profile to a file: --max-store-size is for the store");
-	if (o.format && strcmp(o.format, "table") && strcmp(o.format, "json"))
-		return usage_error("scrape", "unknown format '%s' (choose table or json)", o.format);
-	if (o.retention && (err = cp_parse_duration(o.retention, &o.keep)))
+	if (o->format && strcmp(o->format, "table") && strcmp(o->format, "json"))
+		return usage_error("scrape", "unknown format '%s' (choose table or json)", o->format);
+	if (o->retention && (err = cp_parse_duration(o->retention, &o->keep)))
 		return usage_error("scrape", "--retention: %s", cp_errmsg(err));
-	if (o.output && (o.data || o.remote || o.retention))
+	if (o->output && (o->data || o->remote || o->retention))
 		return usage_error("scrape", "-o writes the profile to a file: --data, --remote and --retention are "
 					     "for the store");
-	if (o.format && !o.targets)
+	if (o->format && !o->targets)
 		return usage_error("scrape", "--format goes with --targets");
-	if (o.once && o.targets)
+	if (o->once && o->targets)
 		return usage_error("scrape", "--once goes with --config, not --targets");
-	if ((status = remote_args("scrape", o.data ? o.data : o.output, o.targets, &o.remote, &o.token_file)))
+	if ((status = remote_args("scrape", o->data ? o->data : o->output, o->targets, &o->remote, &o->token_file)))
 		return status;
-	if (o.remote) { /* the file's store settings are for a local store */
-		if (o.cfg_retention)
-			o.retention = NULL;
-		if (o.cfg_max_store)
-			o.max_store = 0;
+	if (o->remote) { /* the file's store settings are for a local store */
+		if (o->cfg_retention)
+			o->retention = NULL;
+		if (o->cfg_max_store)
+			o->max_store = 0;
 	}
-	if (o.remote && o.retention)
+	if (o->remote && o->retention)
 		return usage_error("scrape", "--retention applies to the local store; the server keeps its own");
-	if (o.remote && o.max_store)
+	if (o->remote && o->max_store)
 		return usage_error("scrape", "--max-store-size applies to the local store; the server keeps its own");
-	if (o.targets) {
-		if (o.config || optind < argc)
+	if (o->targets) {
+		if (o->config || optind < argc)
 			return usage_error("scrape", "--targets takes no config and no URL");
-		return show_targets(&o);
+		return show_targets(o);
 	}
-	if (o.config) {
+	if (o->config) {
 		if (optind < argc)
 			return usage_error("scrape", "give --config or a URL, not both");
-		if (o.profile || o.seconds || o.timeout || o.nlabels || o.output)
+		if (o->profile || o->seconds || o->timeout || o->labels.n || o->output)
 			return usage_error("scrape", "--profile, --seconds, --timeout, --label and --output are for one "
 						     "scrape of a URL; with --config, the file says");
 		sa.sa_handler = on_signal;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
-		return run_config(&o);
+		return run_config(o);
 	}
-	if (o.once)
+	if (o->once)
 		return usage_error("scrape", "--once goes with --config");
 	if (argc - optind != 1)
 		return usage_error("scrape", "give --config FILE, one URL, or --targets");
-	return run_once(&o, argv[optind]);
+	return run_once(o, argv[optind]);
+}
+
+static int run_scrape(int argc, char **argv)
+{
+	struct scrape_opts o = { 0 };
+	int status = scrape_main(&o, argc, argv);
+
+	cp_labels_release(&o.labels);
+	cp_labels_release(&o.cfg_labels);
+	return status;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../lib/error.h"
+#include "../lib/launch.h"
 #include "../lib/recorder.h"
 #include "../lib/util.h"
 #include "../lib/view/text.h"
@@ -112,9 +113,7 @@ struct top {
 	struct cp_recorder *rec;
 	uint64_t dropped;
 	int ncpus;
-	pid_t child;
-	bool child_done;
-	int child_status;
+	struct cp_launch child; /* -- CMD */
 	/* what is shown: lib/view */
 	struct cp_view *v;
 	/* the screen */
@@ -514,14 +513,13 @@ static int parse_options(struct top *t, int argc, char **argv)
 static int start_live(struct top *t)
 {
 	struct cp_recorder_opts ro;
-	int fds[2] = { -1, -1 }, e = 0;
 	uint32_t child_pid = 0;
+	int err;
 
 	if (t->cmd) {
-		t->child = start_gated_command(t->cmd, fds);
-		if (t->child < 0)
-			return fail("top", "cannot start %s: %s", t->cmd[0], strerror(errno));
-		child_pid = (uint32_t)t->child;
+		if ((err = cp_launch_start(&t->child, t->cmd)))
+			return fail("top", "cannot start %s: %s", t->cmd[0], strerror(-err));
+		child_pid = (uint32_t)t->child.pid;
 	}
 	memset(&ro, 0, sizeof(ro));
 	ro.freq = t->freq;
@@ -535,27 +533,11 @@ static int start_live(struct top *t)
 	if (!t->rec) {
 		int status = fail("top", "%s", cp_errmsg(errno));
 
-		if (t->child > 0) {
-			close(fds[0]); /* never released: it exits */
-			close(fds[1]);
-			waitpid(t->child, NULL, 0);
-			t->child = -1;
-		}
+		cp_launch_end(&t->child); /* never released: it exits */
 		return status;
 	}
-	if (t->child > 0) {
-		if (write(fds[0], "g", 1) != 1)
-			e = errno;
-		close(fds[0]);
-		if (!e && read(fds[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
-			e = 0;
-		close(fds[1]);
-		if (e) {
-			waitpid(t->child, NULL, 0);
-			t->child = -1;
-			return fail("top", "cannot run %s: %s", t->cmd[0], strerror(e));
-		}
-	}
+	if (t->cmd && (err = cp_launch_release(&t->child)))
+		return fail("top", "%s", cp_errmsg(err));
 	return EXIT_OK;
 }
 
@@ -621,8 +603,7 @@ static int run_loop(struct top *t)
 			break;
 		if (stop_signal)
 			break;
-		if (t->child > 0 && !t->child_done && waitpid(t->child, &t->child_status, WNOHANG) == t->child) {
-			t->child_done = true;
+		if (t->cmd && !t->child.exited && cp_launch_poll(&t->child)) {
 			set_msg(t, "%s exited", t->cmd[0]);
 		}
 		while (t->tui && (ch = getch()) != ERR) {
@@ -642,7 +623,7 @@ static int run_loop(struct top *t)
 			dirty = true;
 			if (t->iterations && iter >= t->iterations)
 				break;
-			if (t->stdio && t->child_done)
+			if (t->stdio && t->child.exited)
 				break; /* the command is done: so are its tables */
 			if (t->npids && !pids_alive(t->pids, t->npids)) {
 				if (t->stdio)
@@ -677,7 +658,7 @@ static int run_top(int argc, char **argv)
 	t.freq = 99;
 	t.delay = 1000000000LL;
 	t.limit = 25;
-	t.child = -1;
+	cp_launch_init(&t.child);
 	unsetenv("DEBUGINFOD_URLS");
 	if (!(t.v = cp_view_new()))
 		return fail("top", "out of memory");
@@ -738,12 +719,7 @@ static int run_top(int argc, char **argv)
 		endwin(); /* the terminal as it was */
 	t.tui = false;
 out:
-	if (t.child > 0) {
-		if (!t.child_done) {
-			kill(t.child, SIGTERM);
-			waitpid(t.child, NULL, 0);
-		}
-	}
+	cp_launch_end(&t.child);
 	cp_recorder_free(t.rec);
 	cp_view_free(t.v);
 	store_args_release(&t.sa);

@@ -14,54 +14,6 @@
 #include "folded.h"
 #include "selector.h"
 
-int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
-{
-	size_t i, nlen = strlen(name), vlen = strlen(value);
-
-	if (!cp_label_name_valid(name, nlen))
-		return cp_error(EINVAL, "bad label name '%.64s' (letters, digits and _, not starting with a digit)", name);
-	if (nlen > CP_LABEL_NAME_MAX)
-		return cp_error(EINVAL, "label name '%.64s...' is longer than %d bytes", name, CP_LABEL_NAME_MAX);
-	if (vlen > CP_LABEL_VALUE_MAX)
-		return cp_error(EINVAL, "the value of label '%.64s' is longer than %d bytes", name, CP_LABEL_VALUE_MAX);
-	/* the cap also keeps this check linear in practice: 64 x 64 at most */
-	if (l->n >= CP_LABELS_MAX)
-		return cp_error(EINVAL, "more than %d labels for one series (at '%.64s')", CP_LABELS_MAX, name);
-	for (i = 0; i < l->n; i++)
-		if (!strcmp(l->kv[i].name, name))
-			return cp_error(EINVAL, "label '%.64s' given twice", name);
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		struct cp_kv *kv = realloc(l->kv, cap * sizeof(*kv));
-
-		if (!kv)
-			return -ENOMEM;
-		l->kv = kv;
-		l->cap = cap;
-	}
-	l->kv[l->n].name = strdup(name);
-	l->kv[l->n].value = strdup(value);
-	if (!l->kv[l->n].name || !l->kv[l->n].value) {
-		free((char *)l->kv[l->n].name);
-		free((char *)l->kv[l->n].value);
-		return -ENOMEM;
-	}
-	l->n++;
-	return 0;
-}
-
-void cp_labels_release(struct cp_labels *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++) {
-		free((char *)l->kv[i].name);
-		free((char *)l->kv[i].value);
-	}
-	free(l->kv);
-	memset(l, 0, sizeof(*l));
-}
-
 void cp_pyro_name_release(struct cp_pyro_name *n)
 {
 	free(n->app);

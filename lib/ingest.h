@@ -8,24 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labels.h"
 #include "profile.h"
 #include "store/store.h"
-
-/* Labels with owned strings. */
-struct cp_labels {
-	struct cp_kv *kv; /* name and value malloc'ed */
-	size_t n, cap;
-};
-/* What one series may carry (Pyroscope takes 30 labels by default, names of
- * 1024 bytes and values of 2048): more is refused, not cut. */
-#define CP_LABELS_MAX 64
-#define CP_LABEL_NAME_MAX 1024
-#define CP_LABEL_VALUE_MAX 2048
-/* Adds name=value (copied); -EINVAL with a message for a bad label name, a
- * name given twice, a name or value over its length limit, or a series
- * over CP_LABELS_MAX labels. */
-int cp_labels_add(struct cp_labels *l, const char *name, const char *value);
-void cp_labels_release(struct cp_labels *l);
 
 /* Pyroscope's name: "app.cpu{k=v,k2=v2}" -> app "app", suffix "cpu" (the
  * part after the last dot; "cpu" when there is none), labels k, k2 (plus

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "log.h"
 #include "recorder.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -379,6 +380,90 @@ void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg)
 	cp_procs_each(r->procs, each_one, &c);
 }
 
+/* ---- the series policy ---- */
+
+struct series_ctx {
+	struct cp_recorder_series *s;
+	const char *node;
+	const struct cp_kv *extra;
+	size_t nextra, cap;
+	int64_t start, duration;
+};
+
+size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct cp_kv *extra, size_t nextra,
+			char pid[16], struct cp_kv *kv)
+{
+	size_t k = 0;
+
+	snprintf(pid, 16, "%u", p->pid);
+	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
+	kv[k++] = (struct cp_kv){ "pid", pid };
+	kv[k++] = (struct cp_kv){ "node", node };
+	if (p->exe)
+		kv[k++] = (struct cp_kv){ "exe", p->exe };
+	if (p->container)
+		kv[k++] = (struct cp_kv){ "container", p->container };
+	if (p->unit)
+		kv[k++] = (struct cp_kv){ "unit", p->unit };
+	if (p->pod)
+		kv[k++] = (struct cp_kv){ "pod", p->pod };
+	for (size_t i = 0; i < nextra; i++) {
+		size_t j;
+
+		for (j = 0; j < k && strcmp(kv[j].name, extra[i].name); j++)
+			;
+		kv[j] = extra[i]; /* the extra labels win */
+		if (j == k)
+			k++;
+	}
+	return k;
+}
+
+static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *arg)
+{
+	struct series_ctx *c = arg;
+	struct cp_recorder_series *s = c->s;
+	struct cp_kv *kv;
+	size_t k;
+
+	if (s->n >= c->cap)
+		return;
+	kv = s->kv + s->n * (c->nextra + CP_SERIES_OWN_LABELS);
+	k = cp_series_labels(p, c->node, c->extra, c->nextra, s->pid[s->n], kv);
+	prof->time_nanos = c->start;
+	prof->duration_nanos = c->duration;
+	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = "cpu", .labels = kv, .nlabels = k };
+	s->n++;
+}
+
+int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
+		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s)
+{
+	struct series_ctx c = { s, node, extra, nextra, cp_recorder_nprocs(r), start_ns,
+				end_ns - start_ns > 0 ? end_ns - start_ns : 1 };
+
+	memset(s, 0, sizeof(*s));
+	if (!c.cap)
+		return 0;
+	s->a = calloc(c.cap, sizeof(*s->a));
+	s->kv = calloc(c.cap * (nextra + CP_SERIES_OWN_LABELS), sizeof(*s->kv));
+	s->pid = calloc(c.cap, sizeof(*s->pid));
+	if (!s->a || !s->kv || !s->pid) {
+		cp_recorder_series_release(s);
+		return -ENOMEM;
+	}
+	cp_recorder_each(r, series_one, &c);
+	return 0;
+}
+
+void cp_recorder_series_release(struct cp_recorder_series *s)
+{
+	free(s->a);
+	free(s->kv);
+	free(s->pid);
+	memset(s, 0, sizeof(*s));
+}
+
 static void drop_profile(struct cp_proc *p, void *arg)
 {
 	(void)arg;
@@ -463,4 +548,16 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 		(unsigned long long)u.sessions_built, (unsigned long long)u.sessions_evicted,
 		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
 		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
+}
+
+void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns)
+{
+	struct cp_sampler_counts c;
+
+	cp_recorder_counts(r, &c);
+	fprintf(out, "%llu samples in %.1f s", (unsigned long long)cp_recorder_samples(r), (double)ns / 1e9);
+	if (c.dropped)
+		fprintf(out, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
+	if (cp_log_enabled(CP_LOG_DEBUG))
+		cp_recorder_debug(r, out);
 }

@@ -18,6 +18,7 @@
 #include "proc.h"
 #include "profile.h"
 #include "sampler.h"
+#include "store/store.h"
 
 struct cp_recorder;
 
@@ -53,6 +54,31 @@ void cp_recorder_counts(struct cp_recorder *r, struct cp_sampler_counts *c);
 /* per_process: calls fn for each process with samples since the last reset. */
 typedef void (*cp_recorder_each_fn)(const struct cp_proc *p, struct cp_profile *prof, void *arg);
 void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg);
+/* per_process: the store's series of the interval start_ns..end_ns (wall
+ * clock): one append per process with samples since the last reset, of
+ * type "cpu", labelled by this policy: comm ("?" when unknown), pid, node,
+ * and where known exe, container, unit (systemd) and pod; then the extra
+ * labels (-l), each replacing one of these of the same name or added.
+ * Every profile's time becomes start_ns and its duration end_ns - start_ns
+ * (at least 1 ns).  The appends point into the recorder's profiles, its
+ * processes, node and extra: use them before cp_recorder_reset; then
+ * cp_recorder_series_release.  0 or -ENOMEM (s then empty). */
+struct cp_recorder_series {
+	struct cp_store_append *a;
+	size_t n;
+	/* private */
+	struct cp_kv *kv;
+	char (*pid)[16];
+};
+/* The policy for one process, as cp_recorder_series applies it: writes the
+ * labels to kv (room for nextra + CP_SERIES_OWN_LABELS), pointing into p,
+ * node, extra and pid (where the pid is written); returns how many. */
+#define CP_SERIES_OWN_LABELS 7 /* comm, pid, node, exe, container, unit, pod */
+size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct cp_kv *extra, size_t nextra,
+			char pid[16], struct cp_kv *kv);
+int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
+		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s);
+void cp_recorder_series_release(struct cp_recorder_series *s);
 /* per_process: drops the processes' profiles (and forgets exited processes). */
 void cp_recorder_reset(struct cp_recorder *r);
 /* Forgets processes that exited more than 2 s ago and have nothing pending. */
@@ -63,6 +89,9 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r);
 /* Processes known (alive or with records pending). */
 size_t cp_recorder_nprocs(const struct cp_recorder *r);
 
+/* The summary of a run of ns nanoseconds: "N samples in 2.0 s", the samples
+ * lost (the ring buffer full) and, at --log-level debug, cp_recorder_debug. */
+void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns);
 /* For CPROF_DEBUG: the unwinder's, symbolizer's and sampler's counters. */
 void cp_recorder_debug(struct cp_recorder *r, FILE *out);
 /* How many unwind sessions were built so far. */

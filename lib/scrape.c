@@ -59,6 +59,105 @@ const char *cp_scrape_default_path(const char *name, bool *delta)
 	return NULL;
 }
 
+/* the seconds= a URL already asks for (0: none) */
+static long url_seconds(const char *url)
+{
+	const char *q = strchr(url, '?'), *p;
+
+	for (p = q; p && *p; p = strchr(p + 1, '&'))
+		if (!strncmp(p + 1, "seconds=", 8))
+			return atol(p + 9);
+	return 0;
+}
+
+void cp_scrape_request_release(struct cp_scrape_request *r)
+{
+	free(r->url);
+	free(r->name);
+	memset(r, 0, sizeof(*r));
+}
+
+int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t seconds, int64_t timeout,
+			   struct cp_scrape_request *r)
+{
+	const char *scheme_end = strstr(url_arg, "://"), *path, *name = profile, *dpath;
+	char pname[64];
+	bool delta = false;
+	long given;
+	int n;
+
+	memset(r, 0, sizeof(*r));
+	if (!scheme_end || (strncmp(url_arg, "http://", 7) && strncmp(url_arg, "https://", 8)))
+		return cp_error(EINVAL, "'%s' is not an http:// or https:// URL", url_arg);
+	path = strchr(scheme_end + 3, '/');
+	n = (int)(path ? path - scheme_end - 3 : (long)strlen(scheme_end + 3));
+	snprintf(r->instance, sizeof(r->instance), "%.*s", n, scheme_end + 3);
+	if (!*r->instance)
+		return cp_error(EINVAL, "'%s' has no host", url_arg);
+	n = (int)(path ? path - url_arg : (long)strlen(url_arg)); /* the URL up to its path */
+	if (!path || !strcmp(path, "/")) { /* the profile's default path */
+		if (!name)
+			name = "process_cpu";
+		if (!cp_type_name_valid(name))
+			return cp_error(EINVAL, "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
+		/* a name without a known path: Go's /debug/pprof/NAME (threadcreate...) */
+		if ((dpath = cp_scrape_default_path(name, &delta)))
+			n = asprintf(&r->url, "%.*s%s", n, url_arg, dpath);
+		else
+			n = asprintf(&r->url, "%.*s/debug/pprof/%s", n, url_arg, name);
+	} else {
+		/* a URL with its path: the name from --profile, the path, or its last part */
+		if (!name) {
+			const char *last = strrchr(path, '/') + 1;
+
+			snprintf(pname, sizeof(pname), "%.*s", (int)strcspn(last, "?"), last);
+			for (size_t k = 0; pname[k]; k++)
+				if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", pname[k]))
+					pname[k] = '_';
+			name = !strcmp(pname, "profile") ? "process_cpu" :
+			       !strcmp(pname, "allocs")	 ? "memory" :
+			       *pname			 ? pname :
+							   "profile";
+		}
+		delta = !strcmp(name, "process_cpu") || !strcmp(name, "fgprof");
+		n = asprintf(&r->url, "%s", url_arg);
+	}
+	if (n < 0) {
+		r->url = NULL;
+		return -ENOMEM;
+	}
+	if (!cp_type_name_valid(name)) {
+		cp_scrape_request_release(r);
+		return cp_error(EINVAL, "--profile '%s': letters, digits, '_', '.' and '-' (e.g. memory)", name);
+	}
+	delta = delta || seconds; /* Go takes ?seconds= on every profile: a delta over that time */
+	if ((given = url_seconds(r->url)) > 0) { /* the URL says how long already */
+		delta = false;
+		if (!timeout)
+			r->timeout = given * 1000000000LL + 3 * 1000000000LL;
+	}
+	if (delta) {
+		char *u2 = NULL;
+		long long secs = seconds ? seconds / 1000000000 : 10;
+
+		if (asprintf(&u2, "%s%cseconds=%lld", r->url, strchr(r->url, '?') ? '&' : '?', secs) < 0) {
+			cp_scrape_request_release(r);
+			return -ENOMEM;
+		}
+		free(r->url);
+		r->url = u2;
+	}
+	if (!r->timeout)
+		r->timeout = timeout ? timeout :
+			     delta   ? (seconds ? seconds : 10 * 1000000000LL) + 3 * 1000000000LL :
+				       30 * 1000000000LL;
+	if (!(r->name = strdup(name))) {
+		cp_scrape_request_release(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n)
 {
 	struct cp_scrape_profile *p = calloc(NDEFAULTS, sizeof(*p));

@@ -111,6 +111,27 @@ int cp_target_states_metrics(FILE *out, const struct cp_target_state *t, size_t 
  * "...: down: ERROR" (plus that it is retried, when retried). */
 const char *cp_target_state_line(const struct cp_target_state *t, bool retried, char *buf, size_t len);
 
+/* One scrape of a URL given on the command line (cprof scrape URL): what
+ * to fetch, and as what.  url_arg is http(s)://HOST[:PORT][/PATH[?QUERY]];
+ * profile is --profile (NULL: from the path's last part, "profile" being
+ * process_cpu and "allocs" memory; process_cpu for a URL without a path,
+ * which then gets the profile's default path, Go's /debug/pprof/NAME for a
+ * name without one); seconds is --seconds (ns; 0: not given: 10 s for a
+ * delta profile), timeout --timeout (ns; 0: not given).  A delta profile
+ * (process_cpu, fgprof, or any with --seconds) gets ?seconds= unless the
+ * URL has it; the timeout is then the URL's seconds or N + 3 s, else 30 s.
+ * 0, -EINVAL with a message (not an http(s) URL, no host, a bad profile
+ * name), or -ENOMEM.  Release with cp_scrape_request_release. */
+struct cp_scrape_request {
+	char *url;          /* what to fetch */
+	char *name;         /* the profile type name to store it as */
+	char instance[256]; /* HOST[:PORT], the instance label */
+	int64_t timeout;    /* ns */
+};
+int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t seconds, int64_t timeout,
+			   struct cp_scrape_request *r);
+void cp_scrape_request_release(struct cp_scrape_request *r);
+
 /* One scrape of url (a full URL) with a timeout: the decoded profile.
  * NULL + errno with a message naming the URL and what went wrong. */
 struct cp_profile *cp_scrape_once(const char *url, int64_t timeout_ns, size_t *bytes);

@@ -23,6 +23,7 @@
 #define CP_SETTINGS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "scrape.h"
 
@@ -57,5 +58,9 @@ struct cp_config_opts {
 int cp_config_opts_parse(const char *text, size_t len, const char *name, const char *const *sections,
 			 struct cp_config_opts *o);
 void cp_config_opts_release(struct cp_config_opts *o);
+
+/* Writes s as a YAML scalar, double-quoted with JSON-style escapes (valid
+ * YAML), or null for NULL: for --print-config. */
+void cp_yaml_str(FILE *f, const char *s);
 
 #endif

@@ -42,6 +42,60 @@ const char *cp_size_str(size_t n, char *buf, size_t len)
 	return buf;
 }
 
+int cp_check_creatable(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	struct stat st;
+	int e = 0;
+
+	if (!dir)
+		e = ENOMEM;
+	else if (stat(dir, &st) != 0)
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(dir, W_OK) != 0)
+		e = errno;
+	free(dir);
+	return e ? cp_error(e, "cannot write %s: %s", path, strerror(e)) : 0;
+}
+
+const char *cp_size_text(uint64_t n, char *buf, size_t len)
+{
+	static const char units[] = "TGMK";
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t u = 1ull << (10 * (4 - i));
+
+		if (n && n % u == 0) {
+			snprintf(buf, len, "%llu%c", (unsigned long long)(n / u), units[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)n);
+	return buf;
+}
+
+const char *cp_duration_text(int64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		int64_t ns;
+		const char *unit;
+	} units[] = {
+		{ 86400000000000LL, "d" }, { 3600000000000LL, "h" }, { 60000000000LL, "m" },
+		{ 1000000000LL, "s" },     { 1000000LL, "ms" },
+	};
+
+	for (size_t i = 0; ns && i < sizeof(units) / sizeof(*units); i++)
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%lld%s", (long long)(ns / units[i].ns), units[i].unit);
+			return buf;
+		}
+	snprintf(buf, len, "%lldns", (long long)ns);
+	return buf;
+}
+
 int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 {
 	int fd = -1, err = 0;

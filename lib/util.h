@@ -24,10 +24,23 @@ int cp_stream_check(FILE *f, const char *what);
 int cp_parse_size(const char *s, uint64_t *out);
 /* "1 MiB" for whole mebibytes, else "1000 bytes". */
 const char *cp_size_str(size_t n, char *buf, size_t len);
+/* A size as cp_parse_size reads it back, in the largest unit that divides
+ * it: "10G", "512M", "1000" (bytes).  Returns buf. */
+const char *cp_size_text(uint64_t n, char *buf, size_t len);
+/* A duration as cp_parse_duration (selector.h) reads it back, in the
+ * largest unit that divides it: "7d", "90m", "30s", "500ms"; "1500000ns"
+ * below that (which cp_parse_duration refuses: it has no ns).  Returns buf;
+ * 32 bytes hold any. */
+const char *cp_duration_text(int64_t ns, char *buf, size_t len);
 
 /* In an array sorted by a leading uint64_t key (elements of size bytes),
  * the index just past the last element whose key is <= key (0: none). */
 size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key);
+
+/* Can a file be created at path: its directory exists, is one, and may be
+ * written (to fail before a long run that ends by writing it, not after)?
+ * 0, or -errno with the message "cannot write PATH: REASON". */
+int cp_check_creatable(const char *path);
 
 /* mkdir -p: the missing directories of path, the last with leaf_mode and
  * the others 0755. 0 or -errno with a message. */

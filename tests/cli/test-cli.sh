@@ -37,7 +37,8 @@ like "$err" "^cprof record: say what to record" "and says what to give"
 for args in "--all -p 1" "--all -- true" "-p 1 -- true" "--all -F 0" "--all -F 10001" "--all -F x" "-p 0" \
 	"-p x" "-p 1,,x" "--all -d 0" "--all -d soon" "--all --flush-interval 10ms" "--all -f svg" \
 	"--all -f pprof" "--all -o x.pb.gz --data d" "--all -o x.pb.gz --flush-interval 10s" \
-	"--all -f folded --retention 1d" "--all -f folded -l a=b" "--all -l 1a=b" "--all -l novalue"; do
+	"--all -f folded --retention 1d" "--all -f folded -l a=b" "--all -l 1a=b" "--all -l novalue" \
+	"--all -d 1s -l a=1 -l a=2" "--all -d 1s -l __name__=x"; do
 	# shellcheck disable=SC2086
 	run "$CPROF" record $args
 	is "$rc" 2 "record $args is a usage error"

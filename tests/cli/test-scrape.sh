@@ -125,6 +125,9 @@ run "$CPROF" scrape --timeout soon "http://$G1"
 is "$rc" 2 "--timeout soon: usage error"
 run "$CPROF" scrape -l 'bad-name=1' "http://$G1"
 is "$rc" 2 "a bad label name: usage error"
+run "$CPROF" scrape -l team=a -l team=b -o "$T/twice.pb.gz" "http://$G1"
+is "$rc" 2 "a label name given twice: usage error (the one -l rule of record, scrape and import)"
+like "$err" "label 'team' is given twice" "saying which"
 run "$CPROF" scrape --config /dev/null --retention soon
 is "$rc" 2 "--retention soon: usage error"
 

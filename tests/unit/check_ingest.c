@@ -252,6 +252,65 @@ START_TEST(test_labels_limits)
 }
 END_TEST
 
+/* ---- -l NAME=VALUE: one rule for record, scrape and import ---- */
+
+#define ck_msg_has(text) ck_assert_msg(strstr(cp_errmsg(EINVAL), text), "%s", cp_errmsg(EINVAL))
+
+START_TEST(test_label_arg)
+{
+	struct cp_labels l = { 0 }, file = { 0 };
+	char arg[64];
+
+	ck_assert_int_eq(cp_label_arg(&l, "env=prod"), 0);
+	ck_assert_int_eq(cp_label_arg(&l, "_x1=a=b"), 0); /* the value is all after the first = */
+	ck_assert_int_eq(cp_label_arg(&l, "empty="), 0);
+	ck_assert_uint_eq(l.n, 3);
+	ck_assert_str_eq(l.kv[1].name, "_x1");
+	ck_assert_str_eq(l.kv[1].value, "a=b");
+	ck_assert_str_eq(l.kv[2].value, "");
+	/* refused, each with the reason, and the set unchanged */
+	ck_assert_int_eq(cp_label_arg(&l, "novalue"), -EINVAL);
+	ck_msg_has("bad label 'novalue': want NAME=VALUE");
+	ck_assert_int_eq(cp_label_arg(&l, "1a=b"), -EINVAL);
+	ck_assert_int_eq(cp_label_arg(&l, "bad-name=x"), -EINVAL);
+	ck_assert_int_eq(cp_label_arg(&l, "=x"), -EINVAL);
+	ck_assert_int_eq(cp_label_arg(&l, "__name__=x"), -EINVAL);
+	ck_msg_has("reserved");
+	ck_assert_int_eq(cp_label_arg(&l, "env=dev"), -EINVAL);
+	ck_msg_has("label 'env' is given twice");
+	ck_assert_uint_eq(l.n, 3);
+	while (l.n < CP_LABEL_ARGS_MAX) {
+		snprintf(arg, sizeof(arg), "l%zu=v", l.n);
+		ck_assert_int_eq(cp_label_arg(&l, arg), 0);
+	}
+	ck_assert_int_eq(cp_label_arg(&l, "one_more=v"), -EINVAL);
+	ck_msg_has("too many labels (at most 32)");
+	cp_labels_release(&l);
+
+	/* the file's labels under the options': the options win, the file's others stay first */
+	ck_assert_int_eq(cp_label_arg(&file, "env=prod"), 0);
+	ck_assert_int_eq(cp_label_arg(&file, "team=infra"), 0);
+	ck_assert_int_eq(cp_label_arg(&l, "env=dev"), 0);
+	ck_assert_int_eq(cp_labels_take_defaults(&l, &file), 0);
+	ck_assert_uint_eq(file.n, 0);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_str_eq(l.kv[0].name, "team");
+	ck_assert_str_eq(l.kv[1].name, "env");
+	ck_assert_str_eq(l.kv[1].value, "dev");
+	/* more than CP_LABEL_ARGS_MAX in all: refused, both unchanged */
+	for (size_t i = 0; i < CP_LABEL_ARGS_MAX; i++) {
+		snprintf(arg, sizeof(arg), "f%zu=v", i);
+		ck_assert_int_eq(cp_label_arg(&file, arg), 0);
+	}
+	ck_assert_int_eq(cp_labels_take_defaults(&l, &file), -EINVAL);
+	ck_msg_has("too many labels");
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_uint_eq(file.n, CP_LABEL_ARGS_MAX);
+	cp_labels_release(&l);
+	cp_labels_release(&file);
+}
+END_TEST
+
 /* a writeraw body with one series of many labels: refused with the reason */
 static int count_profiles(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen)
 {
@@ -358,6 +417,7 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_split_node_wall);
 	tcase_add_test(tc, test_split_others);
 	tcase_add_test(tc, test_labels_limits);
+	tcase_add_test(tc, test_label_arg);
 	tcase_add_test(tc, test_writeraw_many_labels);
 	tcase_add_test(tc, test_writeraw_json_bounded);
 	tcase_add_test(tc, test_lines_limit);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "recorder.h"
 #include "profile.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -859,6 +860,49 @@ START_TEST(test_ksyms_unprivileged_and_empty)
 }
 END_TEST
 
+/* ---- the series-label policy of cprof record (lib/recorder.c) ---- */
+
+static const char *label(const struct cp_kv *kv, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(kv[i].name, name))
+			return kv[i].value;
+	return NULL;
+}
+
+START_TEST(test_series_labels)
+{
+	struct cp_proc p = { .pid = 4242, .comm = "nginx", .exe = "/usr/sbin/nginx", .unit = "nginx.service" };
+	struct cp_kv extra[] = { { "env", "prod" }, { "comm", "web" } };
+	struct cp_kv kv[2 + CP_SERIES_OWN_LABELS];
+	char pid[16];
+	size_t n;
+
+	/* its own: comm, pid, node, exe, and the unit it runs in; no container or pod */
+	n = cp_series_labels(&p, "host1", NULL, 0, pid, kv);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(label(kv, n, "comm"), "nginx");
+	ck_assert_str_eq(label(kv, n, "pid"), "4242");
+	ck_assert_str_eq(label(kv, n, "node"), "host1");
+	ck_assert_str_eq(label(kv, n, "exe"), "/usr/sbin/nginx");
+	ck_assert_str_eq(label(kv, n, "unit"), "nginx.service");
+	ck_assert_ptr_null(label(kv, n, "container"));
+	ck_assert_ptr_null(label(kv, n, "pod"));
+	/* -l labels are added, and replace one of its own of the same name */
+	n = cp_series_labels(&p, "host1", extra, 2, pid, kv);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_str_eq(label(kv, n, "env"), "prod");
+	ck_assert_str_eq(label(kv, n, "comm"), "web");
+	/* a process whose comm is not known yet, in a container of a pod: all seven */
+	p = (struct cp_proc){ .pid = 1, .exe = "/app", .container = "abc", .unit = "u", .pod = "p" };
+	n = cp_series_labels(&p, "h", NULL, 0, pid, kv);
+	ck_assert_uint_eq(n, CP_SERIES_OWN_LABELS);
+	ck_assert_str_eq(label(kv, n, "comm"), "?");
+	ck_assert_str_eq(label(kv, n, "container"), "abc");
+	ck_assert_str_eq(label(kv, n, "pod"), "p");
+}
+END_TEST
+
 static Suite *proc_suite(void)
 {
 	Suite *s = suite_create("proc");
@@ -891,6 +935,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(pmaps, test_add_map_sorted_and_find);
 	tcase_add_test(pmaps, test_add_map_overlaps);
 	tcase_add_test(pmaps, test_add_map_build_id_and_inherit);
+	tcase_add_test(pmaps, test_series_labels);
 	suite_add_tcase(s, pmaps);
 	tcase_add_test(ksyms, test_ksyms);
 	tcase_add_test(ksyms, test_ksyms_unprivileged_and_empty);

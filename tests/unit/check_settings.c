@@ -297,6 +297,58 @@ START_TEST(test_opts_refused)
 }
 END_TEST
 
+/* ---- one scrape of a URL (cprof scrape URL): what to fetch, and as what ---- */
+
+#define S 1000000000LL
+
+static void request_is(const char *url, const char *profile, int64_t seconds, int64_t timeout, const char *want_url,
+		       const char *want_name, const char *want_instance, int64_t want_timeout)
+{
+	struct cp_scrape_request q;
+
+	ck_assert_msg(cp_scrape_request_make(url, profile, seconds, timeout, &q) == 0, "%s: %s", url, cp_errmsg(EINVAL));
+	ck_assert_str_eq(q.url, want_url);
+	ck_assert_str_eq(q.name, want_name);
+	ck_assert_str_eq(q.instance, want_instance);
+	ck_assert_int_eq(q.timeout, want_timeout);
+	cp_scrape_request_release(&q);
+}
+
+START_TEST(test_scrape_request)
+{
+	struct cp_scrape_request q;
+
+	/* no path: the profile's default path; process_cpu is a delta of 10 s */
+	request_is("http://h:6060", NULL, 0, 0, "http://h:6060/debug/pprof/profile?seconds=10", "process_cpu", "h:6060",
+		   13 * S);
+	request_is("http://h:6060/", "memory", 0, 0, "http://h:6060/debug/pprof/allocs", "memory", "h:6060", 30 * S);
+	request_is("https://h", "threadcreate", 0, 0, "https://h/debug/pprof/threadcreate", "threadcreate", "h", 30 * S);
+	/* --seconds makes any profile a delta over that time; --timeout wins */
+	request_is("http://h:1", "memory", 2 * S, 0, "http://h:1/debug/pprof/allocs?seconds=2", "memory", "h:1", 5 * S);
+	request_is("http://h:1", NULL, 0, 7 * S, "http://h:1/debug/pprof/profile?seconds=10", "process_cpu", "h:1", 7 * S);
+	/* a path: fetched as given, the name from its last part */
+	request_is("http://h:1/debug/pprof/heap?gc=1", NULL, 0, 0, "http://h:1/debug/pprof/heap?gc=1", "heap", "h:1",
+		   30 * S);
+	request_is("http://h:1/debug/pprof/allocs", NULL, 0, 0, "http://h:1/debug/pprof/allocs", "memory", "h:1", 30 * S);
+	request_is("http://h:1/x/my+prof", NULL, 0, 0, "http://h:1/x/my+prof", "my_prof", "h:1", 30 * S);
+	request_is("http://h:1/x/", NULL, 0, 0, "http://h:1/x/", "profile", "h:1", 30 * S);
+	/* a URL that says how long already: no second seconds=, its time + 3 s */
+	request_is("http://h:1/debug/pprof/profile?seconds=5", NULL, 0, 0, "http://h:1/debug/pprof/profile?seconds=5",
+		   "process_cpu", "h:1", 8 * S);
+	request_is("http://h:1/debug/pprof/profile?x=1", NULL, 0, 0, "http://h:1/debug/pprof/profile?x=1&seconds=10",
+		   "process_cpu", "h:1", 13 * S);
+	/* refused, with the reason */
+	ck_assert_int_eq(cp_scrape_request_make("ftp://h/x", NULL, 0, 0, &q), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(cp_errmsg(EINVAL), "is not an http:// or https:// URL"));
+	ck_assert_int_eq(cp_scrape_request_make("http:///x", NULL, 0, 0, &q), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(cp_errmsg(EINVAL), "has no host"));
+	ck_assert_int_eq(cp_scrape_request_make("http://h", "a b", 0, 0, &q), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(cp_errmsg(EINVAL), "--profile 'a b'"));
+	ck_assert_int_eq(cp_scrape_request_make("http://h/x", "a/b", 0, 0, &q), -EINVAL);
+	ck_assert_ptr_null(q.url);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("settings");
@@ -308,6 +360,7 @@ int main(void)
 	tcase_add_test(tc, test_scrape_defaults);
 	tcase_add_test(tc, test_scrape_everything);
 	tcase_add_test(tc, test_scrape_refused);
+	tcase_add_test(tc, test_scrape_request);
 	tcase_add_test(tc, test_opts);
 	tcase_add_test(tc, test_opts_refused);
 	tcase_add_test(tc, test_keep_types);

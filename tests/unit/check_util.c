@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "selector.h"
 #include "util.h"
 #include "testutil.h"
 
@@ -393,6 +394,47 @@ START_TEST(test_error_per_thread)
 }
 END_TEST
 
+/* ---- durations and sizes as the options take them back ---- */
+
+START_TEST(test_duration_text)
+{
+	static const struct {
+		int64_t ns;
+		const char *text;
+	} cases[] = {
+		{ 86400000000000LL * 15, "15d" }, { 3600000000000LL, "1h" },  { 90 * 60000000000LL, "90m" },
+		{ 10000000000LL, "10s" },         { 1500000000LL, "1500ms" }, { 100000000LL, "100ms" },
+		{ 1500LL, "1500ns" },
+	};
+	char b[32];
+	int64_t back;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		ck_assert_str_eq(cp_duration_text(cases[i].ns, b, sizeof(b)), cases[i].text);
+		if (cases[i].ns % 1000000 == 0) { /* what cp_parse_duration has units for */
+			ck_assert_int_eq(cp_parse_duration(b, &back), 0);
+			ck_assert_int_eq(back, cases[i].ns);
+		}
+	}
+	ck_assert_str_eq(cp_duration_text(INT64_MAX, b, sizeof(b)), "9223372036854775807ns");
+}
+END_TEST
+
+START_TEST(test_size_text)
+{
+	char b[32];
+	uint64_t back;
+
+	ck_assert_str_eq(cp_size_text(10ull << 30, b, sizeof(b)), "10G");
+	ck_assert_str_eq(cp_size_text(256ull << 20, b, sizeof(b)), "256M");
+	ck_assert_str_eq(cp_size_text(1536ull << 10, b, sizeof(b)), "1536K");
+	ck_assert_str_eq(cp_size_text(2ull << 40, b, sizeof(b)), "2T");
+	ck_assert_str_eq(cp_size_text(1000, b, sizeof(b)), "1000");
+	ck_assert_int_eq(cp_parse_size(cp_size_text(1536ull << 10, b, sizeof(b)), &back), 0);
+	ck_assert_uint_eq(back, 1536ull << 10);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -411,6 +453,8 @@ static Suite *util_suite(void)
 
 	tcase_add_test(misc, test_stream_check);
 	tcase_add_test(misc, test_grow);
+	tcase_add_test(misc, test_duration_text);
+	tcase_add_test(misc, test_size_text);
 	tcase_add_test(misc, test_error_format);
 	tcase_add_test(misc, test_error_per_thread);
 	suite_add_tcase(s, misc);

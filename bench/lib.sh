@@ -1,0 +1,69 @@
+# shellcheck shell=sh disable=SC2034,SC2154
+# Shared set-up of the bench scripts, as tests/cli/lib.sh is the tests'.
+# Each script sets its name and sources this first:
+#     bench=NAME; . "$(dirname "$0")/lib.sh"
+# with the build directory as its first argument (`make bench` passes it).
+# Sets b (the build directory, absolute: the binary is "$b/cprof"), src (the
+# source tree), d (a scratch directory, removed at exit; kept and named when
+# BENCH_KEEP is set) and TIME (GNU time, for CPU seconds and peak RSS).
+set -eu
+b=$(cd "${1:-build}" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+TIME=/usr/bin/time
+# no configuration file: a host's /etc/cprof/cprof.yaml must not change the figures
+CPROF_CONFIG=
+export CPROF_CONFIG
+d=$(mktemp -d "${TMPDIR:-/tmp}/cprof-bench-$bench.XXXXXX")
+_bench_vars=
+# on_exit: a command run at exit, before the scratch directory goes (e.g. to restore a sysctl)
+on_exit=:
+_bench_cleanup() {
+	set +e
+	_pids=
+	for _v in $_bench_vars; do eval "_pids=\"\$_pids \${$_v:-}\""; done
+	for _p in $_pids; do kill "$_p" 2> /dev/null; done
+	for _p in $_pids; do wait "$_p" 2> /dev/null; done
+	eval "$on_exit"
+	if [ -n "${BENCH_KEEP:-}" ]; then echo "kept $d"; else rm -rf "$d"; fi
+}
+trap _bench_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# stop_at_exit VAR...: at exit, the background processes whose pids these variables then hold
+# (a list, or empty once the script has stopped them itself) are stopped (SIGTERM) and reaped
+stop_at_exit() { _bench_vars="$_bench_vars $*"; }
+# need_root WHY: skip (exit 0) unless root
+need_root() {
+	[ "$(id -u)" = 0 ] || { echo "$bench: needs root ($1): skipped"; exit 0; }
+}
+# need_tools TOOL...: skip (exit 0) when one is missing
+need_tools() {
+	for _t; do
+		command -v "$_t" > /dev/null 2>&1 || { echo "$bench: $_t not found: skipped"; exit 0; }
+	done
+}
+# verdict OP VALUE LIMIT (OP one of < <= >= >): PASS or NOT MET
+verdict() {
+	awk -v v="$2" -v l="$3" -v op="$1" 'BEGIN {
+		ok = op == "<" ? v < l : op == "<=" ? v <= l : op == ">" ? v > l : v >= l
+		print ok ? "PASS" : "NOT MET" }'
+}
+# serve_start ARGS...: `cprof serve --listen 127.0.0.1:0 ARGS` in the background, its output in
+# $d/serve.out and $d/serve.err; waits (10 s at most) for its "listening on URL" line; sets spid,
+# url and port, or exits 1 saying why it did not start
+serve_start() {
+	"$b/cprof" serve --listen 127.0.0.1:0 "$@" > "$d/serve.out" 2> "$d/serve.err" &
+	spid=$!
+	stop_at_exit spid
+	_i=0
+	while ! grep -q '^listening on ' "$d/serve.out" 2> /dev/null; do
+		_i=$((_i + 1))
+		[ $_i -lt 100 ] && kill -0 "$spid" 2> /dev/null || {
+			echo "$bench: cprof serve did not start:" >&2; cat "$d/serve.err" >&2; exit 1; }
+		sleep 0.1
+	done
+	url=$(awk '/^listening on / { print $3; exit }' "$d/serve.out")
+	port=${url##*:}
+}
+# peak_rss_mb PID: the process's peak resident set (VmHWM) in MiB
+peak_rss_mb() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }

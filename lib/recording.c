@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* A recording into a store: see recording.h. */
+#include "recording.h"
+
+#include <errno.h>
+#include <malloc.h>
+
+#include "error.h"
+#include "log.h"
+#include "store/remote.h"
+#include "util.h"
+
+/* Say what happened to the pushes since the last report: the server stopped
+ * answering (they are spooled), answers again (the spool is sent), the spool
+ * dropped or the server refused some. */
+static void report_push(struct cp_recording *g)
+{
+	struct cp_pusher_stats st;
+	const char *why = cp_store_remote_last_error(g->store);
+	char sz[32];
+
+	cp_store_remote_stats(g->store, &st);
+	if (st.spooled > g->pushed.spooled && !g->spooling)
+		cp_log(g->verb, CP_LOG_WARN, "%s; keeping the profiles in %s and retrying",
+		       why ? why : "the server did not take the profiles", g->spool);
+	if (st.pending)
+		g->spooling = true;
+	if (st.dropped > g->pushed.dropped)
+		cp_log(g->verb, CP_LOG_WARN, "the spool is full (--spool-size %s): dropped %llu of the oldest "
+					    "profiles (%llu so far)",
+		       cp_size_str(g->spool_size, sz, sizeof(sz)), (unsigned long long)(st.dropped - g->pushed.dropped),
+		       (unsigned long long)st.dropped);
+	if (st.rejected > g->pushed.rejected || st.corrupt > g->pushed.corrupt)
+		cp_log(g->verb, CP_LOG_WARN, "%s", why ? why : "dropped spooled profiles");
+	if (g->spooling && !st.pending) {
+		if (st.resent > g->pushed.resent)
+			cp_log(g->verb, CP_LOG_INFO, "%s answers again: the spooled profiles are sent",
+			       cp_store_remote_url(g->store));
+		g->spooling = false;
+	}
+	g->pushed = st;
+}
+
+/* A push the server refused for this interval only (a bad body, too large,
+ * the spool full): warn and go on.  Others (the token, not a cprof server,
+ * out of memory) end the recording. */
+static bool push_error_passes(int err)
+{
+	return err == -EINVAL || err == -EFBIG || err == -ENOSPC || err == -EDQUOT || err == -EIO;
+}
+
+int cp_recording_start(struct cp_recording *g)
+{
+	int err;
+
+	g->upkeep.verb = g->verb; /* after every flush, not on a schedule */
+	g->upkeep.retention = g->retention;
+	g->upkeep.max_size = g->max_store_size;
+	if (!cp_store_is_remote(g->store))
+		return 0;
+	/* takes the spool, and sends what a previous run left there */
+	if ((err = cp_store_remote_flush(g->store, true)) < 0)
+		return err;
+	report_push(g);
+	if (g->pushed.resent)
+		cp_log(g->verb, CP_LOG_INFO, "sent %llu profiles a previous run left in %s",
+		       (unsigned long long)g->pushed.resent, g->spool);
+	return 0;
+}
+
+int cp_recording_flush(struct cp_recording *g, int64_t now_wall)
+{
+	struct cp_recorder_series c;
+	bool remote = cp_store_is_remote(g->store);
+	int err = cp_recorder_series(g->rec, g->node, g->labels, g->nlabels, g->interval_start, now_wall, &c);
+
+	if (err)
+		goto out;
+	if (c.n && (err = cp_store_append(g->store, c.a, c.n)) < 0) {
+		if (!remote || !push_error_passes(err))
+			goto out;
+		cp_log(g->verb, CP_LOG_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
+		err = 0;
+	}
+	if (remote && !c.n && g->pushed.pending &&
+	    (err = cp_store_remote_flush(g->store, false)) < 0) /* nothing new: the spool still goes */
+		goto out;
+	err = 0;
+	if (remote)
+		report_push(g);
+	cp_upkeep_run(&g->upkeep, g->store, 0);
+	cp_recorder_reset(g->rec);
+	if (cp_log_enabled(CP_LOG_DEBUG)) {
+		struct mallinfo2 mi = mallinfo2();
+
+		cp_log(g->verb, CP_LOG_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
+					     "mmapped %zu KiB), sessions built %llu",
+		       c.n, cp_recorder_nprocs(g->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
+		       (unsigned long long)cp_recorder_sessions_built(g->rec));
+	}
+out:
+	cp_recorder_series_release(&c);
+	g->interval_start = now_wall;
+	return err;
+}
+
+int cp_recording_end(struct cp_recording *g)
+{
+	char sz[32];
+	int err;
+
+	if (!cp_store_is_remote(g->store))
+		return 0;
+	/* once more what the server could not take: what it still cannot
+	 * stays for the next run */
+	err = cp_store_remote_flush(g->store, true);
+	report_push(g);
+	if (err == CP_STORE_SPOOLED)
+		cp_log(g->verb, CP_LOG_WARN, "%s; %llu profiles (%s) stay in %s for the next cprof record --remote to send",
+		       cp_store_remote_last_error(g->store) ? cp_store_remote_last_error(g->store) :
+							      "the server does not answer",
+		       (unsigned long long)g->pushed.pending,
+		       cp_size_str((size_t)g->pushed.pending_bytes, sz, sizeof(sz)), g->spool);
+	return err < 0 ? err : 0;
+}
+
+void cp_recording_push_figures(const struct cp_recording *g, FILE *out)
+{
+	const struct cp_pusher_stats *ps = &g->pushed;
+
+	fprintf(out, " [pushes: sent %llu (%llu from the spool), spooled %llu, dropped %llu, refused %llu, pending %llu]",
+		(unsigned long long)ps->sent, (unsigned long long)ps->resent, (unsigned long long)ps->spooled,
+		(unsigned long long)ps->dropped, (unsigned long long)ps->rejected, (unsigned long long)ps->pending);
+}

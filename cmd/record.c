@@ -389,7 +389,6 @@ static int run_record(int argc, char **argv)
 	struct rec r;
 	struct cp_recorder_opts ro;
 	struct cp_profile *file_prof = NULL;
-	uint32_t child_pid;
 	struct sigaction sa;
 	char dir[4096], spool[4200];
 	int status = EXIT_OK, err;
@@ -453,24 +452,17 @@ static int run_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	if (r.cmd && (err = cp_launch_start(&child, r.cmd))) {
-		status = fail("record", "cannot start %s: %s", r.cmd[0], strerror(-err));
-		goto out;
-	}
 	memset(&ro, 0, sizeof(ro));
-	child_pid = child.pid > 0 ? (uint32_t)child.pid : 0;
 	ro.freq = r.freq;
-	ro.pids = r.cmd ? &child_pid : r.pids;
-	ro.npids = r.cmd ? 1 : r.npids;
-	ro.follow_forks = r.cmd != NULL;
+	ro.pids = r.pids;
+	ro.npids = r.npids;
 	ro.cgroup = r.cgroup;
 	ro.idle = r.idle;
 	ro.no_kernel = r.no_kernel;
 	ro.debuginfo = r.debuginfo;
 	ro.per_process = !r.output && !r.format;
 	ro.with_time = true;
-	r.rec = cp_recorder_new(&ro);
-	if (!r.rec) {
+	if (!(r.rec = cp_recorder_start(&ro, r.cmd, &child))) { /* -- CMD: held until the store is ready */
 		status = fail("record", "%s", cp_errmsg(errno));
 		goto out;
 	}

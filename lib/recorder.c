@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "launch.h"
 #include "log.h"
 #include "recorder.h"
 #include "symbolize.h"
@@ -271,6 +272,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	if (!r)
 		goto nomem;
 	r->o = *o;
+	r->o.pids = NULL; /* the caller's: only read here, below */
 	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
 	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r->locs));
@@ -306,6 +308,33 @@ nomem:
 	cp_error(err, "out of memory");
 	errno = err;
 	return NULL;
+}
+
+struct cp_recorder *cp_recorder_start(const struct cp_recorder_opts *o, char *const cmd[], struct cp_launch *child)
+{
+	struct cp_recorder_opts ro = *o;
+	struct cp_recorder *r;
+	uint32_t pid;
+	int err;
+
+	if (!cmd)
+		return cp_recorder_new(o);
+	if ((err = cp_launch_start(child, cmd))) {
+		cp_error(-err, "cannot start %s: %s", cmd[0], strerror(-err));
+		errno = -err;
+		return NULL;
+	}
+	pid = (uint32_t)child->pid;
+	ro.pids = &pid;
+	ro.npids = 1;
+	ro.follow_forks = true;
+	if (!(r = cp_recorder_new(&ro))) {
+		err = errno;
+		cp_launch_end(child); /* never released: it exits without running */
+		errno = err;
+		return NULL;
+	}
+	return r;
 }
 
 void cp_recorder_free(struct cp_recorder *r)

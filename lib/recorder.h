@@ -38,6 +38,16 @@ struct cp_recorder_opts {
 /* Loads the symbol tables and starts sampling.  NULL + errno, with the
  * message (privileges, a kernel feature) in cp_errmsg(). */
 struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o);
+/* cp_recorder_new on a command to profile from its first instruction: cmd
+ * (argv; NULL: none, and this is cp_recorder_new) is started held in child
+ * (cp_launch_init'ed by the caller) and sampled by pid with its forks (o's
+ * pids are not used).  The caller then readies what else it needs (a
+ * store) and calls cp_launch_release(child), polls it, and always
+ * cp_launch_ends it.  NULL + errno with the message in cp_errmsg(): the
+ * command could not start, or the sampler's reason; the command then
+ * never runs. */
+struct cp_launch;
+struct cp_recorder *cp_recorder_start(const struct cp_recorder_opts *o, char *const cmd[], struct cp_launch *child);
 void cp_recorder_free(struct cp_recorder *r);
 /* Wait up to timeout_ms, then take what is pending.  0, or -errno (-EINTR
  * at a signal); an error inside the pipeline (out of memory) also comes

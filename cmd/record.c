@@ -597,7 +597,7 @@ static int print_config(const struct rec *r)
 	fprintf(f, "  debuginfo-path: ");
 	yaml_str(f, r->debuginfo);
 	fprintf(f, "\n  log-level: %s\n", cp_log_level_name(cp_log_level));
-	return cp_stream_check(f, "standard output") ? fail("record", "%s", cp_errmsg(EIO)) : EXIT_OK;
+	return flush_stdout("record");
 }
 
 /* ---- the command ---- */
@@ -673,6 +673,7 @@ static int run_record(int argc, char **argv)
 		}
 		/* a wrong token or URL fails now, not at the first flush; a
 		 * server that is down only delays the pushes */
+		cp_error_clear(); /* a "try later" (1) says why only in the record */
 		err = cp_store_remote_ping(r.store);
 		if (err < 0) {
 			status = fail("record", "%s", cp_errmsg(err));
@@ -680,7 +681,7 @@ static int run_record(int argc, char **argv)
 		}
 		if (err > 0)
 			cp_log("record", CP_LOG_WARN, "%s; recording anyway: the profiles wait in %s until it answers",
-				cp_errmsg(EIO), r.spool);
+				cp_error_code() ? cp_errmsg(cp_error_code()) : "the server does not answer", r.spool);
 	}
 
 	memset(&sa, 0, sizeof(sa));

@@ -35,7 +35,7 @@ int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
 		struct cp_kv *kv = realloc(l->kv, cap * sizeof(*kv));
 
 		if (!kv)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory adding the label '%s'", name);
 		l->kv = kv;
 		l->cap = cap;
 	}
@@ -44,7 +44,7 @@ int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
 	if (!l->kv[l->n].name || !l->kv[l->n].value) {
 		free((char *)l->kv[l->n].name);
 		free((char *)l->kv[l->n].value);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the label '%s'", name);
 	}
 	l->n++;
 	return 0;
@@ -288,12 +288,12 @@ static int pyro_retype(struct cp_profile *p, const struct pyro_class *cls, const
 		c = &cls[k];
 		if (c->type) {
 			if ((id = cp_profile_str(p, c->type)) < 0)
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory naming the profile type '%s'", c->type);
 			p->sample_types[k].type = (uint32_t)id;
 		}
 	}
 	if (c && c->name && cp_profile_set_period_type(p, c->ptype, c->punit, p->period))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory setting the period type");
 	return cp_profile_keep_types(p, keep);
 }
 
@@ -457,7 +457,7 @@ int cp_base64_decode(const char *s, size_t len, uint8_t **out, size_t *outlen)
 	int err;
 
 	if (!copy)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory decoding base64 (%zu bytes)", len);
 	for (i = 0; i < len; i++) { /* URL-safe to standard; whitespace dropped */
 		char c = s[i];
 

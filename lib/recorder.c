@@ -52,7 +52,7 @@ static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, co
 	int64_t ks = cp_profile_str(p, k), vs = cp_profile_str(p, v);
 
 	if (ks < 0 || vs < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the label '%s'", k);
 	memset(l, 0, sizeof(*l));
 	l->key = (uint32_t)ks;
 	l->str = (uint32_t)vs;

@@ -65,7 +65,7 @@ int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n)
 	size_t i;
 
 	if (!p)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory listing the default profiles");
 	for (i = 0; i < NDEFAULTS; i++) {
 		p[i].name = strdup(defaults[i].name);
 		p[i].path = strdup(defaults[i].path);
@@ -74,7 +74,7 @@ int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n)
 		if (!p[i].name || !p[i].path) {
 			*out = p;
 			*n = i + 1;
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory listing the default profiles");
 		}
 	}
 	*out = p;
@@ -302,7 +302,7 @@ static int target_labels(struct target *t)
 	size_t i, j, n = 0;
 
 	if (!(t->labels = calloc(t->st->nlabels + 2, sizeof(*t->labels))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory labelling the target %s", t->url);
 	t->labels[n++] = (struct cp_kv){ "job", t->job->name };
 	t->labels[n++] = (struct cp_kv){ "instance", t->instance };
 	for (i = 0; i < t->st->nlabels; i++) {

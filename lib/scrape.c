@@ -167,18 +167,19 @@ static void setup(CURL *e, const char *url, int64_t timeout_ns, struct body *b, 
 	errbuf[0] = 0;
 }
 
-/* A finished transfer: the profile, or NULL with the reason in cp_errmsg. */
-static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct body *b, const char *errbuf)
+/* A finished transfer: the profile, or NULL with *err the -errno of the
+ * message it recorded (cp_errmsg(-*err)). */
+static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct body *b, const char *errbuf, int *err)
 {
 	struct cp_profile *p;
 	long status = 0;
 
 	if (b->too_big) {
-		cp_error(EFBIG, "%s: the answer is larger than %zu MiB", url, MAX_BODY >> 20);
+		*err = cp_error(EFBIG, "%s: the answer is larger than %zu MiB", url, MAX_BODY >> 20);
 		return NULL;
 	}
 	if (rc != CURLE_OK) {
-		cp_error(rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, "%s: %s", url,
+		*err = cp_error(rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, "%s: %s", url,
 			 errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		return NULL;
 	}
@@ -190,15 +191,16 @@ static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct b
 		for (i = 0; i < n && b->d[i] != '\n' && b->d[i] != '\r'; i++)
 			snippet[i] = b->d[i] >= 0x20 && b->d[i] < 0x7f ? (char)b->d[i] : '?';
 		snippet[i] = 0;
-		cp_error(EPROTO, "%s: HTTP %ld%s%s", url, status, i ? ": " : "", snippet);
+		*err = cp_error(EPROTO, "%s: HTTP %ld%s%s", url, status, i ? ": " : "", snippet);
 		return NULL;
 	}
 	if (!b->len) {
-		cp_error(EPROTO, "%s: an empty answer, not a pprof profile", url);
+		*err = cp_error(EPROTO, "%s: an empty answer, not a pprof profile", url);
 		return NULL;
 	}
+	*err = 0;
 	if (!(p = cp_pprof_decode(b->d, b->len)))
-		cp_error_ctx(errno ? errno : EPROTO, "%s", url);
+		*err = cp_error_ctx(errno ? errno : EPROTO, "%s", url);
 	return p;
 }
 
@@ -209,6 +211,7 @@ struct cp_profile *cp_scrape_once(const char *url, int64_t timeout_ns, size_t *b
 	struct cp_profile *p;
 	CURL *e = curl_easy_init();
 	CURLcode rc;
+	int err;
 
 	if (!e) {
 		cp_error(ENOMEM, "cannot start an HTTP client");
@@ -217,13 +220,13 @@ struct cp_profile *cp_scrape_once(const char *url, int64_t timeout_ns, size_t *b
 	}
 	setup(e, url, timeout_ns, &b, errbuf);
 	rc = curl_easy_perform(e);
-	p = finish(e, rc, url, &b, errbuf);
+	p = finish(e, rc, url, &b, errbuf, &err);
 	if (bytes)
 		*bytes = b.len;
 	curl_easy_cleanup(e);
 	free(b.d);
 	if (!p)
-		errno = EIO;
+		errno = -err; /* the code of the message finish() recorded */
 	return p;
 }
 
@@ -464,8 +467,9 @@ static int keep_types(const struct cp_scrape_profile *prof, struct cp_profile *p
 /* a finished transfer: decoded into t->p, or t->err with the reason */
 static void finished(struct cp_scraper *s, struct target *t, CURLcode rc)
 {
-	t->p = finish(t->easy, rc, t->url, &t->body, t->errbuf);
-	t->err = t->p ? keep_types(t->prof, t->p) : -EIO;
+	t->p = finish(t->easy, rc, t->url, &t->body, t->errbuf, &t->err);
+	if (t->p)
+		t->err = keep_types(t->prof, t->p);
 	t->msg = t->err ? strdup(cp_errmsg(-t->err)) : NULL;
 	t->bytes = t->body.len;
 	t->t1 = cp_mono_ns();
@@ -505,6 +509,7 @@ static int drain(struct cp_scraper *s)
 			na++;
 		}
 	}
+	cp_error_clear(); /* the targets' messages are copied: the sink's failure is its own */
 	if (na && (err = s->sink(s->ctx, a, na))) { /* nothing of the batch was stored */
 		for (i = 0; i < n; i++)
 			if (!done[i]->err) {

@@ -12,11 +12,12 @@
  * - A thread starts with no record.  A record is superseded, and forgotten, by
  *   cp_error_clear().  It is called (a) at the start of every top-level
  *   operation a thread runs one after another: each HTTP request
- *   (lib/http/server.c), each scrape (lib/scrape.c), each item of a loop that
- *   reports a failure and goes on; and (b) by code that handles a failure
- *   itself and goes on (a fallback, a retry, an error ignored on purpose), so
- *   the handled failure's message cannot be shown for a later one with the
- *   same code.  (A command is one process: it starts with none.)
+ *   (lib/http/server.c), the store call after a round of scrapes
+ *   (lib/scrape.c), each item of a loop that reports a failure and goes on;
+ *   and (b) by code that handles a failure itself and goes on (a fallback, a
+ *   retry, an error ignored on purpose), so the handled failure's message
+ *   cannot be shown for a later one with the same code.  (A command is one
+ *   process: it starts with none.)
  * - Every lib/ function that returns -E... or NULL + errno for a reason of its
  *   own records a message with cp_error() (tests/cli/test-errors-lint.sh refuses
  *   a bare `return -E...;` in lib/ outside its allowlist).  A function that only

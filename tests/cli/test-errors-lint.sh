@@ -59,9 +59,7 @@ done)
 is "$stale" "" "every allowlist entry still has a bare return"
 
 # the check itself sees a bare return, and its function
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-printf 'static int helper(int x)\n{\n\tif (x)\n\t\treturn -EINVAL;\n\treturn cp_error(EIO, "io");\n}\n' >"$tmp/t.c"
-is "$(cd "$tmp" && bare t.c)" "t.c:4:helper:return -EINVAL;" "the check finds a bare return and names its function"
+printf 'static int helper(int x)\n{\n\tif (x)\n\t\treturn -EINVAL;\n\treturn cp_error(EIO, "io");\n}\n' >"$T/t.c"
+is "$(cd "$T" && bare t.c)" "t.c:4:helper:return -EINVAL;" "the check finds a bare return and names its function"
 
 done_testing

@@ -96,6 +96,22 @@ START_TEST(test_error_superseded_same_code)
 }
 END_TEST
 
+/* the code of the record, for a caller that cleared it before a call that
+ * reports a failure without its code */
+START_TEST(test_error_code)
+{
+	cp_error_clear();
+	ck_assert_int_eq(cp_error_code(), 0);
+	cp_error(-EIO, "disk on fire");
+	ck_assert_int_eq(cp_error_code(), EIO);
+	ck_assert_str_eq(cp_errmsg(cp_error_code()), "disk on fire");
+	cp_error_ctx(ENOENT, "x.pb");
+	ck_assert_int_eq(cp_error_code(), ENOENT);
+	cp_error_clear();
+	ck_assert_int_eq(cp_error_code(), 0);
+}
+END_TEST
+
 static void *other_thread(void *arg)
 {
 	char *out = arg;
@@ -129,6 +145,7 @@ static Suite *error_suite(void)
 	tcase_add_test(tc, test_error_other_code_is_not_shown);
 	tcase_add_test(tc, test_error_ctx_other_code);
 	tcase_add_test(tc, test_error_superseded_same_code);
+	tcase_add_test(tc, test_error_code);
 	tcase_add_test(tc, test_error_per_thread);
 	suite_add_tcase(s, tc);
 	return s;

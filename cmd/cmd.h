@@ -37,6 +37,9 @@ int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2
 int usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* print a command's usage to stdout (for -h); returns EXIT_OK unless stdout fails */
 int show_usage(const struct cmd *c);
+/* Flush standard output: EXIT_OK, or EXIT_FAIL after printing the write error
+ * (with the code the write returned, e.g. "No space left on device"). */
+int flush_stdout(const char *verb);
 /* getopt_long over a command's table; handles -h and unknown options.
  * Returns the option, -1 at the end, or 'h'/'?' handled as documented: on '?'
  * the caller returns EXIT_USAGE; on 'h' EXIT_OK. */

@@ -46,12 +46,17 @@ int usage_error(const char *verb, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int flush_stdout(const char *verb)
+{
+	int err = cp_stream_check(stdout, "standard output");
+
+	return err ? fail(verb, "%s", cp_errmsg(err)) : EXIT_OK;
+}
+
 int show_usage(const struct cmd *c)
 {
 	fputs(c->usage, stdout);
-	if (cp_stream_check(stdout, "standard output"))
-		return fail(c->name, "%s", cp_errmsg(EIO));
-	return EXIT_OK;
+	return flush_stdout(c->name);
 }
 
 int next_option(const struct cmd *c, int argc, char **argv)
@@ -252,6 +257,7 @@ struct cp_store *store_open_write(const char *verb, const char *dir, const char 
 		fail(verb, "%s", cp_errmsg(errno));
 		return NULL;
 	}
+	cp_error_clear(); /* a "try later" (1) says why only in the record: cp_error_code() */
 	if (spool && (err = cp_store_remote_ping(s)) < 0) {
 		fail(verb, "%s", cp_errmsg(err));
 		cp_store_close(s);

@@ -94,7 +94,7 @@ static int list_commands(void)
 	for (i = 0; commands[i]; i++)
 		printf("   %-8s %s\n", commands[i]->name, commands[i]->summary);
 	printf("\nSee 'cprof help COMMAND' or 'cprof COMMAND -h' for a command's options.\n");
-	return cp_stream_check(stdout, "standard output") ? fail(NULL, "%s", cp_errmsg(EIO)) : EXIT_OK;
+	return flush_stdout(NULL);
 }
 
 static int list_options(const char *name)
@@ -110,7 +110,7 @@ static int list_options(const char *name)
 	for (s = c->shortopts; *s; s++)
 		if (*s != ':' && *s != '+')
 			printf("-%c\n", *s);
-	return cp_stream_check(stdout, "standard output") ? fail(NULL, "%s", cp_errmsg(EIO)) : EXIT_OK;
+	return flush_stdout(NULL);
 }
 
 static int run_help(int argc, char **argv)
@@ -160,14 +160,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		printf("cprof %s\n", PACKAGE_VERSION);
-		return cp_stream_check(stdout, "standard output") ? fail(NULL, "%s", cp_errmsg(EIO)) : EXIT_OK;
+		return flush_stdout(NULL);
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return list_commands();
 	if (!strcmp(argv[1], "--list-commands")) {
 		for (size_t i = 0; commands[i]; i++)
 			printf("%s\n", commands[i]->name);
-		return cp_stream_check(stdout, "standard output") ? fail(NULL, "%s", cp_errmsg(EIO)) : EXIT_OK;
+		return flush_stdout(NULL);
 	}
 	if (!strcmp(argv[1], "--list-options")) {
 		if (argc != 3)

@@ -379,7 +379,7 @@ static int print_config(const struct rec *r)
 	fprintf(f, "  debuginfo-path: ");
 	cp_yaml_str(f, r->debuginfo);
 	fprintf(f, "\n  log-level: %s\n", cp_log_level_name(cp_log_level));
-	return cp_stream_check(f, "standard output") ? fail("record", "%s", cp_errmsg(EIO)) : EXIT_OK;
+	return flush_stdout("record");
 }
 
 /* ---- the command ---- */
@@ -443,7 +443,7 @@ static int run_record(int argc, char **argv)
 		}
 		if (away)
 			cp_log("record", CP_LOG_WARN, "%s; recording anyway: the profiles wait in %s until it answers",
-				cp_errmsg(EIO), r.spool);
+				cp_error_code() ? cp_errmsg(cp_error_code()) : "the server does not answer", r.spool);
 	}
 
 	memset(&sa, 0, sizeof(sa));

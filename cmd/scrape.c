@@ -381,7 +381,7 @@ static int show_targets(const struct scrape_opts *o)
 		       json_real_value(json_object_get(t, "last_duration_seconds")), e ? e : "");
 	}
 	json_decref(arr);
-	return cp_stream_check(stdout, NULL) ? fail("scrape", "cannot write the output") : EXIT_OK;
+	return flush_stdout("scrape");
 }
 
 static int scrape_main(struct scrape_opts *o, int argc, char **argv)

@@ -5,16 +5,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/* this thread's record: code 0 means none */
+static __thread int code;
 static __thread char msg[CP_ERRMSG_MAX];
+
+static int positive(int err)
+{
+	return err < 0 ? -err : err;
+}
 
 int cp_error(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	err = positive(err);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return -(err < 0 ? -err : err);
+	code = err;
+	return -err;
 }
 
 int cp_error_ctx(int err, const char *fmt, ...)
@@ -23,28 +32,37 @@ int cp_error_ctx(int err, const char *fmt, ...)
 	size_t n;
 	va_list ap;
 
+	err = positive(err);
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
-	if (err < 0)
-		err = -err;
-	n = strnlen(msg, sizeof(old) - 1);
-	memcpy(old, msg, n);
-	old[n] = '\0';
-	if (!old[0])
+	if (code == err && msg[0]) {
+		n = strnlen(msg, sizeof(old) - 1);
+		memcpy(old, msg, n);
+		old[n] = '\0';
+	} else {
 		snprintf(old, sizeof(old), "%s", strerror(err));
+	}
 	snprintf(msg, sizeof(msg), "%s: %s", prefix, old);
+	code = err;
 	return -err;
 }
 
 const char *cp_errmsg(int err)
 {
-	if (msg[0])
+	err = positive(err);
+	if (code && code == err && msg[0])
 		return msg;
-	return strerror(err < 0 ? -err : err);
+	return strerror(err);
 }
 
 void cp_error_clear(void)
 {
+	code = 0;
 	msg[0] = '\0';
+}
+
+int cp_error_code(void)
+{
+	return code;
 }

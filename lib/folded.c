@@ -167,7 +167,7 @@ static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vi
 			size_t rl = strlen(root);
 
 			if (cp_grow((void **)&fs->line, &fs->linecap, rl + 2, 1))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory writing folded stacks");
 			memcpy(fs->line, root, rl);
 			len = rl;
 		}
@@ -178,7 +178,7 @@ static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vi
 			size_t nl = strlen(name);
 
 			if (cp_grow((void **)&fs->line, &fs->linecap, len + nl + 2, 1))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory writing folded stacks");
 			if (i || root)
 				fs->line[len++] = ';';
 			memcpy(fs->line + len, name, nl);
@@ -186,13 +186,13 @@ static int add_profile(struct folded_set *fs, const struct cp_profile *p, int vi
 		}
 		if (!n && !root) {
 			if (cp_grow((void **)&fs->line, &fs->linecap, 16, 1))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory writing folded stacks");
 			len = (size_t)snprintf(fs->line, 16, "[unknown]");
 		}
 		nkeys = fs->keys.n;
 		id = cp_strtab_intern(&fs->keys, fs->line, len);
 		if (id < 0 || cp_grow((void **)&fs->vals, &fs->cap, (size_t)id + 1, sizeof(*fs->vals)))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory writing folded stacks");
 		if (fs->keys.n != nkeys) { /* a new line */
 			fs->vals[id][0] = 0;
 			fs->vals[id][1] = 0;
@@ -212,7 +212,7 @@ static int write_set(FILE *out, struct folded_set *fs, int sides)
 	uint32_t *order = malloc(((size_t)fs->keys.n + 1) * sizeof(*order)), i, n = 0;
 
 	if (!order)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory sorting folded stacks");
 	for (i = 1; i < fs->keys.n; i++)
 		if (fs->vals[i][0] || fs->vals[i][1])
 			order[n++] = i;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
+
 uint64_t cp_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
 	/* FNV-1a over 8-byte words, finished with a 64-bit mix */
@@ -58,10 +60,10 @@ int cp_index_add(struct cp_index *ix, uint32_t hash, uint32_t id)
 		uint64_t *ns;
 
 		if (n == 0)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "the hash index is full (%u entries)", ix->count);
 		ns = calloc(n, sizeof(*ns));
 		if (!ns)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory growing the hash index to %u slots", n);
 		if (ix->slots) {
 			for (i = 0; i <= ix->mask; i++)
 				if (ix->slots[i])

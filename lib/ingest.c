@@ -240,12 +240,12 @@ static int pyro_retype(struct cp_profile *p, const struct pyro_class *cls, const
 		c = &cls[k];
 		if (c->type) {
 			if ((id = cp_profile_str(p, c->type)) < 0)
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory naming the profile type '%s'", c->type);
 			p->sample_types[k].type = (uint32_t)id;
 		}
 	}
 	if (c && c->name && cp_profile_set_period_type(p, c->ptype, c->punit, p->period))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory setting the period type");
 	return cp_profile_keep_types(p, keep);
 }
 
@@ -409,7 +409,7 @@ int cp_base64_decode(const char *s, size_t len, uint8_t **out, size_t *outlen)
 	int err;
 
 	if (!copy)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory decoding base64 (%zu bytes)", len);
 	for (i = 0; i < len; i++) { /* URL-safe to standard; whitespace dropped */
 		char c = s[i];
 

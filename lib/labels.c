@@ -30,7 +30,7 @@ int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
 		struct cp_kv *kv = realloc(l->kv, cap * sizeof(*kv));
 
 		if (!kv)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory adding the label '%s'", name);
 		l->kv = kv;
 		l->cap = cap;
 	}
@@ -39,7 +39,7 @@ int cp_labels_add(struct cp_labels *l, const char *name, const char *value)
 	if (!l->kv[l->n].name || !l->kv[l->n].value) {
 		free((char *)l->kv[l->n].name);
 		free((char *)l->kv[l->n].value);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the label '%s'", name);
 	}
 	l->n++;
 	return 0;
@@ -74,7 +74,7 @@ int cp_label_arg(struct cp_labels *l, const char *arg)
 	if (l->n >= CP_LABEL_ARGS_MAX)
 		return cp_error(EINVAL, "too many labels (at most %d)", CP_LABEL_ARGS_MAX);
 	if (!(name = strndup(arg, nlen)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading -l %s", arg);
 	err = cp_labels_add(l, name, eq + 1);
 	free(name);
 	return err;

@@ -449,7 +449,7 @@ static int decode_header(struct decoder *d, struct cp_profile *h)
 	h->sample_types = calloc(pb->n_sample_type, sizeof(*h->sample_types));
 	h->comments = calloc(pb->n_comment + 1, sizeof(*h->comments));
 	if (!h->sample_types || !h->comments)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory decoding a profile with %zu sample types", pb->n_sample_type);
 	for (i = 0; i < pb->n_sample_type; i++)
 		if ((err = hstr(d, h, pb->sample_type[i]->type, "a sample type", &h->sample_types[i].type)) ||
 		    (err = hstr(d, h, pb->sample_type[i]->unit, "a sample unit", &h->sample_types[i].unit)))

@@ -156,7 +156,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 	m.pgoff = pgoff;
 	m.path = strdup(path ? path : "");
 	if (!m.path)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 	if (build_id && build_id_len && build_id_len <= sizeof(m.build_id)) {
 		memcpy(m.build_id, build_id, build_id_len);
 		m.build_id_len = (uint8_t)build_id_len;
@@ -176,7 +176,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 			if (!tail.path || cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
 				free(tail.path);
 				free(m.path);
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 			}
 			o = &p->maps[i];
 			tail.pgoff += end - o->start;
@@ -200,7 +200,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 	}
 	if (cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
 		free(m.path);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 	}
 	for (j = 0; j < p->nmaps && p->maps[j].start < start; j++)
 		;
@@ -396,7 +396,7 @@ int cp_proc_read(struct cp_proc *p)
 			fclose(f);
 			cp_proc_clear_maps(&fresh);
 			free(fresh.maps);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading /proc/%d/maps", (int)p->pid);
 		}
 	}
 	free(line);
@@ -646,7 +646,7 @@ static int64_t perfmap_add(struct cp_perfmap *m, const char *text, size_t len, b
 nomem:
 	while (m->n > old)
 		free(m->e[--m->n].name);
-	return -ENOMEM;
+	return cp_error(ENOMEM, "out of memory reading a perf map");
 }
 
 int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
@@ -654,7 +654,7 @@ int cp_perfmap_parse(const char *text, size_t len, struct cp_perfmap *out)
 	memset(out, 0, sizeof(*out));
 	if (perfmap_add(out, text, len, false) < 0) {
 		cp_perfmap_release(out);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading a perf map");
 	}
 	return 0;
 }

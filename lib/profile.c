@@ -90,10 +90,10 @@ int64_t cp_profile_function(struct cp_profile *p, const struct cp_function *f)
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;
 	if (p->nfunctions == UINT32_MAX - 1)
-		return -EOVERFLOW;
+		return cp_error(EOVERFLOW, "the profile has too many functions (%u)", p->nfunctions);
 	if (GROW(p->functions, p->fcap, (size_t)p->nfunctions + 1) ||
 	    cp_index_add(&p->fidx, h, p->nfunctions))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a function to the profile");
 	p->functions[p->nfunctions] = *f;
 	return ++p->nfunctions;
 }
@@ -128,10 +128,10 @@ int64_t cp_profile_mapping(struct cp_profile *p, const struct cp_mapping *m)
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;
 	if (p->nmappings == UINT32_MAX - 1)
-		return -EOVERFLOW;
+		return cp_error(EOVERFLOW, "the profile has too many mappings (%u)", p->nmappings);
 	if (GROW(p->mappings, p->mcap, (size_t)p->nmappings + 1) ||
 	    cp_index_add(&p->midx, h, p->nmappings))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a mapping to the profile");
 	p->mappings[p->nmappings] = *m;
 	return ++p->nmappings;
 }
@@ -182,11 +182,11 @@ int64_t cp_profile_location(struct cp_profile *p, uint32_t mapping, uint64_t add
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;
 	if (p->nlocations == UINT32_MAX - 1 || (uint64_t)p->nlines + nlines > UINT32_MAX)
-		return -EOVERFLOW;
+		return cp_error(EOVERFLOW, "the profile has too many locations or lines (%u locations, %u lines)", p->nlocations, p->nlines);
 	if (GROW(p->locations, p->lcap, (size_t)p->nlocations + 1) ||
 	    GROW(p->lines, p->linecap, (size_t)p->nlines + nlines) ||
 	    cp_index_add(&p->lidx, (uint32_t)h, p->nlocations))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a location to the profile");
 	l = &p->locations[p->nlocations];
 	l->mapping = mapping;
 	l->address = address;
@@ -224,11 +224,11 @@ int64_t cp_profile_stack(struct cp_profile *p, const uint32_t *locs, size_t n)
 	if (id != UINT32_MAX)
 		return id;
 	if (p->nstacks == UINT32_MAX - 1 || p->nstack_locs + n > UINT32_MAX)
-		return -EOVERFLOW;
+		return cp_error(EOVERFLOW, "the profile has too many stacks or frames (%u stacks)", p->nstacks);
 	if (GROW(p->stacks, p->stcap, (size_t)p->nstacks + 1) ||
 	    GROW(p->stack_locs, p->slcap, p->nstack_locs + n + 1) ||
 	    cp_index_add(&p->stidx, h, p->nstacks))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a stack to the profile");
 	p->stacks[p->nstacks].off = (uint32_t)p->nstack_locs;
 	p->stacks[p->nstacks].len = (uint32_t)n;
 	if (n)
@@ -281,7 +281,7 @@ int64_t cp_profile_labelset(struct cp_profile *p, const struct cp_label *labels,
 	if (n > 16) {
 		sorted = malloc(n * sizeof(*sorted));
 		if (!sorted)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory sorting %zu labels", n);
 	}
 	if (n)
 		memcpy(sorted, labels, n * sizeof(*sorted));
@@ -331,10 +331,10 @@ int cp_profile_add_sample_type(struct cp_profile *p, const char *type, const cha
 	t = cp_profile_str(p, type);
 	u = cp_profile_str(p, unit);
 	if (t < 0 || u < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the sample type %s/%s", type, unit);
 	n = realloc(p->sample_types, (p->ntypes + 1) * sizeof(*n));
 	if (!n)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the sample type %s/%s", type, unit);
 	p->sample_types = n;
 	n[p->ntypes].type = (uint32_t)t;
 	n[p->ntypes].unit = (uint32_t)u;
@@ -347,7 +347,7 @@ int cp_profile_set_period_type(struct cp_profile *p, const char *type, const cha
 	int64_t t = cp_profile_str(p, type), u = cp_profile_str(p, unit);
 
 	if (t < 0 || u < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory setting the period type %s/%s", type, unit);
 	p->period_type.type = (uint32_t)t;
 	p->period_type.unit = (uint32_t)u;
 	p->period = period;
@@ -377,9 +377,9 @@ int cp_profile_add_sample(struct cp_profile *p, uint32_t stack, uint32_t labels,
 		size_t oldcap = p->sacap;
 
 		if (p->nsamples == UINT32_MAX - 1)
-			return -EOVERFLOW;
+			return cp_error(EOVERFLOW, "the profile has too many samples (%u)", p->nsamples);
 		if (GROW(p->samples, p->sacap, (size_t)p->nsamples + 1))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory adding a sample");
 		/* values has room for sacap samples: grow it only with samples
 		 * (a realloc per sample copies the whole array with some
 		 * allocators), and before the index refers to the new sample */
@@ -388,12 +388,12 @@ int cp_profile_add_sample(struct cp_profile *p, uint32_t stack, uint32_t labels,
 
 			if (!nv) {
 				p->sacap = oldcap;
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory adding a sample");
 			}
 			p->values = nv;
 		}
 		if (cp_index_add(&p->saidx, h, p->nsamples))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory adding a sample");
 		id = p->nsamples++;
 		p->samples[id] = k;
 		memset(p->values + (size_t)id * p->ntypes, 0, p->ntypes * sizeof(int64_t));
@@ -519,7 +519,7 @@ static int64_t map_function(struct merger *m, uint32_t id)
 	b = map_str(m, f->system_name);
 	c = map_str(m, f->filename);
 	if (a < 0 || b < 0 || c < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory merging functions");
 	nf.name = (uint32_t)a;
 	nf.system_name = (uint32_t)b;
 	nf.filename = (uint32_t)c;
@@ -541,7 +541,7 @@ static int64_t map_mapping(struct merger *m, uint32_t id)
 	a = map_str(m, nm.filename);
 	b = map_str(m, nm.build_id);
 	if (a < 0 || b < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory merging mappings");
 	nm.filename = (uint32_t)a;
 	nm.build_id = (uint32_t)b;
 	r = cp_profile_mapping(m->dst, &nm);
@@ -565,7 +565,7 @@ static int64_t map_location(struct merger *m, uint32_t id)
 	if (mid < 0)
 		return mid;
 	if (cp_grow((void **)&m->lbuf, &m->lcap, l->nlines + 1, sizeof(*m->lbuf)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory merging locations");
 	for (i = 0; i < l->nlines; i++) {
 		const struct cp_line *sl = &m->src->lines[l->line_off + i];
 		int64_t f = map_function(m, sl->function);
@@ -596,10 +596,10 @@ static int merge_header(struct cp_profile *dst, const struct cp_profile *src, st
 		}
 		if (cp_profile_set_period_type(dst, cp_profile_string(src, src->period_type.type),
 					       cp_profile_string(src, src->period_type.unit), src->period))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory merging the profile header");
 		if (map_str(m, src->default_sample_type) < 0 || map_str(m, src->drop_frames) < 0 ||
 		    map_str(m, src->keep_frames) < 0 || map_str(m, src->doc_url) < 0)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory merging the profile header");
 		dst->default_sample_type = (uint32_t)m->strs[src->default_sample_type];
 		dst->drop_frames = (uint32_t)m->strs[src->drop_frames];
 		dst->keep_frames = (uint32_t)m->strs[src->keep_frames];
@@ -618,14 +618,14 @@ static int merge_header(struct cp_profile *dst, const struct cp_profile *src, st
 		uint32_t *nc;
 
 		if (c < 0)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory merging comments");
 		for (j = 0; j < dst->ncomments && dst->comments[j] != (uint32_t)c; j++)
 			;
 		if (j < dst->ncomments)
 			continue;
 		nc = realloc(dst->comments, (dst->ncomments + 1) * sizeof(*nc));
 		if (!nc)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory merging comments");
 		dst->comments = nc;
 		nc[dst->ncomments++] = (uint32_t)c;
 	}
@@ -824,7 +824,7 @@ int cp_profile_frames(const struct cp_profile *p, uint32_t stack, struct cp_fram
 		uint32_t nl = l->nlines ? l->nlines : 1;
 
 		if (cp_grow((void **)frames, cap, n + nl, sizeof(**frames)))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory listing the frames of a stack");
 		for (j = 0; j < nl; j++) {
 			struct cp_frame *f = &(*frames)[n++];
 

@@ -54,7 +54,7 @@ static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, co
 	int64_t ks = cp_profile_str(p, k), vs = cp_profile_str(p, v);
 
 	if (ks < 0 || vs < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the label '%s'", k);
 	memset(l, 0, sizeof(*l));
 	l->key = (uint32_t)ks;
 	l->str = (uint32_t)vs;
@@ -479,7 +479,7 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 	s->pid = calloc(c.cap, sizeof(*s->pid));
 	if (!s->a || !s->kv || !s->pid) {
 		cp_recorder_series_release(s);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory gathering the series of a flush");
 	}
 	cp_recorder_each(r, series_one, &c);
 	return 0;

@@ -45,12 +45,12 @@ int cp_regex_compile(const char *pattern, unsigned flags, struct cp_regex **out,
 		opts |= PCRE2_CASELESS;
 	if (!(re = calloc(1, sizeof(*re))) || !(re->pattern = strdup(pattern))) {
 		free(re);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory compiling the regex '%.64s'", pattern);
 	}
 	if (!(re->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &code, &off, NULL))) {
 		if (code == PCRE2_ERROR_NOMEMORY) {
 			cp_regex_free(re);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory compiling the regex '%.64s'", pattern);
 		}
 		if (whylen)
 			pcre2_get_error_message(code, (PCRE2_UCHAR *)why, whylen);

@@ -346,7 +346,7 @@ static int online_cpus(bool **out, int *n)
 		return cp_error(EINVAL, "cannot count the CPUs");
 	on = calloc((size_t)max, sizeof(*on));
 	if (!on)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory counting the CPUs");
 	for (p = buf; *p && *p != '\n';) {
 		char *e;
 		long a = strtol(p, &e, 10), b = a;
@@ -601,7 +601,7 @@ int cp_sampler_poll(struct cp_sampler *s, int timeout_ms)
 	int n = epoll_wait(s->epfd, ev, 2, timeout_ms);
 
 	if (n < 0 && errno == EINTR)
-		return -EINTR;
+		return cp_error(EINTR, "interrupted by a signal");
 	if (n < 0)
 		return cp_error(errno, "epoll_wait: %s", strerror(errno));
 	return cp_sampler_drain(s);

@@ -9,12 +9,16 @@
 #include "error.h"
 #include "sampler.h"
 
+static int absent(void)
+{
+	return cp_error(ENOTSUP, "this cprof was built without the BPF sampler (configure --disable-bpf), so record "
+			  "and live top are absent: rebuild it with libbpf-dev, clang and bpftool installed (tools/setup.sh installs them)");
+}
+
 struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct cp_sampler_ops *ops, void *arg)
 {
 	(void)o, (void)ops, (void)arg;
-	cp_error(ENOTSUP, "this cprof was built without the BPF sampler (configure --disable-bpf), so record "
-			  "and live top are absent: rebuild it with libbpf-dev, clang and bpftool installed (tools/setup.sh installs them)");
-	errno = ENOTSUP;
+	errno = -absent();
 	return NULL;
 }
 
@@ -26,13 +30,13 @@ void cp_sampler_free(struct cp_sampler *s)
 int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
 {
 	(void)s, (void)pid;
-	return -ENOTSUP;
+	return absent();
 }
 
 int cp_sampler_poll(struct cp_sampler *s, int timeout_ms)
 {
 	(void)s, (void)timeout_ms;
-	return -ENOTSUP;
+	return absent();
 }
 
 void cp_sampler_stop(struct cp_sampler *s)
@@ -43,7 +47,7 @@ void cp_sampler_stop(struct cp_sampler *s)
 int cp_sampler_drain(struct cp_sampler *s)
 {
 	(void)s;
-	return -ENOTSUP;
+	return absent();
 }
 
 void cp_sampler_counts(struct cp_sampler *s, struct cp_sampler_counts *c)

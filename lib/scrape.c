@@ -124,7 +124,7 @@ int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t sec
 	}
 	if (n < 0) {
 		r->url = NULL;
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory making the scrape request");
 	}
 	if (!cp_type_name_valid(name)) {
 		cp_scrape_request_release(r);
@@ -142,7 +142,7 @@ int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t sec
 
 		if (asprintf(&u2, "%s%cseconds=%lld", r->url, strchr(r->url, '?') ? '&' : '?', secs) < 0) {
 			cp_scrape_request_release(r);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory making the scrape request");
 		}
 		free(r->url);
 		r->url = u2;
@@ -153,7 +153,7 @@ int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t sec
 				       30 * 1000000000LL;
 	if (!(r->name = strdup(name))) {
 		cp_scrape_request_release(r);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory making the scrape request");
 	}
 	return 0;
 }
@@ -164,7 +164,7 @@ int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n)
 	size_t i;
 
 	if (!p)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory listing the default profiles");
 	for (i = 0; i < NDEFAULTS; i++) {
 		p[i].name = strdup(defaults[i].name);
 		p[i].path = strdup(defaults[i].path);
@@ -173,7 +173,7 @@ int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n)
 		if (!p[i].name || !p[i].path) {
 			*out = p;
 			*n = i + 1;
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory listing the default profiles");
 		}
 	}
 	*out = p;
@@ -266,18 +266,19 @@ static void setup(CURL *e, const char *url, int64_t timeout_ns, struct body *b, 
 	errbuf[0] = 0;
 }
 
-/* A finished transfer: the profile, or NULL with the reason in cp_errmsg. */
-static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct body *b, const char *errbuf)
+/* A finished transfer: the profile, or NULL with *err the -errno of the
+ * message it recorded (cp_errmsg(-*err)). */
+static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct body *b, const char *errbuf, int *err)
 {
 	struct cp_profile *p;
 	long status = 0;
 
 	if (b->too_big) {
-		cp_error(EFBIG, "%s: the answer is larger than %zu MiB", url, MAX_BODY >> 20);
+		*err = cp_error(EFBIG, "%s: the answer is larger than %zu MiB", url, MAX_BODY >> 20);
 		return NULL;
 	}
 	if (rc != CURLE_OK) {
-		cp_error(rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, "%s: %s", url,
+		*err = cp_error(rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, "%s: %s", url,
 			 errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		return NULL;
 	}
@@ -289,15 +290,16 @@ static struct cp_profile *finish(CURL *e, CURLcode rc, const char *url, struct b
 		for (i = 0; i < n && b->d[i] != '\n' && b->d[i] != '\r'; i++)
 			snippet[i] = b->d[i] >= 0x20 && b->d[i] < 0x7f ? (char)b->d[i] : '?';
 		snippet[i] = 0;
-		cp_error(EPROTO, "%s: HTTP %ld%s%s", url, status, i ? ": " : "", snippet);
+		*err = cp_error(EPROTO, "%s: HTTP %ld%s%s", url, status, i ? ": " : "", snippet);
 		return NULL;
 	}
 	if (!b->len) {
-		cp_error(EPROTO, "%s: an empty answer, not a pprof profile", url);
+		*err = cp_error(EPROTO, "%s: an empty answer, not a pprof profile", url);
 		return NULL;
 	}
+	*err = 0;
 	if (!(p = cp_pprof_decode(b->d, b->len)))
-		cp_error_ctx(errno ? errno : EPROTO, "%s", url);
+		*err = cp_error_ctx(errno ? errno : EPROTO, "%s", url);
 	return p;
 }
 
@@ -308,6 +310,7 @@ struct cp_profile *cp_scrape_once(const char *url, int64_t timeout_ns, size_t *b
 	struct cp_profile *p;
 	CURL *e = curl_easy_init();
 	CURLcode rc;
+	int err;
 
 	if (!e) {
 		cp_error(ENOMEM, "cannot start an HTTP client");
@@ -316,13 +319,13 @@ struct cp_profile *cp_scrape_once(const char *url, int64_t timeout_ns, size_t *b
 	}
 	setup(e, url, timeout_ns, &b, errbuf);
 	rc = curl_easy_perform(e);
-	p = finish(e, rc, url, &b, errbuf);
+	p = finish(e, rc, url, &b, errbuf, &err);
 	if (bytes)
 		*bytes = b.len;
 	curl_easy_cleanup(e);
 	free(b.d);
 	if (!p)
-		errno = EIO;
+		errno = -err; /* the code of the message finish() recorded */
 	return p;
 }
 
@@ -401,7 +404,7 @@ static int target_labels(struct target *t)
 	size_t i, j, n = 0;
 
 	if (!(t->labels = calloc(t->st->nlabels + 2, sizeof(*t->labels))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory labelling the target %s", t->url);
 	t->labels[n++] = (struct cp_kv){ "job", t->job->name };
 	t->labels[n++] = (struct cp_kv){ "instance", t->instance };
 	for (i = 0; i < t->st->nlabels; i++) {
@@ -563,8 +566,9 @@ static int keep_types(const struct cp_scrape_profile *prof, struct cp_profile *p
 /* a finished transfer: decoded into t->p, or t->err with the reason */
 static void finished(struct cp_scraper *s, struct target *t, CURLcode rc)
 {
-	t->p = finish(t->easy, rc, t->url, &t->body, t->errbuf);
-	t->err = t->p ? keep_types(t->prof, t->p) : -EIO;
+	t->p = finish(t->easy, rc, t->url, &t->body, t->errbuf, &t->err);
+	if (t->p)
+		t->err = keep_types(t->prof, t->p);
 	t->msg = t->err ? strdup(cp_errmsg(-t->err)) : NULL;
 	t->bytes = t->body.len;
 	t->t1 = cp_mono_ns();
@@ -604,6 +608,7 @@ static int drain(struct cp_scraper *s)
 			na++;
 		}
 	}
+	cp_error_clear(); /* the targets' messages are copied: the sink's failure is its own */
 	if (na && (err = s->sink(s->ctx, a, na))) { /* nothing of the batch was stored */
 		for (i = 0; i < n; i++)
 			if (!done[i]->err) {

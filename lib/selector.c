@@ -69,7 +69,7 @@ static int parse_string(struct parser *ps, char **out)
 	start = ++ps->p;
 	buf = malloc(strlen(start) + 1);
 	if (!buf)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory parsing the selector");
 	for (w = buf; *ps->p && *ps->p != quote; ps->p++) {
 		if (*ps->p == '\\' && quote != '`') {
 			ps->p++;
@@ -104,7 +104,7 @@ static int compile_re(struct parser *ps, struct cp_selector *sel, struct cp_matc
 	int err;
 
 	if (!sel->run && !(sel->run = cp_regex_run_new(NULL)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory compiling the selector's regex");
 	m->run = sel->run;
 	/* whole values; '$' only at the very end, not before a final newline (as RE2) */
 	if ((err = cp_regex_compile(m->value, CP_REGEX_WHOLE, &m->re, msg, sizeof(msg), &off)) == -EINVAL) {
@@ -125,7 +125,7 @@ static int parse_matcher(struct parser *ps, struct cp_selector *sel, struct cp_m
 		ps->p++;
 	m->name = strndup(start, (size_t)(ps->p - start));
 	if (!m->name)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory parsing the selector");
 	skip_ws(ps);
 	if (!strncmp(ps->p, "=~", 2)) {
 		m->op = CP_MATCH_RE;
@@ -157,7 +157,7 @@ int cp_selector_parse(const char *s, struct cp_selector **out)
 	int err = 0;
 
 	if (!sel)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory parsing the selector '%.64s'", s);
 	if (!(sel->src = strdup(s))) {
 		err = -ENOMEM;
 		goto out;
@@ -249,7 +249,7 @@ static int rebuild_src(struct cp_selector *sel)
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory writing the selector's text");
 	fputs(sel->type ? sel->type : "", f);
 	fputc('{', f);
 	for (size_t i = 0; i < sel->n; i++) {
@@ -259,7 +259,7 @@ static int rebuild_src(struct cp_selector *sel)
 	fputc('}', f);
 	if (fclose(f) || !buf) {
 		free(buf);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory writing the selector's text");
 	}
 	free(sel->src);
 	sel->src = buf;

@@ -36,7 +36,7 @@ static int push1(void **arr, size_t n, size_t size)
 	void *p = realloc(*arr, (n + 1) * size);
 
 	if (!p)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading the configuration");
 	*arr = p;
 	return 0;
 }
@@ -146,12 +146,12 @@ static int kv_map(struct walk *w, yaml_node_t *n, const char *key, bool label_na
 				if (item->type != YAML_SCALAR_NODE)
 					return bad(w, item, "%s: values are text", key);
 				if (push1((void **)out, *cnt, sizeof(**out)))
-					return -ENOMEM;
+					return cp_error(ENOMEM, "out of memory reading the configuration");
 				(*out)[*cnt].name = strdup(text_of(k));
 				(*out)[*cnt].value = strdup(text_of(item));
 				(*cnt)++;
 				if (!(*out)[*cnt - 1].name || !(*out)[*cnt - 1].value)
-					return -ENOMEM;
+					return cp_error(ENOMEM, "out of memory reading the configuration");
 			}
 			continue;
 		}
@@ -161,7 +161,7 @@ static int kv_map(struct walk *w, yaml_node_t *n, const char *key, bool label_na
 		if (!name || push1((void **)out, *cnt, sizeof(**out))) {
 			free(name);
 			free(value);
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading the configuration");
 		}
 		(*out)[*cnt].name = name;
 		(*out)[*cnt].value = value;
@@ -199,7 +199,7 @@ static int statics(struct walk *w, yaml_node_t *n, struct cp_scrape_job *j)
 		if ((err = want(w, item, YAML_MAPPING_NODE, "static_configs")))
 			return err;
 		if (push1((void **)&j->statics, j->nstatics, sizeof(*j->statics)))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading the configuration");
 		s = &j->statics[j->nstatics++];
 		memset(s, 0, sizeof(*s));
 		FOR_PAIRS(w, item, k, v)
@@ -216,7 +216,7 @@ static int statics(struct walk *w, yaml_node_t *n, struct cp_scrape_job *j)
 							   t->type == YAML_SCALAR_NODE ? text_of(t) : "?");
 					if (push1((void **)&s->targets, s->ntargets, sizeof(*s->targets)) ||
 					    !(s->targets[s->ntargets] = strdup(text_of(t))))
-						return -ENOMEM;
+						return cp_error(ENOMEM, "out of memory reading the configuration");
 					s->ntargets++;
 				}
 			} else if (key_is(k, "labels")) {
@@ -253,11 +253,11 @@ static int profile_entry(struct walk *w, yaml_node_t *k, yaml_node_t *v, struct 
 		return err;
 	if (!(p = profile_named(j, text_of(k)))) { /* a custom entry (fgprof...) */
 		if (push1((void **)&j->profiles, j->nprofiles, sizeof(*j->profiles)))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading the configuration");
 		p = &j->profiles[j->nprofiles++];
 		memset(p, 0, sizeof(*p));
 		if (!(p->name = strdup(text_of(k))))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading the configuration");
 		p->enabled = true;
 	}
 	FOR_PAIRS(w, v, kk, vv)
@@ -287,7 +287,7 @@ static int profile_entry(struct walk *w, yaml_node_t *k, yaml_node_t *v, struct 
 				if ((err = want(w, item, YAML_MAPPING_NODE, "keep_sample_type")))
 					return err;
 				if (push1((void **)&p->keep, p->nkeep, sizeof(*p->keep)))
-					return -ENOMEM;
+					return cp_error(ENOMEM, "out of memory reading the configuration");
 				kp = &p->keep[p->nkeep++];
 				memset(kp, 0, sizeof(*kp));
 				FOR_PAIRS(w, item, a, b)
@@ -316,7 +316,7 @@ static int profile_entry(struct walk *w, yaml_node_t *k, yaml_node_t *v, struct 
 		FOR_PAIRS(w, v, kk, vv)
 		delta_given |= key_is(kk, "delta");
 		if (dp && !(p->path = strdup(dp)))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory reading the configuration");
 		if (dp && !delta_given)
 			p->delta = delta;
 	}
@@ -362,7 +362,7 @@ static int job(struct walk *w, yaml_node_t *n, struct cp_scrape_config *c)
 	if ((err = want(w, n, YAML_MAPPING_NODE, "a scrape config")))
 		return err;
 	if (push1((void **)&c->jobs, c->njobs, sizeof(*c->jobs)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading the configuration");
 	j = &c->jobs[c->njobs++];
 	memset(j, 0, sizeof(*j));
 	j->interval = 10 * 1000000000LL;
@@ -402,7 +402,7 @@ static int job(struct walk *w, yaml_node_t *n, struct cp_scrape_config *c)
 		if (!strcmp(c->jobs[i].name, j->name))
 			return bad(w, n, "job_name '%.64s' is used twice", j->name);
 	if (!j->scheme && !(j->scheme = strdup("http")))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading the configuration");
 	{
 		size_t targets = 0, enabled = 0;
 
@@ -550,7 +550,7 @@ static int opt_push(struct cp_config_opts *o, const char *section, const yaml_no
 	char *key;
 
 	if (push1((void **)&o->v, o->n, sizeof(*o->v)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading the configuration");
 	e = &o->v[o->n];
 	memset(e, 0, sizeof(*e));
 	key = strndup(text_of(k), k->data.scalar.length);
@@ -560,7 +560,7 @@ static int opt_push(struct cp_config_opts *o, const char *section, const yaml_no
 		free(key);
 		free(e->section);
 		free(e->value);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading the configuration");
 	}
 	for (char *c = key; *c; c++)
 		if (*c == '_')
@@ -615,7 +615,7 @@ static int opt_value(struct walk *w, struct cp_config_opts *o, const char *secti
 				return bad(w, kk, "%.64s: a mapping of NAME: VALUE", text_of(k));
 			n = kk->data.scalar.length + 1 + vv->data.scalar.length;
 			if (!(pair = malloc(n + 1)))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory reading the configuration");
 			snprintf(pair, n + 1, "%.*s=%.*s", (int)kk->data.scalar.length, text_of(kk),
 				 (int)vv->data.scalar.length, text_of(vv));
 			err = opt_push(o, section, k, pair, n);

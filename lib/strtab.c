@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "util.h"
 
 struct key {
@@ -62,18 +63,18 @@ int64_t cp_strtab_intern(struct cp_strtab *t, const char *s, size_t len)
 	if (id != UINT32_MAX)
 		return id;
 	if (t->n == UINT32_MAX - 1 || t->len + len + 1 > UINT32_MAX)
-		return -EOVERFLOW;
+		return cp_error(EOVERFLOW, "the string table is full (over 4 GiB or %u strings)", UINT32_MAX - 1);
 	cap = t->offcap;
 	if (cp_grow((void **)&t->off, &cap, (size_t)t->n + 1, sizeof(*t->off)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory interning a string");
 	t->offcap = (uint32_t)cap;
 	if (cp_grow((void **)&t->buf, &t->cap, t->len + len + 1, 1))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory interning a string");
 	memcpy(t->buf + t->len, s, len);
 	t->buf[t->len + len] = '\0';
 	t->off[t->n] = (uint32_t)t->len;
 	if (cp_index_add(&t->idx, h, t->n))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory interning a string");
 	t->len += len + 1;
 	return t->n++;
 }

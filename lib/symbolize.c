@@ -381,7 +381,7 @@ static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, u
 		int64_t fid;
 
 		if (name < 0 || file < 0)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory adding a symbol");
 		f.name = f.system_name = (uint32_t)name;
 		f.filename = (uint32_t)file;
 		f.start_line = 0;
@@ -402,7 +402,7 @@ static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t
 	int64_t f = cp_profile_str(prof, file), b = cp_profile_str(prof, build_id);
 
 	if (f < 0 || b < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding the mapping of %s", file);
 	memset(&m, 0, sizeof(m));
 	m.start = start;
 	m.limit = limit;
@@ -433,7 +433,7 @@ static int64_t named_location(struct cp_symbolizer *s, struct cp_profile *prof, 
 
 	/* the line goes past the cache's lines, where it is not kept */
 	if (cp_grow((void **)&s->lines, &s->linecap, s->nlines + 1, sizeof(*s->lines)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory caching a symbol");
 	s->lines[s->nlines].name = intern(s, name);
 	s->lines[s->nlines].file = 0;
 	s->lines[s->nlines].line = 0;
@@ -536,7 +536,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		n = maddr ? lookup(s, sm, maddr, lines) : 0;
 		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
 		if (!e)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory caching a symbol");
 	}
 	if (e->n == 0 && may_hold_jit_code(m->path)) {
 		int64_t loc = jit_location(s, prof, p, m, addr, false);
@@ -600,7 +600,7 @@ static int ksym_add(struct cp_ksyms *k, size_t *scap, char **text, size_t *tlen,
 
 	if (cp_grow((void **)text, tcap, *tlen + nl + ml + 2, 1) ||
 	    cp_grow((void **)&k->s, scap, k->n + 1, sizeof(*k->s)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory reading the kernel symbols");
 	k->s[k->n].addr = addr;
 	k->s[k->n].name = (uint32_t)*tlen;
 	memcpy(*text + *tlen, name, nl + 1);
@@ -755,7 +755,7 @@ int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, ui
 		}
 		e = cache_add(s, s->kernel_mod, addr, &l, n);
 		if (!e)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory caching a kernel symbol");
 	}
 	mapping = profile_mapping(prof, 0xffff800000000000ull, UINT64_MAX, 0, "[kernel.kallsyms]", "", e->n > 0);
 	if (mapping < 0)

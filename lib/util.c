@@ -22,12 +22,12 @@ int cp_grow(void **arr, size_t *cap, size_t need, size_t sz)
 	n = *cap ? *cap : 16;
 	while (n < need) {
 		if (n > SIZE_MAX / 2 / sz)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "cannot grow an array to %zu items of %zu bytes", need, sz);
 		n *= 2;
 	}
 	p = realloc(*arr, n * sz);
 	if (!p)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory growing an array to %zu items of %zu bytes", n, sz);
 	*arr = p;
 	*cap = n;
 	return 0;
@@ -169,7 +169,7 @@ int cp_write_file_atomic(const char *path, const void *data, size_t len)
 
 	tmp = malloc(plen + 16);
 	if (!tmp)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory writing %s", path);
 	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {

@@ -744,7 +744,7 @@ static int pick_field(void *ctx, const char *name, const char *filename, const u
 	if (strcmp(name, f->field) || f->copy)
 		return 0;
 	if (!(f->copy = malloc(len + 1)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory copying the form field '%s' (%zu bytes)", name, len);
 	memcpy(f->copy, data, len);
 	f->data = f->copy;
 	f->len = len;

@@ -723,6 +723,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 		if (!(r = calloc(1, sizeof(*r))))
 			return MHD_NO;
+		cp_error_clear(); /* this thread's last request failed for its own reasons */
 		*con_cls = r;
 		r->s = s;
 		r->conn = conn;

@@ -506,8 +506,7 @@ int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_op
 		fl.width, XPAD, num(buf, sizeof(buf), CHAR_W, 3, true), fl.icicle ? 1 : 0);
 	fputs(script, out);
 	fputs("]]></script>\n</svg>\n", out);
-	if (cp_stream_check(out, NULL) < 0)
-		err = -EIO; /* the reason is in cp_errmsg */
+	err = cp_stream_check(out, NULL);
 out:
 	free(xs);
 	return err;

@@ -63,7 +63,7 @@ static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
 		free(sizes);
 		free(*keep);
 		*keep = NULL;
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory pruning the call tree");
 	}
 	for (i = 0; i < t->nnodes; i++)
 		sizes[i] = node_size(&t->nodes[i]);
@@ -159,7 +159,7 @@ static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t m
 	free(keep);
 	if (!tree || json_object_set_new(root, "tree", tree) ||
 	    (pruned && json_object_set_new(root, "truncated", json_true())))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory building the JSON call tree");
 	return 0;
 }
 

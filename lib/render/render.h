@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Renderers: each writes to a stdio stream and returns 0 or -errno (a write
- * error on the stream is reported as -EIO with the reason in cp_errmsg). */
+ * error on the stream is reported as its -errno, -EIO when the stream does not
+ * say, with the reason in cp_errmsg). */
 #ifndef CP_RENDER_H
 #define CP_RENDER_H
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../error.h"
 #include "../util.h"
 
 /* Per-profile cache: profile string id -> name id in an aggregation's table. */
@@ -19,7 +20,7 @@ static int cache_init(struct name_cache *c, const struct cp_profile *p)
 	memset(c, 0, sizeof(*c));
 	c->ids = malloc(((size_t)p->strs.n + 1) * sizeof(*c->ids));
 	if (!c->ids)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory building the call tree");
 	memset(c->ids, 0xff, ((size_t)p->strs.n + 1) * sizeof(*c->ids));
 	return 0;
 }
@@ -95,10 +96,10 @@ static int64_t child(struct cp_tree *t, uint32_t parent, uint32_t name)
 	if (id != UINT32_MAX)
 		return id;
 	if (t->nnodes == UINT32_MAX - 1)
-		return -EOVERFLOW;
+		return cp_error(EOVERFLOW, "the call tree has more than %u nodes", UINT32_MAX - 1);
 	if (cp_grow((void **)&t->nodes, &cap, (size_t)t->nnodes + 1, sizeof(*t->nodes)) ||
 	    cp_index_add(&t->idx, h, t->nnodes))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory building the call tree");
 	t->cap = (uint32_t)cap;
 	n = &t->nodes[t->nnodes];
 	memset(n, 0, sizeof(*n));
@@ -165,7 +166,7 @@ int cp_tree_sort(struct cp_tree *t)
 		return 0;
 	order = malloc(((size_t)t->nnodes - 1) * sizeof(*order));
 	if (!order)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory sorting the call tree");
 	for (i = 1; i < t->nnodes; i++)
 		order[i - 1] = i;
 	cp_qsort_r(order, t->nnodes - 1, sizeof(*order), by_parent_name, t);
@@ -220,7 +221,7 @@ static int64_t row(struct cp_fn_table *t, uint32_t name, uint32_t file)
 		return id;
 	if (cp_grow((void **)&t->rows, &cap, (size_t)t->nrows + 1, sizeof(*t->rows)) ||
 	    cp_index_add(&t->idx, h, t->nrows))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory building the function table");
 	t->cap = (uint32_t)cap;
 	memset(&t->rows[t->nrows], 0, sizeof(t->rows[0]));
 	t->rows[t->nrows].name = name;

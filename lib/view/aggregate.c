@@ -41,7 +41,7 @@ static int hmap_grow(struct hmap *h)
 	n.vals = malloc((size_t)n.cap * sizeof(*n.vals));
 	if (!n.keys || !n.vals) {
 		hmap_release(&n);
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory aggregating the samples");
 	}
 	memset(n.vals, 0xff, (size_t)n.cap * sizeof(*n.vals));
 	for (uint32_t i = 0; i < h->cap; i++)
@@ -73,7 +73,7 @@ static uint32_t hmap_get(const struct hmap *h, uint64_t key)
 static int hmap_put(struct hmap *h, uint64_t key, uint32_t val)
 {
 	if ((h->n + 1) * 4 > h->cap * 3 && hmap_grow(h))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory aggregating the samples");
 	*hmap_slot(h, key) = val;
 	h->n++;
 	return 0;
@@ -162,7 +162,7 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
 		c *= 2;
 	n = realloc(*arr, (size_t)c * size);
 	if (!n)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory aggregating the samples");
 	*arr = n;
 	*cap = c;
 	return 0;
@@ -254,7 +254,7 @@ static int cache_locations(struct cp_aggregate *a, const struct cp_profile *p, s
 	c->fncap = (size_t)p->nlines + p->nlocations + 1;
 	c->fns = malloc(c->fncap * sizeof(*c->fns));
 	if (!c->loc_off || !c->loc_len || !c->fns)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory aggregating the samples");
 	for (uint32_t id = 1; id <= p->nlocations; id++) {
 		const struct cp_location *l = cp_profile_loc(p, id);
 		const char *bin = "", *mapfile = "";
@@ -274,7 +274,7 @@ static int cache_locations(struct cp_aggregate *a, const struct cp_profile *p, s
 			fn = fn_get(a, kernel ? "[kernel]" : buf, bin, kernel);
 
 			if (fn == UINT32_MAX)
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory aggregating the samples");
 			c->fns[c->nfns++] = fn;
 			c->loc_len[id] = 1;
 			continue;
@@ -288,7 +288,7 @@ static int cache_locations(struct cp_aggregate *a, const struct cp_profile *p, s
 				f.name = p->functions[ln->function - 1].name;
 			fn = fn_get(a, cp_frame_name(p, &f, buf, sizeof(buf)), bin, kernel);
 			if (fn == UINT32_MAX)
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory aggregating the samples");
 			c->fns[c->nfns++] = fn;
 		}
 		c->loc_len[id] = (uint32_t)c->nfns - c->loc_off[id];
@@ -311,7 +311,7 @@ static int cache_labels(struct cp_aggregate *a, const struct cp_profile *p, stru
 
 	c->ls = calloc((size_t)p->nlabelsets + 1, sizeof(*c->ls));
 	if (!c->ls || dcomm < 0)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory aggregating the samples");
 	for (uint32_t i = 0; i < p->nlabelsets; i++) {
 		const struct cp_span *sp = &p->labelsets[i];
 		struct ls *l = &c->ls[i];
@@ -331,7 +331,7 @@ static int cache_labels(struct cp_aggregate *a, const struct cp_profile *p, stru
 				l->tid = parse_u32(val);
 			else if (!strcmp(k, "comm") || !strcmp(k, "thread_name")) {
 				if ((id = cp_strtab_intern(&a->names, val, strlen(val))) < 0)
-					return -ENOMEM;
+					return cp_error(ENOMEM, "out of memory aggregating the samples");
 				if (k[0] == 'c')
 					l->comm = (uint32_t)id;
 				else
@@ -350,7 +350,7 @@ static int add_proc(struct cp_aggregate *a, const struct ls *l, int64_t value)
 	if (id == UINT32_MAX) {
 		if (grow((void **)&a->procs, &a->pcap, a->nprocs + 1, sizeof(*a->procs)) ||
 		    hmap_put(&v->procmap, l->pid, a->nprocs))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory aggregating the samples");
 		id = a->nprocs++;
 		a->procs[id] = (struct cp_agg_proc){ l->pid, l->comm, 0, 0 };
 	}
@@ -362,7 +362,7 @@ static int add_proc(struct cp_aggregate *a, const struct ls *l, int64_t value)
 		if (t == UINT32_MAX) {
 			if (grow((void **)&a->threads, &a->tcap, a->nthreads + 1, sizeof(*a->threads)) ||
 			    hmap_put(&v->thrmap, key, a->nthreads))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory aggregating the samples");
 			t = a->nthreads++;
 			a->threads[t] = (struct cp_agg_thread){ l->tid, l->pid, l->tname ? l->tname : l->comm, l->comm, 0 };
 			a->procs[id].nthreads++;
@@ -383,7 +383,7 @@ static int add_edge(struct cp_agg_edge **arr, uint32_t *n, uint32_t *cap, struct
 	id = hmap_get(m, fn);
 	if (id == UINT32_MAX) {
 		if (grow((void **)arr, cap, *n + 1, sizeof(**arr)) || hmap_put(m, fn, *n))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory aggregating the samples");
 		id = (*n)++;
 		(*arr)[id] = (struct cp_agg_edge){ fn, 0 };
 	}
@@ -415,7 +415,7 @@ static int add_sample(struct cp_aggregate *a, const struct cp_profile *p, const 
 				uint32_t *ns = realloc(v->stack, nc * sizeof(*ns));
 
 				if (!ns)
-					return -ENOMEM;
+					return cp_error(ENOMEM, "out of memory aggregating the samples");
 				v->stack = ns;
 				v->stackcap = nc;
 			}
@@ -429,9 +429,9 @@ static int add_sample(struct cp_aggregate *a, const struct cp_profile *p, const 
 		fn = fn_get(a, kern ? "[kernel]" : st->len ? "[user]" : "[unknown]",
 			    kern ? "[kernel]" : st->len ? "[user]" : "", kern);
 		if (fn == UINT32_MAX)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory aggregating the samples");
 		if (!v->stack && !(v->stack = malloc(64 * sizeof(*v->stack))))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory aggregating the samples");
 		v->stackcap = v->stackcap ? v->stackcap : 64;
 		v->stack[n++] = fn;
 	}
@@ -450,7 +450,7 @@ static int add_sample(struct cp_aggregate *a, const struct cp_profile *p, const 
 		f->total += value;
 		if (hmap_get(&v->fnproc, (uint64_t)fn << 32 | l->pid) == UINT32_MAX) {
 			if (hmap_put(&v->fnproc, (uint64_t)fn << 32 | l->pid, 0))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory aggregating the samples");
 			if (!f->nprocs++) {
 				f->pid = l->pid;
 				f->comm = l->comm;
@@ -466,10 +466,10 @@ static int add_sample(struct cp_aggregate *a, const struct cp_profile *p, const 
 				continue;
 			if (i + 1 < n && add_edge(&a->callers, &a->ncallers, &a->crcap, &v->crmap, v->crmark, v->serial,
 						  v->stack[i + 1], value))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory aggregating the samples");
 			if (i > 0 && add_edge(&a->callees, &a->ncallees, &a->cecap, &v->cemap, v->cemark, v->serial,
 					      v->stack[i - 1], value))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory aggregating the samples");
 		}
 	}
 	return add_proc(a, l, value);

@@ -114,4 +114,12 @@ is "$rc" 1 "query to a full disk exits 1"
 like "$err" '^cprof query: write error on standard output: No space left on device' "with a one-line reason"
 run sh -c "\"$CPROF\" --version > /dev/full"
 is "$rc" 1 "--version to a full disk exits 1"
+like "$err" '^cprof: write error on standard output: No space left on device' "and says why (the code of the write, not a guessed EIO)"
+# each renderer reports the write's own code: its message is shown, not strerror(EIO)
+run sh -c "\"$CPROF\" query -f flamegraph -i \"$FIXTURES/cpu-before.pb.gz\" > /dev/full"
+is "$rc" 1 "a flame graph to a full disk exits 1"
+like "$err" '^cprof query: write error on standard output: No space left on device' "with the write's reason"
+run sh -c "\"$CPROF\" diff -f flamegraph \"$FIXTURES/cpu-before.pb.gz\" \"$FIXTURES/cpu-after.pb.gz\" > /dev/full"
+is "$rc" 1 "a diff flame graph to a full disk exits 1"
+like "$err" '^cprof diff: write error on standard output: No space left on device' "with the write's reason"
 done_testing

@@ -319,6 +319,8 @@ run rec -F 199 --flush-interval 300ms --remote "$URL" --spool "$T/spool3" -l run
 is "$rc" 0 "record exits 0 when the server never answers"
 like "$err" "profiles \\([0-9]+ [KM]?i?B?[a-z]*\\) stay in $T/spool3 for the next cprof record --remote to send" \
 	"and says what stays in the spool"
+like "$err" "cannot reach $URL: Connection refused \\(is cprof serve running there\\?\\); recording anyway: the profiles wait in $T/spool3 until it answers" \
+	"and why it records anyway: the ping's own reason (not strerror of a guessed EIO)"
 printf '%s\n' "$err" >"$T/r3.err"
 n3=$(samples_of "$T/r3.err")
 left=$(spooled "$T/spool3")

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,73 +326,6 @@ START_TEST(test_grow)
 }
 END_TEST
 
-/* ---- cp_error and friends ---- */
-
-START_TEST(test_error_format)
-{
-	char longs[CP_ERRMSG_MAX + 200];
-
-	cp_error_clear();
-	ck_assert_str_eq(cp_errmsg(ENOENT), strerror(ENOENT));
-	ck_assert_str_eq(cp_errmsg(-ENOENT), strerror(ENOENT));
-
-	ck_assert_int_eq(cp_error(EINVAL, "bad %s at line %d", "frame", 7), -EINVAL);
-	ck_assert_str_eq(cp_errmsg(EINVAL), "bad frame at line 7");
-	/* the message stays, whatever err asks for later */
-	ck_assert_str_eq(cp_errmsg(ENOMEM), "bad frame at line 7");
-	/* negative err works the same */
-	ck_assert_int_eq(cp_error(-EIO, "disk on fire"), -EIO);
-	ck_assert_str_eq(cp_errmsg(EIO), "disk on fire");
-
-	ck_assert_int_eq(cp_error_ctx(EIO, "%s", "prof.pb.gz"), -EIO);
-	ck_assert_str_eq(cp_errmsg(EIO), "prof.pb.gz: disk on fire");
-	ck_assert_int_eq(cp_error_ctx(-EIO, "merge %d", 2), -EIO);
-	ck_assert_str_eq(cp_errmsg(EIO), "merge 2: prof.pb.gz: disk on fire");
-
-	/* without a message, the context is put before strerror */
-	cp_error_clear();
-	ck_assert_int_eq(cp_error_ctx(ENOENT, "x.pb"), -ENOENT);
-	ck_assert_str_eq(cp_errmsg(ENOENT), "x.pb: No such file or directory");
-
-	/* long messages are cut, never overflowed */
-	memset(longs, 'a', sizeof(longs) - 1);
-	longs[sizeof(longs) - 1] = '\0';
-	cp_error(E2BIG, "%s", longs);
-	ck_assert_uint_eq(strlen(cp_errmsg(E2BIG)), CP_ERRMSG_MAX - 1);
-	cp_error_ctx(E2BIG, "ctx");
-	ck_assert_uint_lt(strlen(cp_errmsg(E2BIG)), CP_ERRMSG_MAX);
-	ck_assert(!strncmp(cp_errmsg(E2BIG), "ctx: aaa", 8));
-	cp_error_ctx(E2BIG, "%s", longs); /* a long context is cut too */
-	ck_assert_uint_lt(strlen(cp_errmsg(E2BIG)), CP_ERRMSG_MAX);
-	ck_assert_contains(cp_errmsg(E2BIG), "aaaa: ctx: aaa");
-	cp_error_clear();
-}
-END_TEST
-
-static void *other_thread(void *arg)
-{
-	char *out = arg;
-
-	/* a fresh thread has no message of its own */
-	snprintf(out, 256, "%s", cp_errmsg(EPERM));
-	cp_error(EAGAIN, "set in the other thread");
-	return NULL;
-}
-
-START_TEST(test_error_per_thread)
-{
-	char seen[256];
-	pthread_t t;
-
-	cp_error(EINVAL, "main thread message");
-	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, seen), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	ck_assert_str_eq(seen, strerror(EPERM));
-	ck_assert_str_eq(cp_errmsg(EINVAL), "main thread message");
-	cp_error_clear();
-}
-END_TEST
-
 /* ---- durations and sizes as the options take them back ---- */
 
 START_TEST(test_duration_text)
@@ -455,8 +387,6 @@ static Suite *util_suite(void)
 	tcase_add_test(misc, test_grow);
 	tcase_add_test(misc, test_duration_text);
 	tcase_add_test(misc, test_size_text);
-	tcase_add_test(misc, test_error_format);
-	tcase_add_test(misc, test_error_per_thread);
 	suite_add_tcase(s, misc);
 	return s;
 }

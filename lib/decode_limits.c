@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "error.h"
-#include "pprof.h"
+#include "gzip.h"
 #include "util.h"
 
 static struct cp_decode_limits limits = {

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Folded stacks (Brendan Gregg's format): "root;caller;leaf 123" a line. */
+/* Folded stacks (Brendan Gregg's format): "root;caller;leaf 123" a line,
+ * read into a new profile (the caller owns and frees it) and written from
+ * one.  Reading fails with NULL + errno and the line's number in cp_errmsg();
+ * writing returns 0 or the stream's -errno (cp_stream_check). */
 #ifndef CP_FOLDED_H
 #define CP_FOLDED_H
 

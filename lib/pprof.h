@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* pprof (perftools.profiles.Profile) decode and encode, gzip or raw. */
+/* pprof (perftools.profiles.Profile) decode and encode, gzip or raw.
+ * Decoding makes a new profile the caller owns (or merges into the caller's);
+ * every index the file carries is checked, and a failure is NULL/-errno with
+ * the reason in cp_errmsg().  Encoding gives a malloc'ed buffer. */
 #ifndef CP_PPROF_H
 #define CP_PPROF_H
 
@@ -7,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gzip.h"
 #include "profile.h"
 
 /* Largest raw (not gzipped) profile file read; what a gzipped one may
@@ -24,19 +28,5 @@ int cp_pprof_decode_into(struct cp_profile *dst, const void *data, size_t len);
 /* Encode; *out is malloc'ed. gzip: compress. 0 or -errno. */
 int cp_pprof_encode(const struct cp_profile *p, int gzip, uint8_t **out, size_t *outlen);
 
-/* gzip helpers (zlib). cp_gunzip accepts concatenated members and refuses
- * output above max. */
-int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen);
-int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
-/* The same, calling reserve(+n, what it holds) before it grows its buffer
- * by n bytes and reserve(-all it reserved, ...) before it returns; a nonzero
- * (-errno) return from reserve stops it with that error. */
-int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
-		      uint8_t **out, size_t *outlen);
-static inline int cp_is_gzip(const void *data, size_t len)
-{
-	const unsigned char *d = data;
-	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
-}
 
 #endif

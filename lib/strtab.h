@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* An interning string table: id 0 is always "". */
+/* An interning string table: id 0 is always "".  The table owns copies of
+ * the strings it is given; ids and cp_strtab_get's pointers stay valid until
+ * cp_strtab_release (pointers: until the next intern).  Interning fails with
+ * -ENOMEM or -EOVERFLOW (past 4 GiB of text or 2^32 strings). */
 #ifndef CP_STRTAB_H
 #define CP_STRTAB_H
 

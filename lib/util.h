@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/* Small helpers every module uses: whole files read and written atomically,
+ * stream checks, clocks, sizes and durations as options spell them,
+ * saturating sums, growing arrays.  Functions return 0 or -errno with the
+ * message in cp_errmsg() (lib/error.h); buffers are the caller's. */
 #ifndef CP_UTIL_H
 #define CP_UTIL_H
 
@@ -15,9 +19,9 @@ int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
 int cp_write_file_atomic(const char *path, const void *data, size_t len);
 /* Check a stream for write errors after flushing: 0 or -errno (EIO if unknown).
  * what names the stream in the message; NULL: "standard output" or "the output". */
+int cp_stream_check(FILE *f, const char *what);
 /* CLOCK_MONOTONIC in nanoseconds: for intervals and deadlines, not times of day (cp_now_ns). */
 int64_t cp_mono_ns(void);
-int cp_stream_check(FILE *f, const char *what);
 
 /* Sizes: "512K", "32M", "1G", "4096" (bytes; K M G T are 1024-based,
  * "MiB" and "MB" mean the same). 0 or -EINVAL with a message. */

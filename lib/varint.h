@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Protobuf-style varints and zigzag, for the store's compact encodings. */
+/* Protobuf-style varints and zigzag, for the store's compact encodings.
+ * Inline, on the caller's buffers: writers need 10 bytes of room per value;
+ * readers return the bytes read, 0 for input that ends early or is too long. */
 #ifndef CP_VARINT_H
 #define CP_VARINT_H
 

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* How values are shown: the unit pprof would pick for a column (ns as ms or
+ * s, bytes as KB or MB) and percentages.  Pure functions into the caller's
+ * buffer; they cannot fail (a short buffer cuts the text). */
 #ifndef CP_RENDER_UNITS_H
 #define CP_RENDER_UNITS_H
 

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* gzip in memory (zlib), for pprof files and HTTP bodies.  The caller owns
+ * what *out points to (malloc'ed) on success; on failure nothing is
+ * allocated and the message is in cp_errmsg(): -ENOMEM, -EIO (zlib
+ * failed), -EINVAL (corrupt or cut short), -EFBIG (over max), or the
+ * reserve callback's code. */
+#ifndef CP_GZIP_H
+#define CP_GZIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* cp_gzip compresses (fastest level); cp_gunzip accepts concatenated
+ * members and refuses output above max. */
+int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen);
+int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+/* The same, calling reserve(+n, what it holds) before it grows its buffer
+ * by n bytes and reserve(-all it reserved, ...) before it returns; a nonzero
+ * (-errno) return from reserve stops it with that error. */
+int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
+		      uint8_t **out, size_t *outlen);
+/* Does data start with gzip's magic? */
+static inline int cp_is_gzip(const void *data, size_t len)
+{
+	const unsigned char *d = data;
+	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+}
+
+#endif

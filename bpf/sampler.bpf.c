@@ -106,7 +106,7 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		r->regs[CP_REG_R14] = BPF_CORE_READ(regs, r14);
 		r->regs[CP_REG_R15] = BPF_CORE_READ(regs, r15);
 		r->flags |= CP_SAMPLE_USER;
-		/* in the kernel, in execve (x86-64 syscall numbers): lib/recorder.c
+		/* in the kernel, in execve (x86-64 syscall numbers): lib/sampling/recorder.c
 		 * leaves the user part out when the ip is not in the new program */
 		if (ctx->regs.ip >= 0xffff800000000000ull) {
 			__u64 nr = BPF_CORE_READ(regs, orig_ax);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The record layout shared by bpf/sampler.bpf.c and lib/sampler.c: fixed-width
+/* The record layout shared by bpf/sampler.bpf.c and lib/sampling/sampler.c: fixed-width
  * types only, no padding surprises (every field is naturally aligned). */
 #ifndef CP_SAMPLER_H
 #define CP_SAMPLER_H

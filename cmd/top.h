@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../lib/launch.h"
-#include "../lib/recorder.h"
+#include "../lib/sampling/launch.h"
+#include "../lib/sampling/recorder.h"
 #include "../lib/view/text.h"
 #include "../lib/view/view.h"
 #include "cmd.h"

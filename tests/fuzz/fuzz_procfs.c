@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proc.h"
-#include "symbolize.h"
+#include "sampling/proc.h"
+#include "sampling/symbolize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 

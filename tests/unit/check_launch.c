@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/launch.c: a command started held until released. */
+/* lib/sampling/launch.c: a command started held until released. */
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "launch.h"
+#include "sampling/launch.h"
 #include "testutil.h"
 
 static char dir[PATH_MAX], mark[PATH_MAX + 16];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/proc.c (maps lines, cgroup labels, perf maps, a process's mappings) and
- * the kallsyms parser of lib/symbolize.c: the parsers of outside text the
+/* lib/sampling/proc.c (maps lines, cgroup labels, perf maps, a process's mappings) and
+ * the kallsyms parser of lib/sampling/symbolize.c: the parsers of outside text the
  * sampler reads. */
 #include <check.h>
 #include <errno.h>
@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "recorder.h"
+#include "sampling/proc.h"
+#include "sampling/recorder.h"
 #include "profile.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "sampling/symbolize.h"
+#include "sampling/unwind.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define HEX64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -860,7 +860,7 @@ START_TEST(test_ksyms_unprivileged_and_empty)
 }
 END_TEST
 
-/* ---- the series-label policy of cprof record (lib/recorder.c) ---- */
+/* ---- the series-label policy of cprof record (lib/sampling/recorder.c) ---- */
 
 static const char *label(const struct cp_kv *kv, size_t n, const char *name)
 {

@@ -13,7 +13,7 @@
 
 #include <linux/types.h>
 
-#include "../bpf/sampler.h"
+#include "../../bpf/sampler.h"
 
 struct cp_sampler;
 

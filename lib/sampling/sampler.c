@@ -17,8 +17,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "error.h"
-#include "util.h"
+#include "../error.h"
+#include "../util.h"
 #include "bpf/sampler.skel.h"
 
 struct cp_sampler {

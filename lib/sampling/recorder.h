@@ -16,9 +16,9 @@
 #include <stdio.h>
 
 #include "proc.h"
-#include "profile.h"
+#include "../profile.h"
 #include "sampler.h"
-#include "store/store.h"
+#include "../store/store.h"
 
 struct cp_recorder;
 

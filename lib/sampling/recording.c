@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <malloc.h>
 
-#include "error.h"
-#include "log.h"
-#include "store/remote.h"
-#include "util.h"
+#include "../error.h"
+#include "../log.h"
+#include "../store/remote.h"
+#include "../util.h"
 
 /* Say what happened to the pushes since the last report: the server stopped
  * answering (they are spooled), answers again (the spool is sent), the spool

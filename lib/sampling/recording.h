@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "http/push.h"
+#include "../http/push.h"
 #include "recorder.h"
-#include "store/store.h"
-#include "store/upkeep.h"
+#include "../store/store.h"
+#include "../store/upkeep.h"
 
 struct cp_recording {
 	/* set by the caller before cp_recording_start; not owned */

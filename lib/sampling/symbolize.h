@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "../profile.h"
 #include "proc.h"
 #include "unwind.h"
 

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
-#include "index.h"
+#include "../error.h"
+#include "../index.h"
 #include "modcache.h"
-#include "strtab.h"
-#include "util.h"
+#include "../strtab.h"
+#include "../util.h"
 
 /* libstdc++'s demangler (C++ and, for the legacy scheme, Rust names) */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "../error.h"
 #include "sampler.h"
 
 static int absent(void)

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "../error.h"
+#include "../util.h"
 
 struct node {
 	struct cp_proc p;

@@ -7,13 +7,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
+#include "../error.h"
 #include "launch.h"
-#include "log.h"
+#include "../log.h"
 #include "recorder.h"
 #include "symbolize.h"
 #include "unwind.h"
-#include "util.h"
+#include "../util.h"
 
 struct cp_recorder {
 	struct cp_recorder_opts o;

@@ -13,7 +13,7 @@
 
 #include <linux/types.h>
 
-#include "../bpf/sampler.h"
+#include "../../bpf/sampler.h"
 #include "proc.h"
 
 #define CP_USER_FRAMES_MAX 256

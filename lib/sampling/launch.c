@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "../error.h"
 
 void cp_launch_init(struct cp_launch *l)
 {

@@ -12,11 +12,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "index.h"
+#include "../error.h"
+#include "../index.h"
 #include "modcache.h"
-#include "strtab.h"
-#include "util.h"
+#include "../strtab.h"
+#include "../util.h"
 
 struct session {
 	Dwfl *dwfl;

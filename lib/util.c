@@ -160,35 +160,64 @@ out:
 	return err;
 }
 
-int cp_write_file_atomic(const char *path, const void *data, size_t len)
+/* All of data to fd; 0 or -errno with "cannot write PATH: why". */
+static int write_all(int fd, const char *path, const void *data, size_t len)
 {
-	char *tmp = NULL;
 	const char *p = data;
-	int fd = -1, err = 0;
-	size_t plen = strlen(path);
 
-	tmp = malloc(plen + 16);
-	if (!tmp)
-		return cp_error(ENOMEM, "out of memory writing %s", path);
-	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = cp_error(errno, "cannot create %s: %s", path, strerror(errno));
-		free(tmp);
-		return err;
-	}
 	while (len) {
 		ssize_t w = write(fd, p, len);
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
-			goto out;
+			return cp_error(errno, "cannot write %s: %s", path, strerror(errno));
 		}
 		p += w;
 		len -= (size_t)w;
 	}
+	return 0;
+}
+
+int cp_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	char *tmp = NULL, *real = NULL;
+	int fd = -1, err = 0;
+	size_t plen;
+	struct stat st;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a device, a FIFO, a socket (-o /dev/stdout, a pipe): written
+		 * through, never replaced by a file of the same name */
+		if (S_ISDIR(st.st_mode))
+			return cp_error(EISDIR, "cannot write %s: it is a directory", path);
+		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+			return cp_error(errno, "cannot write %s: %s", path, strerror(errno));
+		err = write_all(fd, path, data, len);
+		if (close(fd) < 0 && !err)
+			err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
+		return err;
+	}
+	/* a symbolic link to a file: the file is replaced, the link stays */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (real = realpath(path, NULL)))
+		path = real;
+	plen = strlen(path);
+	tmp = malloc(plen + 16);
+	if (!tmp) {
+		err = cp_error(ENOMEM, "out of memory writing %s", path);
+		free(real);
+		return err;
+	}
+	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = cp_error(errno, "cannot create %s: %s", path, strerror(errno));
+		free(tmp);
+		free(real);
+		return err;
+	}
+	if ((err = write_all(fd, path, data, len)))
+		goto out;
 	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
 		err = cp_error(errno, "cannot write %s: %s", path, strerror(errno));
 		goto out;
@@ -207,6 +236,7 @@ out:
 	if (err)
 		unlink(tmp);
 	free(tmp);
+	free(real);
 	return err;
 }
 

@@ -15,7 +15,10 @@
 /* Read a whole file ("-" = stdin), refusing more than max bytes. 0 or -errno. */
 int cp_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
 /* Write data to path atomically: a temporary file in the same directory,
- * fsync, rename.  Nothing half-written is ever left at path. 0 or -errno. */
+ * fsync, rename.  Nothing half-written is ever left at path; a symbolic
+ * link's file is replaced and the link kept.  A path that is not a regular
+ * file (a device such as /dev/stdout, a FIFO) is written through, never
+ * replaced.  0 or -errno. */
 int cp_write_file_atomic(const char *path, const void *data, size_t len);
 /* Check a stream for write errors after flushing: 0 or -errno (EIO if unknown).
  * what names the stream in the message; NULL: "standard output" or "the output". */

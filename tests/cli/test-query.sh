@@ -135,6 +135,29 @@ run "$CPROF" query -i "$T/garbage" -o "$T/keep.txt"
 is "$(cat "$T/keep.txt")" keep "a failed query leaves an existing -o file alone"
 is "$(ls "$T" | grep -c tmp)" 0 "no temporary files are left behind"
 
+# -o onto what is not a regular file writes through it and never replaces it (as root, -o /dev/full once
+# renamed a file over the device): a FIFO with a reader, then a symbolic link to a file
+mkfifo "$T/fifo"
+cat "$T/fifo" > "$T/from-fifo" &
+reader=$!
+run "$CPROF" query -i "$before" -f folded -o "$T/fifo"
+is "$rc" 0 "-o onto a FIFO succeeds"
+ok "the FIFO is still a FIFO" test -p "$T/fifo"
+[ -p "$T/fifo" ] || kill "$reader" 2>/dev/null # the reader waits for a writer that never comes
+wait "$reader" 2>/dev/null
+like "$(cat "$T/from-fifo")" 'main\.alpha' "the reader of the FIFO got the folded stacks"
+mkdir "$T/real"
+echo old > "$T/real/target.txt"
+ln -s real/target.txt "$T/link.txt"
+run "$CPROF" query -i "$before" -f folded -o "$T/link.txt"
+is "$rc" 0 "-o onto a symbolic link succeeds"
+ok "the link is still a link" test -L "$T/link.txt"
+like "$(cat "$T/real/target.txt")" 'main\.alpha' "and its file has the output"
+is "$(find "$T" -name "*.tmp??????" | wc -l)" 0 "no temporary files are left beside the link or its file"
+run "$CPROF" query -i "$before" -o "$T/real"
+is "$rc" 1 "-o onto a directory fails"
+like "$err" "$T/real: it is a directory" "and says so"
+
 # standard input
 run sh -c "\"$CPROF\" query -i - -f folded < \"$before\""
 like "$out" 'main\.alpha' "-i - reads standard input"

@@ -49,10 +49,7 @@ static uint32_t rnd(uint32_t n)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)cp_mono_ns() / 1e9;
 }
 
 static const char *const libc_names[NLIBC] = {

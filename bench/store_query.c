@@ -20,10 +20,7 @@
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (double)cp_mono_ns() / 1e6;
 }
 
 int main(int argc, char **argv)

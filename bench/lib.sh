@@ -67,3 +67,52 @@ serve_start() {
 }
 # peak_rss_mb PID: the process's peak resident set (VmHWM) in MiB
 peak_rss_mb() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+
+# ---- a storm of short-lived processes (storm.sh, recorder_cost.sh) ----
+# storm_prepare: the small C file the storm compiles ($d/small.c), and ncpu
+storm_prepare() {
+	ncpu=$(getconf _NPROCESSORS_ONLN)
+	cat > "$d/small.c" << 'EOF'
+#include <stdio.h>
+#include <string.h>
+struct item { const char *name; int weight; };
+static int cmp(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	return x->weight != y->weight ? x->weight - y->weight : strcmp(x->name, y->name);
+}
+int sum(const struct item *v, int n)
+{
+	int s = 0;
+	for (int i = 0; i < n; i++)
+		s += v[i].weight * (int)strlen(v[i].name);
+	return s;
+}
+int (*cmp_fn(void))(const void *, const void *) { return cmp; }
+EOF
+}
+# run_storm SECONDS: one loop per CPU of short-lived programs, in the background; with
+# STORM_INTERPRETERS=1 each round also runs a short node and python3 program (as busy hosts start them)
+run_storm() {
+	storm=
+	end=$(($(date +%s) + $1))
+	for i in $(seq "$ncpu"); do
+		(
+			while [ "$(date +%s)" -lt "$end" ]; do
+				sh -c 'ls /usr/bin | sort | head -n 3' > /dev/null
+				gcc -O2 -c "$d/small.c" -o "$d/small$i.o"
+				sh -c 'echo storm of small programs | tr a-z A-Z | wc -c' > /dev/null
+				sed -n '$p' /etc/services > /dev/null
+				if [ -n "${STORM_INTERPRETERS:-}" ]; then
+					node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)' > /dev/null
+					python3 -c 'print(sum(i % 7 for i in range(300000)))' > /dev/null
+				fi
+			done
+		) &
+		storm="$storm $!"
+	done
+}
+wait_storm() {
+	for p in $storm; do wait "$p" || :; done
+	storm=
+}

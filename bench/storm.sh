@@ -26,46 +26,7 @@ stop_at_exit storm rec
 
 need_root "cprof record --all, perf record -a"
 need_tools "$PERF" "$GO" gcc
-ncpu=$(getconf _NPROCESSORS_ONLN)
-cat > "$d/small.c" << 'EOF'
-#include <stdio.h>
-#include <string.h>
-struct item { const char *name; int weight; };
-static int cmp(const void *a, const void *b)
-{
-	const struct item *x = a, *y = b;
-	return x->weight != y->weight ? x->weight - y->weight : strcmp(x->name, y->name);
-}
-int sum(const struct item *v, int n)
-{
-	int s = 0;
-	for (int i = 0; i < n; i++)
-		s += v[i].weight * (int)strlen(v[i].name);
-	return s;
-}
-int (*cmp_fn(void))(const void *, const void *) { return cmp; }
-EOF
-
-# run_storm SECONDS: one loop per CPU of short-lived programs, in the background
-run_storm() {
-	storm=
-	end=$(($(date +%s) + $1))
-	for i in $(seq "$ncpu"); do
-		(
-			while [ "$(date +%s)" -lt "$end" ]; do
-				sh -c 'ls /usr/bin | sort | head -n 3' > /dev/null
-				gcc -O2 -c "$d/small.c" -o "$d/small$i.o"
-				sh -c 'echo storm of small programs | tr a-z A-Z | wc -c' > /dev/null
-				sed -n '$p' /etc/services > /dev/null
-			done
-		) &
-		storm="$storm $!"
-	done
-}
-wait_storm() {
-	for p in $storm; do wait "$p" || :; done
-	storm=
-}
+storm_prepare
 
 # ---- cprof ----
 echo "storm: $ncpu loop(s) of sh -c 'ls | sort | head', gcc -O2 -c, sh -c 'echo | tr | wc', sed; ${SECS} s each run"

@@ -1,0 +1,167 @@
+#!/bin/sh
+# Benchmark (#16): what `cprof record --all` costs per sample when processes come and go, against a
+# steady load, and against perf on the same storm, in one run.
+#
+# For each rate (BENCH_RATES, default "19 99"), cprof record --all writes to a store (as the cron and
+# systemd recipes do) while, from its first sample, for BENCH_WARMUP (5) + BENCH_SECONDS (20) seconds:
+#   steady  one busy loop per CPU;
+#   storm   one loop per CPU of short-lived programs (lib.sh's run_storm: sh pipelines, gcc -c, tr, wc,
+#           sed) with a short node and python3 run each round.
+# cprof's CPU is its user + sys time from /proc/PID/stat plus its BPF programs' run time
+# (kernel.bpf_stats_enabled, turned on for the run and restored), over the last BENCH_SECONDS; per
+# sample, it is divided by the samples its BPF program took meanwhile (its stats map), and lost samples
+# are those dropped meanwhile.  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
+#
+# Targets (#16): storm CPU per sample <= 2x steady; <= 1/3 of perf's per sample; 0 samples lost at
+# 19 Hz; peak RSS <= 64 MB; steady at 19 Hz <= 0.3% of a core; start-up <= 0.1 s of CPU.
+# Needs root, perf, bpftool, gcc, node and python3.  Exits 0 unless something failed to run; PASS and
+# NOT MET lines give the verdicts.
+# usage: bench/recorder_cost.sh BUILDDIR   (run by `make bench`)
+bench=recorder_cost; . "$(dirname "$0")/lib.sh"
+export LC_ALL=C
+SECS=${BENCH_SECONDS:-20}
+WARMUP=${BENCH_WARMUP:-5}
+RATES=${BENCH_RATES:-19 99}
+PERF=${PERF:-perf}
+BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
+rec= storm= busy=
+stop_at_exit storm rec busy
+
+need_root "cprof record --all, perf record -a, kernel.bpf_stats_enabled"
+need_tools "$PERF" "$BPFTOOL" gcc node python3
+storm_prepare
+STORM_INTERPRETERS=1
+hz=$(getconf CLK_TCK)
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
+
+# cpu_s PID: the process's user + sys CPU in seconds (fields 14 and 15 of /proc/PID/stat, after the
+# parenthesised name)
+cpu_s() { sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$hz" '{ printf "%.3f", ($12 + $13) / hz }'; }
+# bpf_now: "RUN_S SAMPLES DROPPED": the run time in seconds of cprof's BPF programs (named cp_*; one cprof
+# runs at a time here), and the samples its program took and dropped (its per-CPU stats map, read with
+# the map's BTF)
+bpf_now() {
+	python3 - "$BPFTOOL" << 'PY'
+import json, subprocess, sys
+tool = sys.argv[1]
+progs = json.loads(subprocess.run([tool, "prog", "show", "-j"], capture_output=True, check=True).stdout)
+run = sum(p.get("run_time_ns", 0) for p in progs if str(p.get("name", "")).startswith("cp_"))
+taken = dropped = 0
+for p in progs:
+    if p.get("name") != "cp_sample":
+        continue
+    for m in p.get("map_ids", []):
+        out = subprocess.run([tool, "map", "dump", "id", str(m), "-j"], capture_output=True).stdout
+        for e in json.loads(out or b"[]"):
+            for v in e.get("formatted", {}).get("values", []):
+                if isinstance(v.get("value"), dict) and "samples" in v["value"]:
+                    taken += v["value"]["samples"]
+                    dropped += v["value"].get("dropped", 0)
+print("%.4f %d %d" % (run / 1e9, taken, dropped))
+PY
+}
+rss_mb() { awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a + b }'; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+
+start_load() { # steady | storm, SECONDS (the storm ends by itself after them)
+	if [ "$1" = steady ]; then
+		busy=
+		for _ in $(seq "$ncpu"); do
+			sh -c 'while :; do :; done' &
+			busy="$busy $!"
+		done
+	else
+		run_storm "$2"
+	fi
+}
+stop_load() {
+	for p in $busy; do kill "$p" 2> /dev/null || :; wait "$p" 2> /dev/null || :; done
+	busy=
+	for p in $storm; do kill "$p" 2> /dev/null || :; wait "$p" 2> /dev/null || :; done
+	storm=
+}
+
+# cprof RATE LOAD: one recording, measured over SECS after WARMUP seconds of the load; appends
+# "rate load samples lost cpu_s startup_s startup_rss peak_rss" to $d/cprof.tab
+cprof_run() {
+	rm -rf "$d/store"
+	"$b/cprof" record --all -F "$1" --data "$d/store" --log-level info 2> "$d/rec.err" &
+	rec=$!
+	_i=0
+	until grep -q 'sampling the whole system' "$d/rec.err"; do
+		_i=$((_i + 1))
+		[ $_i -lt 600 ] && kill -0 "$rec" 2> /dev/null || {
+			echo "cprof record did not start:"; grep -v '^libbpf:' "$d/rec.err" | tail -5; exit 1; }
+		sleep 0.05
+	done
+	c_start=$(cpu_s "$rec") r_start=$(rss_mb "$rec")
+	set -- "$1" "$2" $(bpf_now)
+	b_start=$3
+	start_load "$2" $((WARMUP + SECS))
+	sleep "$WARMUP"
+	c0=$(cpu_s "$rec")
+	set -- "$1" "$2" $(bpf_now)
+	b0=$3 n0=$4 l0=$5
+	sleep "$SECS"
+	c1=$(cpu_s "$rec") hwm=$(peak_rss_mb "$rec")
+	set -- "$1" "$2" $(bpf_now)
+	b1=$3 n1=$4 l1=$5
+	stop_load
+	kill -INT "$rec"
+	wait "$rec" || { echo "cprof record failed:"; grep -v '^libbpf:' "$d/rec.err" | tail -5; exit 1; }
+	rec=
+	echo "$1 $2 $((n1 - n0)) $((l1 - l0)) $(add "$(sub "$c1" "$c0")" "$(sub "$b1" "$b0")") \
+		$(add "$c_start" "$b_start") $r_start $hwm" >> "$d/cprof.tab"
+}
+
+# perf RATE: perf record -a --call-graph dwarf on the storm, then perf script; appends
+# "rate samples record_cpu_s script_cpu_s" to $d/perf.tab
+perf_run() {
+	start_load storm "$SECS"
+	$TIME -f '%U %S' -o "$d/pr.t" "$PERF" record -a -F "$1" --call-graph dwarf -o "$d/perf.data" \
+		-- sleep "$SECS" > /dev/null 2> "$d/pr.err" || { echo "perf record failed:"; tail -3 "$d/pr.err"; exit 1; }
+	stop_load
+	$TIME -f '%U %S' -o "$d/ps.t" "$PERF" script -i "$d/perf.data" -F comm,tid,ip,sym > "$d/perf.txt" \
+		2> "$d/ps.err" || { echo "perf script failed:"; tail -3 "$d/ps.err"; exit 1; }
+	echo "$1 $(grep -c '^[^[:space:]]' "$d/perf.txt") $(awk '{ printf "%.3f", $1 + $2 }' "$d/pr.t") \
+		$(awk '{ printf "%.3f", $1 + $2 }' "$d/ps.t")" >> "$d/perf.tab"
+	rm -f "$d/perf.data" "$d/perf.txt"
+}
+
+echo "cprof record --all (a store) and perf record -a --call-graph dwarf + perf script, ${SECS} s per run, $ncpu CPU(s)"
+echo "steady: $ncpu busy loop(s); storm: $ncpu loop(s) of sh | sort | head, gcc -c, tr | wc, sed, node -e, python3 -c"
+: > "$d/cprof.tab"
+: > "$d/perf.tab"
+for rate in $RATES; do
+	cprof_run "$rate" steady
+	cprof_run "$rate" storm
+	perf_run "$rate"
+done
+
+echo
+printf '  %-5s %-7s %8s %6s %9s %10s %9s %9s %9s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" "peak MB"
+awk -v secs="$SECS" '{ printf "  %-5s %-7s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d\n", $1, $2, $3, $4, $5,
+	($3 ? 1e6 * $5 / $3 : 0), 100 * $5 / secs, $6, $8 }' "$d/cprof.tab"
+printf '  %-5s %-7s %8s %6s %9s %10s\n' Hz perf samples "" "CPU s" "us/sample"
+awk '{ printf "  %-5s %-7s %8d %6s %9.3f %10.1f   (record %.2f s, script %.2f s)\n", $1, "storm", $2, "",
+	$3 + $4, ($2 ? 1e6 * ($3 + $4) / $2 : 0), $3, $4 }' "$d/perf.tab"
+echo
+for rate in $RATES; do
+	set -- $(awk -v r="$rate" '$1 == r && $2 == "steady" { s = ($3 ? $5 / $3 : 0); pct = 100 * $5 / '"$SECS"' }
+		$1 == r && $2 == "storm" { t = ($3 ? $5 / $3 : 0); lost = $4; hwm = $8 }
+		END { printf "%.9f %.9f %d %d %.3f\n", s, t, lost, hwm, pct }' "$d/cprof.tab")
+	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5
+	perf_ps=$(awk -v r="$rate" '$1 == r { printf "%.9f", ($2 ? ($3 + $4) / $2 : 0) }' "$d/perf.tab")
+	ratio=$(awk -v a="$storm_ps" -v b="$steady" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+	vsperf=$(awk -v a="$storm_ps" -v b="$perf_ps" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+	echo "$(verdict '<=' "$ratio" 2): $rate Hz: storm CPU per sample is ${ratio}x steady (target <= 2x)"
+	echo "$(verdict '<=' "$vsperf" 0.3333): $rate Hz: storm CPU per sample is ${vsperf}x perf's (target <= 1/3)"
+	[ "$rate" != 19 ] || echo "$(verdict '<=' "$lost" 0): 19 Hz: $lost samples lost in the storm (target 0)"
+	echo "$(verdict '<=' "$hwm" 64): $rate Hz: peak RSS in the storm $hwm MB (target <= 64 MB)"
+	[ "$rate" != 19 ] || echo "$(verdict '<=' "$pct" 0.3): 19 Hz: steady state $pct% of a core (target <= 0.3%)"
+done
+startup=$(awk 'NR == 1 { print $6 }' "$d/cprof.tab")
+echo "$(verdict '<=' "$startup" 0.1): start-up: ${startup} s of CPU to the first sample (target <= 0.1 s)"

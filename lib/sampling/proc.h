@@ -59,7 +59,6 @@ struct cp_proc {
 	uint64_t exit_time;           /* CLOCK_MONOTONIC ns of its exit record */
 	uint64_t exec_time;           /* of its last exec record (CLOCK_MONOTONIC ns), 0 unknown */
 	bool exe_from_mmap;           /* next file mapping after exec names the exe */
-	void *dwfl;                   /* unwinder state (lib/sampling/unwind.c) */
 	struct cp_perfmap *jit;
 	void *user;                   /* the caller's (record: this interval's profile) */
 };

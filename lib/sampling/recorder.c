@@ -214,7 +214,6 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, boo
 		return;
 	/* a new program: its mappings follow in mmap records (some may have
 	 * been read already, from another CPU's buffer) */
-	cp_unwind_forget(r->unw, p);
 	cp_proc_drop_maps_before(p, t);
 	p->have_maps = true;
 	p->proc_read = true; /* the records are complete from here on */
@@ -277,7 +276,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
 	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r->locs));
 	r->procs = cp_procs_new();
-	r->unw = cp_unwinder_new(o->debuginfo, 16);
+	r->unw = cp_unwinder_new(o->debuginfo);
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
 	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym)
 		goto nomem;
@@ -343,7 +342,7 @@ void cp_recorder_free(struct cp_recorder *r)
 		return;
 	cp_sampler_free(r->sampler);
 	cp_symbolizer_free(r->sym);
-	cp_unwinder_free(r->unw); /* before the processes its sessions point to */
+	cp_unwinder_free(r->unw);
 	cp_procs_free(r->procs, profile_free_user);
 	cp_profile_free(r->one);
 	free(r->pcs);
@@ -532,13 +531,8 @@ void cp_recorder_prune(struct cp_recorder *r)
 	if (!d.cap || !(d.pids = malloc(d.cap * sizeof(*d.pids))))
 		return;
 	cp_procs_each(r->procs, find_dead, &d);
-	for (size_t i = 0; i < d.n; i++) {
-		struct cp_proc *p = cp_procs_get(r->procs, d.pids[i], false);
-
-		if (p)
-			cp_unwind_forget(r->unw, p);
+	for (size_t i = 0; i < d.n; i++)
 		cp_procs_remove(r->procs, d.pids[i], profile_free_user);
-	}
 	free(d.pids);
 }
 
@@ -552,12 +546,12 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 	return p;
 }
 
-uint64_t cp_recorder_sessions_built(struct cp_recorder *r)
+uint64_t cp_recorder_unwind_rules(struct cp_recorder *r)
 {
 	struct cp_unwind_counts u;
 
 	cp_unwind_counts(r->unw, &u);
-	return u.sessions_built;
+	return u.rules;
 }
 
 void cp_recorder_debug(struct cp_recorder *r, FILE *out)
@@ -570,11 +564,11 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 	cp_unwind_counts(r->unw, &u);
 	cp_symbolize_counts(r->sym, &y);
 	fprintf(out, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
-		     "frames %llu, sessions %llu built %llu evicted; lookups %llu, misses %llu; "
+		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; lookups %llu, misses %llu; "
 		     "processes %zu; bpf %llu ns in %llu runs]",
 		(unsigned long long)c.samples, (unsigned long long)c.dropped, (unsigned long long)c.ustack_fault,
 		(unsigned long long)c.lost_records, (unsigned long long)u.unwinds, (unsigned long long)u.frames,
-		(unsigned long long)u.sessions_built, (unsigned long long)u.sessions_evicted,
+		(unsigned long long)u.fp, (unsigned long long)u.signal, (unsigned long long)u.rules,
 		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
 		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
 }

@@ -104,7 +104,7 @@ size_t cp_recorder_nprocs(const struct cp_recorder *r);
 void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns);
 /* For CPROF_DEBUG: the unwinder's, symbolizer's and sampler's counters. */
 void cp_recorder_debug(struct cp_recorder *r, FILE *out);
-/* How many unwind sessions were built so far. */
-uint64_t cp_recorder_sessions_built(struct cp_recorder *r);
+/* How many unwind rules were read from CFI so far (the unwinder's misses). */
+uint64_t cp_recorder_unwind_rules(struct cp_recorder *r);
 
 #endif

@@ -94,9 +94,9 @@ int cp_recording_flush(struct cp_recording *g, int64_t now_wall)
 		struct mallinfo2 mi = mallinfo2();
 
 		cp_log(g->verb, CP_LOG_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
-					     "mmapped %zu KiB), sessions built %llu",
+					     "mmapped %zu KiB), CFI rules read %llu",
 		       c.n, cp_recorder_nprocs(g->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
-		       (unsigned long long)cp_recorder_sessions_built(g->rec));
+		       (unsigned long long)cp_recorder_unwind_rules(g->rec));
 	}
 out:
 	cp_recorder_series_release(&c);

@@ -18,41 +18,36 @@
 #include "../strtab.h"
 #include "../util.h"
 
-struct session {
-	Dwfl *dwfl;
-	struct cp_proc *proc;
-	const struct cp_sample_rec *cur;
-	uint32_t gen;
-	bool attached;
-	uint64_t used;
+/* The unwind rule at one address, from the CFI (x86-64), cached by (file,
+ * offset): how to find the CFA, the return address and the caller's rbp.
+ * Every frame is unwound from such a rule with a few reads of the copied
+ * stack; no per-process state is needed.  Where the CFI has no rule this
+ * understands (no CFI at all, as in JIT code and V8's builtins, or an
+ * expression other than the PLT's), the frame pointer is followed, as
+ * libdw and perf do. */
+enum {
+	RULE_CFA = 1, /* CFA = rsp|rbp + cfa_off; ra and rbp at CFA + offsets */
+	RULE_PLT,     /* a PLT entry: CFA = rsp + cfa_off, + 8 when (rip & 15) >= plt_k */
+	RULE_SIGNAL,  /* the signal trampoline: the interrupted registers are in the ucontext at rsp */
+	RULE_END,     /* the outermost frame (the return address is undefined) */
+	RULE_FP,      /* no usable rule: follow the frame pointer */
 };
-
-/* The unwind rule at one address, from the CFI (x86-64): how to find the
- * CFA, the return address and the caller's rbp.  Most code needs no more,
- * so such frames are unwound from this cache with two memory reads; the
- * rest goes through libdw's full unwinder. */
-enum { RULE_OK = 1, RULE_END, RULE_NONE };
 enum { BP_SAME, BP_AT, BP_UNDEF };
 struct rule {
 	uint32_t mod;  /* module key id (build id or path) */
 	uint64_t off;  /* file offset of the address looked up */
-	uint8_t state, cfa_reg, bp_how;
+	uint8_t state, cfa_reg, bp_how, plt_k;
 	int32_t cfa_off, ra_off, bp_off;
 };
 
 struct cp_unwinder {
-	Dwfl_Callbacks cb;
 	struct cp_modcache *mc; /* binaries, for their CFI */
 	struct cp_strtab keys;
 	struct rule *rules;
 	size_t nrules, rcap;
 	struct cp_index ridx;
 	char *debuginfo_path;
-	struct session **live;
-	size_t nlive, max;
-	uint64_t clock;
 	int vdso_fd;
-	bool libdw_only; /* CPROF_UNWIND=libdw: no cached rules (for comparison) */
 	struct cp_unwind_counts counts;
 };
 
@@ -81,30 +76,17 @@ static int copy_vdso(void)
 	return fd;
 }
 
-struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path, size_t max_sessions)
+struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path)
 {
 	struct cp_unwinder *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return NULL;
-	u->max = max_sessions ? max_sessions : 64;
-	u->live = calloc(u->max, sizeof(*u->live));
 	u->debuginfo_path = debuginfo_path ? strdup(debuginfo_path) : NULL;
-	if (!u->live || (debuginfo_path && !u->debuginfo_path)) {
-		cp_unwinder_free(u);
-		errno = ENOMEM;
-		return NULL;
-	}
-	u->cb.find_elf = dwfl_linux_proc_find_elf;
-	/* unwinding reads .eh_frame (and a binary's own .debug_frame): separate
-	 * debug files are for the symbolizer, which loads each once */
-	u->cb.find_debuginfo = cp_no_debuginfo;
-	u->cb.section_address = dwfl_offline_section_address;
-	u->cb.debuginfo_path = u->debuginfo_path ? &u->debuginfo_path : NULL;
 	u->vdso_fd = copy_vdso();
-	u->libdw_only = getenv("CPROF_UNWIND") && !strcmp(getenv("CPROF_UNWIND"), "libdw");
+	/* CFI only: separate debug files are for the symbolizer */
 	u->mc = cp_modcache_new(16, NULL, false, u->vdso_fd);
-	if (!u->mc || cp_strtab_init(&u->keys)) {
+	if ((debuginfo_path && !u->debuginfo_path) || !u->mc || cp_strtab_init(&u->keys)) {
 		cp_unwinder_free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -112,24 +94,10 @@ struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path, size_t max_sessi
 	return u;
 }
 
-static void session_free(struct session *s)
-{
-	if (!s)
-		return;
-	if (s->dwfl)
-		dwfl_end(s->dwfl);
-	if (s->proc)
-		s->proc->dwfl = NULL;
-	free(s);
-}
-
 void cp_unwinder_free(struct cp_unwinder *u)
 {
 	if (!u)
 		return;
-	for (size_t i = 0; i < u->nlive; i++)
-		session_free(u->live[i]);
-	free(u->live);
 	free(u->debuginfo_path);
 	cp_modcache_free(u->mc);
 	cp_strtab_release(&u->keys);
@@ -138,199 +106,6 @@ void cp_unwinder_free(struct cp_unwinder *u)
 	if (u->vdso_fd >= 0)
 		close(u->vdso_fd);
 	free(u);
-}
-
-void cp_unwind_forget(struct cp_unwinder *u, struct cp_proc *p)
-{
-	for (size_t i = 0; i < u->nlive; i++) {
-		if (u->live[i]->proc == p) {
-			session_free(u->live[i]);
-			u->live[i] = u->live[--u->nlive];
-			return;
-		}
-	}
-	p->dwfl = NULL;
-}
-
-/* libdw callbacks: one thread, the sample's; memory is the copied stack */
-static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
-{
-	(void)dwfl;
-	(void)arg;
-	(void)thread_argp;
-	return 0;
-}
-
-static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
-{
-	(void)dwfl;
-	(void)tid;
-	*thread_argp = arg;
-	return true;
-}
-
-static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
-{
-	struct session *s = arg;
-	const struct cp_sample_rec *r = s->cur;
-	uint64_t sp = r->regs[CP_REG_SP];
-
-	(void)dwfl;
-	if (addr < sp || addr - sp + sizeof(*result) > r->ustack_len)
-		return false;
-	memcpy(result, r->ustack + (addr - sp), sizeof(*result));
-	return true;
-}
-
-static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
-{
-	struct session *s = arg;
-	const __u64 *g = s->cur->regs;
-	/* DWARF x86-64 numbering: 3 rbx, 6 rbp, 7 rsp, 12..15 r12..r15 */
-	Dwarf_Word bx = g[CP_REG_BX], bpsp[2] = { g[CP_REG_BP], g[CP_REG_SP] },
-		   r12[4] = { g[CP_REG_R12], g[CP_REG_R13], g[CP_REG_R14], g[CP_REG_R15] };
-
-	if (!dwfl_thread_state_registers(thread, 3, 1, &bx) || !dwfl_thread_state_registers(thread, 6, 2, bpsp) ||
-	    !dwfl_thread_state_registers(thread, 12, 4, r12))
-		return false;
-	dwfl_thread_state_register_pc(thread, g[CP_REG_IP]);
-	return true;
-}
-
-static const Dwfl_Thread_Callbacks thread_cb = {
-	.next_thread = next_thread,
-	.get_thread = get_thread,
-	.memory_read = memory_read,
-	.set_initial_registers = set_initial_registers,
-};
-
-/* Load bias of the file mapped at m: address = bias + p_vaddr. */
-static int map_bias(int fd, const struct cp_map *m, uint64_t *bias)
-{
-	Elf *elf;
-	size_t nph;
-	int ret = -ENOEXEC;
-	GElf_Ehdr eh;
-
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return -ENOEXEC;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) != 0)
-		goto out;
-	if (eh.e_type == ET_EXEC) {
-		*bias = 0;
-		ret = 0;
-		goto out;
-	}
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		uint64_t pg = 4096;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		if ((ph.p_offset & ~(pg - 1)) <= m->pgoff && m->pgoff < ph.p_offset + ph.p_filesz) {
-			*bias = m->start + ph.p_offset - ph.p_vaddr - m->pgoff;
-			ret = 0;
-			break;
-		}
-	}
-out:
-	elf_end(elf);
-	return ret;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-static void report_modules(struct cp_unwinder *u, struct session *s)
-{
-	struct cp_proc *p = s->proc;
-	const char *last = NULL;
-
-	dwfl_report_begin(s->dwfl);
-	for (size_t i = 0; i < p->nmaps; i++) {
-		const struct cp_map *m = &p->maps[i];
-		uint64_t bias;
-		int fd;
-
-		if (last && strcmp(last, m->path) == 0)
-			continue; /* one module per file */
-		fd = cp_map_open(p, m, u->vdso_fd);
-		if (fd < 0)
-			continue;
-		if (map_bias(fd, m, &bias) != 0) {
-			close(fd);
-			continue;
-		}
-		/* dwfl_report_elf takes fd on success */
-		if (!dwfl_report_elf(s->dwfl, base_name(m->path), m->path, fd, bias, true))
-			close(fd);
-		else
-			last = m->path;
-	}
-	dwfl_report_end(s->dwfl, NULL, NULL);
-}
-
-void *cp_unwind_session(struct cp_unwinder *u, struct cp_proc *p)
-{
-	struct session *s = p->dwfl;
-
-	if (s && s->gen != p->maps_gen) {
-		cp_unwind_forget(u, p);
-		s = NULL;
-	}
-	if (!s) {
-		if (!p->nmaps)
-			return NULL;
-		if (u->nlive == u->max) {
-			size_t oldest = 0;
-
-			for (size_t i = 1; i < u->nlive; i++)
-				if (u->live[i]->used < u->live[oldest]->used)
-					oldest = i;
-			session_free(u->live[oldest]);
-			u->live[oldest] = u->live[--u->nlive];
-			u->counts.sessions_evicted++;
-		}
-		s = calloc(1, sizeof(*s));
-		if (!s)
-			return NULL;
-		s->proc = p;
-		s->gen = p->maps_gen;
-		s->dwfl = dwfl_begin(&u->cb);
-		if (!s->dwfl) {
-			free(s);
-			return NULL;
-		}
-		report_modules(u, s);
-		s->attached = dwfl_attach_state(s->dwfl, NULL, (pid_t)p->pid, &thread_cb, s);
-		p->dwfl = s;
-		u->live[u->nlive++] = s;
-		u->counts.sessions_built++;
-	}
-	s->used = ++u->clock;
-	return s->dwfl;
-}
-
-struct frames {
-	uint64_t *pcs;
-	int n, max;
-};
-
-static int on_frame(Dwfl_Frame *state, void *arg)
-{
-	struct frames *f = arg;
-	Dwarf_Addr pc;
-	bool activation;
-
-	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
-		return DWARF_CB_ABORT;
-	f->pcs[f->n++] = pc;
-	return f->n < f->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
 struct rkey {
@@ -373,7 +148,29 @@ static int reg_rule(Dwarf_Frame *f, int regno, uint8_t *how, int32_t *off)
 	return -1;
 }
 
-/* The rule for file offset off of the binary mod (its CFI, offline). */
+/* The PLT's CFA expression (binutils, x86-64): rsp + N, + 8 once the entry's
+ * push has run: breg7 N; breg16 0; lit15; and; litK; ge; lit3; shl; plus. */
+static bool plt_cfa(const Dwarf_Op *ops, size_t n, struct rule *r)
+{
+	static const uint8_t want[] = { DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and, 0,
+					DW_OP_ge,    DW_OP_lit3,   DW_OP_shl,   DW_OP_plus };
+
+	if (n != sizeof(want))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (i != 4 && ops[i].atom != want[i])
+			return false;
+	if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit15 || ops[1].number != 0 ||
+	    (int64_t)ops[0].number != (int32_t)ops[0].number)
+		return false;
+	r->cfa_reg = 7;
+	r->cfa_off = (int32_t)ops[0].number;
+	r->plt_k = (uint8_t)(ops[4].atom - DW_OP_lit0);
+	return true;
+}
+
+/* The rule for file offset off of the binary mod (its CFI, offline); RULE_FP
+ * when there is none this can follow. */
 static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 {
 	uint64_t addr = mod ? cp_mod_addr(mod, off) : 0;
@@ -382,10 +179,10 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 	Dwarf_Frame *f = NULL;
 	Dwarf_Op *ops;
 	size_t n;
-	bool signal = false;
+	bool signal = false, plt = false;
 	uint8_t ra_how;
 
-	r->state = RULE_NONE;
+	r->state = RULE_FP;
 	if (!addr)
 		return;
 	cfi = dwfl_module_eh_cfi(mod->mod, &bias);
@@ -396,21 +193,25 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f) != 0)
 			goto out;
 	}
-	if (dwarf_frame_info(f, NULL, NULL, &signal) != 16 || signal)
+	if (dwarf_frame_info(f, NULL, NULL, &signal) != 16)
 		goto out;
-	if (dwarf_frame_cfa(f, &ops, &n) != 0 || n != 1)
+	if (signal) {
+		r->state = RULE_SIGNAL;
 		goto out;
-	if (ops[0].atom == DW_OP_bregx) {
+	}
+	if (dwarf_frame_cfa(f, &ops, &n) != 0)
+		goto out;
+	if (n == 1 && ops[0].atom == DW_OP_bregx) {
 		r->cfa_reg = (uint8_t)ops[0].number;
 		if ((int64_t)ops[0].number2 != (int32_t)ops[0].number2)
 			goto out;
 		r->cfa_off = (int32_t)ops[0].number2;
-	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+	} else if (n == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
 		r->cfa_reg = (uint8_t)(ops[0].atom - DW_OP_breg0);
 		if ((int64_t)ops[0].number != (int32_t)ops[0].number)
 			goto out;
 		r->cfa_off = (int32_t)ops[0].number;
-	} else {
+	} else if (!(plt = plt_cfa(ops, n, r))) {
 		goto out;
 	}
 	if (r->cfa_reg != 6 && r->cfa_reg != 7) /* rbp or rsp */
@@ -420,7 +221,7 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 	if (ra_how == BP_UNDEF)
 		r->state = RULE_END; /* the outermost frame (_start, thread start) */
 	else if (ra_how == BP_AT)
-		r->state = RULE_OK;
+		r->state = plt ? RULE_PLT : RULE_CFA;
 out:
 	free(f);
 }
@@ -462,6 +263,7 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 	if (!key)
 		key = cp_strtab_get(&u->keys, k.mod);
 	compute_rule(cp_modcache_get(u->mc, key, p, m), k.off, &r);
+	u->counts.rules++;
 	if (cp_grow((void **)&u->rules, &u->rcap, u->nrules + 1, sizeof(*u->rules)) ||
 	    cp_index_add(&u->ridx, h, (uint32_t)u->nrules))
 		return NULL;
@@ -479,73 +281,75 @@ static bool stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *o
 	return true;
 }
 
-/* The cached-rule unwinder: -1 when some frame needs libdw's. */
-static int fast_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs,
-		       int max)
+/* Where the x86-64 kernel's signal frame keeps the interrupted rbp, rsp and
+ * rip: the ucontext at the trampoline's rsp, its gregs at offset 40
+ * (r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip). */
+#define SIG_BP (40 + 10 * 8)
+#define SIG_SP (40 + 15 * 8)
+#define SIG_IP (40 + 16 * 8)
+
+int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max)
 {
-	uint64_t pc = r->regs[CP_REG_IP], sp = r->regs[CP_REG_SP], bp = r->regs[CP_REG_BP];
+	uint64_t pc, sp, bp;
+	bool exact = true; /* pc is where the thread is, not a return address */
 	int n = 0;
 
+	if (!(r->flags & CP_SAMPLE_USER) || max <= 0)
+		return 0;
+	u->counts.unwinds++;
+	pc = r->regs[CP_REG_IP];
+	sp = r->regs[CP_REG_SP];
+	bp = r->regs[CP_REG_BP];
 	while (n < max) {
 		const struct rule *ru;
-		uint64_t cfa, ra, nbp = bp;
+		uint64_t cfa, ra, nbp = bp, at;
+		int state;
 
 		pcs[n++] = pc;
-		ru = get_rule(u, p, n == 1 ? pc : pc - 1);
-		if (!ru || ru->state == RULE_NONE)
-			return -1;
-		if (ru->state == RULE_END)
+		if (r->ustack_len == 0)
 			break;
-		cfa = (ru->cfa_reg == 7 ? sp : bp) + (uint64_t)(int64_t)ru->cfa_off;
-		if (!stack_word(r, cfa + (uint64_t)(int64_t)ru->ra_off, &ra))
-			break; /* beyond the copied stack: as far as it goes */
-		if (ru->bp_how == BP_AT) {
-			uint64_t at = cfa + (uint64_t)(int64_t)ru->bp_off;
-
-			/* below sp: an epilogue already popped it, rbp holds it */
-			if (at < sp)
-				nbp = bp;
-			else if (!stack_word(r, at, &nbp))
+		ru = get_rule(u, p, exact ? pc : pc - 1);
+		state = ru ? ru->state : RULE_FP;
+		exact = false;
+		if (state == RULE_END)
+			break;
+		if (state == RULE_SIGNAL) {
+			if (!stack_word(r, sp + SIG_IP, &ra) || !stack_word(r, sp + SIG_SP, &cfa) ||
+			    !stack_word(r, sp + SIG_BP, &nbp))
+				break;
+			exact = true;
+			u->counts.signal++;
+		} else if (state == RULE_FP) {
+			/* the caller's rbp at rbp, the return address above it */
+			if (bp < sp || !stack_word(r, bp, &nbp) || !stack_word(r, bp + 8, &ra))
+				break;
+			cfa = bp + 16;
+			u->counts.fp++;
+		} else {
+			cfa = (ru->cfa_reg == 7 ? sp : bp) + (uint64_t)(int64_t)ru->cfa_off;
+			if (state == RULE_PLT && (pc & 15) >= ru->plt_k)
+				cfa += 8;
+			if (!stack_word(r, cfa + (uint64_t)(int64_t)ru->ra_off, &ra))
+				break; /* beyond the copied stack: as far as it goes */
+			if (ru->bp_how == BP_AT) {
+				at = cfa + (uint64_t)(int64_t)ru->bp_off;
+				/* below sp: an epilogue already popped it, rbp holds it */
+				if (at < sp)
+					nbp = bp;
+				else if (!stack_word(r, at, &nbp))
+					nbp = 0;
+			} else if (ru->bp_how == BP_UNDEF) {
 				nbp = 0;
+			}
 		}
-		if (ru->bp_how == BP_UNDEF)
-			nbp = 0;
 		if (ra == 0 || cfa <= sp)
 			break;
 		pc = ra;
 		sp = cfa;
 		bp = nbp;
 	}
+	u->counts.frames += (uint64_t)n;
 	return n;
-}
-
-int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max)
-{
-	struct frames f = { pcs, 0, max };
-	struct session *s;
-	int n;
-
-	if (!(r->flags & CP_SAMPLE_USER) || max <= 0)
-		return 0;
-	u->counts.unwinds++;
-	/* most samples: cached CFI rules, no per-process session */
-	if (r->ustack_len && !u->libdw_only && (n = fast_unwind(u, p, r, pcs, max)) > 0) {
-		u->counts.frames += (uint64_t)n;
-		return n;
-	}
-	if (!cp_unwind_session(u, p) || !(s = p->dwfl) || !s->attached || r->ustack_len == 0) {
-		pcs[0] = r->regs[CP_REG_IP];
-		u->counts.frames++;
-		return 1;
-	}
-	u->counts.slow++;
-	s->cur = r;
-	dwfl_getthread_frames(s->dwfl, (pid_t)r->tid, on_frame, &f);
-	s->cur = NULL;
-	if (f.n == 0)
-		pcs[f.n++] = r->regs[CP_REG_IP];
-	u->counts.frames += (uint64_t)f.n;
-	return f.n;
 }
 
 void cp_unwind_counts(const struct cp_unwinder *u, struct cp_unwind_counts *c)

@@ -13,7 +13,6 @@ ALLOW='
 sampling/proc.c cp_parse_maps_line            a malformed /proc maps line: the callers skip it (fuzzed, per line)
 sampling/proc.c cp_proc_refresh               a status (ENOENT no such mapping, EAGAIN re-read too recent) the sampling path ignores
 sampling/symbolize.c cp_symbolize_mapping     ENOENT: the address has no mapping, a status for the sampling path
-sampling/unwind.c map_bias                    a file that is not ELF: the caller skips the mapping
 sampling/sampler.c on_sample                  ECANCELED is no failure: it stops ring_buffer__poll after a bounded batch
 decode_limits.c cp_inflate_reserve   EBUSY: its caller cp_gunzip_limited records the message with the limit
 ingest.c cp_pyro_label_name          EINVAL: its caller records "bad label name" with the name

@@ -559,7 +559,7 @@ START_TEST(test_jit_mappings)
 	struct cp_procs *t = cp_procs_new();
 	uint32_t pid = 4100000000u + (uint32_t)getpid();
 	struct cp_proc *p = cp_procs_get(t, pid, true);
-	struct cp_unwinder *u = cp_unwinder_new(NULL, 4);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
 	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
 	struct cp_profile *prof = cp_profile_new();
 	char path[64], buf[256], *text = NULL;

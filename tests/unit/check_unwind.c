@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/* The user-stack unwinder on real stacks: this process copies its own
+ * registers and stack, as the BPF sampler does, and the unwinder must name
+ * every caller up to the test: through ordinary CFI, a signal frame (the
+ * kernel's trampoline) and JIT code with no CFI (the frame pointer). */
+#include <check.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "profile.h"
+#include "sampling/proc.h"
+#include "sampling/symbolize.h"
+#include "sampling/unwind.h"
+
+#if defined(__x86_64__)
+
+static struct cp_sample_rec *rec;
+
+/* The end of the mapping holding addr (the stack's top). */
+static uint64_t map_end(uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long long lo, hi;
+	uint64_t end = 0;
+	char line[512];
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	fclose(f);
+	return end;
+}
+
+/* Byte by byte, past ASan's redzones, as the kernel copies it. */
+__attribute__((no_sanitize("address"), noinline)) static void copy_stack(uint8_t *dst, uint64_t sp, size_t n)
+{
+	const volatile uint8_t *src = (const volatile uint8_t *)(uintptr_t)sp;
+
+	for (size_t i = 0; i < n; i++)
+		dst[i] = src[i];
+}
+
+/* The registers and stack as the sampler sends them, here. */
+__attribute__((noinline)) static void capture(void)
+{
+	uint64_t ip, sp, bp, end;
+	size_t n;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+	memset(rec, 0, sizeof(*rec));
+	rec->regs[CP_REG_IP] = ip;
+	rec->regs[CP_REG_SP] = sp;
+	rec->regs[CP_REG_BP] = bp;
+	rec->flags = CP_SAMPLE_USER;
+	end = map_end(sp);
+	n = end > sp && end - sp < CP_USTACK_MAX ? (size_t)(end - sp) : CP_USTACK_MAX;
+	copy_stack(rec->ustack, sp, n);
+	rec->ustack_len = (uint32_t)n;
+	rec->pid = rec->tid = (uint32_t)getpid();
+}
+
+/* The unwound stack of rec, as names (frames joined by ';'), and how many
+ * frames it has. */
+static int unwound(char *out, size_t len)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
+	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct cp_profile *prof = cp_profile_new();
+	uint64_t pcs[CP_USER_FRAMES_MAX];
+	size_t off = 0;
+	int n;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(prof);
+	ck_assert_int_eq(cp_proc_read(p), 0);
+	n = cp_unwind(u, p, rec, pcs, CP_USER_FRAMES_MAX);
+	out[0] = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t loc = cp_symbolize_user(s, prof, p, pcs[i], i > 0), stack;
+		struct cp_frame *frames = NULL;
+		size_t cap = 0;
+		uint32_t l = (uint32_t)loc;
+		char buf[256];
+		int nf;
+
+		ck_assert_int_gt(loc, 0);
+		stack = cp_profile_stack(prof, &l, 1);
+		ck_assert_int_gt(stack, 0);
+		nf = cp_profile_frames(prof, (uint32_t)stack, &frames, &cap);
+		for (int k = nf - 1; k >= 0; k--) {
+			const char *name = cp_frame_name(prof, &frames[k], buf, sizeof(buf));
+			int w = snprintf(out + off, len - off, "%s%s", off ? ";" : "", name);
+
+			if (w > 0 && (size_t)w < len - off)
+				off += (size_t)w;
+		}
+		free(frames);
+	}
+	cp_profile_free(prof);
+	cp_symbolizer_free(s);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+	return n;
+}
+
+/* a;b;c appear in this order in the stack text (leaf first) */
+static void assert_order(const char *stack, const char *const *names, size_t n)
+{
+	const char *at = stack;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *hit = strstr(at, names[i]);
+
+		ck_assert_msg(hit != NULL, "%s is not where it belongs in %s", names[i], stack);
+		at = hit + strlen(names[i]);
+	}
+}
+
+/* no tail call, and no two functions alike (they would be merged) */
+static volatile int visits;
+#define KEEP() (visits += __LINE__)
+
+__attribute__((noinline)) static void cfi_level2(void)
+{
+	capture();
+	KEEP();
+}
+
+__attribute__((noinline)) static void cfi_level1(void)
+{
+	cfi_level2();
+	KEEP();
+}
+
+START_TEST(test_unwind_cfi)
+{
+	static const char *const want[] = { "capture", "cfi_level2", "cfi_level1", "test_unwind_cfi" };
+	char stack[4096];
+
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	cfi_level1();
+	ck_assert_int_ge(unwound(stack, sizeof(stack)), 4);
+	assert_order(stack, want, 4);
+	free(rec);
+}
+END_TEST
+
+static void sig_handler(int sig)
+{
+	(void)sig;
+	capture();
+	KEEP();
+}
+
+__attribute__((noinline)) static void sig_level1(void)
+{
+	raise(SIGUSR1);
+	KEEP();
+}
+
+START_TEST(test_unwind_signal)
+{
+	/* the handler's caller is the kernel's signal frame; beyond it, the
+	 * interrupted code and its callers */
+	static const char *const want[] = { "capture", "sig_handler", "sig_level1", "test_unwind_signal" };
+	struct sigaction sa;
+	char stack[4096];
+
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sig_handler;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	sig_level1();
+	ck_assert_int_ge(unwound(stack, sizeof(stack)), 5);
+	assert_order(stack, want, 4);
+	free(rec);
+}
+END_TEST
+
+__attribute__((noinline)) static void jit_callee(void)
+{
+	capture();
+	KEEP();
+}
+
+__attribute__((noinline)) static void jit_level1(void (*code)(void (*)(void)))
+{
+	code(jit_callee);
+	KEEP();
+}
+
+START_TEST(test_unwind_jit)
+{
+	/* code with no CFI in anonymous memory, as a JIT makes it: push rbp;
+	 * mov rbp, rsp; call *rdi; pop rbp; ret */
+	static const uint8_t jit[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3 };
+	static const char *const want[] = { "capture", "jit_callee", "anon", "jit_level1", "test_unwind_jit" };
+	void *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char stack[4096];
+
+	ck_assert_ptr_ne(code, MAP_FAILED);
+	memcpy(code, jit, sizeof(jit));
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	jit_level1((void (*)(void (*)(void)))code);
+	ck_assert_int_ge(unwound(stack, sizeof(stack)), 5);
+	assert_order(stack, want, 5);
+	free(rec);
+	munmap(code, 4096);
+}
+END_TEST
+
+START_TEST(test_unwind_no_stack)
+{
+	/* no copied stack: the interrupted address alone; no user part: nothing */
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
+	uint64_t pcs[8];
+
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	ck_assert_ptr_nonnull(u);
+	rec->flags = CP_SAMPLE_USER;
+	rec->regs[CP_REG_IP] = (uint64_t)(uintptr_t)jit_callee;
+	ck_assert_int_eq(cp_unwind(u, p, rec, pcs, 8), 1);
+	ck_assert_uint_eq(pcs[0], (uint64_t)(uintptr_t)jit_callee);
+	rec->flags = 0;
+	ck_assert_int_eq(cp_unwind(u, p, rec, pcs, 8), 0);
+	/* garbage above the stack pointer ends the stack, never loops */
+	rec->flags = CP_SAMPLE_USER;
+	rec->regs[CP_REG_SP] = 0x7ff000000000ull;
+	rec->regs[CP_REG_BP] = 0x7ff000000000ull;
+	memset(rec->ustack, 0, 64);
+	rec->ustack_len = 64;
+	ck_assert_int_le(cp_unwind(u, p, rec, pcs, 8), 8);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+	free(rec);
+}
+END_TEST
+
+static Suite *unwind_suite(void)
+{
+	Suite *s = suite_create("unwind");
+	TCase *tc = tcase_create("self");
+
+	tcase_add_test(tc, test_unwind_cfi);
+	tcase_add_test(tc, test_unwind_signal);
+	tcase_add_test(tc, test_unwind_jit);
+	tcase_add_test(tc, test_unwind_no_stack);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(unwind_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#else
+int main(void)
+{
+	return 77; /* x86-64 only, as the sampler */
+}
+#endif

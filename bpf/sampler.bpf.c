@@ -49,6 +49,23 @@ struct {
 	__type(value, struct cp_sampler_stats);
 } stats SEC(".maps");
 
+/* where a record is put together before it goes into the ring with just the
+ * stack it has (a reservation would take the whole CP_USTACK_MAX) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_sample_rec);
+} scratch SEC(".maps");
+
+/* bpf_find_vma's callback: the end of the mapping holding the stack pointer */
+static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *end)
+{
+	(void)task;
+	*(__u64 *)end = vma->vm_end;
+	return 0;
+}
+
 SEC("perf_event")
 int cp_sample(struct bpf_perf_event_data *ctx)
 {
@@ -57,6 +74,8 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	struct cp_sampler_stats *st;
 	struct cp_sample_rec *r;
 	struct task_struct *task;
+	__u64 ulen;
+	bool wake;
 	long n;
 
 	if (tid == 0 && !with_idle)
@@ -69,12 +88,9 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	if (!st)
 		return 0;
 	st->samples++;
-	/* the record is written in place in the ring: no second copy */
-	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
-	if (!r) {
-		st->dropped++;
+	r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
 		return 0;
-	}
 
 	task = bpf_get_current_task_btf();
 	r->time_ns = bpf_ktime_get_ns();
@@ -94,7 +110,7 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		r->flags |= CP_SAMPLE_KTHREAD;
 	} else {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		__u64 sp;
+		__u64 sp, end;
 		__u32 i;
 
 		r->regs[CP_REG_IP] = BPF_CORE_READ(regs, ip);
@@ -114,12 +130,23 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 			if (nr == 59 /* execve */ || nr == 322 /* execveat */)
 				r->flags |= CP_SAMPLE_EXECVE;
 		}
-		/* All of it in one read when it is all mapped (the usual case),
-		 * else chunk by chunk up to the end of the stack mapping: a read
-		 * that crosses it fails whole. */
-		if (bpf_probe_read_user(r->ustack, CP_USTACK_MAX, (void *)sp) == 0) {
+		/* As much as there is up to the end of the stack's mapping (most
+		 * threads use far less than CP_USTACK_MAX), in one read; when the
+		 * mapping cannot be looked up (its lock is busy) or the read fails
+		 * (a page is not resident), chunk by chunk: a read that crosses
+		 * into an unmapped page fails whole. */
+		end = 0;
+		if (bpf_find_vma(task, sp, vma_end, &end, 0) == 0 && end > sp) {
+			__u64 len = end - sp;
+
+			if (len > CP_USTACK_MAX)
+				len = CP_USTACK_MAX;
+			if (bpf_probe_read_user(r->ustack, len, (void *)sp) == 0)
+				r->ustack_len = len;
+		}
+		if (r->ustack_len == 0 && bpf_probe_read_user(r->ustack, CP_USTACK_MAX, (void *)sp) == 0) {
 			r->ustack_len = CP_USTACK_MAX;
-		} else {
+		} else if (r->ustack_len == 0) {
 			for (i = 0; i < CP_USTACK_CHUNKS; i++) {
 				if (bpf_probe_read_user(&r->ustack[i * CP_USTACK_CHUNK], CP_USTACK_CHUNK,
 							(void *)(sp + i * CP_USTACK_CHUNK)))
@@ -145,11 +172,15 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 			st->ustack_fault++;
 	}
 
-	/* wake the reader only when the ring fills up: it drains on a timer */
-	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8)
-		bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
-	else
-		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	/* the record up to the end of the stack copied; the reader is woken
+	 * only when the ring fills up (it drains on a timer) */
+	ulen = r->ustack_len;
+	if (ulen > CP_USTACK_MAX)
+		ulen = CP_USTACK_MAX;
+	wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8;
+	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen,
+			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		st->dropped++;
 	return 0;
 }
 

@@ -127,6 +127,20 @@ enum { CFG_FLUSH = 1, CFG_RETENTION = 2, CFG_SPOOL = 4, CFG_SPOOL_SIZE = 8, CFG_
 
 static volatile sig_atomic_t stop_signal;
 
+/* How long to wait for samples: a command or processes to watch are looked at
+ * every 100 ms; otherwise (the whole system, a cgroup) up to a second, or
+ * until the next flush or the end; the ring wakes the loop when it fills. */
+static int poll_ms(const struct rec *r, int64_t now, int64_t deadline, int64_t next_flush)
+{
+	int64_t ms = r->cmd || r->npids ? 100 : 1000;
+
+	if (deadline && (deadline - now) / 1000000 + 1 < ms)
+		ms = (deadline - now) / 1000000 + 1;
+	if (next_flush && (next_flush - now) / 1000000 + 1 < ms)
+		ms = (next_flush - now) / 1000000 + 1;
+	return ms > 0 ? (int)ms : 0;
+}
+
 static void on_signal(int sig)
 {
 	stop_signal = sig;
@@ -495,9 +509,9 @@ static int run_record(int argc, char **argv)
 			r.freq, r.duration || r.cmd ? "" : "; Ctrl-C to stop");
 
 	for (;;) {
-		int64_t now;
+		int64_t now = cp_mono_ns();
 
-		err = cp_recorder_poll(r.rec, 100);
+		err = cp_recorder_poll(r.rec, poll_ms(&r, now, deadline, next_flush));
 		if (err < 0 && err != -EINTR) {
 			status = fail("record", "%s", cp_errmsg(err));
 			break;

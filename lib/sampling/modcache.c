@@ -57,6 +57,9 @@ static void mod_free(struct cp_mod *m)
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	free(m->syms);
+	for (size_t i = 0; i < m->ncus; i++)
+		cp_scopes_free(m->cus[i].scopes);
+	free(m->cus);
 	free(m->key);
 	free(m);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "proc.h"
+#include "scopes.h"
 
 struct cp_mod {
 	char *key;
@@ -30,6 +31,13 @@ struct cp_mod {
 	} *syms;
 	size_t nsyms;
 	bool syms_read;
+	/* the symbolizer's scope indexes, one per compilation unit looked at */
+	struct cp_mod_cu {
+		Dwarf_Off off;
+		struct cp_scopes *scopes;
+	} *cus;
+	size_t ncus, cucap;
+	size_t bytes; /* the heap this module's tables hold (symbols, scopes) */
 };
 
 /* A libdw find_debuginfo callback that finds none: CFI and symbols from the

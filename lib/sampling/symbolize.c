@@ -16,6 +16,7 @@
 #include "../error.h"
 #include "../index.h"
 #include "modcache.h"
+#include "scopes.h"
 #include "../strtab.h"
 #include "../util.h"
 
@@ -44,7 +45,7 @@ struct cp_ksyms {
 	char *text;
 };
 
-#define MAX_MODS 16
+#define MAX_MODS 256
 
 struct cp_symbolizer {
 	struct cp_unwinder *u;
@@ -262,6 +263,7 @@ static void read_syms(struct cp_mod *sm)
 		if (sm->syms[i].addr != sm->syms[k].addr)
 			sm->syms[++k] = sm->syms[i];
 	sm->nsyms = k + 1;
+	sm->bytes += cap * sizeof(*sm->syms);
 }
 
 static const char *find_sym(struct cp_mod *sm, uint64_t addr)
@@ -279,12 +281,34 @@ static const char *find_sym(struct cp_mod *sm, uint64_t addr)
 	return sm->syms[lo - 1].name;
 }
 
+/* The scopes around pc in cu, from the unit's index (built at its first
+ * lookup and kept with the module). */
+static int cu_scopes_find(struct cp_mod *sm, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *out, int max)
+{
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	struct cp_scopes *sc = NULL;
+
+	for (size_t i = 0; i < sm->ncus && !sc; i++)
+		if (sm->cus[i].off == off)
+			sc = sm->cus[i].scopes;
+	if (!sc) {
+		if (cp_grow((void **)&sm->cus, &sm->cucap, sm->ncus + 1, sizeof(*sm->cus)) ||
+		    !(sc = cp_scopes_build(cu)))
+			return 0;
+		sm->cus[sm->ncus].off = off;
+		sm->cus[sm->ncus].scopes = sc;
+		sm->ncus++;
+		sm->bytes += cp_scopes_size(sc);
+	}
+	return cp_scopes_find(sc, pc, out, max);
+}
+
 static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out)
 {
 	Dwfl_Module *mod = sm->mod;
 	const char *symname, *file = NULL;
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Die *cu, scopes[MAX_INLINE];
 	Dwfl_Line *l;
 	int line = 0, ns;
 	uint32_t n = 0;
@@ -294,33 +318,13 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	l = dwfl_module_getsrc(mod, addr);
 	if (l)
 		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-	if (cu && (ns = dwarf_getscopes(cu, addr - bias, &scopes)) > 0) {
+	if (cu && (ns = cu_scopes_find(sm, cu, addr - bias, scopes, MAX_INLINE)) > 0) {
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
-
 		bool outer = false;
 
 		if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
 			files = NULL;
-		/* dwarf_getscopes follows an inlined call into its abstract
-		 * definition's context; the concrete chain (inlined into
-		 * inlined into the real function) is the innermost inlined
-		 * instance's own scopes */
-		for (int i = 0; i < ns; i++) {
-			if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) {
-				Dwarf_Die *chain = NULL;
-				int nc = dwarf_getscopes_die(&scopes[i], &chain);
-
-				if (nc > 0) {
-					free(scopes);
-					scopes = chain;
-					ns = nc;
-				} else {
-					free(chain);
-				}
-				break;
-			}
-		}
 		for (int i = 0; i < ns && n < MAX_INLINE; i++) {
 			int tag = dwarf_tag(&scopes[i]);
 
@@ -356,7 +360,6 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 			out[n].line = line;
 			n++;
 		}
-		free(scopes);
 	}
 	if (n == 0 && symname) {
 		out[0].name = intern_name(s, symname);

@@ -85,7 +85,7 @@ struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path)
 	u->debuginfo_path = debuginfo_path ? strdup(debuginfo_path) : NULL;
 	u->vdso_fd = copy_vdso();
 	/* CFI only: separate debug files are for the symbolizer */
-	u->mc = cp_modcache_new(16, NULL, false, u->vdso_fd);
+	u->mc = cp_modcache_new(256, NULL, false, u->vdso_fd);
 	if ((debuginfo_path && !u->debuginfo_path) || !u->mc || cp_strtab_init(&u->keys)) {
 		cp_unwinder_free(u);
 		errno = ENOMEM;

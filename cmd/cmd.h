@@ -146,6 +146,8 @@ bool is_file_arg(const char *arg);
 int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids);
 /* -F HZ: 1 to 10000; EXIT_OK or a usage error (printed). */
 int parse_freq(const char *verb, const char *arg, int *freq);
+/* --max-memory SIZE: 1M or more; EXIT_OK or a usage error (printed). */
+int parse_max_memory(const char *verb, const char *arg, uint64_t *out);
 /* Each pid has a /proc entry: EXIT_OK, or EXIT_FAIL naming the first that has not. */
 int check_pids_exist(const char *verb, const uint32_t *pids, size_t n);
 /* ---- the configuration file (cmd/util_config.c) ---- */

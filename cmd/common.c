@@ -422,6 +422,15 @@ int parse_freq(const char *verb, const char *arg, int *freq)
 	return EXIT_OK;
 }
 
+int parse_max_memory(const char *verb, const char *arg, uint64_t *out)
+{
+	int err = cp_parse_size(arg, out);
+
+	if (err || *out < (1u << 20))
+		return usage_error(verb, "--max-memory: %s", err ? cp_errmsg(err) : "want a size of 1M or more, such as 64M");
+	return EXIT_OK;
+}
+
 int check_pids_exist(const char *verb, const uint32_t *pids, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

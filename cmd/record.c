@@ -24,7 +24,7 @@
 #include "cmd.h"
 
 enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
-       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE };
+       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_MAX_MEMORY };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -45,6 +45,7 @@ static const struct option options[] = {
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "config", required_argument, NULL, OPT_CONFIG },
@@ -92,6 +93,8 @@ const struct cmd cmd_record = {
 	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting\n"
 	"                          its oldest data as it goes\n"
+	"      --max-memory SIZE   keep cprof's resident memory under SIZE by evicting\n"
+	"                          cached binaries and symbols (default 64M)\n"
 	"      --log-level LEVEL   error, warn, info (default) or debug\n"
 	"  -q, --quiet             only warnings and errors on stderr (--log-level warn)\n"
 	"      --config FILE       settings from FILE (default: $CPROF_CONFIG, else\n"
@@ -109,7 +112,7 @@ struct rec {
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
 	size_t spool_size;
 	int64_t duration, flush, retention;
-	uint64_t max_store_size;
+	uint64_t max_store_size, max_memory;
 	struct cp_labels labels, cfg_labels; /* -l: the options', the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
 	uint32_t *pids;
@@ -126,20 +129,6 @@ struct rec {
 enum { CFG_FLUSH = 1, CFG_RETENTION = 2, CFG_SPOOL = 4, CFG_SPOOL_SIZE = 8, CFG_MAX_STORE = 16 };
 
 static volatile sig_atomic_t stop_signal;
-
-/* How long to wait for samples: a command or processes to watch are looked at
- * every 100 ms; otherwise (the whole system, a cgroup) up to a second, or
- * until the next flush or the end; the ring wakes the loop when it fills. */
-static int poll_ms(const struct rec *r, int64_t now, int64_t deadline, int64_t next_flush)
-{
-	int64_t ms = r->cmd || r->npids ? 100 : 1000;
-
-	if (deadline && (deadline - now) / 1000000 + 1 < ms)
-		ms = (deadline - now) / 1000000 + 1;
-	if (next_flush && (next_flush - now) / 1000000 + 1 < ms)
-		ms = (next_flush - now) / 1000000 + 1;
-	return ms > 0 ? (int)ms : 0;
-}
 
 static void on_signal(int sig)
 {
@@ -254,6 +243,10 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
+		case OPT_MAX_MEMORY:
+			if ((err = parse_max_memory("record", optarg, &r->max_memory)) != EXIT_OK)
+				return err;
+			break;
 		case 'q': cp_log_level = CP_LOG_WARN; break;
 		case 'h': return show_usage(&cmd_record) == EXIT_OK ? -1 : EXIT_FAIL;
 		default: return EXIT_USAGE;
@@ -392,6 +385,7 @@ static int print_config(const struct rec *r)
 	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
 	fprintf(f, "  debuginfo-path: ");
 	cp_yaml_str(f, r->debuginfo);
+	fprintf(f, "\n  max-memory: %s", cp_size_text(r->max_memory, b, sizeof(b)));
 	fprintf(f, "\n  log-level: %s\n", cp_log_level_name(cp_log_level));
 	return flush_stdout("record");
 }
@@ -413,6 +407,7 @@ static int run_record(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	cp_launch_init(&child);
 	r.freq = 19;
+	r.max_memory = CP_RECORD_MAX_MEMORY;
 	/* never fetch debug info over the network while sampling */
 	unsetenv("DEBUGINFOD_URLS");
 	status = parse_options(&r, argc, argv);
@@ -474,6 +469,8 @@ static int run_record(int argc, char **argv)
 	ro.idle = r.idle;
 	ro.no_kernel = r.no_kernel;
 	ro.debuginfo = r.debuginfo;
+	ro.max_memory = r.max_memory;
+	ro.verb = "record";
 	ro.per_process = !r.output && !r.format;
 	ro.with_time = true;
 	if (!(r.rec = cp_recorder_start(&ro, r.cmd, &child))) { /* -- CMD: held until the store is ready */
@@ -511,7 +508,7 @@ static int run_record(int argc, char **argv)
 	for (;;) {
 		int64_t now = cp_mono_ns();
 
-		err = cp_recorder_poll(r.rec, poll_ms(&r, now, deadline, next_flush));
+		err = cp_recorder_poll(r.rec, cp_recording_wait_ms(now, deadline, next_flush, r.cmd || r.npids));
 		if (err < 0 && err != -EINTR) {
 			status = fail("record", "%s", cp_errmsg(err));
 			break;

@@ -18,7 +18,7 @@
 #include "top.h"
 
 enum { OPT_CGROUP = 300, OPT_IDLE, OPT_NO_KERNEL, OPT_NO_USER, OPT_DEBUGINFO, OPT_STDIO, OPT_FROM_STORE,
-       OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW, OPT_LIMIT };
+       OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW, OPT_LIMIT, OPT_MAX_MEMORY };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -38,6 +38,7 @@ static const struct option options[] = {
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
+	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "from-store", no_argument, NULL, OPT_FROM_STORE },
 	{ "type", required_argument, NULL, OPT_TYPE },
 	STORE_OPTIONS,
@@ -66,6 +67,8 @@ const struct cmd cmd_top = {
 	"  -F, --freq HZ           samples per second per CPU (default 99)\n"
 	"      --idle              keep samples of the idle task (swapper)\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
+	"      --max-memory SIZE   keep the sampler's resident memory under SIZE by\n"
+	"                          evicting cached binaries and symbols (default 64M)\n"
 	"\n"
 	"History:\n"
 	"      --from-store        browse the store instead of sampling; arrow keys\n"
@@ -197,6 +200,11 @@ static int parse_options(struct top *t, int argc, char **argv)
 		case OPT_NO_KERNEL: t->v->no_kernel = true; break;
 		case OPT_NO_USER: t->v->no_user = true; break;
 		case OPT_DEBUGINFO: t->debuginfo = optarg; sampling_opt = true; break;
+		case OPT_MAX_MEMORY:
+			if ((err = parse_max_memory("top", optarg, &t->max_memory)) != EXIT_OK)
+				return err;
+			sampling_opt = true;
+			break;
 		case OPT_FROM_STORE: t->history = true; break;
 		case OPT_TYPE: t->type = optarg; break;
 		case 'h': return show_usage(&cmd_top) == EXIT_OK ? -1 : EXIT_FAIL;
@@ -214,7 +222,7 @@ static int parse_options(struct top *t, int argc, char **argv)
 	if (t->history) {
 		if (t->cmd || t->all || t->cgroup || sampling_opt)
 			return usage_error("top", "--from-store browses stored profiles: -F, --all, --cgroup, --idle, "
-						  "--debuginfo-path and -- CMD are for live sampling");
+						  "--debuginfo-path, --max-memory and -- CMD are for live sampling");
 		if ((err = store_range("top", &t->sa)) != EXIT_OK)
 			return err;
 	} else {
@@ -246,6 +254,8 @@ static int start_live(struct top *t)
 	ro.cgroup = t->cgroup;
 	ro.idle = t->idle;
 	ro.debuginfo = t->debuginfo;
+	ro.max_memory = t->max_memory;
+	ro.verb = "top";
 	if (!(t->rec = cp_recorder_start(&ro, t->cmd, &t->child)))
 		return fail("top", "%s", cp_errmsg(errno));
 	if (t->cmd && (err = cp_launch_release(&t->child)))
@@ -365,6 +375,7 @@ static int run_top(int argc, char **argv)
 
 	memset(&t, 0, sizeof(t));
 	t.freq = 99;
+	t.max_memory = CP_RECORD_MAX_MEMORY;
 	t.delay = 1000000000LL;
 	t.limit = 25;
 	cp_launch_init(&t.child);

@@ -24,6 +24,7 @@ struct top {
 	size_t npids;
 	char **cmd;
 	int64_t delay, window;
+	uint64_t max_memory;
 	struct store_args sa;
 	/* live */
 	struct cp_recorder *rec;

@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct cp_modcache {
@@ -13,6 +14,8 @@ struct cp_modcache {
 	size_t n, max;
 	uint64_t clock;
 	int vdso_fd;
+	void (*on_open)(void *);
+	void *on_open_arg;
 };
 
 int cp_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, const char *file_name,
@@ -88,15 +91,9 @@ struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const str
 			return c->mods[i]->mod ? c->mods[i] : NULL;
 		}
 	}
-	if (c->n == c->max) {
-		size_t oldest = 0;
-
-		for (i = 1; i < c->n; i++)
-			if (c->mods[i]->used < c->mods[oldest]->used)
-				oldest = i;
-		mod_free(c->mods[oldest]);
-		c->mods[oldest] = c->mods[--c->n];
-	}
+	if (c->on_open)
+		c->on_open(c->on_open_arg);
+	cp_modcache_evict(c, c->max - 1);
 	sm = calloc(1, sizeof(*sm));
 	if (!sm || !(sm->key = strdup(key))) {
 		free(sm);
@@ -133,6 +130,67 @@ struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const str
 		sm->nseg++;
 	}
 	return sm;
+}
+
+void cp_modcache_on_open(struct cp_modcache *c, void (*fn)(void *), void *arg)
+{
+	c->on_open = fn;
+	c->on_open_arg = arg;
+}
+
+void cp_modcache_evict(struct cp_modcache *c, size_t keep)
+{
+	while (c->n > keep) {
+		size_t oldest = 0;
+
+		for (size_t i = 1; i < c->n; i++)
+			if (c->mods[i]->used < c->mods[oldest]->used)
+				oldest = i;
+		mod_free(c->mods[oldest]);
+		c->mods[oldest] = c->mods[--c->n];
+	}
+}
+
+/* Drop the pages of e's file image from this process (it stays mapped and
+ * the kernel's page cache keeps the file: what is read again faults back). */
+static void release_image(Elf *e)
+{
+	size_t size = 0;
+	char *img = e ? elf_rawfile(e, &size) : NULL;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;
+
+	if (!img || !size)
+		return;
+	lo = ((uintptr_t)img + pg - 1) & ~(pg - 1);
+	hi = ((uintptr_t)img + size) & ~(pg - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void cp_mod_release_pages(struct cp_mod *m)
+{
+	Dwarf_Addr bias, dwbias = (Dwarf_Addr)-1;
+	Dwarf *dw;
+
+	if (!m->mod)
+		return;
+	release_image(dwfl_module_getelf(m->mod, &bias));
+	/* the DWARF's file (the binary or its debug file), when it was read
+	 * already: asking for it would read it */
+	dwfl_module_info(m->mod, NULL, NULL, NULL, &dwbias, NULL, NULL, NULL);
+	if (dwbias != (Dwarf_Addr)-1 && (dw = dwfl_module_getdwarf(m->mod, &bias)) != NULL)
+		release_image(dwarf_getelf(dw));
+}
+
+void cp_modcache_release_pages(struct cp_modcache *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		cp_mod_release_pages(c->mods[i]);
+}
+
+size_t cp_modcache_count(const struct cp_modcache *c)
+{
+	return c->n;
 }
 
 uint64_t cp_mod_addr(const struct cp_mod *sm, uint64_t off)

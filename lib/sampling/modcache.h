@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Binaries opened offline in libdw, one session per file identity (build id,
- * else path), shared by every process that maps the file and kept in a small
- * LRU: the symbolizer reads symbols and DWARF from them, the unwinder CFI. */
+ * else path), shared by every process that maps the file and by the
+ * unwinder (CFI) and the symbolizer (symbols, DWARF), kept in an LRU: up to
+ * a count, and evicted least recently used first when the caller's memory
+ * budget says so (cp_modcache_evict).  An evicted binary is read again when
+ * next needed. */
 #ifndef CP_MODCACHE_H
 #define CP_MODCACHE_H
 
@@ -55,6 +58,18 @@ void cp_modcache_free(struct cp_modcache *c);
  * cannot be read. */
 struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const struct cp_proc *p,
 			       const struct cp_map *m);
+/* fn(arg) runs before each new binary is opened (the owner's memory
+ * budget: it may call cp_modcache_evict). */
+void cp_modcache_on_open(struct cp_modcache *c, void (*fn)(void *), void *arg);
+/* Closes the least recently used binaries until at most keep are open. */
+void cp_modcache_evict(struct cp_modcache *c, size_t keep);
+size_t cp_modcache_count(const struct cp_modcache *c);
+/* Drops the pages of the open binaries' file images from the resident set
+ * (they stay mapped; what is read again comes back from the page cache). */
+void cp_modcache_release_pages(struct cp_modcache *c);
+/* The same for one binary. */
+void cp_mod_release_pages(struct cp_mod *m);
+
 /* The module address (for libdw) of a file offset, or 0 when no segment holds it. */
 uint64_t cp_mod_addr(const struct cp_mod *m, uint64_t off);
 

@@ -13,6 +13,7 @@
 #include "recorder.h"
 #include "symbolize.h"
 #include "unwind.h"
+#include "budget.h"
 #include "../util.h"
 
 struct cp_recorder {
@@ -27,6 +28,7 @@ struct cp_recorder {
 	int error; /* the first failure inside a callback */
 	uint64_t *pcs;
 	uint32_t *locs;
+	struct cp_budget budget;
 };
 
 static void profile_free_user(void *p)
@@ -280,6 +282,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
 	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym)
 		goto nomem;
+	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
 	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
 		goto nomem;
 	for (size_t i = 0; i < o->npids; i++)
@@ -354,6 +357,7 @@ int cp_recorder_poll(struct cp_recorder *r, int timeout_ms)
 {
 	int err = cp_sampler_poll(r->sampler, timeout_ms);
 
+	cp_budget_keep(&r->budget);
 	if (r->error)
 		return r->error;
 	return err < 0 ? err : 0;
@@ -565,12 +569,13 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 	cp_symbolize_counts(r->sym, &y);
 	fprintf(out, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
 		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; lookups %llu, misses %llu; "
-		     "processes %zu; bpf %llu ns in %llu runs]",
+		     "processes %zu; bpf %llu ns in %llu runs; %llu MB resident, caches cut %llu times]",
 		(unsigned long long)c.samples, (unsigned long long)c.dropped, (unsigned long long)c.ustack_fault,
 		(unsigned long long)c.lost_records, (unsigned long long)u.unwinds, (unsigned long long)u.frames,
 		(unsigned long long)u.fp, (unsigned long long)u.signal, (unsigned long long)u.rules,
 		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
-		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt);
+		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt,
+		(unsigned long long)(cp_rss_bytes() >> 20), (unsigned long long)r->budget.evictions);
 }
 
 void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns)

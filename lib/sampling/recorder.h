@@ -22,6 +22,9 @@
 
 struct cp_recorder;
 
+/* record's and top's default --max-memory */
+#define CP_RECORD_MAX_MEMORY ((uint64_t)64 << 20)
+
 struct cp_recorder_opts {
 	int freq;             /* Hz per CPU */
 	const uint32_t *pids; /* only these processes (npids > 0) */
@@ -33,6 +36,8 @@ struct cp_recorder_opts {
 	const char *debuginfo; /* where separate debug files are (NULL: libdw's default) */
 	bool per_process;     /* a profile per process; else one with pid and comm labels */
 	bool with_time;       /* the one profile has cpu nanoseconds beside the sample count */
+	uint64_t max_memory;  /* resident bytes the caches are cut to stay under (0: no limit; budget.h) */
+	const char *verb;     /* who logs (NULL: "record") */
 };
 
 /* Loads the symbol tables and starts sampling.  NULL + errno, with the

@@ -104,6 +104,17 @@ out:
 	return err;
 }
 
+int cp_recording_wait_ms(int64_t now, int64_t deadline, int64_t next_flush, bool watching)
+{
+	int64_t ms = watching ? 100 : 1000;
+
+	if (deadline && (deadline - now) / 1000000 + 1 < ms)
+		ms = (deadline - now) / 1000000 + 1;
+	if (next_flush && (next_flush - now) / 1000000 + 1 < ms)
+		ms = (next_flush - now) / 1000000 + 1;
+	return ms > 0 ? (int)ms : 0;
+}
+
 int cp_recording_end(struct cp_recording *g)
 {
 	char sz[32];

@@ -42,6 +42,11 @@ struct cp_recording {
  * interval_start, where the first interval starts.  0 or -errno with a
  * message (the spool cannot be read). */
 int cp_recording_start(struct cp_recording *g);
+/* How long the sampling loop waits for samples at now (CLOCK_MONOTONIC ns):
+ * 100 ms when it watches a command or processes (to see them end), else up
+ * to a second, or until the next flush or the deadline (0: none); the ring
+ * wakes it sooner when it fills. */
+int cp_recording_wait_ms(int64_t now, int64_t deadline, int64_t next_flush, bool watching);
 /* Writes the interval from the last flush to now_wall, then resets the
  * recorder.  A push the server refused for this interval only (a bad body,
  * too large, the spool full) is logged and passes; 0, or -errno with a

@@ -49,7 +49,8 @@ struct cp_ksyms {
 
 struct cp_symbolizer {
 	struct cp_unwinder *u;
-	struct cp_modcache *mc; /* binaries, with their separate debug files */
+	struct cp_modcache *mc; /* binaries, with their separate debug files: the unwinder's */
+	bool own_mc;
 	struct cp_strtab strs;
 	struct entry *e;
 	size_t n, cap, max;
@@ -80,8 +81,8 @@ struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entrie
 		return NULL;
 	}
 	s->kernel_mod = (uint32_t)id;
-	s->mc = cp_modcache_new(MAX_MODS, u ? cp_unwind_debuginfo_path(u) : NULL, true,
-				u ? cp_unwind_vdso_fd(u) : -1);
+	s->own_mc = !u;
+	s->mc = u ? cp_unwind_modcache(u) : cp_modcache_new(MAX_MODS, NULL, true, -1);
 	if (!s->mc) {
 		cp_symbolizer_free(s);
 		errno = ENOMEM;
@@ -99,7 +100,8 @@ void cp_symbolizer_free(struct cp_symbolizer *s)
 	free(s->lines);
 	cp_index_release(&s->idx);
 	cp_ksyms_free(s->ksyms);
-	cp_modcache_free(s->mc);
+	if (s->own_mc)
+		cp_modcache_free(s->mc);
 	free(s);
 }
 
@@ -148,6 +150,16 @@ static void cache_reset(struct cp_symbolizer *s)
 	cp_strtab_init(&s->strs);
 	id = cp_strtab_intern(&s->strs, "[kernel]", 8);
 	s->kernel_mod = id < 0 ? 0 : (uint32_t)id;
+}
+
+void cp_symbolize_forget(struct cp_symbolizer *s)
+{
+	cache_reset(s);
+	free(s->e);
+	free(s->lines);
+	s->e = NULL;
+	s->lines = NULL;
+	s->cap = s->linecap = 0;
 }
 
 static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint64_t off, const struct symline *l,
@@ -263,6 +275,9 @@ static void read_syms(struct cp_mod *sm)
 		if (sm->syms[i].addr != sm->syms[k].addr)
 			sm->syms[++k] = sm->syms[i];
 	sm->nsyms = k + 1;
+	/* the names stay in the file's image: its pages, touched once by this
+	 * scan, come back as lookups need them */
+	cp_mod_release_pages(sm);
 	sm->bytes += cap * sizeof(*sm->syms);
 }
 

@@ -17,8 +17,11 @@
 
 struct cp_symbolizer;
 
-/* max_entries bounds the cache (0: 1M addresses); it is emptied when full. */
+/* max_entries bounds the cache (0: 1M addresses); it is emptied when full.
+ * Binaries are read through u's cache (u NULL: one of its own). */
 struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entries);
+/* Empty the address cache and free its memory (a memory budget). */
+void cp_symbolize_forget(struct cp_symbolizer *s);
 void cp_symbolizer_free(struct cp_symbolizer *s);
 
 /* The location (id in prof) of user address pc in process p.  is_return: pc

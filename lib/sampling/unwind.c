@@ -84,8 +84,8 @@ struct cp_unwinder *cp_unwinder_new(const char *debuginfo_path)
 		return NULL;
 	u->debuginfo_path = debuginfo_path ? strdup(debuginfo_path) : NULL;
 	u->vdso_fd = copy_vdso();
-	/* CFI only: separate debug files are for the symbolizer */
-	u->mc = cp_modcache_new(256, NULL, false, u->vdso_fd);
+	/* shared with the symbolizer, which reads separate debug files */
+	u->mc = cp_modcache_new(256, u->debuginfo_path ? &u->debuginfo_path : NULL, true, u->vdso_fd);
 	if ((debuginfo_path && !u->debuginfo_path) || !u->mc || cp_strtab_init(&u->keys)) {
 		cp_unwinder_free(u);
 		errno = ENOMEM;
@@ -357,12 +357,16 @@ void cp_unwind_counts(const struct cp_unwinder *u, struct cp_unwind_counts *c)
 	*c = u->counts;
 }
 
-int cp_unwind_vdso_fd(const struct cp_unwinder *u)
+struct cp_modcache *cp_unwind_modcache(struct cp_unwinder *u)
 {
-	return u->vdso_fd;
+	return u->mc;
 }
 
-char **cp_unwind_debuginfo_path(struct cp_unwinder *u)
+void cp_unwind_forget_rules(struct cp_unwinder *u)
 {
-	return u->debuginfo_path ? &u->debuginfo_path : NULL;
+	free(u->rules);
+	u->rules = NULL;
+	u->nrules = u->rcap = 0;
+	cp_index_release(&u->ridx);
+	memset(&u->ridx, 0, sizeof(u->ridx));
 }

@@ -33,10 +33,12 @@ void cp_unwinder_free(struct cp_unwinder *u);
  * number of frames (0 when the sample has no user part). */
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max);
 
-/* The vDSO image (a file descriptor, -1 if none) and the debuginfo path
- * (NULL: libdw's default), for the symbolizer. */
-int cp_unwind_vdso_fd(const struct cp_unwinder *u);
-char **cp_unwind_debuginfo_path(struct cp_unwinder *u);
+/* The binaries the unwinder reads CFI from, with their separate debug files
+ * (debuginfo_path), for the symbolizer to share; owned by u. */
+struct cp_modcache;
+struct cp_modcache *cp_unwind_modcache(struct cp_unwinder *u);
+/* Drop the cached rules (a memory budget); they are read again as needed. */
+void cp_unwind_forget_rules(struct cp_unwinder *u);
 
 /* Counters for the summary and benchmarks. */
 struct cp_unwind_counts {

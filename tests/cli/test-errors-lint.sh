@@ -14,6 +14,7 @@ sampling/proc.c cp_parse_maps_line            a malformed /proc maps line: the c
 sampling/proc.c cp_proc_refresh               a status (ENOENT no such mapping, EAGAIN re-read too recent) the sampling path ignores
 sampling/symbolize.c cp_symbolize_mapping     ENOENT: the address has no mapping, a status for the sampling path
 sampling/sampler.c on_sample                  ECANCELED is no failure: it stops ring_buffer__poll after a bounded batch
+sampling/scopes.c walk                        an inner step of cp_scopes_build, which sets errno ENOMEM for its caller
 decode_limits.c cp_inflate_reserve   EBUSY: its caller cp_gunzip_limited records the message with the limit
 ingest.c cp_pyro_label_name          EINVAL: its caller records "bad label name" with the name
 regex.c cp_regex_compile             EINVAL: why and offset go to the caller, which records the message

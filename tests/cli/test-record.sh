@@ -297,6 +297,27 @@ run rec -p 2147483646 -d 1s -o "$T/e1.pb.gz"
 is "$rc" 1 "-p of a process that does not exist: exit 1"
 one_line "stderr is one line starting with cprof record:"
 like "$err" '2147483646' "and it names the pid"
+# --max-memory: a budget far below what cprof needs cuts its caches again and
+# again (binaries closed, read again), warns once, and loses nothing
+run rec -F 499 --max-memory 1M --log-level debug -o "$T/mm.pb.gz" -- "$T/work" 1
+exits0 "--max-memory 1M: record -- CMD exits 0"
+like "$err" 'over the memory budget of 1 MB' "it says once that the budget is too small"
+is "$(printf '%s\n' "$err" | grep -c 'over the memory budget')" 1 "only once"
+like "$err" 'caches cut [1-9][0-9]* times' "the caches were cut"
+f=$(folded -i "$T/mm.pb.gz")
+total=$(printf '%s\n' "$f" | sum '.')
+hot_main=$(printf '%s\n' "$f" | sum '(^|;)main;run;(hot_a|hot_b|hot_inline;inl_spin|inl_spin) [0-9]+$')
+hot=$(printf '%s\n' "$f" | sum ';(hot_a|hot_b|inl_spin) [0-9]+$')
+ok "the stacks are as complete and named as without the budget ($hot_main of $hot hot samples reach main)" \
+	test "$hot" -gt 0 -a "$((100 * hot_main))" -ge "$((98 * hot))"
+ok "with file:line" sh -c "'$CPROF' query -i '$T/mm.pb.gz' -f json | grep -q 'work\.c'"
+run rec --all --max-memory 100K -d 1s
+is "$rc" 2 "--max-memory below 1M: usage error"
+one_line "stderr is one line starting with cprof record:"
+run rec --all --max-memory lots -d 1s
+is "$rc" 2 "--max-memory that is not a size: usage error"
+out=$("$CPROF" record --all --print-config 2>/dev/null)
+like "$out" 'max-memory: 64M' "--print-config shows the default budget"
 run rec -d 1s
 is "$rc" 2 "no target: usage error"
 one_line "stderr is one line starting with cprof record:"

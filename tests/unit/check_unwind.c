@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "profile.h"
+#include "sampling/budget.h"
+#include "sampling/modcache.h"
 #include "sampling/proc.h"
 #include "sampling/symbolize.h"
 #include "sampling/unwind.h"
@@ -251,6 +253,63 @@ START_TEST(test_unwind_no_stack)
 }
 END_TEST
 
+/* The name the symbolizer gives addr of this process (a function's own
+ * address, looked up as is). */
+static void sym_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *buf, size_t len)
+{
+	struct cp_profile *prof = cp_profile_new();
+	int64_t loc = cp_symbolize_user(s, prof, p, addr, false), stack;
+	struct cp_frame *frames = NULL;
+	size_t cap = 0;
+	uint32_t l = (uint32_t)loc;
+
+	ck_assert_int_gt(loc, 0);
+	stack = cp_profile_stack(prof, &l, 1);
+	ck_assert_int_gt(stack, 0);
+	ck_assert_int_ge(cp_profile_frames(prof, (uint32_t)stack, &frames, &cap), 1);
+	snprintf(buf, len, "%s", cp_frame_name(prof, &frames[0], buf, len));
+	free(frames);
+	cp_profile_free(prof);
+}
+
+START_TEST(test_budget_evicts_and_reads_again)
+{
+	/* a budget far below what the process uses: every cache is cut, and
+	 * what was looked up before is found again the same */
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
+	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct cp_budget b;
+	char before[256], libc_before[256], after[256], libc_after[256];
+	uint64_t fn = (uint64_t)(uintptr_t)jit_callee, lc = (uint64_t)(uintptr_t)getpid;
+
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(cp_proc_read(p), 0);
+	ck_assert_uint_gt(cp_rss_bytes(), 1u << 20);
+	sym_of(s, p, fn, before, sizeof(before));
+	sym_of(s, p, lc, libc_before, sizeof(libc_before));
+	ck_assert_str_eq(before, "jit_callee");
+	ck_assert_uint_ge(cp_modcache_count(cp_unwind_modcache(u)), 2);
+	cp_budget_init(&b, 1u << 20, u, s, "test");
+	cp_budget_keep(&b);
+	ck_assert_uint_eq(b.evictions, 1);
+	ck_assert_uint_gt(b.floor, 1u << 20); /* over even with everything cut: noted */
+	ck_assert(b.warned);
+	cp_budget_keep(&b); /* not again until the caches grow */
+	ck_assert_uint_eq(b.evictions, 1);
+	cp_modcache_evict(cp_unwind_modcache(u), 0);
+	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(u)), 0);
+	sym_of(s, p, fn, after, sizeof(after));
+	sym_of(s, p, lc, libc_after, sizeof(libc_after));
+	ck_assert_str_eq(after, before);
+	ck_assert_str_eq(libc_after, libc_before);
+	cp_symbolizer_free(s);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 static Suite *unwind_suite(void)
 {
 	Suite *s = suite_create("unwind");
@@ -260,6 +319,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_signal);
 	tcase_add_test(tc, test_unwind_jit);
 	tcase_add_test(tc, test_unwind_no_stack);
+	tcase_add_test(tc, test_budget_evicts_and_reads_again);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -169,7 +169,7 @@ static void release_image(Elf *e)
 
 void cp_mod_release_pages(struct cp_mod *m)
 {
-	Dwarf_Addr bias, dwbias = (Dwarf_Addr)-1;
+	Dwarf_Addr bias;
 	Dwarf *dw;
 
 	if (!m->mod)
@@ -177,8 +177,7 @@ void cp_mod_release_pages(struct cp_mod *m)
 	release_image(dwfl_module_getelf(m->mod, &bias));
 	/* the DWARF's file (the binary or its debug file), when it was read
 	 * already: asking for it would read it */
-	dwfl_module_info(m->mod, NULL, NULL, NULL, &dwbias, NULL, NULL, NULL);
-	if (dwbias != (Dwarf_Addr)-1 && (dw = dwfl_module_getdwarf(m->mod, &bias)) != NULL)
+	if (m->dwarf_read && (dw = dwfl_module_getdwarf(m->mod, &bias)) != NULL)
 		release_image(dwarf_getelf(dw));
 }
 

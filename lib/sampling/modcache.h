@@ -34,6 +34,7 @@ struct cp_mod {
 	} *syms;
 	size_t nsyms;
 	bool syms_read;
+	bool dwarf_read; /* its DWARF (or debug file) was asked for */
 	/* the symbolizer's scope indexes, one per compilation unit looked at */
 	struct cp_mod_cu {
 		Dwarf_Off off;

@@ -329,6 +329,7 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	uint32_t n = 0;
 
 	symname = find_sym(sm, addr);
+	sm->dwarf_read = true;
 	cu = dwfl_module_addrdie(mod, addr, &bias);
 	l = dwfl_module_getsrc(mod, addr);
 	if (l)

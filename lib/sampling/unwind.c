@@ -189,6 +189,7 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f) != 0) {
 		free(f);
 		f = NULL;
+		mod->dwarf_read = true;
 		cfi = dwfl_module_dwarf_cfi(mod->mod, &bias);
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f) != 0)
 			goto out;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../profile.h"
+#include "ksyms.h"
 #include "proc.h"
 #include "unwind.h"
 
@@ -41,13 +42,5 @@ struct cp_symbolize_counts {
 	uint64_t lookups, misses, kernel_symbols;
 };
 void cp_symbolize_counts(const struct cp_symbolizer *s, struct cp_symbolize_counts *c);
-
-/* /proc/kallsyms text -> sorted table (exposed for the fuzz target). */
-struct cp_ksyms;
-struct cp_ksyms *cp_ksyms_parse(const char *text, size_t len);
-void cp_ksyms_free(struct cp_ksyms *k);
-/* The symbol containing addr (NULL if none); *module set to "" or the module name. */
-const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module);
-size_t cp_ksyms_count(const struct cp_ksyms *k);
 
 #endif

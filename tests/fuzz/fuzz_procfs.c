@@ -168,9 +168,50 @@ static void kallsyms(const uint8_t *data, size_t len)
 	cp_ksyms_free(k);
 }
 
+static void probe_table(const struct cp_ksyms *k, const uint8_t *data, size_t len, size_t limit)
+{
+	const char *mod;
+
+	for (unsigned i = 0; i < 12; i++) {
+		const char *name = cp_ksyms_find(k, probe(data, len, i), &mod);
+
+		if (name && (strlen(name) > limit || strlen(mod) > limit))
+			abort();
+	}
+}
+
+/* The on-disk cache of the kernel's symbols: the raw input as a cache file
+ * (key ""), and a good image of the input's symbols with one byte changed. */
+static void kallsyms_cache(const uint8_t *data, size_t len)
+{
+	struct cp_ksyms *k = cp_ksyms_decode((const char *)data, len, ""), *parsed, *back;
+	char *img;
+	size_t ilen;
+
+	if (k) {
+		probe_table(k, data, len, len);
+		cp_ksyms_free(k);
+	}
+	parsed = cp_ksyms_parse((const char *)data, len);
+	if (!parsed)
+		return;
+	if (cp_ksyms_count(parsed) && cp_ksyms_encode(parsed, "fuzz", &img, &ilen) == 0) {
+		if (len >= 2)
+			img[(data[0] | (size_t)data[1] << 8) % ilen] ^= (char)(data[len - 1] | 1);
+		back = cp_ksyms_decode(img, ilen, "fuzz");
+		if (back) {
+			probe_table(back, data, len, ilen);
+			cp_ksyms_free(back);
+		}
+		free(img);
+	}
+	cp_ksyms_free(parsed);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-	static void (*const parsers[])(const uint8_t *, size_t) = { maps_lines, cgroup_path, perf_map, kallsyms };
+	static void (*const parsers[])(const uint8_t *, size_t) = { maps_lines, cgroup_path, perf_map, kallsyms,
+								    kallsyms_cache };
 	const size_t n = sizeof(parsers) / sizeof(*parsers);
 
 	if (len == 0)

@@ -29,6 +29,8 @@ printf '\001/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.sl
 	'1000 1000 outer' '1100 10 inner' 'zz 1 bad'; } > "$T/seeds-procfs/perfmap"
 printf '\003ffffffff81000000 T _stext\nffffffff81004000 D data\nffffffffc0a00000 t ext4_fill_super\t[ext4]\n' \
 	> "$T/seeds-procfs/kallsyms"
+{ printf '\004\001\002'; printf '%s\n' 'ffffffff81000000 T _stext' 'ffffffffc0a00000 t ext4_fill_super	[ext4]'; } \
+	> "$T/seeds-procfs/kallsyms-cache"
 printf 'A/system.slice/ssh.service\n1000-2000 r-xp 0 0:0 0 /x\n2000 10 f\nffffffff81000000 t f\n' > "$T/seeds-procfs/all"
 # ingest (what cprof serve takes): the first byte picks the parser (0 Pyroscope name, 1 folded,
 # 2 lines, 3 Parca writeraw, 4 base64; else all); for 1 and 2 the next byte picks type and rate

@@ -17,6 +17,7 @@
 #include "profile.h"
 #include "sampling/symbolize.h"
 #include "sampling/unwind.h"
+#include "util.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define HEX64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -834,6 +835,100 @@ START_TEST(test_ksyms)
 }
 END_TEST
 
+START_TEST(test_ksyms_cache_image)
+{
+	/* the cache file's image decodes to the same table; a foreign key, a
+	 * cut file and bad offsets or order are refused */
+	struct cp_ksyms *k = cp_ksyms_parse(kallsyms, sizeof(kallsyms) - 1), *back;
+	char *img;
+	size_t len;
+	const char *mod, *want;
+	uint64_t addr;
+
+	ksym(k, 0xffffffffc0a01010, &want);
+	ck_assert_int_eq(cp_ksyms_encode(k, "boot-1", &img, &len), 0);
+	back = cp_ksyms_decode(img, len, "boot-1");
+	ck_assert_ptr_nonnull(back);
+	ck_assert_uint_eq(cp_ksyms_count(back), cp_ksyms_count(k));
+	ck_assert_str_eq(ksym(back, 0xffffffffc0a01010, &mod), "ext4_mount");
+	ck_assert_str_eq(mod, want);
+	ck_assert_str_eq(ksym(back, 0xffffffff81000010, &mod), "_stext");
+	cp_ksyms_free(back);
+	errno = 0;
+	ck_assert_ptr_null(cp_ksyms_decode(img, len, "boot-2"));
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_ptr_null(cp_ksyms_decode(img, len - 1, "boot-1"));
+	ck_assert_ptr_null(cp_ksyms_decode(img, 10, "boot-1"));
+	/* the first symbol's name offset (after the 96-byte header) past the text */
+	memset(img + 96 + 8, 0xff, 4);
+	ck_assert_ptr_null(cp_ksyms_decode(img, len, "boot-1"));
+	free(img);
+	/* out of order: the first address after the second */
+	ck_assert_int_eq(cp_ksyms_encode(k, "boot-1", &img, &len), 0);
+	addr = UINT64_MAX;
+	memcpy(img + 96, &addr, 8);
+	ck_assert_ptr_null(cp_ksyms_decode(img, len, "boot-1"));
+	free(img);
+	cp_ksyms_free(k);
+}
+END_TEST
+
+START_TEST(test_ksyms_cache_file)
+{
+	/* cp_ksyms_load reads this kernel's table from the cache when the key
+	 * is this boot's (a planted table proves it), else from /proc, and
+	 * writes the cache in a directory only its owner reads */
+	char dir[] = "/tmp/cprof-ksyms-XXXXXX", path[256], key[128], *img;
+	static const char marker[] = "ffffffff81000000 T cprof_planted_marker\n";
+	struct cp_ksyms *planted = cp_ksyms_parse(marker, sizeof(marker) - 1), *k;
+	struct stat st;
+	size_t len;
+	const char *mod;
+
+	if (geteuid() != 0)
+		return; /* /proc/kallsyms has no addresses for others */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(setenv("XDG_CACHE_HOME", dir, 1), 0);
+	ck_assert_int_eq(cp_ksyms_key(key, sizeof(key)), 0);
+	snprintf(path, sizeof(path), "%s/cprof", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/cprof/kallsyms", dir);
+	ck_assert_int_eq(cp_ksyms_encode(planted, key, &img, &len), 0);
+	ck_assert_int_eq(cp_write_file_atomic(path, img, len), 0);
+	k = cp_ksyms_load();
+	ck_assert_ptr_nonnull(k);
+	ck_assert_str_eq(ksym(k, 0xffffffff81000010, &mod), "cprof_planted_marker");
+	cp_ksyms_free(k);
+	free(img);
+	/* another boot's: /proc's table, and the cache rewritten with it */
+	ck_assert_int_eq(cp_ksyms_encode(planted, "another-boot", &img, &len), 0);
+	ck_assert_int_eq(cp_write_file_atomic(path, img, len), 0);
+	free(img);
+	k = cp_ksyms_load();
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_gt(cp_ksyms_count(k), 1000);
+	cp_ksyms_free(k);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_gt((uint64_t)st.st_size, 100000);
+	snprintf(path, sizeof(path), "%s/cprof", dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	/* a directory others can read is not used */
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/cprof/kallsyms", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	k = cp_ksyms_load();
+	ck_assert_ptr_nonnull(k);
+	cp_ksyms_free(k);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/cprof", dir);
+	rmdir(path);
+	rmdir(dir);
+	unsetenv("XDG_CACHE_HOME");
+	cp_ksyms_free(planted);
+}
+END_TEST
+
 START_TEST(test_ksyms_unprivileged_and_empty)
 {
 	/* without privileges every address reads as zero */
@@ -939,6 +1034,8 @@ static Suite *proc_suite(void)
 	suite_add_tcase(s, pmaps);
 	tcase_add_test(ksyms, test_ksyms);
 	tcase_add_test(ksyms, test_ksyms_unprivileged_and_empty);
+	tcase_add_test(ksyms, test_ksyms_cache_image);
+	tcase_add_test(ksyms, test_ksyms_cache_file);
 	suite_add_tcase(s, ksyms);
 	return s;
 }

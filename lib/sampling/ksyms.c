@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+#include "ksyms.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../error.h"
+#include "../util.h"
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name, module; /* offsets into text */
+};
+
+struct cp_ksyms {
+	struct ksym *s;
+	size_t n;
+	char *text;
+	size_t tlen;
+	char *blob; /* read from the cache: s and text point into it */
+};
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* One /proc/kallsyms line (modified in place): a text symbol's address,
+ * name and "[module]" (mod "" for the core kernel). 0, or -1 to skip it. */
+static int ksym_line(char *line, uint64_t *addr, char **name, char **mod)
+{
+	char *q;
+	char type;
+
+	*addr = strtoull(line, &q, 16);
+	if (q == line || *q != ' ' || !q[1] || q[2] != ' ')
+		return -1;
+	type = q[1];
+	if (!(type == 't' || type == 'T' || type == 'w' || type == 'W') || *addr == 0)
+		return -1;
+	*name = q + 3;
+	(*name)[strcspn(*name, "\n")] = 0;
+	q = *name + strcspn(*name, " \t");
+	*mod = q;
+	if (*q) {
+		*q++ = 0;
+		q += strspn(q, " \t");
+		*mod = q;
+		if (*q == '[')
+			q[strcspn(q, "]") + (q[strcspn(q, "]")] == ']')] = 0;
+		else
+			*q = 0;
+	}
+	return **name ? 0 : -1;
+}
+
+/* Adds one symbol to k, its strings appended to *text. */
+static int ksym_add(struct cp_ksyms *k, size_t *scap, char **text, size_t *tlen, size_t *tcap, uint64_t addr,
+		    const char *name, const char *mod)
+{
+	size_t nl = strlen(name), ml = strlen(mod);
+
+	if (cp_grow((void **)text, tcap, *tlen + nl + ml + 2, 1) ||
+	    cp_grow((void **)&k->s, scap, k->n + 1, sizeof(*k->s)))
+		return cp_error(ENOMEM, "out of memory reading the kernel symbols");
+	k->s[k->n].addr = addr;
+	k->s[k->n].name = (uint32_t)*tlen;
+	memcpy(*text + *tlen, name, nl + 1);
+	*tlen += nl + 1;
+	k->s[k->n].module = (uint32_t)*tlen;
+	memcpy(*text + *tlen, mod, ml + 1);
+	*tlen += ml + 1;
+	k->n++;
+	return 0;
+}
+
+static void ksyms_finish(struct cp_ksyms *k, char *text, size_t tlen)
+{
+	struct ksym *t;
+
+	k->text = tlen ? realloc(text, tlen) : NULL;
+	if (!k->text)
+		k->text = text;
+	k->tlen = tlen;
+	t = k->n ? realloc(k->s, k->n * sizeof(*k->s)) : NULL;
+	if (t)
+		k->s = t;
+	if (k->n)
+		cp_qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+}
+
+struct cp_ksyms *cp_ksyms_parse(const char *in, size_t len)
+{
+	struct cp_ksyms *k = calloc(1, sizeof(*k));
+	char *text = NULL, line[1024];
+	size_t scap = 0, tlen = 0, tcap = 0;
+	const char *p = in, *end = in + len;
+
+	if (!k) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((eol ? eol : end) - p);
+		uint64_t addr;
+		char *name, *mod;
+
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = 0;
+		p = eol ? eol + 1 : end;
+		if (ksym_line(line, &addr, &name, &mod) == 0 &&
+		    ksym_add(k, &scap, &text, &tlen, &tcap, addr, name, mod)) {
+			free(text);
+			cp_ksyms_free(k);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	ksyms_finish(k, text, tlen);
+	return k;
+}
+
+void cp_ksyms_free(struct cp_ksyms *k)
+{
+	if (!k)
+		return;
+	if (k->blob) {
+		free(k->blob);
+	} else {
+		free(k->s);
+		free(k->text);
+	}
+	free(k);
+}
+
+size_t cp_ksyms_count(const struct cp_ksyms *k)
+{
+	return k->n;
+}
+
+const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module)
+{
+	size_t lo;
+
+	_Static_assert(offsetof(struct ksym, addr) == 0, "the key leads");
+	lo = cp_upper_bound_u64(k->s, k->n, sizeof(*k->s), addr);
+	if (lo == 0)
+		return NULL;
+	/* past the last symbol by more than 1 MiB: not a symbol of ours */
+	if (lo == k->n && addr - k->s[lo - 1].addr > (1u << 20))
+		return NULL;
+	if (module)
+		*module = k->text + k->s[lo - 1].module;
+	return k->text + k->s[lo - 1].name;
+}
+
+/* Streams /proc/kallsyms keeping only text symbols, packed: about 4 MB for
+ * a distribution kernel instead of the file's 5+ MB plus an index. */
+static struct cp_ksyms *read_proc(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	struct cp_ksyms *k = NULL;
+	char *line = NULL, *text = NULL;
+	size_t lcap = 0, tlen = 0, tcap = 0, scap = 0;
+
+	if (!f || !(k = calloc(1, sizeof(*k))))
+		goto out;
+	while (getline(&line, &lcap, f) > 0) {
+		uint64_t addr;
+		char *name, *mod;
+
+		if (ksym_line(line, &addr, &name, &mod) == 0 && ksym_add(k, &scap, &text, &tlen, &tcap, addr, name, mod))
+			break;
+	}
+	ksyms_finish(k, text, tlen);
+	if (!k->n) { /* without privileges every address reads as zero: none */
+		cp_ksyms_free(k);
+		k = NULL;
+	}
+out:
+	free(line);
+	if (f)
+		fclose(f);
+	return k;
+}
+
+/* ---- the cache ---- */
+
+#define MAGIC "cprof-kallsyms-1"
+
+struct hdr {
+	char magic[16];
+	char key[64];
+	uint64_t n, tlen;
+};
+
+int cp_ksyms_key(char *buf, size_t len)
+{
+	char boot[64] = "", line[512];
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	uint64_t h = 1469598103934665603ull;
+
+	if (!f || !fgets(boot, sizeof(boot), f)) {
+		if (f)
+			fclose(f);
+		return cp_error(ENOENT, "no boot id: the kernel's symbols are not cached");
+	}
+	fclose(f);
+	boot[strcspn(boot, "\n")] = 0;
+	/* each module's name and address: what moves symbols */
+	if ((f = fopen("/proc/modules", "re"))) {
+		while (fgets(line, sizeof(line), f)) {
+			char name[128];
+			unsigned long long addr = 0;
+
+			if (sscanf(line, "%127s %*s %*s %*s %*s %llx", name, &addr) < 1)
+				continue;
+			for (const char *c = name; *c; c++)
+				h = (h ^ (uint8_t)*c) * 1099511628211ull;
+			h = (h ^ addr) * 1099511628211ull;
+		}
+		fclose(f);
+	}
+	if ((size_t)snprintf(buf, len, "%s-%016llx", boot, (unsigned long long)h) >= len)
+		return cp_error(ENAMETOOLONG, "the boot id is too long for the cache key");
+	return 0;
+}
+
+int cp_ksyms_encode(const struct cp_ksyms *k, const char *key, char **out, size_t *len)
+{
+	struct hdr h;
+	size_t ns = k->n * sizeof(*k->s);
+	char *buf;
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, MAGIC, sizeof(h.magic));
+	snprintf(h.key, sizeof(h.key), "%s", key);
+	h.n = k->n;
+	h.tlen = k->tlen;
+	*len = sizeof(h) + ns + k->tlen;
+	if (!(buf = malloc(*len)))
+		return cp_error(ENOMEM, "out of memory caching the kernel's symbols");
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), k->s, ns);
+	memcpy(buf + sizeof(h) + ns, k->text, k->tlen);
+	*out = buf;
+	return 0;
+}
+
+/* Decodes data (malloc'ed, len bytes), which the result then owns; on
+ * failure data is freed. */
+static struct cp_ksyms *decode_owned(char *data, size_t len, const char *key)
+{
+	struct cp_ksyms *k;
+	struct hdr h;
+	size_t ns;
+
+	_Static_assert(sizeof(struct hdr) % 8 == 0, "the table after the header stays aligned");
+	if (len < sizeof(h))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	if (memcmp(h.magic, MAGIC, sizeof(h.magic)) || strnlen(h.key, sizeof(h.key)) == sizeof(h.key) ||
+	    strcmp(h.key, key) || h.n == 0 || h.tlen == 0 || h.n > (len - sizeof(h)) / sizeof(struct ksym))
+		goto bad;
+	ns = (size_t)h.n * sizeof(struct ksym);
+	if (len - sizeof(h) - ns != h.tlen || data[len - 1] != 0)
+		goto bad;
+	if (!(k = calloc(1, sizeof(*k)))) {
+		free(data);
+		errno = ENOMEM;
+		return NULL;
+	}
+	k->blob = data;
+	k->s = (struct ksym *)(void *)(data + sizeof(h));
+	k->text = data + sizeof(h) + ns;
+	k->n = h.n;
+	k->tlen = h.tlen;
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->s[i].name >= k->tlen || k->s[i].module >= k->tlen || (i && k->s[i].addr < k->s[i - 1].addr)) {
+			cp_ksyms_free(k);
+			errno = EBADMSG;
+			return NULL;
+		}
+	}
+	return k;
+bad:
+	free(data);
+	errno = EBADMSG;
+	return NULL;
+}
+
+struct cp_ksyms *cp_ksyms_decode(const char *data, size_t len, const char *key)
+{
+	char *copy = malloc(len ? len : 1);
+
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, data, len);
+	return decode_owned(copy, len, key);
+}
+
+/* The cache directory, created (mode 0700) when missing: a directory
+ * others can read is not used. */
+static int cache_dir(char *buf, size_t len)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	struct stat st;
+	int n;
+
+	if (x && *x)
+		n = snprintf(buf, len, "%s/cprof", x);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/cache/cprof");
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.cache/cprof", home);
+	else
+		return cp_error(ENOENT, "no directory for the cache ($HOME is not set)");
+	if (n < 0 || (size_t)n >= len)
+		return cp_error(ENAMETOOLONG, "the cache directory's name is too long");
+	if ((mkdir(buf, 0700) < 0 && errno != EEXIST) || stat(buf, &st) < 0)
+		return cp_error(errno, "cannot make the cache directory %s: %s", buf, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return cp_error(EPERM, "%s is not a directory only its owner can read: not used", buf);
+	return 0;
+}
+
+struct cp_ksyms *cp_ksyms_load(void)
+{
+	char dir[4096], path[4200], key[128];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	struct cp_ksyms *k = NULL;
+	char *img;
+	bool cache = cp_ksyms_key(key, sizeof(key)) == 0 && cache_dir(dir, sizeof(dir)) == 0;
+
+	if (cache) {
+		snprintf(path, sizeof(path), "%s/kallsyms", dir);
+		if (cp_read_file(path, (size_t)64 << 20, &data, &len) == 0 &&
+		    (k = decode_owned((char *)data, len, key)) != NULL)
+			return k;
+	}
+	k = read_proc();
+	if (k && cache && cp_ksyms_encode(k, key, &img, &len) == 0) {
+		cp_write_file_atomic(path, img, len); /* best effort: read again next time */
+		free(img);
+	}
+	return k;
+}

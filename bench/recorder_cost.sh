@@ -123,7 +123,7 @@ cprof_run() {
 # "rate samples record_cpu_s script_cpu_s" to $d/perf.tab
 perf_run() {
 	start_load storm "$SECS"
-	$TIME -f '%U %S' -o "$d/pr.t" "$PERF" record -a -F "$1" --call-graph dwarf -o "$d/perf.data" \
+	$TIME -f '%U %S' -o "$d/pr.t" "$PERF" record -a -B -F "$1" --call-graph dwarf -o "$d/perf.data" \
 		-- sleep "$SECS" > /dev/null 2> "$d/pr.err" || { echo "perf record failed:"; tail -3 "$d/pr.err"; exit 1; }
 	stop_load
 	$TIME -f '%U %S' -o "$d/ps.t" "$PERF" script -i "$d/perf.data" -F comm,tid,ip,sym > "$d/perf.txt" \

@@ -8,10 +8,14 @@
 #include <unistd.h>
 
 #include "../log.h"
+#include "../util.h"
 #include "modcache.h"
 
 /* binaries kept whatever the budget: the ones being read */
 #define KEEP_MIN 2
+/* how often the pages and free heap are given back, and caches cut, at most */
+#define RELEASE_EVERY_NS 250000000LL
+#define EVICT_EVERY_NS 2000000000LL
 
 uint64_t cp_rss_bytes(void)
 {
@@ -47,6 +51,7 @@ void cp_budget_init(struct cp_budget *b, uint64_t max, struct cp_unwinder *u, st
 	b->s = s;
 	b->evictions = 0;
 	b->warned = false;
+	b->released_ns = b->evicted_ns = 0;
 	if (max)
 		cp_modcache_on_open(cp_unwind_modcache(u), on_open, b);
 }
@@ -55,6 +60,7 @@ void cp_budget_keep(struct cp_budget *b)
 {
 	struct cp_modcache *mc;
 	uint64_t rss, limit;
+	int64_t now;
 	size_t n;
 
 	if (!b->max)
@@ -62,16 +68,20 @@ void cp_budget_keep(struct cp_budget *b)
 	/* when memory outside the caches is over the limit, act again only
 	 * once the caches have grown by a quarter of it */
 	limit = b->floor > b->max ? b->floor + b->max / 4 : b->max;
-	rss = cp_rss_bytes();
-	if (rss <= limit)
+	now = cp_mono_ns();
+	if (now - b->released_ns < RELEASE_EVERY_NS || (rss = cp_rss_bytes()) <= limit)
 		return;
 	mc = cp_unwind_modcache(b->u);
 	/* first what costs nothing to get back: the files' pages and free heap */
+	b->released_ns = now;
 	cp_modcache_release_pages(mc);
 	malloc_trim(0);
 	rss = cp_rss_bytes();
-	if (rss <= limit)
+	/* then what costs a re-read, not so often that the binaries in use
+	 * are read again and again (a storm of programs) */
+	if (rss <= limit || (b->evicted_ns && now - b->evicted_ns < EVICT_EVERY_NS))
 		return;
+	b->evicted_ns = now;
 	b->evictions++;
 	/* the least recently used quarter of the binaries at a time */
 	while (rss > b->max && (n = cp_modcache_count(mc)) > KEEP_MIN) {

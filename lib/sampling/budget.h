@@ -3,7 +3,11 @@
  * /proc/self/statm, against a limit.  Before a new binary is opened and
  * after each poll, while over the limit, it evicts what the recorder can
  * read again (least recently used binaries first, then the unwinder's rules
- * and the symbolizer's addresses) and gives freed heap back to the kernel.
+ * and the symbolizer's addresses) and gives freed heap back to the kernel:
+ * pages and heap at most every 250 ms, caches cut at most every 2 s, so that
+ * a working set larger than the budget costs a re-read every 2 s at worst
+ * instead of one per program (the resident set then goes over the budget
+ * between cuts).
  * Evicting never loses a sample; it costs a re-read.  What is not a cache
  * (the interval's profile, the processes, the ring) is not touched: when it
  * alone is over the limit, that is logged once and the caches stay small. */
@@ -23,6 +27,7 @@ struct cp_budget {
 	struct cp_symbolizer *s;
 	const char *verb; /* for the log line */
 	uint64_t evictions; /* times caches were cut */
+	int64_t released_ns, evicted_ns; /* CLOCK_MONOTONIC of the last release, cut */
 	bool warned;
 };
 

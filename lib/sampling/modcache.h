@@ -30,6 +30,10 @@ struct cp_mod {
 	} *syms;
 	size_t nsyms;
 	bool syms_read;
+	/* debuginfod: the session's debug file was still being fetched when
+	 * libdw looked for it (the session lacks it for good) */
+	struct cp_modcache *owner;
+	bool debuginfo_pending;
 };
 
 /* A libdw find_debuginfo callback that finds none: CFI and symbols from the
@@ -47,6 +51,18 @@ void cp_modcache_free(struct cp_modcache *c);
  * cannot be read. */
 struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const struct cp_proc *p,
 			       const struct cp_map *m);
+/* Separate debug files not found locally come from d (not owned; set
+ * before the first get): by build id, never waiting (a file still being
+ * fetched sets debuginfo_pending).  Only libdw's build-id lookup is tried
+ * locally then: its standard lookup would fetch from $DEBUGINFOD_URLS
+ * itself, on the sampling path. */
+struct cp_debuginfod;
+void cp_modcache_set_debuginfod(struct cp_modcache *c, struct cp_debuginfod *d);
+/* Drops the session of key (its debug file has landed since it was read). */
+void cp_modcache_forget(struct cp_modcache *c, const char *key);
+/* cp_modcache_get for a file already open: fd (consumed) is the file of
+ * path, for when the process that mapped it may be gone. */
+struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const char *path, int fd);
 /* The module address (for libdw) of a file offset, or 0 when no segment holds it. */
 uint64_t cp_mod_addr(const struct cp_mod *m, uint64_t off);
 

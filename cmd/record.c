@@ -24,7 +24,8 @@
 #include "cmd.h"
 
 enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
-       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE };
+       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE,
+       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -44,6 +45,8 @@ static const struct option options[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
+	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -90,6 +93,8 @@ const struct cmd cmd_record = {
 	"      --no-kernel         leave kernel frames out\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
+	"      --debuginfod URLS   fetch missing debug files from these debuginfod servers\n"
+	"                          (default: $DEBUGINFOD_URLS); --no-debuginfod: none\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting\n"
 	"                          its oldest data as it goes\n"
 	"      --log-level LEVEL   error, warn, info (default) or debug\n"
@@ -106,6 +111,7 @@ struct rec {
 	int freq;
 	bool all, idle, no_kernel, print_config;
 	const char *cgroup, *output, *format, *data, *debuginfo;
+	struct debuginfod_opt dbgd;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
 	size_t spool_size;
 	int64_t duration, flush, retention;
@@ -254,6 +260,11 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
+		case OPT_DEBUGINFOD:
+		case OPT_NO_DEBUGINFOD:
+			if ((err = debuginfod_option("record", opt == OPT_DEBUGINFOD ? optarg : NULL, &r->dbgd)))
+				return err;
+			break;
 		case 'q': cp_log_level = CP_LOG_WARN; break;
 		case 'h': return show_usage(&cmd_record) == EXIT_OK ? -1 : EXIT_FAIL;
 		default: return EXIT_USAGE;
@@ -413,10 +424,10 @@ static int run_record(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	cp_launch_init(&child);
 	r.freq = 19;
-	/* never fetch debug info over the network while sampling */
-	unsetenv("DEBUGINFOD_URLS");
+	debuginfod_env_take(&r.dbgd); /* fetched off the sampling path, by the recorder */
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
+		free(r.dbgd.env);
 		free(r.pids);
 		cp_labels_release(&r.labels);
 		cp_labels_release(&r.cfg_labels);
@@ -474,6 +485,8 @@ static int run_record(int argc, char **argv)
 	ro.idle = r.idle;
 	ro.no_kernel = r.no_kernel;
 	ro.debuginfo = r.debuginfo;
+	ro.debuginfod = debuginfod_servers("record", &r.dbgd);
+	ro.verb = "record";
 	ro.per_process = !r.output && !r.format;
 	ro.with_time = true;
 	if (!(r.rec = cp_recorder_start(&ro, r.cmd, &child))) { /* -- CMD: held until the store is ready */
@@ -596,6 +609,7 @@ out:
 	cp_profile_free(file_prof);
 	cp_store_close(r.store);
 	free(r.pids);
+	free(r.dbgd.env);
 	cp_labels_release(&r.labels);
 	cp_labels_release(&r.cfg_labels);
 	return status;

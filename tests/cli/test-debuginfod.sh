@@ -135,6 +135,7 @@ ok "the slow proxy listens" test -s "$T/slow.port"
 rm -rf "$T/cache" # fetched again, late
 run rec --debuginfod "http://127.0.0.1:$(cat "$T/slow.port")" -F 499 -o "$T/late.pb.gz" -- "$T/bin/dbgd_qz" 1
 exits0 "record --debuginfod URL (a server answering after the program's end) exits 0"
+unlike "$err" 'lost' "no sample lost while the fetch was waiting"
 f=$(folded "$T/late.pb.gz")
 total=$(printf '%s\n' "$f" | sum .)
 outer=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz(;|[ ])')
@@ -142,6 +143,15 @@ inl=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz;dbgd_mix_qz [0-9]+$')
 ok "the samples taken before the file landed are named ($outer of $total samples)" test "$outer" -gt $((total / 2))
 ok "with the inlined function ($inl samples)" test "$inl" -gt 0
 unlike "$f" 'dbgd_qz\+0x[0-9a-f]+;' "no address of the program left inside a stack"
+
+# the same into the store (a profile per process, refreshed at each flush)
+rm -rf "$T/cache"
+run rec --debuginfod "http://127.0.0.1:$(cat "$T/slow.port")" --data "$T/store" -F 499 -- "$T/bin/dbgd_qz" 1
+exits0 "record into the store, the server answering after the program's end: exit 0"
+run "$CPROF" query -f folded --data "$T/store" 'cpu{comm="dbgd_qz"}'
+total=$(printf '%s\n' "$out" | sum .)
+outer=$(printf '%s\n' "$out" | sum ';main;dbgd_outer_qz(;|[ ])')
+ok "the stored profile has the names ($outer of $total samples)" test "$outer" -gt $((total / 2))
 kill "$PPID_" 2>/dev/null; wait "$PPID_" 2>/dev/null; PPID_=""
 
 # ---- a server that is down: one warning, the samples recorded ----

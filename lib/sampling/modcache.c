@@ -173,15 +173,23 @@ struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const 
 	return mod_get(c, key, NULL, NULL, path, fd);
 }
 
-void cp_modcache_forget(struct cp_modcache *c, const char *key)
+size_t cp_modcache_drop_landed(struct cp_modcache *c)
 {
-	for (size_t i = 0; i < c->n; i++) {
-		if (!strcmp(c->mods[i]->key, key)) {
-			mod_free(c->mods[i]);
+	size_t n = 0;
+
+	for (size_t i = 0; c->dbgd && i < c->n;) {
+		struct cp_mod *sm = c->mods[i];
+
+		/* the key of a file with a build id is the build id */
+		if (sm->debuginfo_pending && cp_debuginfod_lookup(c->dbgd, sm->key, NULL) == CP_DEBUGINFOD_FOUND) {
+			mod_free(sm);
 			c->mods[i] = c->mods[--c->n];
-			return;
+			n++;
+		} else {
+			i++;
 		}
 	}
+	return n;
 }
 
 /* libdw's find_debuginfo with a debuginfod fetcher: the build-id lookup in

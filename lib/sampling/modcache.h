@@ -58,8 +58,9 @@ struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const str
  * itself, on the sampling path. */
 struct cp_debuginfod;
 void cp_modcache_set_debuginfod(struct cp_modcache *c, struct cp_debuginfod *d);
-/* Drops the session of key (its debug file has landed since it was read). */
-void cp_modcache_forget(struct cp_modcache *c, const char *key);
+/* Drops the sessions read while their debug file was being fetched and
+ * whose file has landed since; returns how many. */
+size_t cp_modcache_drop_landed(struct cp_modcache *c);
 /* cp_modcache_get for a file already open: fd (consumed) is the file of
  * path, for when the process that mapped it may be gone. */
 struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const char *path, int fd);

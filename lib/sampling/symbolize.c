@@ -563,13 +563,10 @@ static void late_sync(struct cp_symbolizer *s)
 	for (size_t i = 0; i < s->nlate; i++) {
 		struct late *l = &s->late[i];
 
-		if (!l->landed && cp_debuginfod_lookup(s->dbgd, l->key, NULL) == CP_DEBUGINFOD_FOUND) {
-			cp_modcache_forget(s->mc, l->key);
-			l->landed = true;
-			any = true;
-		}
+		if (!l->landed && cp_debuginfod_lookup(s->dbgd, l->key, NULL) == CP_DEBUGINFOD_FOUND)
+			l->landed = any = true;
 	}
-	if (any)
+	if (cp_modcache_drop_landed(s->mc) || any)
 		cache_reset(s);
 }
 

@@ -418,7 +418,7 @@ static int run_record(int argc, char **argv)
 	char dir[4096], spool[4200];
 	int status = EXIT_OK, err;
 	struct cp_launch child;
-	int64_t t0, deadline = 0, next_flush = 0, next_prune = 0;
+	int64_t t0, t1 = 0, deadline = 0, next_flush = 0, next_prune = 0;
 	struct timespec rt;
 
 	memset(&r, 0, sizeof(r));
@@ -553,7 +553,7 @@ static int run_record(int argc, char **argv)
 			status = fail("record", "%s", cp_errmsg(err));
 	}
 	if (status == EXIT_OK) {
-		int64_t now = cp_mono_ns();
+		int64_t now = t1 = cp_mono_ns(); /* the end of sampling (debug files may still land) */
 
 		if (r.store) {
 			if ((err = cp_recording_flush(&r.g, now + r.wall_offset)))
@@ -586,7 +586,7 @@ static int run_record(int argc, char **argv)
 		FILE *m = open_memstream(&line, &len);
 
 		if (m) {
-			cp_recorder_summary(r.rec, m, cp_mono_ns() - t0);
+			cp_recorder_summary(r.rec, m, (t1 ? t1 : cp_mono_ns()) - t0);
 			if (r.remote) {
 				if (cp_log_enabled(CP_LOG_DEBUG))
 					cp_recording_push_figures(&r.g, m);

@@ -71,10 +71,15 @@ struct cp_debuginfod {
 	atomic_bool stop;
 	int timeout_ms;
 	int64_t deadline; /* of the fetch in flight (worker only) */
+	bool aborted;     /* it was given up (libdebuginfod then says ENOENT) */
 	char verb[32];
 	char *urls;
 	bool warned;
+	int64_t down_until; /* after a failure, the queue is given up until then */
 };
+
+/* how long the servers are not asked again after they failed */
+#define BACKOFF_NS (60 * 1000000000LL)
 
 static int progress(debuginfod_client *c, long a, long b)
 {
@@ -82,7 +87,9 @@ static int progress(debuginfod_client *c, long a, long b)
 
 	(void)a;
 	(void)b;
-	return atomic_load(&d->stop) || cp_mono_ns() > d->deadline;
+	if (atomic_load(&d->stop) || cp_mono_ns() > d->deadline)
+		d->aborted = true;
+	return d->aborted;
 }
 
 static void *worker(void *arg)
@@ -110,16 +117,27 @@ static void *worker(void *arg)
 		memcpy(id, d->e[i].id, sizeof(id));
 		pthread_mutex_unlock(&d->lock);
 		d->deadline = cp_mono_ns() + (int64_t)d->timeout_ms * 1000000;
-		fd = c ? debuginfod_find_debuginfo(c, (const unsigned char *)id, 0, &path) : -ENOMEM;
+		d->aborted = false;
+		if (cp_mono_ns() < d->down_until)
+			fd = -EAGAIN; /* not asked: a server that is down is waited for once */
+		else
+			fd = c ? debuginfod_find_debuginfo(c, (const unsigned char *)id, 0, &path) : -ENOMEM;
 		if (fd >= 0)
 			close(fd);
-		if (fd < 0 && fd != -ENOENT && !d->warned && !atomic_load(&d->stop)) {
+		else if (d->aborted)
+			fd = -ETIMEDOUT;
+		if (fd < 0 && fd != -ENOENT && fd != -EAGAIN && !atomic_load(&d->stop))
+			d->down_until = cp_mono_ns() + BACKOFF_NS;
+		if (fd < 0 && fd != -ENOENT && fd != -EAGAIN && !d->warned && !atomic_load(&d->stop)) {
 			/* down, refusing, too slow: said once, then each build id
 			 * just stays without debug info */
 			d->warned = true;
-			cp_log(d->verb, CP_LOG_WARN, "debuginfod: cannot fetch debug info from %s: %s%s", d->urls,
-			       fd == -EINTR || cp_mono_ns() > d->deadline ? "timed out" : strerror(-fd),
-			       "; binaries without local debug info keep their symbol-table names");
+			if (fd == -ETIMEDOUT)
+				cp_log(d->verb, CP_LOG_WARN, "debuginfod: no answer from %s in %d s; binaries without "
+				       "local debug info keep their symbol-table names", d->urls, d->timeout_ms / 1000);
+			else
+				cp_log(d->verb, CP_LOG_WARN, "debuginfod: cannot fetch debug info from %s: %s; binaries "
+				       "without local debug info keep their symbol-table names", d->urls, strerror(-fd));
 		}
 		pthread_mutex_lock(&d->lock);
 		for (i = 0; i < d->n && strcmp(d->e[i].id, id); i++)

@@ -31,6 +31,7 @@ struct cp_recorder {
 	int64_t period;
 	uint64_t nsamples;
 	int error; /* the first failure inside a callback */
+	bool finished, waited; /* debuginfod: the last hand-over waits for the fetches */
 	uint64_t *pcs;
 	uint32_t *locs;
 };
@@ -380,8 +381,7 @@ int cp_recorder_finish(struct cp_recorder *r)
 	cp_sampler_stop(r->sampler);
 	while (cp_sampler_drain(r->sampler) >= 4096 && !r->error)
 		;
-	if (r->dbgd)
-		cp_debuginfod_wait(r->dbgd, DEBUGINFOD_TIMEOUT_MS);
+	r->finished = true;
 	return r->error;
 }
 
@@ -482,6 +482,16 @@ static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *a
 	s->n++;
 }
 
+/* After the end: the fetches in flight get their time (a fetch gives up
+ * itself after DEBUGINFOD_TIMEOUT_MS, and says so). */
+static void wait_fetches(struct cp_recorder *r)
+{
+	if (r->dbgd && r->finished && !r->waited) {
+		cp_debuginfod_wait(r->dbgd, DEBUGINFOD_TIMEOUT_MS + 2000);
+		r->waited = true;
+	}
+}
+
 /* names from debug files that landed since the samples were taken */
 static void refresh_one(struct cp_proc *p, void *arg)
 {
@@ -509,6 +519,7 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 		cp_recorder_series_release(s);
 		return cp_error(ENOMEM, "out of memory gathering the series of a flush");
 	}
+	wait_fetches(r);
 	cp_procs_each(r->procs, refresh_one, r);
 	if (r->error) {
 		cp_recorder_series_release(s);
@@ -576,6 +587,7 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 
 	if (!next)
 		return NULL;
+	wait_fetches(r);
 	if (cp_symbolize_refresh(r->sym, p)) {
 		cp_profile_free(next);
 		return NULL;

@@ -56,8 +56,9 @@ void cp_recorder_free(struct cp_recorder *r);
  * at a signal); an error inside the pipeline (out of memory) also comes
  * back here. */
 int cp_recorder_poll(struct cp_recorder *r, int timeout_ms);
-/* Stop sampling and take everything still in the ring buffers; then wait
- * (a bounded time) for the debug files being fetched. */
+/* Stop sampling and take everything still in the ring buffers.  The next
+ * profiles handed over (take, series) first wait, a bounded time, for the
+ * debug files being fetched. */
 int cp_recorder_finish(struct cp_recorder *r);
 /* The sampling period in nanoseconds (1 s / freq). */
 int64_t cp_recorder_period(const struct cp_recorder *r);

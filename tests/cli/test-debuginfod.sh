@@ -19,7 +19,7 @@ trap 'for p in $DPID $PPID_; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 # libdebuginfod's cache: this test's own, empty
 DEBUGINFOD_CACHE_PATH=$T/cache
 export DEBUGINFOD_CACHE_PATH
-unset DEBUGINFOD_URLS DEBUGINFOD_PROGRESS DEBUGINFOD_VERBOSE
+unset DEBUGINFOD_URLS DEBUGINFOD_PROGRESS DEBUGINFOD_VERBOSE http_proxy https_proxy HTTPS_PROXY all_proxy ALL_PROXY
 
 rec() { timeout -s KILL 60 "$CPROF" record "$@"; }
 folded() { "$CPROF" query -t samples -f folded -i "$1"; }
@@ -165,6 +165,33 @@ f=$(folded "$T/down.pb.gz")
 total=$(printf '%s\n' "$f" | sum .)
 ok "the samples are recorded ($total)" test "$total" -gt 100
 like "$err" "cprof record: $total samples in " "all of them"
+
+# ---- a server that never answers: the end waits for the fetch's timeout (15 s), not longer ----
+cat >"$T/mute.py" <<'PY'
+import os, socket, sys
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(64)
+open(sys.argv[1] + ".tmp", "w").write(str(ls.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+held = []
+while True:
+    held.append(ls.accept()[0])  # accepted, never answered
+PY
+python3 "$T/mute.py" "$T/mute.port" &
+PPID_=$!
+i=0
+while [ ! -s "$T/mute.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+rm -rf "$T/cache"
+run rec --debuginfod "http://127.0.0.1:$(cat "$T/mute.port")" -F 499 -o "$T/mute.pb.gz" -- "$T/bin/dbgd_qz" 1
+exits0 "a server that never answers: exit 0 (record ends: it was killed after 60 s otherwise)"
+is "$(printf '%s\n' "$err" | grep -c 'debuginfod')" 1 "one line about it"
+like "$err" "^cprof record: debuginfod: no answer from http://127\.0\.0\.1:[0-9]+ in 15 s" "which says it timed out"
+secs=$(printf '%s\n' "$err" | sed -n 's/.* samples in \([0-9.]*\) s .*/\1/p')
+ok "the summary gives the sampling time (${secs:-?} s), not the 15 s wait" awk "BEGIN { exit !(${secs:-99} < 14) }"
+total=$(folded "$T/mute.pb.gz" | sum .)
+ok "the samples are recorded ($total)" test "$total" -gt 100
+kill "$PPID_" 2>/dev/null; wait "$PPID_" 2>/dev/null; PPID_=""
 
 # ---- bad values ----
 run "$CPROF" record --debuginfod "ftp://example.org" -o "$T/x.pb.gz" -- true

@@ -170,7 +170,7 @@ int parse_log_level(const char *verb, const char *arg);
 struct debuginfod_opt {
 	const char *urls; /* --debuginfod */
 	bool off;         /* --no-debuginfod */
-	char *env;        /* $DEBUGINFOD_URLS (malloc'ed; NULL: unset or empty) */
+	const char *env;  /* $DEBUGINFOD_URLS (a copy kept for the process; NULL: unset or empty) */
 };
 /* At start-up, before a command is launched: takes $DEBUGINFOD_URLS out of
  * the environment into o->env (libdw must not fetch on the sampling path;

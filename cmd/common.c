@@ -450,9 +450,12 @@ bool pids_alive(const uint32_t *pids, size_t n)
 
 void debuginfod_env_take(struct debuginfod_opt *o)
 {
+	static char *copy; /* one per process: record or top */
 	const char *v = getenv("DEBUGINFOD_URLS");
 
-	o->env = v && *v ? strdup(v) : NULL;
+	if (!copy && v && *v)
+		copy = strdup(v);
+	o->env = copy;
 	unsetenv("DEBUGINFOD_URLS");
 }
 

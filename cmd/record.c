@@ -427,7 +427,6 @@ static int run_record(int argc, char **argv)
 	debuginfod_env_take(&r.dbgd); /* fetched off the sampling path, by the recorder */
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
-		free(r.dbgd.env);
 		free(r.pids);
 		cp_labels_release(&r.labels);
 		cp_labels_release(&r.cfg_labels);
@@ -609,7 +608,6 @@ out:
 	cp_profile_free(file_prof);
 	cp_store_close(r.store);
 	free(r.pids);
-	free(r.dbgd.env);
 	cp_labels_release(&r.labels);
 	cp_labels_release(&r.cfg_labels);
 	return status;

@@ -383,10 +383,8 @@ static int run_top(int argc, char **argv)
 	t.limit = 25;
 	cp_launch_init(&t.child);
 	debuginfod_env_take(&t.dbgd); /* fetched off the sampling path, by the recorder */
-	if (!(t.v = cp_view_new())) {
-		free(t.dbgd.env);
+	if (!(t.v = cp_view_new()))
 		return fail("top", "out of memory");
-	}
 	status = parse_options(&t, argc, argv);
 	if (status != EXIT_OK)
 		goto out;
@@ -431,6 +429,5 @@ out:
 	cp_view_free(t.v);
 	store_args_release(&t.sa);
 	free(t.pids);
-	free(t.dbgd.env);
 	return status < 0 ? EXIT_OK : status;
 }

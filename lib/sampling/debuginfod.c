@@ -151,8 +151,7 @@ static void *worker(void *arg)
 		}
 		free(path);
 		d->queued--;
-		if (fd >= 0)
-			atomic_fetch_add(&d->gen, 1);
+		atomic_fetch_add(&d->gen, 1);
 		pthread_cond_broadcast(&d->cond);
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -3,7 +3,7 @@
  * (libdebuginfod), off the sampling path: lookups never block; the first
  * one of a build id queues it for one worker thread, which fetches it with a
  * timeout into libdebuginfod's disk cache ($DEBUGINFOD_CACHE_PATH, else its
- * default) and bumps a generation counter when a file lands.  A server that
+ * default) and bumps a generation counter when a fetch ends.  A server that
  * cannot be reached costs one warning, once.
  *
  * One fetcher per process: libdebuginfod takes the servers from
@@ -37,7 +37,7 @@ void cp_debuginfod_free(struct cp_debuginfod *d);
  * first sight.  When FOUND and path is not NULL, *path is a malloc'ed copy
  * of the cached file's name (NULL when out of memory). */
 enum cp_debuginfod_state cp_debuginfod_lookup(struct cp_debuginfod *d, const char *build_id, char **path);
-/* Changes whenever a fetch lands (FOUND). */
+/* Changes whenever a fetch ends (FOUND or ABSENT). */
 uint64_t cp_debuginfod_generation(struct cp_debuginfod *d);
 /* Waits until nothing is queued or being fetched, at most timeout_ms. */
 void cp_debuginfod_wait(struct cp_debuginfod *d, int timeout_ms);

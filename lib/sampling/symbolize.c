@@ -553,18 +553,28 @@ static void late_add(struct cp_symbolizer *s, const char *key, const struct cp_p
 	s->nlate++;
 }
 
-/* Fetches landed: the binaries read without them are dropped, and the
- * address cache starts over, so that they are read again. */
+/* Fetches ended: the binaries read without the files that landed are
+ * dropped, and the address cache starts over, so that they are read again;
+ * those whose fetch failed are forgotten. */
 static void late_sync(struct cp_symbolizer *s)
 {
 	bool any = false;
 
 	s->dbgd_gen = cp_debuginfod_generation(s->dbgd); /* before the states */
-	for (size_t i = 0; i < s->nlate; i++) {
+	for (size_t i = 0; i < s->nlate;) {
 		struct late *l = &s->late[i];
+		enum cp_debuginfod_state st = l->landed ? CP_DEBUGINFOD_FOUND : cp_debuginfod_lookup(s->dbgd, l->key, NULL);
 
-		if (!l->landed && cp_debuginfod_lookup(s->dbgd, l->key, NULL) == CP_DEBUGINFOD_FOUND)
+		if (st == CP_DEBUGINFOD_ABSENT) {
+			free(l->path);
+			if (l->fd >= 0)
+				close(l->fd);
+			*l = s->late[--s->nlate];
+			continue;
+		}
+		if (st == CP_DEBUGINFOD_FOUND && !l->landed)
 			l->landed = any = true;
+		i++;
 	}
 	if (cp_modcache_drop_landed(s->mc) || any)
 		cache_reset(s);
@@ -577,9 +587,6 @@ static const struct late *late_landed(const struct cp_symbolizer *s, const char 
 			return &s->late[i];
 	return NULL;
 }
-
-/* The lines of e (the symbolizer's) as prof's. */
-static int entry_lines(struct cp_symbolizer *s, struct cp_profile *prof, const struct entry *e, struct cp_line *lines);
 
 int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 {

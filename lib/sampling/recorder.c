@@ -289,15 +289,6 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 		goto nomem;
 	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
 		goto nomem;
-	if (o->debuginfod) {
-		if (!(r->dbgd = cp_debuginfod_new(o->debuginfod, DEBUGINFOD_TIMEOUT_MS, o->verb))) {
-			err = errno; /* the message is in cp_errmsg() */
-			cp_recorder_free(r);
-			errno = err;
-			return NULL;
-		}
-		cp_symbolizer_set_debuginfod(r->sym, r->dbgd);
-	}
 	for (size_t i = 0; i < o->npids; i++)
 		if (!cp_procs_get(r->procs, o->pids[i], true))
 			goto nomem;
@@ -311,12 +302,16 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	so.cgroup = o->cgroup;
 	so.idle = o->idle;
 	r->sampler = cp_sampler_new(&so, &ops, r);
-	if (!r->sampler) {
+	/* the fetcher after the sampler (whose absence says why first), before
+	 * the first sample is read */
+	if (!r->sampler || (o->debuginfod && !(r->dbgd = cp_debuginfod_new(o->debuginfod, DEBUGINFOD_TIMEOUT_MS,
+									      o->verb)))) {
 		err = errno; /* the message is in cp_errmsg() */
 		cp_recorder_free(r);
 		errno = err;
 		return NULL;
 	}
+	cp_symbolizer_set_debuginfod(r->sym, r->dbgd);
 	return r;
 nomem:
 	cp_recorder_free(r);

@@ -168,6 +168,23 @@ bool from_config(void);
 /* --log-level error|warn|info|debug: EXIT_OK or a usage error (printed). */
 int parse_log_level(const char *verb, const char *arg);
 
+/* record and top: the debuginfod servers to fetch debug files from. */
+struct debuginfod_opt {
+	const char *urls; /* --debuginfod */
+	bool off;         /* --no-debuginfod */
+	const char *env;  /* $DEBUGINFOD_URLS (a copy kept for the process; NULL: unset or empty) */
+};
+/* At start-up, before a command is launched: takes $DEBUGINFOD_URLS out of
+ * the environment into o->env (libdw must not fetch on the sampling path;
+ * the recorder's fetcher sets it again). */
+void debuginfod_env_take(struct debuginfod_opt *o);
+/* --debuginfod URLS (arg), or --no-debuginfod (arg NULL): EXIT_OK or a
+ * usage error (printed). */
+int debuginfod_option(const char *verb, const char *arg, struct debuginfod_opt *o);
+/* The servers in effect: NULL when off, else --debuginfod's, else
+ * $DEBUGINFOD_URLS's (ignored with a warning when not a list of URLs). */
+const char *debuginfod_servers(const char *verb, const struct debuginfod_opt *o);
+
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
 

@@ -13,6 +13,8 @@
 #include "../lib/load.h"
 #include "../lib/pprof.h"
 #include "../lib/http/client.h"
+#include "../lib/log.h"
+#include "../lib/sampling/debuginfod.h"
 #include "../lib/selector.h"
 #include "../lib/store/remote.h"
 #include "../lib/util.h"
@@ -451,4 +453,43 @@ bool pids_alive(const uint32_t *pids, size_t n)
 		if (kill((pid_t)pids[i], 0) == 0 || errno == EPERM)
 			return true;
 	return false;
+}
+
+/* ---- debuginfod ---- */
+
+void debuginfod_env_take(struct debuginfod_opt *o)
+{
+	static char *copy; /* one per process: record or top */
+	const char *v = getenv("DEBUGINFOD_URLS");
+
+	if (!copy && v && *v)
+		copy = strdup(v);
+	o->env = copy;
+	unsetenv("DEBUGINFOD_URLS");
+}
+
+int debuginfod_option(const char *verb, const char *arg, struct debuginfod_opt *o)
+{
+	int err;
+
+	if (arg && (err = cp_debuginfod_check_urls(arg)))
+		return usage_error(verb, "--debuginfod: %s", cp_errmsg(err));
+	o->urls = arg;
+	o->off = !arg;
+	return EXIT_OK;
+}
+
+const char *debuginfod_servers(const char *verb, const struct debuginfod_opt *o)
+{
+	int err;
+
+	if (o->off)
+		return NULL;
+	if (o->urls || !o->env)
+		return o->urls;
+	if ((err = cp_debuginfod_check_urls(o->env))) {
+		cp_log(verb, CP_LOG_WARN, "ignoring $DEBUGINFOD_URLS: %s", cp_errmsg(err));
+		return NULL;
+	}
+	return o->env;
 }

@@ -24,7 +24,8 @@
 #include "cmd.h"
 
 enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
-       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_MAX_MEMORY };
+       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_MAX_MEMORY,
+       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -44,6 +45,8 @@ static const struct option options[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
+	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -91,6 +94,8 @@ const struct cmd cmd_record = {
 	"      --no-kernel         leave kernel frames out\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
+	"      --debuginfod URLS   fetch missing debug files from these debuginfod servers\n"
+	"                          (default: $DEBUGINFOD_URLS); --no-debuginfod: none\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting\n"
 	"                          its oldest data as it goes\n"
 	"      --max-memory SIZE   keep cprof's resident memory under SIZE by evicting\n"
@@ -109,6 +114,7 @@ struct rec {
 	int freq;
 	bool all, idle, no_kernel, print_config;
 	const char *cgroup, *output, *format, *data, *debuginfo;
+	struct debuginfod_opt dbgd;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
 	size_t spool_size;
 	int64_t duration, flush, retention;
@@ -245,6 +251,11 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
 		case OPT_MAX_MEMORY:
 			if ((err = parse_max_memory("record", optarg, &r->max_memory)) != EXIT_OK)
+				return err;
+			break;
+		case OPT_DEBUGINFOD:
+		case OPT_NO_DEBUGINFOD:
+			if ((err = debuginfod_option("record", opt == OPT_DEBUGINFOD ? optarg : NULL, &r->dbgd)))
 				return err;
 			break;
 		case 'q': cp_log_level = CP_LOG_WARN; break;
@@ -401,15 +412,14 @@ static int run_record(int argc, char **argv)
 	char dir[4096], spool[4200];
 	int status = EXIT_OK, err;
 	struct cp_launch child;
-	int64_t t0, deadline = 0, next_flush = 0, next_prune = 0;
+	int64_t t0, t1 = 0, deadline = 0, next_flush = 0, next_prune = 0;
 	struct timespec rt;
 
 	memset(&r, 0, sizeof(r));
 	cp_launch_init(&child);
 	r.freq = 19;
 	r.max_memory = CP_RECORD_MAX_MEMORY;
-	/* never fetch debug info over the network while sampling */
-	unsetenv("DEBUGINFOD_URLS");
+	debuginfod_env_take(&r.dbgd); /* fetched off the sampling path, by the recorder */
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
 		free(r.pids);
@@ -470,6 +480,7 @@ static int run_record(int argc, char **argv)
 	ro.no_kernel = r.no_kernel;
 	ro.debuginfo = r.debuginfo;
 	ro.max_memory = r.max_memory;
+	ro.debuginfod = debuginfod_servers("record", &r.dbgd);
 	ro.verb = "record";
 	ro.per_process = !r.output && !r.format;
 	ro.with_time = true;
@@ -537,7 +548,7 @@ static int run_record(int argc, char **argv)
 			status = fail("record", "%s", cp_errmsg(err));
 	}
 	if (status == EXIT_OK) {
-		int64_t now = cp_mono_ns();
+		int64_t now = t1 = cp_mono_ns(); /* the end of sampling (debug files may still land) */
 
 		if (r.store) {
 			if ((err = cp_recording_flush(&r.g, now + r.wall_offset)))
@@ -563,28 +574,8 @@ static int run_record(int argc, char **argv)
 			}
 		}
 	}
-	if (status == EXIT_OK && cp_log_enabled(CP_LOG_INFO)) {
-		/* the summary: one line */
-		char *line = NULL;
-		size_t len = 0;
-		FILE *m = open_memstream(&line, &len);
-
-		if (m) {
-			cp_recorder_summary(r.rec, m, cp_mono_ns() - t0);
-			if (r.remote) {
-				if (cp_log_enabled(CP_LOG_DEBUG))
-					cp_recording_push_figures(&r.g, m);
-				fprintf(m, " -> %s (cprof query --remote %s cpu)", r.remote, r.remote);
-			} else if (r.store) {
-				fprintf(m, " -> %s (cprof query --data %s cpu)", r.data, r.data);
-			} else {
-				fprintf(m, " -> %s", r.output ? r.output : "standard output");
-			}
-			fclose(m);
-			cp_log("record", CP_LOG_INFO, "%s", line ? line : "");
-		}
-		free(line);
-	}
+	if (status == EXIT_OK)
+		cp_recording_log_summary(&r.g, (t1 ? t1 : cp_mono_ns()) - t0, r.remote, r.store ? r.data : NULL, r.output);
 	if (child.exited && WIFEXITED(child.status) && WEXITSTATUS(child.status))
 		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child.status));
 out:

@@ -18,7 +18,8 @@
 #include "top.h"
 
 enum { OPT_CGROUP = 300, OPT_IDLE, OPT_NO_KERNEL, OPT_NO_USER, OPT_DEBUGINFO, OPT_STDIO, OPT_FROM_STORE,
-       OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW, OPT_LIMIT, OPT_MAX_MEMORY };
+       OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW, OPT_LIMIT, OPT_MAX_MEMORY,
+       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -39,6 +40,8 @@ static const struct option options[] = {
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "from-store", no_argument, NULL, OPT_FROM_STORE },
 	{ "type", required_argument, NULL, OPT_TYPE },
 	STORE_OPTIONS,
@@ -69,6 +72,9 @@ const struct cmd cmd_top = {
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"      --max-memory SIZE   keep the sampler's resident memory under SIZE by\n"
 	"                          evicting cached binaries and symbols (default 64M)\n"
+	"      --debuginfod URLS   fetch debug files missing locally from these debuginfod\n"
+	"                          servers, in the background (default: $DEBUGINFOD_URLS)\n"
+	"      --no-debuginfod     do not fetch debug files\n"
 	"\n"
 	"History:\n"
 	"      --from-store        browse the store instead of sampling; arrow keys\n"
@@ -205,6 +211,12 @@ static int parse_options(struct top *t, int argc, char **argv)
 				return err;
 			sampling_opt = true;
 			break;
+		case OPT_DEBUGINFOD:
+		case OPT_NO_DEBUGINFOD:
+			if ((err = debuginfod_option("top", opt == OPT_DEBUGINFOD ? optarg : NULL, &t->dbgd)))
+				return err;
+			sampling_opt = true;
+			break;
 		case OPT_FROM_STORE: t->history = true; break;
 		case OPT_TYPE: t->type = optarg; break;
 		case 'h': return show_usage(&cmd_top) == EXIT_OK ? -1 : EXIT_FAIL;
@@ -222,7 +234,7 @@ static int parse_options(struct top *t, int argc, char **argv)
 	if (t->history) {
 		if (t->cmd || t->all || t->cgroup || sampling_opt)
 			return usage_error("top", "--from-store browses stored profiles: -F, --all, --cgroup, --idle, "
-						  "--debuginfo-path, --max-memory and -- CMD are for live sampling");
+						  "--debuginfo-path, --max-memory, --debuginfod and -- CMD are for live sampling");
 		if ((err = store_range("top", &t->sa)) != EXIT_OK)
 			return err;
 	} else {
@@ -255,6 +267,7 @@ static int start_live(struct top *t)
 	ro.idle = t->idle;
 	ro.debuginfo = t->debuginfo;
 	ro.max_memory = t->max_memory;
+	ro.debuginfod = debuginfod_servers("top", &t->dbgd);
 	ro.verb = "top";
 	if (!(t->rec = cp_recorder_start(&ro, t->cmd, &t->child)))
 		return fail("top", "%s", cp_errmsg(errno));
@@ -379,7 +392,7 @@ static int run_top(int argc, char **argv)
 	t.delay = 1000000000LL;
 	t.limit = 25;
 	cp_launch_init(&t.child);
-	unsetenv("DEBUGINFOD_URLS");
+	debuginfod_env_take(&t.dbgd); /* fetched off the sampling path, by the recorder */
 	if (!(t.v = cp_view_new()))
 		return fail("top", "out of memory");
 	status = parse_options(&t, argc, argv);

@@ -20,6 +20,7 @@ struct top {
 	int freq, iterations, limit;
 	bool all, idle, stdio, history;
 	const char *cgroup, *debuginfo, *type, *function;
+	struct debuginfod_opt dbgd;
 	uint32_t *pids;
 	size_t npids;
 	char **cmd;

@@ -145,7 +145,7 @@ _cprof_takes_arg()
 		--before-range | --after-range | \
 		-l | --label | --time | --name | --retention | \
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
-		--debuginfo-path | --remote | --spool | --spool-size | \
+		--debuginfo-path | --debuginfod | --remote | --spool | --spool-size | \
 		--max-store-size | --max-memory | --log-level | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | --max-decompressed | \
 		-c | --profile | --seconds | --timeout | \

@@ -165,19 +165,47 @@ static int loc_eq(const void *ctx, uint32_t id, const void *key)
 	return 1;
 }
 
+static uint64_t loc_hash(const struct loc_key *k)
+{
+	uint64_t h = cp_hash_u64(k->address, ((uint64_t)k->mapping << 1) | k->is_folded);
+
+	for (size_t i = 0; i < k->nlines; i++)
+		h = cp_hash_u64(h ^ k->lines[i].function ^ ((uint64_t)k->lines[i].line << 20) ^
+					((uint64_t)k->lines[i].column << 50),
+				i);
+	return h;
+}
+
+int cp_profile_set_lines(struct cp_profile *p, uint32_t id, const struct cp_line *lines, size_t nlines)
+{
+	struct cp_location *l = &p->locations[id - 1];
+	struct loc_key k = { l->mapping, l->address, lines, nlines, l->is_folded };
+	uint64_t h = loc_hash(&k);
+
+	if ((uint64_t)p->nlines + nlines > UINT32_MAX)
+		return cp_error(EOVERFLOW, "the profile has too many lines (%u)", p->nlines);
+	if (GROW(p->lines, p->linecap, (size_t)p->nlines + nlines))
+		return cp_error(ENOMEM, "out of memory adding lines to the profile");
+	/* found under its new key from now on, unless an equal one is */
+	if (cp_index_find(&p->lidx, (uint32_t)h, loc_eq, p, &k) == UINT32_MAX &&
+	    cp_index_add(&p->lidx, (uint32_t)h, id - 1))
+		return cp_error(ENOMEM, "out of memory adding lines to the profile");
+	l->line_off = p->nlines;
+	l->nlines = (uint32_t)nlines;
+	if (nlines)
+		memcpy(p->lines + p->nlines, lines, nlines * sizeof(*lines));
+	p->nlines += (uint32_t)nlines;
+	return 0;
+}
+
 int64_t cp_profile_location(struct cp_profile *p, uint32_t mapping, uint64_t address,
 			    const struct cp_line *lines, size_t nlines, bool is_folded)
 {
 	struct loc_key k = { mapping, address, lines, nlines, is_folded };
-	uint64_t h = cp_hash_u64(address, ((uint64_t)mapping << 1) | is_folded);
+	uint64_t h = loc_hash(&k);
 	struct cp_location *l;
 	uint32_t id;
-	size_t i;
 
-	for (i = 0; i < nlines; i++)
-		h = cp_hash_u64(h ^ lines[i].function ^ ((uint64_t)lines[i].line << 20) ^
-					((uint64_t)lines[i].column << 50),
-				i);
 	id = cp_index_find(&p->lidx, (uint32_t)h, loc_eq, p, &k);
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;

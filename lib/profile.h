@@ -127,6 +127,10 @@ int64_t cp_profile_function(struct cp_profile *p, const struct cp_function *f);
 int64_t cp_profile_mapping(struct cp_profile *p, const struct cp_mapping *m);
 int64_t cp_profile_location(struct cp_profile *p, uint32_t mapping, uint64_t address,
 			    const struct cp_line *lines, size_t nlines, bool is_folded);
+/* Replaces the lines of location id (symbols learnt after it was added);
+ * its old lines stay unused in p->lines.  A location equal to the new one
+ * may exist already: both then stand.  0, or -ENOMEM / -EOVERFLOW. */
+int cp_profile_set_lines(struct cp_profile *p, uint32_t id, const struct cp_line *lines, size_t nlines);
 int64_t cp_profile_stack(struct cp_profile *p, const uint32_t *locs, size_t n);
 /* labels need not be sorted; the stored set is. */
 int64_t cp_profile_labelset(struct cp_profile *p, const struct cp_label *labels, size_t n);

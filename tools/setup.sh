@@ -4,7 +4,8 @@
 # linux-perf, which the benchmarks compare record with; the libraries of serve
 # (libmicrohttpd, GnuTLS, libcurl, libyaml) and what its tests drive it with
 # (curl, openssl, chromium for the web view, python3-pil for screenshots), ncurses
-# for top and tmux to drive its screen in the tests; systemd (systemd-analyze
+# for top and tmux to drive its screen in the tests; libdebuginfod (record's
+# names for stripped binaries) and the debuginfod server its test runs; systemd (systemd-analyze
 # verifies the units that make install installs) and python3-yaml (the test of
 # the installed configuration file parses it); faketime (the suite runs the tests
 # about stored time again with the clock moved ahead); with npm, the official
@@ -14,7 +15,7 @@ set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time
-libbpf-dev libdw-dev libelf-dev bpftool llvm linux-perf
+libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool llvm linux-perf
 libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl chromium python3-pil
 libncurses-dev tmux systemd python3-yaml faketime"
 missing=

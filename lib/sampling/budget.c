@@ -13,9 +13,10 @@
 
 /* binaries kept whatever the budget: the ones being read */
 #define KEEP_MIN 2
-/* how often the pages and free heap are given back, and caches cut, at most */
+/* how often the budget is looked at, at most (when over it) */
 #define RELEASE_EVERY_NS 250000000LL
-#define EVICT_EVERY_NS 2000000000LL
+/* binaries used this recently are the working set: not evicted */
+#define WORKING_SET_NS 10000000000LL
 
 uint64_t cp_rss_bytes(void)
 {
@@ -51,7 +52,8 @@ void cp_budget_init(struct cp_budget *b, uint64_t max, struct cp_unwinder *u, st
 	b->s = s;
 	b->evictions = 0;
 	b->warned = false;
-	b->released_ns = b->evicted_ns = 0;
+	b->released_ns = 0;
+	b->working_set_ns = WORKING_SET_NS;
 	if (max)
 		cp_modcache_on_open(cp_unwind_modcache(u), on_open, b);
 }
@@ -60,7 +62,7 @@ void cp_budget_keep(struct cp_budget *b)
 {
 	struct cp_modcache *mc;
 	uint64_t rss, limit;
-	int64_t now;
+	int64_t now, idle;
 	size_t n;
 
 	if (!b->max)
@@ -71,27 +73,28 @@ void cp_budget_keep(struct cp_budget *b)
 	now = cp_mono_ns();
 	if (now - b->released_ns < RELEASE_EVERY_NS || (rss = cp_rss_bytes()) <= limit)
 		return;
-	mc = cp_unwind_modcache(b->u);
-	/* first what costs nothing to get back: the files' pages and free heap */
 	b->released_ns = now;
-	cp_modcache_release_pages(mc);
+	mc = cp_unwind_modcache(b->u);
+	idle = now - b->working_set_ns;
+	/* what costs nothing to get back: the pages of idle binaries' files
+	 * and free heap */
+	cp_modcache_release_pages(mc, idle);
 	malloc_trim(0);
 	rss = cp_rss_bytes();
-	/* then what costs a re-read, not so often that the binaries in use
-	 * are read again and again (a storm of programs) */
-	if (rss <= limit || (b->evicted_ns && now - b->evicted_ns < EVICT_EVERY_NS))
-		return;
-	b->evicted_ns = now;
-	b->evictions++;
-	/* the least recently used quarter of the binaries at a time */
-	while (rss > b->max && (n = cp_modcache_count(mc)) > KEEP_MIN) {
-		cp_modcache_evict(mc, n - n / 4 - 1 > KEEP_MIN ? n - n / 4 - 1 : KEEP_MIN);
+	/* then the idle binaries, least recently used first, a quarter at a
+	 * time; those in use (the working set) stay, or they would be read
+	 * again at once */
+	while (rss > b->max && (n = cp_modcache_count(mc)) > KEEP_MIN &&
+	       cp_modcache_evict_idle(mc, n - n / 4 - 1 > KEEP_MIN ? n - n / 4 - 1 : KEEP_MIN, idle)) {
+		b->evictions++;
 		malloc_trim(0);
 		rss = cp_rss_bytes();
 	}
-	if (rss > b->max) {
+	if (rss > b->max && cp_modcache_count(mc) <= KEEP_MIN) {
+		/* nothing but the binaries being read: the rules and addresses */
 		cp_unwind_forget_rules(b->u);
 		cp_symbolize_forget(b->s);
+		b->evictions++;
 		malloc_trim(0);
 		rss = cp_rss_bytes();
 	}
@@ -99,8 +102,8 @@ void cp_budget_keep(struct cp_budget *b)
 	if (b->floor && !b->warned) {
 		b->warned = true;
 		cp_log(b->verb, CP_LOG_WARN,
-		       "%" PRIu64 " MB resident with the caches emptied, over the memory budget of %" PRIu64
-		       " MB (--max-memory); the caches stay small",
+		       "%" PRIu64 " MB resident with the idle caches emptied, over the memory budget of %" PRIu64
+		       " MB (--max-memory): what runs now needs more",
 		       rss >> 20, b->max >> 20);
 	}
 }

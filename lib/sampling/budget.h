@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The recorder's memory budget (--max-memory): its resident set, read from
  * /proc/self/statm, against a limit.  Before a new binary is opened and
- * after each poll, while over the limit, it evicts what the recorder can
- * read again (least recently used binaries first, then the unwinder's rules
- * and the symbolizer's addresses) and gives freed heap back to the kernel:
- * pages and heap at most every 250 ms, caches cut at most every 2 s, so that
- * a working set larger than the budget costs a re-read every 2 s at worst
- * instead of one per program (the resident set then goes over the budget
- * between cuts).
- * Evicting never loses a sample; it costs a re-read.  What is not a cache
- * (the interval's profile, the processes, the ring) is not touched: when it
- * alone is over the limit, that is logged once and the caches stay small. */
+ * after each poll (at most every 250 ms), while over the limit, it gives
+ * back what the recorder can read again without cost (the pages of idle
+ * binaries' files, free heap), then closes idle binaries (not used for 10 s)
+ * least recently used first, and when only the binaries being read are left,
+ * forgets the unwinder's rules and the symbolizer's addresses.  Evicting
+ * never loses a sample; it costs a re-read.  The working set (binaries used
+ * in the last 10 s) stays: when it alone is over the limit, evicting it would
+ * read it again at once, so it is said once (a warning) and left. */
 #ifndef CP_BUDGET_H
 #define CP_BUDGET_H
 
@@ -27,7 +25,8 @@ struct cp_budget {
 	struct cp_symbolizer *s;
 	const char *verb; /* for the log line */
 	uint64_t evictions; /* times caches were cut */
-	int64_t released_ns, evicted_ns; /* CLOCK_MONOTONIC of the last release, cut */
+	int64_t released_ns;    /* CLOCK_MONOTONIC of the last look */
+	int64_t working_set_ns; /* binaries used this recently stay (10 s) */
 	bool warned;
 };
 

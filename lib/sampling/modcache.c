@@ -2,11 +2,16 @@
 #include "modcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "../util.h"
+#include "debuginfod.h"
 
 struct cp_modcache {
 	Dwfl_Callbacks cb;
@@ -14,6 +19,7 @@ struct cp_modcache {
 	size_t n, max;
 	uint64_t clock;
 	int vdso_fd;
+	struct cp_debuginfod *dbgd;
 	void (*on_open)(void *);
 	void *on_open_arg;
 };
@@ -77,42 +83,30 @@ void cp_modcache_free(struct cp_modcache *c)
 	free(c);
 }
 
-struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const struct cp_proc *p,
-			       const struct cp_map *m)
+/* Reads the file of sm (fd, consumed): NULL if it cannot be read. */
+static struct cp_mod *mod_open(struct cp_modcache *c, struct cp_mod *sm, const char *path, int fd)
 {
-	struct cp_mod *sm;
-	size_t i, nph;
-	int fd;
+	size_t nph;
 	Elf *elf;
 
-	for (i = 0; i < c->n; i++) {
-		if (!strcmp(c->mods[i]->key, key)) {
-			c->mods[i]->used = ++c->clock;
-			return c->mods[i]->mod ? c->mods[i] : NULL;
-		}
-	}
-	if (c->on_open)
-		c->on_open(c->on_open_arg);
-	cp_modcache_evict(c, c->max - 1);
-	sm = calloc(1, sizeof(*sm));
-	if (!sm || !(sm->key = strdup(key))) {
-		free(sm);
-		return NULL;
-	}
-	sm->used = ++c->clock;
-	c->mods[c->n++] = sm; /* failures are remembered too */
-	fd = cp_map_open(p, m, c->vdso_fd);
+	sm->owner = c;
 	if (fd < 0 || !(sm->dwfl = dwfl_begin(&c->cb))) {
 		if (fd >= 0)
 			close(fd);
 		return NULL;
 	}
 	dwfl_report_begin(sm->dwfl);
-	sm->mod = dwfl_report_offline(sm->dwfl, m->path, m->path, fd);
+	sm->mod = dwfl_report_offline(sm->dwfl, path, path, fd);
 	dwfl_report_end(sm->dwfl, NULL, NULL);
 	if (!sm->mod) {
 		close(fd);
 		return NULL;
+	}
+	if (c->dbgd) { /* for find_debuginfo_dbgd */
+		void **ud;
+
+		dwfl_module_info(sm->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+		*ud = sm;
 	}
 	elf = dwfl_module_getelf(sm->mod, &sm->bias);
 	if (!elf || elf_getphdrnum(elf, &nph) != 0) {
@@ -132,6 +126,118 @@ struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const str
 	return sm;
 }
 
+/* The session of key; a new one reads fd (consumed) or, when fd < 0, the
+ * file mapped by m in p. */
+static struct cp_mod *mod_get(struct cp_modcache *c, const char *key, const struct cp_proc *p,
+			      const struct cp_map *m, const char *path, int fd)
+{
+	struct cp_mod *sm;
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		if (!strcmp(c->mods[i]->key, key)) {
+			c->mods[i]->used = ++c->clock;
+			c->mods[i]->used_ns = cp_mono_ns();
+			if (fd >= 0)
+				close(fd);
+			return c->mods[i]->mod ? c->mods[i] : NULL;
+		}
+	}
+	if (c->on_open)
+		c->on_open(c->on_open_arg);
+	cp_modcache_evict(c, c->max - 1);
+	sm = calloc(1, sizeof(*sm));
+	if (!sm || !(sm->key = strdup(key))) {
+		free(sm);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	sm->used = ++c->clock;
+	sm->used_ns = cp_mono_ns();
+	c->mods[c->n++] = sm; /* failures are remembered too */
+	if (fd < 0)
+		fd = cp_map_open(p, m, c->vdso_fd);
+	return mod_open(c, sm, path, fd);
+}
+
+struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const struct cp_proc *p,
+			       const struct cp_map *m)
+{
+	return mod_get(c, key, p, m, m->path, -1);
+}
+
+/* ---- debuginfod ---- */
+
+struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const char *path, int fd)
+{
+	if (fd < 0)
+		return NULL;
+	return mod_get(c, key, NULL, NULL, path, fd);
+}
+
+size_t cp_modcache_drop_landed(struct cp_modcache *c)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; c->dbgd && i < c->n;) {
+		struct cp_mod *sm = c->mods[i];
+
+		/* the key of a file with a build id is the build id */
+		if (sm->debuginfo_pending && cp_debuginfod_lookup(c->dbgd, sm->key, NULL) == CP_DEBUGINFOD_FOUND) {
+			mod_free(sm);
+			c->mods[i] = c->mods[--c->n];
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+/* libdw's find_debuginfo with a debuginfod fetcher: the build-id lookup in
+ * the local directories, then the fetcher's cache; a file still being
+ * fetched marks the session (*userdata) pending.  Files without a build id
+ * get the standard lookup (by .gnu_debuglink), which has nothing to fetch. */
+static int find_debuginfo_dbgd(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			       const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			       char **debuginfo_file_name)
+{
+	struct cp_mod *sm = *userdata;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char hex[129], *path = NULL;
+	int len = dwfl_module_build_id(mod, &bits, &vaddr), fd;
+
+	if (len <= 0)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+						    debuglink_crc, debuginfo_file_name);
+	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					  debuginfo_file_name);
+	if (fd >= 0 || !sm || !sm->owner || !sm->owner->dbgd || len > 64)
+		return fd;
+	for (int i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	switch (cp_debuginfod_lookup(sm->owner->dbgd, hex, &path)) {
+	case CP_DEBUGINFOD_FOUND:
+		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		if (fd >= 0)
+			*debuginfo_file_name = path; /* libdw's now */
+		else
+			free(path);
+		return fd;
+	case CP_DEBUGINFOD_PENDING: sm->debuginfo_pending = true; return -1;
+	default: return -1;
+	}
+}
+
+void cp_modcache_set_debuginfod(struct cp_modcache *c, struct cp_debuginfod *d)
+{
+	c->dbgd = d;
+	if (d && c->cb.find_debuginfo == dwfl_standard_find_debuginfo)
+		c->cb.find_debuginfo = find_debuginfo_dbgd;
+}
+
 void cp_modcache_on_open(struct cp_modcache *c, void (*fn)(void *), void *arg)
 {
 	c->on_open = fn;
@@ -140,15 +246,26 @@ void cp_modcache_on_open(struct cp_modcache *c, void (*fn)(void *), void *arg)
 
 void cp_modcache_evict(struct cp_modcache *c, size_t keep)
 {
+	cp_modcache_evict_idle(c, keep, INT64_MAX);
+}
+
+size_t cp_modcache_evict_idle(struct cp_modcache *c, size_t keep, int64_t before_ns)
+{
+	size_t evicted = 0;
+
 	while (c->n > keep) {
 		size_t oldest = 0;
 
 		for (size_t i = 1; i < c->n; i++)
 			if (c->mods[i]->used < c->mods[oldest]->used)
 				oldest = i;
+		if (c->mods[oldest]->used_ns >= before_ns)
+			break; /* the rest is in use */
 		mod_free(c->mods[oldest]);
 		c->mods[oldest] = c->mods[--c->n];
+		evicted++;
 	}
+	return evicted;
 }
 
 /* Drop the pages of e's file image from this process (it stays mapped and
@@ -181,10 +298,11 @@ void cp_mod_release_pages(struct cp_mod *m)
 		release_image(dwarf_getelf(dw));
 }
 
-void cp_modcache_release_pages(struct cp_modcache *c)
+void cp_modcache_release_pages(struct cp_modcache *c, int64_t before_ns)
 {
 	for (size_t i = 0; i < c->n; i++)
-		cp_mod_release_pages(c->mods[i]);
+		if (c->mods[i]->used_ns < before_ns)
+			cp_mod_release_pages(c->mods[i]);
 }
 
 size_t cp_modcache_count(const struct cp_modcache *c)

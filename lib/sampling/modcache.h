@@ -26,6 +26,7 @@ struct cp_mod {
 	} seg[16];
 	int nseg;
 	uint64_t used;
+	int64_t used_ns; /* CLOCK_MONOTONIC of the last use */
 	/* the symbolizer's sorted function symbols */
 	struct cp_modsym {
 		uint64_t addr, size;
@@ -42,6 +43,10 @@ struct cp_mod {
 	} *cus;
 	size_t ncus, cucap;
 	size_t bytes; /* the heap this module's tables hold (symbols, scopes) */
+	/* debuginfod: the session's debug file was still being fetched when
+	 * libdw looked for it (the session lacks it for good) */
+	struct cp_modcache *owner;
+	bool debuginfo_pending;
 };
 
 /* A libdw find_debuginfo callback that finds none: CFI and symbols from the
@@ -64,13 +69,30 @@ struct cp_mod *cp_modcache_get(struct cp_modcache *c, const char *key, const str
 void cp_modcache_on_open(struct cp_modcache *c, void (*fn)(void *), void *arg);
 /* Closes the least recently used binaries until at most keep are open. */
 void cp_modcache_evict(struct cp_modcache *c, size_t keep);
+/* The same, but only binaries last used before before_ns (CLOCK_MONOTONIC);
+ * returns how many were closed. */
+size_t cp_modcache_evict_idle(struct cp_modcache *c, size_t keep, int64_t before_ns);
 size_t cp_modcache_count(const struct cp_modcache *c);
-/* Drops the pages of the open binaries' file images from the resident set
- * (they stay mapped; what is read again comes back from the page cache). */
-void cp_modcache_release_pages(struct cp_modcache *c);
+/* Drops the pages of the file images of the open binaries last used before
+ * before_ns from the resident set (they stay mapped; what is read again
+ * comes back from the page cache). */
+void cp_modcache_release_pages(struct cp_modcache *c, int64_t before_ns);
 /* The same for one binary. */
 void cp_mod_release_pages(struct cp_mod *m);
 
+/* Separate debug files not found locally come from d (not owned; set
+ * before the first get): by build id, never waiting (a file still being
+ * fetched sets debuginfo_pending).  Only libdw's build-id lookup is tried
+ * locally then: its standard lookup would fetch from $DEBUGINFOD_URLS
+ * itself, on the sampling path. */
+struct cp_debuginfod;
+void cp_modcache_set_debuginfod(struct cp_modcache *c, struct cp_debuginfod *d);
+/* Drops the sessions read while their debug file was being fetched and
+ * whose file has landed since; returns how many. */
+size_t cp_modcache_drop_landed(struct cp_modcache *c);
+/* cp_modcache_get for a file already open: fd (consumed) is the file of
+ * path, for when the process that mapped it may be gone. */
+struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const char *path, int fd);
 /* The module address (for libdw) of a file offset, or 0 when no segment holds it. */
 uint64_t cp_mod_addr(const struct cp_mod *m, uint64_t off);
 

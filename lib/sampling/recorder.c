@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "debuginfod.h"
 #include "../error.h"
 #include "launch.h"
 #include "../log.h"
@@ -16,16 +17,22 @@
 #include "budget.h"
 #include "../util.h"
 
+/* a fetch from debuginfod is given up after this, and the end of a
+ * recording waits at most this for those in flight */
+#define DEBUGINFOD_TIMEOUT_MS 15000
+
 struct cp_recorder {
 	struct cp_recorder_opts o;
 	struct cp_procs *procs;
 	struct cp_unwinder *unw;
 	struct cp_symbolizer *sym;
+	struct cp_debuginfod *dbgd; /* NULL: no servers */
 	struct cp_sampler *sampler;
 	struct cp_profile *one; /* !per_process: everything in one profile */
 	int64_t period;
 	uint64_t nsamples;
 	int error; /* the first failure inside a callback */
+	bool finished, waited; /* debuginfod: the last hand-over waits for the fetches */
 	uint64_t *pcs;
 	uint32_t *locs;
 	struct cp_budget budget;
@@ -298,12 +305,16 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	so.cgroup = o->cgroup;
 	so.idle = o->idle;
 	r->sampler = cp_sampler_new(&so, &ops, r);
-	if (!r->sampler) {
+	/* the fetcher after the sampler (whose absence says why first), before
+	 * the first sample is read */
+	if (!r->sampler || (o->debuginfod && !(r->dbgd = cp_debuginfod_new(o->debuginfod, DEBUGINFOD_TIMEOUT_MS,
+									      o->verb)))) {
 		err = errno; /* the message is in cp_errmsg() */
 		cp_recorder_free(r);
 		errno = err;
 		return NULL;
 	}
+	cp_symbolizer_set_debuginfod(r->sym, r->dbgd);
 	return r;
 nomem:
 	cp_recorder_free(r);
@@ -345,6 +356,7 @@ void cp_recorder_free(struct cp_recorder *r)
 		return;
 	cp_sampler_free(r->sampler);
 	cp_symbolizer_free(r->sym);
+	cp_debuginfod_free(r->dbgd);
 	cp_unwinder_free(r->unw);
 	cp_procs_free(r->procs, profile_free_user);
 	cp_profile_free(r->one);
@@ -368,6 +380,7 @@ int cp_recorder_finish(struct cp_recorder *r)
 	cp_sampler_stop(r->sampler);
 	while (cp_sampler_drain(r->sampler) >= 4096 && !r->error)
 		;
+	r->finished = true;
 	return r->error;
 }
 
@@ -468,6 +481,27 @@ static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *a
 	s->n++;
 }
 
+/* After the end: the fetches in flight get their time (a fetch gives up
+ * itself after DEBUGINFOD_TIMEOUT_MS, and says so). */
+static void wait_fetches(struct cp_recorder *r)
+{
+	if (r->dbgd && r->finished && !r->waited) {
+		cp_debuginfod_wait(r->dbgd, DEBUGINFOD_TIMEOUT_MS + 2000);
+		r->waited = true;
+	}
+}
+
+/* names from debug files that landed since the samples were taken */
+static void refresh_one(struct cp_proc *p, void *arg)
+{
+	struct cp_recorder *r = arg;
+	struct cp_profile *prof = p->user;
+	int err;
+
+	if (prof && prof->nsamples && !r->error && (err = cp_symbolize_refresh(r->sym, prof)))
+		r->error = err;
+}
+
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
 		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s)
 {
@@ -483,6 +517,12 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 	if (!s->a || !s->kv || !s->pid) {
 		cp_recorder_series_release(s);
 		return cp_error(ENOMEM, "out of memory gathering the series of a flush");
+	}
+	wait_fetches(r);
+	cp_procs_each(r->procs, refresh_one, r);
+	if (r->error) {
+		cp_recorder_series_release(s);
+		return r->error;
 	}
 	cp_recorder_each(r, series_one, &c);
 	return 0;
@@ -546,6 +586,11 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 
 	if (!next)
 		return NULL;
+	wait_fetches(r);
+	if (cp_symbolize_refresh(r->sym, p)) {
+		cp_profile_free(next);
+		return NULL;
+	}
 	r->one = next;
 	return p;
 }

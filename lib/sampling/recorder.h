@@ -34,10 +34,12 @@ struct cp_recorder_opts {
 	bool idle;            /* keep the idle task's samples */
 	bool no_kernel;       /* leave kernel frames out */
 	const char *debuginfo; /* where separate debug files are (NULL: libdw's default) */
+	const char *debuginfod; /* debuginfod servers, as $DEBUGINFOD_URLS (NULL: none); fetched
+				 * off the sampling path, a profile taken gets what landed */
+	const char *verb;       /* the command, in warnings ("record") */
 	bool per_process;     /* a profile per process; else one with pid and comm labels */
 	bool with_time;       /* the one profile has cpu nanoseconds beside the sample count */
 	uint64_t max_memory;  /* resident bytes the caches are cut to stay under (0: no limit; budget.h) */
-	const char *verb;     /* who logs (NULL: "record") */
 };
 
 /* Loads the symbol tables and starts sampling.  NULL + errno, with the
@@ -58,7 +60,9 @@ void cp_recorder_free(struct cp_recorder *r);
  * at a signal); an error inside the pipeline (out of memory) also comes
  * back here. */
 int cp_recorder_poll(struct cp_recorder *r, int timeout_ms);
-/* Stop sampling and take everything still in the ring buffers. */
+/* Stop sampling and take everything still in the ring buffers.  The next
+ * profiles handed over (take, series) first wait, a bounded time, for the
+ * debug files being fetched. */
 int cp_recorder_finish(struct cp_recorder *r);
 /* The sampling period in nanoseconds (1 s / freq). */
 int64_t cp_recorder_period(const struct cp_recorder *r);

@@ -115,6 +115,30 @@ int cp_recording_wait_ms(int64_t now, int64_t deadline, int64_t next_flush, bool
 	return ms > 0 ? (int)ms : 0;
 }
 
+void cp_recording_log_summary(struct cp_recording *g, int64_t ns, const char *remote, const char *data,
+			      const char *output)
+{
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	if (!cp_log_enabled(CP_LOG_INFO) || !(m = open_memstream(&line, &len)))
+		return;
+	cp_recorder_summary(g->rec, m, ns);
+	if (remote) {
+		if (cp_log_enabled(CP_LOG_DEBUG))
+			cp_recording_push_figures(g, m);
+		fprintf(m, " -> %s (cprof query --remote %s cpu)", remote, remote);
+	} else if (data) {
+		fprintf(m, " -> %s (cprof query --data %s cpu)", data, data);
+	} else {
+		fprintf(m, " -> %s", output ? output : "standard output");
+	}
+	fclose(m);
+	cp_log(g->verb, CP_LOG_INFO, "%s", line ? line : "");
+	free(line);
+}
+
 int cp_recording_end(struct cp_recording *g)
 {
 	char sz[32];

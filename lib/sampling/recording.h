@@ -57,6 +57,11 @@ int cp_recording_flush(struct cp_recording *g, int64_t now_wall);
  * more; what it still cannot take stays for the next run (a warning says
  * how much).  0 or -errno with a message. */
 int cp_recording_end(struct cp_recording *g);
+/* The run's one-line summary at info level (g->rec's counts over ns, then
+ * where it went: remote, else the store data, else output or standard
+ * output), logged as g->verb. */
+void cp_recording_log_summary(struct cp_recording *g, int64_t ns, const char *remote, const char *data,
+			      const char *output);
 /* For the summary line: " [pushes: sent ...]" with the push figures. */
 void cp_recording_push_figures(const struct cp_recording *g, FILE *out);
 

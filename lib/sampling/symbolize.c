@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "debuginfod.h"
 #include "../error.h"
 #include "../index.h"
 #include "modcache.h"
@@ -35,6 +36,15 @@ struct entry {
 };
 
 #define MAX_MODS 256
+#define MAX_LATE 64
+
+/* A binary read before its debug file landed (debuginfod) */
+struct late {
+	char key[41];
+	char *path;
+	int fd;      /* the binary, for when its processes are gone */
+	bool landed; /* its session was dropped, its addresses looked up again */
+};
 
 struct cp_symbolizer {
 	struct cp_unwinder *u;
@@ -51,6 +61,10 @@ struct cp_symbolizer {
 	bool ksyms_tried;
 	uint32_t kernel_mod;
 	struct cp_symbolize_counts counts;
+	struct cp_debuginfod *dbgd;
+	uint64_t dbgd_gen;
+	struct late *late;
+	size_t nlate;
 };
 
 #define MAX_INLINE 32
@@ -91,6 +105,12 @@ void cp_symbolizer_free(struct cp_symbolizer *s)
 	cp_ksyms_free(s->ksyms);
 	if (s->own_mc)
 		cp_modcache_free(s->mc);
+	for (size_t i = 0; i < s->nlate; i++) {
+		free(s->late[i].path);
+		if (s->late[i].fd >= 0)
+			close(s->late[i].fd);
+	}
+	free(s->late);
 	free(s);
 }
 
@@ -375,10 +395,8 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	return n;
 }
 
-static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
-			     const struct entry *e)
+static int entry_lines(struct cp_symbolizer *s, struct cp_profile *prof, const struct entry *e, struct cp_line *lines)
 {
-	struct cp_line lines[MAX_INLINE];
 	uint32_t n = e ? e->n : 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -400,7 +418,18 @@ static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, u
 		lines[i].line = sl->line;
 		lines[i].column = 0;
 	}
-	return cp_profile_location(prof, mapping, addr, lines, n, false);
+	return 0;
+}
+
+static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
+			     const struct entry *e)
+{
+	struct cp_line lines[MAX_INLINE];
+	int err = entry_lines(s, prof, e, lines);
+
+	if (err)
+		return err;
+	return cp_profile_location(prof, mapping, addr, lines, e ? e->n : 0, false);
 }
 
 static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t limit, uint64_t offset,
@@ -502,6 +531,142 @@ static int64_t jit_location(struct cp_symbolizer *s, struct cp_profile *prof, st
 	return named_location(s, prof, (uint32_t)mapping, addr, jit);
 }
 
+/* ---- debug files that land late (debuginfod) ---- */
+
+void cp_symbolizer_set_debuginfod(struct cp_symbolizer *s, struct cp_debuginfod *d)
+{
+	s->dbgd = d;
+	s->dbgd_gen = d ? cp_debuginfod_generation(d) : 0;
+	cp_modcache_set_debuginfod(s->mc, d);
+}
+
+/* Remembers that key was read without the debug file being fetched. */
+static void late_add(struct cp_symbolizer *s, const char *key, const struct cp_proc *p, const struct cp_map *m)
+{
+	struct late *l;
+
+	for (size_t i = 0; i < s->nlate; i++)
+		if (!strcmp(s->late[i].key, key))
+			return;
+	if (s->nlate >= MAX_LATE || strlen(key) >= sizeof(l->key))
+		return; /* its names stay as first read */
+	if (!s->late && !(s->late = calloc(MAX_LATE, sizeof(*s->late))))
+		return;
+	l = &s->late[s->nlate];
+	memset(l, 0, sizeof(*l));
+	if (!(l->path = strdup(m->path)))
+		return;
+	strcpy(l->key, key);
+	l->fd = cp_map_open(p, m, s->u ? cp_unwind_vdso_fd(s->u) : -1);
+	s->nlate++;
+}
+
+/* Fetches ended: the binaries read without the files that landed are
+ * dropped, and the address cache starts over, so that they are read again;
+ * those whose fetch failed are forgotten. */
+static void late_sync(struct cp_symbolizer *s)
+{
+	bool any = false;
+
+	s->dbgd_gen = cp_debuginfod_generation(s->dbgd); /* before the states */
+	for (size_t i = 0; i < s->nlate;) {
+		struct late *l = &s->late[i];
+		enum cp_debuginfod_state st = l->landed ? CP_DEBUGINFOD_FOUND : cp_debuginfod_lookup(s->dbgd, l->key, NULL);
+
+		if (st == CP_DEBUGINFOD_ABSENT) {
+			free(l->path);
+			if (l->fd >= 0)
+				close(l->fd);
+			*l = s->late[--s->nlate];
+			continue;
+		}
+		if (st == CP_DEBUGINFOD_FOUND && !l->landed)
+			l->landed = any = true;
+		i++;
+	}
+	if (cp_modcache_drop_landed(s->mc) || any)
+		cache_reset(s);
+}
+
+static const struct late *late_landed(const struct cp_symbolizer *s, const char *key)
+{
+	for (size_t i = 0; i < s->nlate; i++)
+		if (s->late[i].landed && !strcmp(s->late[i].key, key))
+			return &s->late[i];
+	return NULL;
+}
+
+int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
+{
+	uint8_t *redo;
+	bool any = false;
+
+	if (!s->dbgd || !prof)
+		return 0;
+	if (cp_debuginfod_generation(s->dbgd) != s->dbgd_gen)
+		late_sync(s);
+	if (!s->nlate || !prof->nmappings)
+		return 0;
+	if (!(redo = calloc(prof->nmappings, 1)))
+		return cp_error(ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < prof->nmappings; i++) {
+		struct cp_mapping *mp = &prof->mappings[i];
+
+		if (late_landed(s, cp_profile_string(prof, mp->build_id))) {
+			redo[i] = 1;
+			mp->has_functions = mp->has_filenames = mp->has_line_numbers = mp->has_inline_frames = true;
+			any = true;
+		}
+	}
+	for (uint32_t i = 0; any && i < prof->nlocations; i++) {
+		struct cp_location *loc = &prof->locations[i];
+		const struct cp_mapping *mp;
+		const struct late *l;
+		const struct entry *e;
+		struct cp_line lines[MAX_INLINE];
+		uint32_t mod;
+		uint64_t off;
+		int err;
+
+		if (!loc->mapping || !redo[loc->mapping - 1])
+			continue;
+		mp = &prof->mappings[loc->mapping - 1];
+		l = late_landed(s, cp_profile_string(prof, mp->build_id));
+		off = loc->address - mp->start + mp->offset;
+		mod = intern(s, l->key);
+		e = cache_find(s, mod, off);
+		if (!e) {
+			struct symline sl[MAX_INLINE];
+			struct cp_mod *sm;
+			uint64_t maddr;
+			uint32_t n;
+
+			if (s->n >= s->max) {
+				cache_reset(s);
+				mod = intern(s, l->key);
+			}
+			sm = cp_modcache_get_fd(s->mc, l->key, l->path, l->fd >= 0 ? dup(l->fd) : -1);
+			maddr = sm ? cp_mod_addr(sm, off) : 0;
+			n = maddr ? lookup(s, sm, maddr, sl) : 0;
+			if (!n)
+				continue; /* not in the binary any more: as it was */
+			if (!(e = cache_add(s, mod, off, sl, n))) {
+				free(redo);
+				return cp_error(ENOMEM, "out of memory caching a symbol");
+			}
+		}
+		if (!e->n)
+			continue;
+		if ((err = entry_lines(s, prof, e, lines)) ||
+		    (err = cp_profile_set_lines(prof, i + 1, lines, e->n))) {
+			free(redo);
+			return err;
+		}
+	}
+	free(redo);
+	return 0;
+}
+
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
 			  bool is_return)
 {
@@ -514,6 +679,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	int64_t mapping;
 
 	s->counts.lookups++;
+	if (s->dbgd && cp_debuginfod_generation(s->dbgd) != s->dbgd_gen)
+		late_sync(s);
 	m = (struct cp_map *)cp_proc_find_map(p, addr);
 	if (!m && cp_proc_refresh(p, addr) == 0)
 		m = (struct cp_map *)cp_proc_find_map(p, addr);
@@ -542,6 +709,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		uint64_t off = addr - m->start + m->pgoff, maddr = sm ? cp_mod_addr(sm, off) : 0;
 
 		n = maddr ? lookup(s, sm, maddr, lines) : 0;
+		if (sm && sm->debuginfo_pending)
+			late_add(s, key, p, m);
 		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
 		if (!e)
 			return cp_error(ENOMEM, "out of memory caching a symbol");

@@ -38,6 +38,15 @@ void cp_symbolize_preload(struct cp_symbolizer *s);
 /* The same for a kernel address. */
 int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return);
 
+/* Debug files from debuginfod (d not owned; set before the first lookup).
+ * A binary read while its debug file was still being fetched is read again
+ * once it lands, and its addresses looked up again. */
+struct cp_debuginfod;
+void cp_symbolizer_set_debuginfod(struct cp_symbolizer *s, struct cp_debuginfod *d);
+/* The locations of prof in binaries whose debug file landed after they were
+ * looked up get the names, inline frames and lines it brings.  0 or -errno. */
+int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof);
+
 struct cp_symbolize_counts {
 	uint64_t lookups, misses, kernel_symbols;
 };

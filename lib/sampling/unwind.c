@@ -358,6 +358,11 @@ void cp_unwind_counts(const struct cp_unwinder *u, struct cp_unwind_counts *c)
 	*c = u->counts;
 }
 
+int cp_unwind_vdso_fd(const struct cp_unwinder *u)
+{
+	return u->vdso_fd;
+}
+
 struct cp_modcache *cp_unwind_modcache(struct cp_unwinder *u)
 {
 	return u->mc;

@@ -37,6 +37,9 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
  * (debuginfo_path), for the symbolizer to share; owned by u. */
 struct cp_modcache;
 struct cp_modcache *cp_unwind_modcache(struct cp_unwinder *u);
+/* The vDSO image (a file descriptor, -1 if none), which stands in for
+ * "[vdso]" mappings. */
+int cp_unwind_vdso_fd(const struct cp_unwinder *u);
 /* Drop the cached rules (a memory budget); they are read again as needed. */
 void cp_unwind_forget_rules(struct cp_unwinder *u);
 

@@ -305,6 +305,31 @@ START_TEST(test_locations_dedup)
 }
 END_TEST
 
+/* symbols learnt late: a location's lines are replaced, and it is found by
+ * its new lines (not its old ones) */
+START_TEST(test_location_set_lines)
+{
+	struct cp_profile *p = cp_profile_new();
+	struct cp_function f = { str(p, "f"), 0, 0, 0 }, g = { str(p, "g"), 0, 0, 0 };
+	struct cp_line lines[2] = { { 0, 10, 0 }, { 0, 20, 0 } };
+
+	lines[0].function = (uint32_t)cp_profile_function(p, &f);
+	lines[1].function = (uint32_t)cp_profile_function(p, &g);
+	ck_assert_int_eq(cp_profile_location(p, 1, 0x1000, NULL, 0, false), 1); /* bare: no symbols yet */
+	ck_assert_int_eq(cp_profile_location(p, 1, 0x2000, lines, 1, false), 2);
+	ck_assert_int_eq(cp_profile_set_lines(p, 1, lines, 2), 0);
+	ck_assert_uint_eq(cp_profile_loc(p, 1)->nlines, 2);
+	ck_assert_uint_eq(p->lines[cp_profile_loc(p, 1)->line_off + 1].function, lines[1].function);
+	ck_assert_int_eq(cp_profile_location(p, 1, 0x1000, lines, 2, false), 1);  /* found by its new lines */
+	ck_assert_int_eq(cp_profile_location(p, 1, 0x1000, NULL, 0, false), 3);   /* the old key is free */
+	ck_assert_int_eq(cp_profile_loc(p, 2)->nlines, 1);                        /* the others untouched */
+	ck_assert_int_eq(cp_profile_set_lines(p, 3, lines, 2), 0);                /* equal to 1: both stand */
+	ck_assert_int_eq(cp_profile_location(p, 1, 0x1000, lines, 2, false), 1);
+	ck_assert_uint_eq(p->nlocations, 3);
+	cp_profile_free(p);
+}
+END_TEST
+
 START_TEST(test_stacks_dedup)
 {
 	struct cp_profile *p = cp_profile_new();
@@ -1250,6 +1275,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(intern, test_functions_dedup);
 	tcase_add_test(intern, test_mappings_dedup);
 	tcase_add_test(intern, test_locations_dedup);
+	tcase_add_test(intern, test_location_set_lines);
 	tcase_add_test(intern, test_stacks_dedup);
 	tcase_add_test(intern, test_labelsets_dedup);
 	tcase_add_test(intern, test_index_direct);

@@ -30,7 +30,7 @@ rec= storm= busy=
 stop_at_exit storm rec busy
 
 need_root "cprof record --all, perf record -a, kernel.bpf_stats_enabled"
-need_tools "$PERF" "$BPFTOOL" gcc node python3
+need_tools "$PERF" "$BPFTOOL" jq gcc node python3
 storm_prepare
 STORM_INTERPRETERS=1
 hz=$(getconf CLK_TCK)
@@ -44,25 +44,18 @@ cpu_s() { sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$hz" '{ printf "%.3f", ($
 # bpf_now: "RUN_S SAMPLES DROPPED": the run time in seconds of cprof's BPF programs (named cp_*; one cprof
 # runs at a time here), and the samples its program took and dropped (its per-CPU stats map, read with
 # the map's BTF)
+# (bpftool and jq: C programs, cheap for the recorder to symbolize; a python3 here would put
+# libpython's DWARF into the measured window)
 bpf_now() {
-	python3 - "$BPFTOOL" << 'PY'
-import json, subprocess, sys
-tool = sys.argv[1]
-progs = json.loads(subprocess.run([tool, "prog", "show", "-j"], capture_output=True, check=True).stdout)
-run = sum(p.get("run_time_ns", 0) for p in progs if str(p.get("name", "")).startswith("cp_"))
-taken = dropped = 0
-for p in progs:
-    if p.get("name") != "cp_sample":
-        continue
-    for m in p.get("map_ids", []):
-        out = subprocess.run([tool, "map", "dump", "id", str(m), "-j"], capture_output=True).stdout
-        for e in json.loads(out or b"[]"):
-            for v in e.get("formatted", {}).get("values", []):
-                if isinstance(v.get("value"), dict) and "samples" in v["value"]:
-                    taken += v["value"]["samples"]
-                    dropped += v["value"].get("dropped", 0)
-print("%.4f %d %d" % (run / 1e9, taken, dropped))
-PY
+	_progs=$("$BPFTOOL" prog show -j)
+	_run=$(printf '%s' "$_progs" | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0')
+	_taken=0 _dropped=0
+	for _m in $(printf '%s' "$_progs" | jq '.[] | select(.name == "cp_sample") | .map_ids[]?'); do
+		set -- $("$BPFTOOL" map dump id "$_m" -j 2> /dev/null | jq -r '[.[]?.formatted.values[]?.value
+			| objects | select(has("samples"))] | "\(map(.samples) | add // 0) \(map(.dropped // 0) | add // 0)"')
+		[ $# -eq 2 ] && _taken=$((_taken + $1)) _dropped=$((_dropped + $2))
+	done
+	awk -v r="$_run" -v t="$_taken" -v d="$_dropped" 'BEGIN { printf "%.4f %d %d\n", r / 1e9, t, d }'
 }
 rss_mb() { awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a + b }'; }

@@ -101,7 +101,7 @@ void cp_budget_keep(struct cp_budget *b)
 	b->floor = rss > b->max ? rss : 0;
 	if (b->floor && !b->warned) {
 		b->warned = true;
-		cp_log(b->verb, CP_LOG_INFO,
+		cp_log(b->verb, CP_LOG_DEBUG,
 		       "%" PRIu64 " MB resident with the idle caches emptied, over the memory budget of %" PRIu64
 		       " MB (--max-memory): what runs now needs more",
 		       rss >> 20, b->max >> 20);

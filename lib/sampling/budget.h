@@ -8,7 +8,8 @@
  * forgets the unwinder's rules and the symbolizer's addresses.  Evicting
  * never loses a sample; it costs a re-read.  The working set (binaries used
  * in the last 10 s) stays: when it alone is over the limit, evicting it would
- * read it again at once, so it is said once (at info level) and left. */
+ * read it again at once, so it is said once (at debug level: top's screen
+ * shares the terminal) and left. */
 #ifndef CP_BUDGET_H
 #define CP_BUDGET_H
 

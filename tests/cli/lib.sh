@@ -51,6 +51,9 @@ run() {
 serve_start() {
 	_name=$1
 	shift
+	# emptied here, not only by the background job's own redirection: that one
+	# can run after the loop below has read an earlier server's line (and URL)
+	: >"$T/$_name.out"
 	"$CPROF" serve "$@" >"$T/$_name.out" 2>"$T/$_name.err" &
 	SPID=$!
 	_i=0

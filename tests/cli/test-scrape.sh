@@ -34,6 +34,7 @@ fi
 start_target() {
 	_name=$1
 	shift
+	: >"$T/$_name.addr" # (not only in the background job, which may not have run yet when it is read)
 	"$T/target" -die-after 300s -v "$@" >"$T/$_name.addr" 2>>"$T/$_name.log" &
 	TPID=$!
 	PIDS="$PIDS $TPID"

@@ -20,6 +20,7 @@ t0=$(date +%s)
 serve() {
 	name=$1
 	shift
+	: >"$T/$name.out" # (not only in the background job, which may not have run yet when it is read)
 	"$CPROF" serve --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
 	pids="$pids $!"
 	url=

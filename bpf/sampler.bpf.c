@@ -184,10 +184,12 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
+/* raw tracepoints, not tp_btf: those need the kernel's whole BTF to attach
+ * (lib/sampling/btfmin.h), so the task fields are read with CO-RE */
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(cp_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
 	__u8 one = 1;
 
 	if (!follow_forks || ptgid == ctgid)
@@ -197,13 +199,13 @@ int BPF_PROG(cp_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(cp_exit, struct task_struct *task)
 {
-	__u32 tgid = task->tgid;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
 
 	/* the last thread of a followed process leaves: forget its tgid */
-	if (follow_forks && task->pid == tgid)
+	if (follow_forks && BPF_CORE_READ(task, pid) == tgid)
 		bpf_map_delete_elem(&pids, &tgid);
 	return 0;
 }

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
@@ -331,4 +333,41 @@ int64_t cp_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int cp_cache_dir(char *buf, size_t len)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	struct stat st;
+	int n;
+
+	if (x && *x)
+		n = snprintf(buf, len, "%s/cprof", x);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/cache/cprof");
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.cache/cprof", home);
+	else
+		return cp_error(ENOENT, "no directory for the cache ($HOME is not set)");
+	if (n < 0 || (size_t)n >= len)
+		return cp_error(ENAMETOOLONG, "the cache directory's name is too long");
+	if ((mkdir(buf, 0700) < 0 && errno != EEXIST) || stat(buf, &st) < 0)
+		return cp_error(errno, "cannot make the cache directory %s: %s", buf, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return cp_error(EPERM, "%s is not a directory only its owner can read: not used", buf);
+	return 0;
+}
+
+int cp_boot_id(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	bool got = f && fgets(buf, (int)len, f);
+
+	if (f)
+		fclose(f);
+	if (got)
+		buf[strcspn(buf, "\n")] = 0;
+	if (!got || !buf[0])
+		return cp_error(ENOENT, "no boot id in /proc/sys/kernel/random/boot_id");
+	return 0;
 }

@@ -53,6 +53,15 @@ int cp_check_creatable(const char *path);
  * the others 0755. 0 or -errno with a message. */
 int cp_mkdirs(const char *path, mode_t leaf_mode);
 
+/* The directory of cprof's caches, made (mode 0700) when missing: $XDG_CACHE_HOME/cprof,
+ * /var/cache/cprof for root, else ~/.cache/cprof.  A directory that is not its owner's
+ * alone is refused (EPERM): what is cached there (kernel addresses) is as secret as
+ * /proc/kallsyms.  0 or -errno with a message. */
+int cp_cache_dir(char *buf, size_t len);
+/* This boot's id (/proc/sys/kernel/random/boot_id, 36 characters): what a cache of the
+ * running kernel's state is keyed by.  0 or -errno with a message. */
+int cp_boot_id(char *buf, size_t len);
+
 /* Growable array helper: ensures *cap >= need (elements of size sz). */
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);
 

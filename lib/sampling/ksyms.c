@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +24,8 @@ struct cp_ksyms {
 	size_t n;
 	char *text;
 	size_t tlen;
-	char *blob; /* read from the cache: s and text point into it */
+	char *blob; /* the cache's image: s and text point into it */
+	size_t mapped; /* blob is the cache file mapped, this long (else malloc'ed) */
 };
 
 static int ksym_cmp(const void *a, const void *b)
@@ -135,7 +137,9 @@ void cp_ksyms_free(struct cp_ksyms *k)
 {
 	if (!k)
 		return;
-	if (k->blob) {
+	if (k->mapped) {
+		munmap(k->blob, k->mapped);
+	} else if (k->blob) {
 		free(k->blob);
 	} else {
 		free(k->s);
@@ -207,17 +211,13 @@ struct hdr {
 
 int cp_ksyms_key(char *buf, size_t len)
 {
-	char boot[64] = "", line[512];
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	char boot[64], line[512];
 	uint64_t h = 1469598103934665603ull;
+	FILE *f;
+	int err;
 
-	if (!f || !fgets(boot, sizeof(boot), f)) {
-		if (f)
-			fclose(f);
-		return cp_error(ENOENT, "no boot id: the kernel's symbols are not cached");
-	}
-	fclose(f);
-	boot[strcspn(boot, "\n")] = 0;
+	if ((err = cp_boot_id(boot, sizeof(boot))))
+		return err;
 	/* each module's name and address: what moves symbols */
 	if ((f = fopen("/proc/modules", "re"))) {
 		while (fgets(line, sizeof(line), f)) {
@@ -258,9 +258,9 @@ int cp_ksyms_encode(const struct cp_ksyms *k, const char *key, char **out, size_
 	return 0;
 }
 
-/* Decodes data (malloc'ed, len bytes), which the result then owns; on
- * failure data is freed. */
-static struct cp_ksyms *decode_owned(char *data, size_t len, const char *key)
+/* Decodes data (len bytes: malloc'ed, or mapped when mapped), which the
+ * result then owns; on failure data is freed or unmapped. */
+static struct cp_ksyms *decode_owned(char *data, size_t len, const char *key, bool mapped)
 {
 	struct cp_ksyms *k;
 	struct hdr h;
@@ -277,11 +277,11 @@ static struct cp_ksyms *decode_owned(char *data, size_t len, const char *key)
 	if (len - sizeof(h) - ns != h.tlen || data[len - 1] != 0)
 		goto bad;
 	if (!(k = calloc(1, sizeof(*k)))) {
-		free(data);
 		errno = ENOMEM;
-		return NULL;
+		goto fail;
 	}
 	k->blob = data;
+	k->mapped = mapped ? len : 0;
 	k->s = (struct ksym *)(void *)(data + sizeof(h));
 	k->text = data + sizeof(h) + ns;
 	k->n = h.n;
@@ -295,8 +295,12 @@ static struct cp_ksyms *decode_owned(char *data, size_t len, const char *key)
 	}
 	return k;
 bad:
-	free(data);
 	errno = EBADMSG;
+fail:
+	if (mapped)
+		munmap(data, len);
+	else
+		free(data);
 	return NULL;
 }
 
@@ -309,48 +313,33 @@ struct cp_ksyms *cp_ksyms_decode(const char *data, size_t len, const char *key)
 		return NULL;
 	}
 	memcpy(copy, data, len);
-	return decode_owned(copy, len, key);
-}
-
-/* The cache directory, created (mode 0700) when missing: a directory
- * others can read is not used. */
-static int cache_dir(char *buf, size_t len)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	struct stat st;
-	int n;
-
-	if (x && *x)
-		n = snprintf(buf, len, "%s/cprof", x);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/var/cache/cprof");
-	else if (home && *home)
-		n = snprintf(buf, len, "%s/.cache/cprof", home);
-	else
-		return cp_error(ENOENT, "no directory for the cache ($HOME is not set)");
-	if (n < 0 || (size_t)n >= len)
-		return cp_error(ENAMETOOLONG, "the cache directory's name is too long");
-	if ((mkdir(buf, 0700) < 0 && errno != EEXIST) || stat(buf, &st) < 0)
-		return cp_error(errno, "cannot make the cache directory %s: %s", buf, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		return cp_error(EPERM, "%s is not a directory only its owner can read: not used", buf);
-	return 0;
+	return decode_owned(copy, len, key, false);
 }
 
 struct cp_ksyms *cp_ksyms_load(void)
 {
 	char dir[4096], path[4200], key[128];
-	uint8_t *data = NULL;
 	size_t len = 0;
 	struct cp_ksyms *k = NULL;
 	char *img;
-	bool cache = cp_ksyms_key(key, sizeof(key)) == 0 && cache_dir(dir, sizeof(dir)) == 0;
+	bool cache = cp_ksyms_key(key, sizeof(key)) == 0 && cp_cache_dir(dir, sizeof(dir)) == 0;
+	struct stat st;
+	int fd;
 
 	if (cache) {
+		/* mapped, not read: only the table's pages are touched (checking
+		 * it), and only the names looked up (a read copied all 5 MB) */
 		snprintf(path, sizeof(path), "%s/kallsyms", dir);
-		if (cp_read_file(path, (size_t)64 << 20, &data, &len) == 0 &&
-		    (k = decode_owned((char *)data, len, key)) != NULL)
-			return k;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			void *m = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+						  st.st_size <= (off_t)64 << 20
+					  ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+					  : MAP_FAILED;
+
+			close(fd);
+			if (m != MAP_FAILED && (k = decode_owned(m, (size_t)st.st_size, key, true)) != NULL)
+				return k;
+		}
 	}
 	k = read_proc();
 	if (k && cache && cp_ksyms_encode(k, key, &img, &len) == 0) {

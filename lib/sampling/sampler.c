@@ -20,6 +20,7 @@
 #include "../error.h"
 #include "../util.h"
 #include "bpf/sampler.skel.h"
+#include "btfmin.h"
 
 struct cp_sampler {
 	struct sampler *skel;
@@ -365,13 +366,37 @@ static int online_cpus(bool **out, int *n)
 	return 0;
 }
 
+/* Opens and loads the program for o (CO-RE against the BTF at btf, or the
+ * kernel's when NULL) into s->skel: 0 or -errno, libbpf's last message in
+ * last_libbpf_msg. */
+static int load_skel(struct cp_sampler *s, const struct cp_sampler_opts *o, const char *btf)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf);
+	int err;
+
+	sampler__destroy(s->skel);
+	last_libbpf_msg[0] = 0;
+	if (!(s->skel = sampler__open_opts(&oo)))
+		return -errno;
+	s->skel->rodata->filter_pids = o->npids > 0;
+	s->skel->rodata->follow_forks = o->follow_forks;
+	s->skel->rodata->with_idle = o->idle;
+	s->skel->rodata->filter_cgroup = o->cgroup != NULL;
+	bpf_map__set_max_entries(s->skel->maps.samples, (uint32_t)ring_size(o));
+	err = sampler__load(s->skel);
+	return err < 0 ? err : -err;
+}
+
 struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct cp_sampler_ops *ops, void *arg)
 {
 	struct cp_sampler *s;
 	struct epoll_event ev;
 	int err, cpu, nposs;
-	bool *online = NULL;
+	bool *online = NULL, cut;
 	int nonline = 0;
+	char btfpath[4300];
+	const void *objbytes;
+	size_t objlen;
 
 	libbpf_set_print(libbpf_print);
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
@@ -396,16 +421,6 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 	if (err)
 		goto fail;
 
-	s->skel = sampler__open();
-	if (!s->skel) {
-		err = cp_error(errno, "cannot open the BPF program: %s", strerror(errno));
-		goto fail;
-	}
-	s->skel->rodata->filter_pids = o->npids > 0;
-	s->skel->rodata->follow_forks = o->follow_forks;
-	s->skel->rodata->with_idle = o->idle;
-	s->skel->rodata->filter_cgroup = o->cgroup != NULL;
-	bpf_map__set_max_entries(s->skel->maps.samples, (uint32_t)ring_size(o));
 	if (o->cgroup) {
 		struct stat st;
 
@@ -416,8 +431,18 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 			goto fail;
 		}
 	}
-	last_libbpf_msg[0] = 0;
-	err = sampler__load(s->skel);
+	/* relocated against the kernel types it needs, cached (btfmin.h); if
+	 * that fails to load, against the kernel's whole BTF */
+	objbytes = sampler__elf_bytes(&objlen);
+	cut = cp_btfmin_path(objbytes, objlen, btfpath, sizeof(btfpath)) == 0;
+	err = load_skel(s, o, cut ? btfpath : NULL);
+	if (err && cut && err != -EPERM && err != -EACCES) {
+		if (getenv("CPROF_DEBUG"))
+			fprintf(stderr, "the BPF program did not load with the cut BTF %s (%s): with the kernel's\n",
+				btfpath, strerror(-err));
+		cp_btfmin_forget(btfpath);
+		err = load_skel(s, o, NULL);
+	}
 	if (err) {
 		err = -err;
 		if (err == EPERM || err == EACCES)

@@ -144,6 +144,11 @@ else
 	# record's settings that would hide processes, /proc/kallsyms or /tmp/perf-PID.map
 	is "$(grep -E '^(ProtectProc|ProcSubset|PrivatePIDs|PrivateUsers|ProtectKernelTunables|ProtectKernelLogs|PrivateTmp=yes)' "$rec" "$once")" "" \
 		"the record units hide neither processes nor /proc/kallsyms nor /tmp"
+	# the caches (kernel symbols, the BPF program's kernel types) are writable under ProtectSystem=strict
+	for f in "$rec" "$once"; do
+		like "$(cat "$f")" '^CacheDirectory=cprof$' "$(basename "$f"): CacheDirectory=cprof (/var/cache/cprof, the caches)"
+		like "$(cat "$f")" '^CacheDirectoryMode=0700$' "$(basename "$f"): only root reads it (kernel addresses)"
+	done
 	# cprof-record-once.service has the hardening of cprof-record.service
 	hardening() { sed -n '/^# --- privileges/,/^\[Install\]/p' "$1"; }
 	ok "cprof-record-once.service has the hardening of cprof-record.service" \

@@ -351,7 +351,10 @@ int cp_cache_dir(char *buf, size_t len)
 		return cp_error(ENOENT, "no directory for the cache ($HOME is not set)");
 	if (n < 0 || (size_t)n >= len)
 		return cp_error(ENAMETOOLONG, "the cache directory's name is too long");
-	if ((mkdir(buf, 0700) < 0 && errno != EEXIST) || stat(buf, &st) < 0)
+	/* ~/.cache itself may not be there yet on a new account */
+	if ((n = cp_mkdirs(buf, 0700)) < 0)
+		return n;
+	if (stat(buf, &st) < 0)
 		return cp_error(errno, "cannot make the cache directory %s: %s", buf, strerror(errno));
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
 		return cp_error(EPERM, "%s is not a directory only its owner can read: not used", buf);

@@ -494,6 +494,11 @@ int cp_btfmin_path(const void *obj, size_t len, char *buf, size_t buflen)
 		return cp_error(ENAMETOOLONG, "the cache directory's name is too long");
 	if (access(buf, R_OK) == 0)
 		return 0;
+	/* a directory that cannot take the file (read-only, as /var/cache is
+	 * under ProtectSystem=strict without CacheDirectory=): not worth the
+	 * kernel's BTF parsed here and again by libbpf */
+	if (access(dir, W_OK) != 0)
+		return cp_error(errno, "cannot write the cache directory %s: %s", dir, strerror(errno));
 	if (!(kernel = btf__load_vmlinux_btf()))
 		return cp_error(errno, "cannot read the kernel's BTF: %s", strerror(errno));
 	err = cp_btfmin_build(obj, len, kernel, &raw, &rlen);

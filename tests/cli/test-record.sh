@@ -283,6 +283,42 @@ ok "JIT frames get their names from the perf map ($j of $t samples in jit_hot_lo
 wait "$pj"
 rm -f "$jitmap"
 
+# ---- the caches: the kernel's symbols, and the kernel types the BPF program reads ----
+# (kept across runs so that a run's start-up reads neither /proc/kallsyms nor the kernel's whole BTF)
+C="$T/cache"
+cached() { # cached NAME ARGS: record ARGS with the caches in $C; the hot samples reaching main in $T/NAME.pb.gz
+	run env XDG_CACHE_HOME="$C" timeout -s KILL 60 "$CPROF" record -q -F 499 -o "$T/$1.pb.gz" -- "$T/work" 1
+	f=$(folded -i "$T/$1.pb.gz" 2>/dev/null)
+	hot=$(printf '%s\n' "$f" | sum ';(hot_a|hot_b|inl_spin) [0-9]+$')
+	hot_main=$(printf '%s\n' "$f" | sum '(^|;)main;run;(hot_a|hot_b|hot_inline;inl_spin|inl_spin) [0-9]+$')
+}
+cached c1
+exits0 "with an empty cache directory: exit 0"
+btf=$(ls "$C"/cprof/btf-*.btf 2>/dev/null | head -n 1)
+ok "the kernel types the program reads are cached in \$XDG_CACHE_HOME/cprof (${btf##*/})" test -s "$btf"
+ok "and the kernel's symbols" test -s "$C/cprof/kallsyms"
+is "$(stat -c %a "$C/cprof")" 700 "in a directory only its owner can read"
+ok "a few types, not the kernel's 5 MB ($(wc -c <"$btf") bytes)" test "$(wc -c <"$btf")" -lt 65536
+cached c2
+ok "a second run with them: stacks reach main ($hot_main of $hot hot samples)" \
+	test "$hot" -gt 0 -a "$((100 * hot_main))" -ge "$((98 * hot))"
+# damaged caches: the run still works, with the kernel's own data, and makes them again
+printf 'not BTF at all' >"$btf"
+printf 'not kallsyms' >"$C/cprof/kallsyms"
+cached c3
+exits0 "damaged cache files: exit 0"
+ok "the stacks still reach main ($hot_main of $hot hot samples)" \
+	test "$hot" -gt 0 -a "$((100 * hot_main))" -ge "$((98 * hot))"
+ok "the kernel's symbols are cached again" test "$(wc -c <"$C/cprof/kallsyms")" -gt 1000
+ok "the damaged cut BTF is gone" test ! -e "$btf"
+cached c3b
+ok "and the next run makes it again" test "$(wc -c <"$btf" 2>/dev/null || echo 0)" -gt 100
+chmod 755 "$C/cprof"
+rm -f "$btf"
+cached c4
+exits0 "a cache directory others can read: exit 0"
+ok "and it is not used (nothing written there)" test ! -e "$btf"
+
 # ---- errors ----
 chmod 711 "$T"
 mkdir -m 777 "$T/pub"

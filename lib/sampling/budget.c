@@ -13,7 +13,7 @@
 
 /* binaries kept whatever the budget: the ones being read */
 #define KEEP_MIN 2
-/* how often the budget is looked at, at most (when over it) */
+/* how often the budget is looked at, at most */
 #define RELEASE_EVERY_NS 250000000LL
 /* binaries used this recently are the working set: not evicted */
 #define WORKING_SET_NS 10000000000LL
@@ -71,9 +71,13 @@ void cp_budget_keep(struct cp_budget *b)
 	 * once the caches have grown by a quarter of it */
 	limit = b->floor > b->max ? b->floor + b->max / 4 : b->max;
 	now = cp_mono_ns();
-	if (now - b->released_ns < RELEASE_EVERY_NS || (rss = cp_rss_bytes()) <= limit)
+	/* a look (reading /proc/self/statm) at most every 250 ms, over or
+	 * under: it is called for every poll and every binary opened */
+	if (now - b->released_ns < RELEASE_EVERY_NS)
 		return;
 	b->released_ns = now;
+	if ((rss = cp_rss_bytes()) <= limit)
+		return;
 	mc = cp_unwind_modcache(b->u);
 	idle = now - b->working_set_ns;
 	/* what costs nothing to get back: the pages of idle binaries' files

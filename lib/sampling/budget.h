@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The recorder's memory budget (--max-memory): its resident set, read from
  * /proc/self/statm, against a limit.  Before a new binary is opened and
- * after each poll (at most every 250 ms), while over the limit, it gives
+ * after each poll, at most every 250 ms, while over the limit, it gives
  * back what the recorder can read again without cost (the pages of idle
  * binaries' files, free heap), then closes idle binaries (not used for 10 s)
  * least recently used first, and when only the binaries being read are left,

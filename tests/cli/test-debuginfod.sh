@@ -63,6 +63,18 @@ done
 ok "debuginfod serves the debug file by build id ($URL/buildid/$bid/debuginfo)" test -n "$URL"
 [ -n "$URL" ] || { sed 's/^/# /' "$T/debuginfod.log" | tail -n 20; done_testing; exit; }
 
+# named FILE WHAT INLINE: the program's samples in FILE are named: more than half under
+# main;dbgd_outer_qz, the inlined dbgd_mix_qz its own frame, no address of the program inside a stack
+named() {
+	f=$(folded "$1")
+	total=$(printf '%s\n' "$f" | sum .)
+	outer=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz(;|[ ])')
+	inl=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz;dbgd_mix_qz [0-9]+$')
+	ok "$2 (main;dbgd_outer_qz: $outer of $total samples)" test "$outer" -gt $((total / 2))
+	ok "$3 (dbgd_outer_qz;dbgd_mix_qz: $inl samples)" test "$inl" -gt 0
+	unlike "$f" 'dbgd_qz\+0x[0-9a-f]+;' "no address of the program left inside a stack"
+}
+
 # ---- without the server's help: no names (what follows measures the server) ----
 run env DEBUGINFOD_URLS="$URL" "$CPROF" record --no-debuginfod -F 499 -o "$T/none.pb.gz" -- "$T/bin/dbgd_qz" 1
 exits0 "record --no-debuginfod exits 0"
@@ -76,14 +88,7 @@ ok "nothing was fetched (the cache is empty)" test ! -e "$T/cache/$bid/debuginfo
 run env DEBUGINFOD_URLS="$URL" "$CPROF" record -F 499 -o "$T/srv.pb.gz" -- "$T/bin/dbgd_qz" 1
 exits0 "record with DEBUGINFOD_URLS exits 0"
 unlike "$err" 'debuginfod' "no warning (libc's debug file is not on the server: that is no failure)"
-f=$(folded "$T/srv.pb.gz")
-total=$(printf '%s\n' "$f" | sum .)
-outer=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz(;|[ ])')
-inl=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz;dbgd_mix_qz [0-9]+$')
-ok "the stripped program's functions are named (main;dbgd_outer_qz: $outer of $total samples)" \
-	test "$outer" -gt $((total / 2))
-ok "the inlined function is its own frame (dbgd_outer_qz;dbgd_mix_qz: $inl samples)" test "$inl" -gt 0
-unlike "$f" 'dbgd_qz\+0x[0-9a-f]+;' "no address of the program left inside a stack"
+named "$T/srv.pb.gz" "the stripped program's functions are named" "the inlined function is its own frame"
 ok "the debug file is in the cache, by build id" test -s "$T/cache/$bid/debuginfo"
 json=$("$CPROF" query -t samples -f json -i "$T/srv.pb.gz")
 like "$json" '"name":"dbgd_mix_qz","file":"[^"]*dbgd\.c"' "functions have their source file"
@@ -136,13 +141,7 @@ rm -rf "$T/cache" # fetched again, late
 run rec --debuginfod "http://127.0.0.1:$(cat "$T/slow.port")" -F 499 -o "$T/late.pb.gz" -- "$T/bin/dbgd_qz" 1
 exits0 "record --debuginfod URL (a server answering after the program's end) exits 0"
 unlike "$err" 'lost' "no sample lost while the fetch was waiting"
-f=$(folded "$T/late.pb.gz")
-total=$(printf '%s\n' "$f" | sum .)
-outer=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz(;|[ ])')
-inl=$(printf '%s\n' "$f" | sum ';main;dbgd_outer_qz;dbgd_mix_qz [0-9]+$')
-ok "the samples taken before the file landed are named ($outer of $total samples)" test "$outer" -gt $((total / 2))
-ok "with the inlined function ($inl samples)" test "$inl" -gt 0
-unlike "$f" 'dbgd_qz\+0x[0-9a-f]+;' "no address of the program left inside a stack"
+named "$T/late.pb.gz" "the samples taken before the file landed are named" "with the inlined function"
 
 # the same into the store (a profile per process, refreshed at each flush)
 rm -rf "$T/cache"

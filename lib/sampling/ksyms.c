@@ -337,8 +337,12 @@ struct cp_ksyms *cp_ksyms_load(void)
 					  : MAP_FAILED;
 
 			close(fd);
-			if (m != MAP_FAILED && (k = decode_owned(m, (size_t)st.st_size, key, true)) != NULL)
+			if (m != MAP_FAILED && (k = decode_owned(m, (size_t)st.st_size, key, true)) != NULL) {
+				/* the check touched every page of the table: let them go
+				 * (lookups fault back the few they read) */
+				madvise(m, (size_t)st.st_size, MADV_DONTNEED);
 				return k;
+			}
 		}
 	}
 	k = read_proc();

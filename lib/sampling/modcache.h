@@ -27,11 +27,13 @@ struct cp_mod {
 	int nseg;
 	uint64_t used;
 	int64_t used_ns; /* CLOCK_MONOTONIC of the last use */
-	/* the symbolizer's sorted function symbols */
+	/* the symbolizer's sorted function symbols: 16 bytes each, the name
+	 * read from the symbol table (by index) when an address is looked up */
 	struct cp_modsym {
-		uint64_t addr, size;
-		const char *name;
-		int rank; /* binding: global 0, weak 1, local 2 */
+		uint64_t addr;
+		uint32_t size; /* clamped */
+		uint32_t idx;  /* the index in the module's symbol table, and
+				* while sorting, CP_MODSYM_RANK_* bits */
 	} *syms;
 	size_t nsyms;
 	bool syms_read;

@@ -237,61 +237,78 @@ static const char *die_name(Dwarf_Die *die)
 	return n ? n : dwarf_diename(die);
 }
 
-/* Look addr up with libdw: innermost (inlined) frame first. */
+/* While sorting, a symbol's preference among those at one address rides
+ * in the top bits of its index: its binding (global 0, weak 1, local 2)
+ * and whether its name has a clone suffix ('.'). */
+#define SYM_IDX_BITS 28
+#define SYM_IDX_MASK ((1u << SYM_IDX_BITS) - 1)
+#define SYM_DOT (1u << SYM_IDX_BITS)
+#define SYM_RANK_SHIFT (SYM_IDX_BITS + 1)
+
 static int modsym_cmp(const void *a, const void *b)
 {
 	const struct cp_modsym *x = a, *y = b;
+	uint32_t px = x->idx >> SYM_IDX_BITS, py = y->idx >> SYM_IDX_BITS;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* sized symbols first, then global-looking names (no '.' clone suffix) */
+	/* sized symbols first, then global-looking names (no '.' clone
+	 * suffix): rank, then the dot bit */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	return (strchr(x->name, '.') != NULL) - (strchr(y->name, '.') != NULL);
+	return px == py ? 0 : px < py ? -1 : 1;
 }
 
 static void read_syms(struct cp_mod *sm)
 {
 	int n = dwfl_module_getsymtab(sm->mod);
-	size_t cap = 0, k = 0;
+	size_t k = 0;
+	struct cp_modsym *shrunk;
 
 	sm->syms_read = true;
+	if (n <= 1 || (uint32_t)n > SYM_IDX_MASK || !(sm->syms = malloc((size_t)n * sizeof(*sm->syms))))
+		return;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		const char *name = dwfl_module_getsym_info(sm->mod, i, &sym, &addr, NULL, NULL, NULL);
-		int type = GELF_ST_TYPE(sym.st_info);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		uint32_t rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 
 		if (!name || !*name || addr == 0 || sym.st_shndx == SHN_UNDEF ||
 		    (type != STT_FUNC && type != STT_GNU_IFUNC))
 			continue;
-		if (cp_grow((void **)&sm->syms, &cap, sm->nsyms + 1, sizeof(*sm->syms)))
-			return;
 		sm->syms[sm->nsyms].addr = addr;
-		sm->syms[sm->nsyms].size = sym.st_size;
-		sm->syms[sm->nsyms].name = name;
-		sm->syms[sm->nsyms].rank = GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 0
-					   : GELF_ST_BIND(sym.st_info) == STB_WEAK ? 1 : 2;
+		sm->syms[sm->nsyms].size = sym.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.st_size;
+		sm->syms[sm->nsyms].idx = (uint32_t)i | (strchr(name, '.') ? SYM_DOT : 0) | rank << SYM_RANK_SHIFT;
 		sm->nsyms++;
 	}
-	if (!sm->nsyms)
+	if (!sm->nsyms) {
+		free(sm->syms);
+		sm->syms = NULL;
 		return;
+	}
 	cp_qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
 	/* one symbol per address: the first after sorting */
 	for (size_t i = 1; i < sm->nsyms; i++)
 		if (sm->syms[i].addr != sm->syms[k].addr)
 			sm->syms[++k] = sm->syms[i];
 	sm->nsyms = k + 1;
+	for (size_t i = 0; i < sm->nsyms; i++)
+		sm->syms[i].idx &= SYM_IDX_MASK;
+	if ((shrunk = realloc(sm->syms, sm->nsyms * sizeof(*sm->syms))))
+		sm->syms = shrunk;
 	/* the names stay in the file's image: its pages, touched once by this
 	 * scan, come back as lookups need them */
 	cp_mod_release_pages(sm);
-	sm->bytes += cap * sizeof(*sm->syms);
+	sm->bytes += sm->nsyms * sizeof(*sm->syms);
 }
 
 static const char *find_sym(struct cp_mod *sm, uint64_t addr)
 {
+	const struct cp_modsym *y;
+	GElf_Sym sym;
+	GElf_Addr a;
 	size_t lo;
 
 	if (!sm->syms_read)
@@ -300,9 +317,10 @@ static const char *find_sym(struct cp_mod *sm, uint64_t addr)
 	lo = cp_upper_bound_u64(sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
 	if (lo == 0)
 		return NULL;
-	if (sm->syms[lo - 1].size && addr - sm->syms[lo - 1].addr >= sm->syms[lo - 1].size)
+	y = &sm->syms[lo - 1];
+	if (y->size && addr - y->addr >= y->size)
 		return NULL;
-	return sm->syms[lo - 1].name;
+	return dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
 }
 
 /* The scopes around pc in cu, from the unit's index (built at its first
@@ -327,6 +345,7 @@ static int cu_scopes_find(struct cp_mod *sm, Dwarf_Die *cu, uint64_t pc, Dwarf_D
 	return cp_scopes_find(sc, pc, out, max);
 }
 
+/* Look addr up with libdw: innermost (inlined) frame first. */
 static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out)
 {
 	Dwfl_Module *mod = sm->mod;

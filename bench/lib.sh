@@ -92,8 +92,12 @@ int (*cmp_fn(void))(const void *, const void *) { return cmp; }
 EOF
 }
 # run_storm SECONDS: one loop per CPU of short-lived programs, in the background; with
-# STORM_INTERPRETERS=1 each round also runs a short node and python3 program (as busy hosts start them)
+# STORM_INTERPRETERS=1 each round also runs a short node and python3 program (as busy hosts start them).
+# The python3 is Debian's (STORM_PYTHON, default /usr/bin/python3), as on the hosts the benchmark
+# stands for: one found first on PATH may be a shim (pyenv's runs bash and pyenv for each start) and
+# a self-built interpreter with its DWARF, a different storm.
 run_storm() {
+	_py=${STORM_PYTHON:-/usr/bin/python3}
 	storm=
 	end=$(($(date +%s) + $1))
 	for i in $(seq "$ncpu"); do
@@ -105,7 +109,7 @@ run_storm() {
 				sed -n '$p' /etc/services > /dev/null
 				if [ -n "${STORM_INTERPRETERS:-}" ]; then
 					node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)' > /dev/null
-					python3 -c 'print(sum(i % 7 for i in range(300000)))' > /dev/null
+					"$_py" -c 'print(sum(i % 7 for i in range(300000)))' > /dev/null
 				fi
 			done
 		) &

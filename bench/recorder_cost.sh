@@ -30,7 +30,7 @@ rec= storm= busy=
 stop_at_exit storm rec busy
 
 need_root "cprof record --all, perf record -a, kernel.bpf_stats_enabled"
-need_tools "$PERF" "$BPFTOOL" jq gcc node python3
+need_tools "$PERF" "$BPFTOOL" jq gcc node "${STORM_PYTHON:-/usr/bin/python3}"
 storm_prepare
 STORM_INTERPRETERS=1
 hz=$(getconf CLK_TCK)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,12 @@
 #include <unistd.h>
 
 #include "../util.h"
+#include "debugcopy.h"
 #include "debuginfod.h"
+
+typedef int find_debuginfo_fn(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			      const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			      char **debuginfo_file_name);
 
 struct cp_modcache {
 	Dwfl_Callbacks cb;
@@ -22,6 +28,9 @@ struct cp_modcache {
 	struct cp_debuginfod *dbgd;
 	void (*on_open)(void *);
 	void *on_open_arg;
+	/* where separate debug files are found (libdw's standard lookup, or
+	 * with debuginfod's); find_debuginfo_copy wraps it */
+	find_debuginfo_fn *find;
 };
 
 int cp_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, const char *file_name,
@@ -38,6 +47,78 @@ int cp_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	return -1;
 }
 
+static find_debuginfo_fn find_debuginfo_dbgd;
+
+/* The debug file of build id hex in the build-id trees of the search path
+ * (libdw's syntax: ':'-separated, '+'/'-' flags; its default when NULL), or
+ * -1. */
+static int open_build_id_file(char **debuginfo_path, const char *hex)
+{
+	const char *p = debuginfo_path && *debuginfo_path ? *debuginfo_path : ":.debug:/usr/lib/debug";
+	char path[PATH_MAX];
+
+	while (*p) {
+		size_t n = strcspn(p, ":");
+		const char *dir = p;
+
+		while (n && (*dir == '+' || *dir == '-'))
+			dir++, n--;
+		if (n && *dir == '/' && n < sizeof(path) - 160) {
+			int fd;
+
+			snprintf(path, sizeof(path), "%.*s/.build-id/%.2s/%s.debug", (int)n, dir, hex, hex + 2);
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
+				return fd;
+		}
+		p = dir + n;
+		if (*p == ':')
+			p++;
+	}
+	return -1;
+}
+
+/* libdw's find_debuginfo: a debug file with compressed sections is read
+ * from its uncompressed copy (debugcopy.h), else the owner's lookup.  The
+ * build-id trees are looked in here first: the standard lookup would open
+ * the compressed file itself (and libdw would keep that one). */
+static int find_debuginfo_copy(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			       const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			       char **debuginfo_file_name)
+{
+	struct cp_mod *sm = *userdata;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &bits, &vaddr), fd;
+
+	if (len > 1 && len <= 64) {
+		char *name = NULL, hex[129];
+
+		for (int i = 0; i < len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+		if ((fd = cp_debugcopy_open(hex, &name)) < 0 &&
+		    (fd = open_build_id_file(sm && sm->owner ? sm->owner->cb.debuginfo_path : NULL, hex)) >= 0) {
+			int copy = cp_debugcopy(fd, hex, &name);
+
+			if (copy == fd) { /* not compressed: the standard lookup's */
+				close(fd);
+				fd = -1;
+			} else {
+				fd = copy;
+			}
+		}
+		if (fd >= 0) {
+			*debuginfo_file_name = name;
+			return fd;
+		}
+		free(name);
+	}
+	if (!sm || !sm->owner)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+						    debuglink_crc, debuginfo_file_name);
+	return sm->owner->find(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+			       debuginfo_file_name);
+}
+
 struct cp_modcache *cp_modcache_new(size_t max, char **debuginfo_path, bool separate_debug, int vdso_fd)
 {
 	struct cp_modcache *c = calloc(1, sizeof(*c));
@@ -52,7 +133,8 @@ struct cp_modcache *cp_modcache_new(size_t max, char **debuginfo_path, bool sepa
 		return NULL;
 	}
 	c->cb.find_elf = dwfl_build_id_find_elf;
-	c->cb.find_debuginfo = separate_debug ? dwfl_standard_find_debuginfo : cp_no_debuginfo;
+	c->find = dwfl_standard_find_debuginfo;
+	c->cb.find_debuginfo = separate_debug ? find_debuginfo_copy : cp_no_debuginfo;
 	c->cb.section_address = dwfl_offline_section_address;
 	c->cb.debuginfo_path = debuginfo_path;
 	c->vdso_fd = vdso_fd;
@@ -102,7 +184,7 @@ static struct cp_mod *mod_open(struct cp_modcache *c, struct cp_mod *sm, const c
 		close(fd);
 		return NULL;
 	}
-	if (c->dbgd) { /* for find_debuginfo_dbgd */
+	{ /* for find_debuginfo_copy and find_debuginfo_dbgd */
 		void **ud;
 
 		dwfl_module_info(sm->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -221,6 +303,8 @@ static int find_debuginfo_dbgd(Dwfl_Module *mod, void **userdata, const char *mo
 	switch (cp_debuginfod_lookup(sm->owner->dbgd, hex, &path)) {
 	case CP_DEBUGINFOD_FOUND:
 		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		/* opened by name here, so its uncompressed copy can stand in */
+		fd = cp_debugcopy(fd, hex, &path);
 		if (fd >= 0)
 			*debuginfo_file_name = path; /* libdw's now */
 		else
@@ -234,8 +318,8 @@ static int find_debuginfo_dbgd(Dwfl_Module *mod, void **userdata, const char *mo
 void cp_modcache_set_debuginfod(struct cp_modcache *c, struct cp_debuginfod *d)
 {
 	c->dbgd = d;
-	if (d && c->cb.find_debuginfo == dwfl_standard_find_debuginfo)
-		c->cb.find_debuginfo = find_debuginfo_dbgd;
+	if (d)
+		c->find = find_debuginfo_dbgd;
 }
 
 void cp_modcache_on_open(struct cp_modcache *c, void (*fn)(void *), void *arg)

@@ -100,6 +100,42 @@ else
 	like "$out" ' dbgd_outer_qz .*dbgd\.c:[0-9]+$' "and its caller too"
 fi
 
+# ---- a local debug file with compressed sections (as Debian's -dbg and dbgsym packages ship them) ----
+# libdw would hold its sections uncompressed on the heap; cprof reads an uncompressed copy it keeps in
+# its cache directory instead
+d2=$(printf '%s' "$bid" | cut -c1-2) rest=$(printf '%s' "$bid" | cut -c3-)
+mkdir -p "$T/dbg/.build-id/$d2" "$T/xdg"
+chmod 700 "$T/xdg"
+objcopy --compress-debug-sections=zlib "$T/srv/dbgd_qz.debug" "$T/dbg/.build-id/$d2/$rest.debug"
+like "$(readelf -SW "$T/dbg/.build-id/$d2/$rest.debug" | grep ' .debug_info ')" ' C ' \
+	"objcopy --compress-debug-sections compresses the debug file's .debug_info (flag C)"
+copy=$T/xdg/cprof/debug-$bid.debug
+run env XDG_CACHE_HOME="$T/xdg" "$CPROF" record --no-debuginfod --debuginfo-path "$T/dbg" -F 499 \
+	-o "$T/z1.pb.gz" -- "$T/bin/dbgd_qz" 1
+exits0 "record with the compressed debug file in --debuginfo-path exits 0"
+named "$T/z1.pb.gz" "the functions are named from it" "the inlined function is its own frame"
+ok "an uncompressed copy is in the cache directory (debug-BUILDID.debug)" test -s "$copy"
+unlike "$(readelf -SW "$copy" | grep ' .debug_')" ' C ' "with no section compressed"
+ok "bigger than the compressed file" \
+	test "$(wc -c <"$copy")" -gt "$(wc -c <"$T/dbg/.build-id/$d2/$rest.debug")"
+ino=$(stat -c %i "$copy")
+run env XDG_CACHE_HOME="$T/xdg" "$CPROF" record --no-debuginfod --debuginfo-path "$T/dbg" -F 499 \
+	-o "$T/z2.pb.gz" -- "$T/bin/dbgd_qz" 1
+named "$T/z2.pb.gz" "a second run: named (from the copy)" "and the inlined function"
+is "$(stat -c %i "$copy")" "$ino" "the copy is reused, not written again"
+printf 'damaged' >"$copy"
+run env XDG_CACHE_HOME="$T/xdg" "$CPROF" record --no-debuginfod --debuginfo-path "$T/dbg" -F 499 \
+	-o "$T/z3.pb.gz" -- "$T/bin/dbgd_qz" 1
+exits0 "a damaged copy: exit 0"
+named "$T/z3.pb.gz" "still named" "and the inlined function"
+ok "the copy is made again" test "$(wc -c <"$copy")" -gt 1000
+chmod 755 "$T/xdg/cprof"
+rm -f "$copy"
+run env XDG_CACHE_HOME="$T/xdg" "$CPROF" record --no-debuginfod --debuginfo-path "$T/dbg" -F 499 \
+	-o "$T/z4.pb.gz" -- "$T/bin/dbgd_qz" 1
+named "$T/z4.pb.gz" "a cache directory others can read: named from the compressed file" "and the inlined function"
+ok "and no copy is written there" test ! -e "$copy"
+
 # ---- a fetch that lands after the program has exited: the end of the recording waits for it ----
 # a proxy in front of the server answers each connection 2 s late: every
 # sample of the 1 s program is taken before the file lands

@@ -15,6 +15,8 @@
 #define KEEP_MIN 2
 /* how often the budget is looked at, at most */
 #define RELEASE_EVERY_NS 250000000LL
+/* how often free heap is given back, at most, before anything is evicted */
+#define TRIM_EVERY_NS 2000000000LL
 /* binaries used this recently are the working set: not evicted */
 #define WORKING_SET_NS 10000000000LL
 
@@ -53,6 +55,7 @@ void cp_budget_init(struct cp_budget *b, uint64_t max, struct cp_unwinder *u, st
 	b->evictions = 0;
 	b->warned = false;
 	b->released_ns = 0;
+	b->trimmed_ns = INT64_MIN / 2;
 	b->working_set_ns = WORKING_SET_NS;
 	if (max)
 		cp_modcache_on_open(cp_unwind_modcache(u), on_open, b);
@@ -80,11 +83,17 @@ void cp_budget_keep(struct cp_budget *b)
 		return;
 	mc = cp_unwind_modcache(b->u);
 	idle = now - b->working_set_ns;
-	/* what costs nothing to get back: the pages of idle binaries' files
-	 * and free heap */
+	/* what costs nothing to get back: the pages of idle binaries' files,
+	 * then free heap (malloc_trim's madvise calls cost TLB shootdowns: at
+	 * most one every 2 s, or a resident set that hovers at the budget
+	 * pays them four times a second) */
 	cp_modcache_release_pages(mc, idle);
-	malloc_trim(0);
 	rss = cp_rss_bytes();
+	if (rss > b->max && now - b->trimmed_ns >= TRIM_EVERY_NS) {
+		b->trimmed_ns = now;
+		malloc_trim(0);
+		rss = cp_rss_bytes();
+	}
 	/* then the idle binaries, least recently used first, a quarter at a
 	 * time; those in use (the working set) stay, or they would be read
 	 * again at once */

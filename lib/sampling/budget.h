@@ -27,6 +27,7 @@ struct cp_budget {
 	const char *verb; /* for the log line */
 	uint64_t evictions; /* times caches were cut */
 	int64_t released_ns;    /* CLOCK_MONOTONIC of the last look */
+	int64_t trimmed_ns;     /* and of the last malloc_trim before evicting */
 	int64_t working_set_ns; /* binaries used this recently stay (10 s) */
 	bool warned;
 };

@@ -8,7 +8,7 @@
 seconds=${FUZZ_SECONDS:-15}
 fuzz="$top_builddir/tests/fuzz"
 mkdir -p "$T/seeds-pprof" "$T/seeds-folded" "$T/seeds-selector" "$T/seeds-procfs" "$T/seeds-ingest" "$T/seeds-config" \
-	"$T/seeds-serve"
+	"$T/seeds-serve" "$T/seeds-debugfile"
 cp "$FIXTURES"/*.pb.gz "$T/seeds-pprof/"
 for f in "$FIXTURES"/*.pb.gz; do gzip -dc "$f" > "$T/seeds-pprof/raw-$(basename "$f" .gz)"; done
 printf 'main;work;alpha 30\nmain;work;beta 20\nmain;viaDelta;gamma 10\n' > "$T/seeds-folded/a.folded"
@@ -127,11 +127,22 @@ req POST '/ingest?name=nodeapp.cpu%7Bservice_name%3Dn%7D&format=pprof' "$T/form.
   req GET /api/v1/stats; next
   req GET /metrics; next
   req GET /healthz; } > "$S/diff-render"
+# debug files: a small program's, its DWARF compressed as distributions ship it (-gz=zlib), and the same
+# split off with objcopy --only-keep-debug (section data gone, program headers kept)
+printf 'volatile int s;\nstatic inline void f(int i) { s += i; }\nint main(void) { for (int i = 0; i < 9; i++) f(i); return 0; }\n' \
+	> "$T/dbg.c"
+D="$T/seeds-debugfile"
+if cc -O2 -g -gz=zlib -o "$D/compressed" "$T/dbg.c" 2>/dev/null; then
+	objcopy --only-keep-debug "$D/compressed" "$D/only-debug" 2>/dev/null || :
+	cc -O2 -g -gz=none -o "$D/plain" "$T/dbg.c" 2>/dev/null || :
+else
+	printf '\177ELF' > "$D/stub"
+fi
 # crashes found before (the request shapes that once crashed the server, ...), kept as regression inputs
 for d in "$srcdir"/tests/fuzz/regress/*/; do
 	[ -d "$d" ] && cp "$d"* "$T/seeds-$(basename "$d")/"
 done
-for target in ${FUZZ_ONLY:-pprof folded selector procfs ingest config serve}; do
+for target in ${FUZZ_ONLY:-pprof folded selector procfs ingest config serve debugfile}; do
 	bin="$fuzz/fuzz_$target"
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then
 		mkdir -p "$T/corpus-$target"

@@ -144,6 +144,9 @@ for d in "$srcdir"/tests/fuzz/regress/*/; do
 done
 for target in ${FUZZ_ONLY:-pprof folded selector procfs ingest config serve debugfile}; do
 	bin="$fuzz/fuzz_$target"
+	# (fuzz_debugfile's scratch cache directory: in $T, gone with it whichever way the fuzzer exits)
+	TMPDIR=$T
+	export TMPDIR
 	if [ "${FUZZ_LIBFUZZER:-no}" = yes ]; then
 		mkdir -p "$T/corpus-$target"
 		# a crash's input goes to $FUZZ_ARTIFACTS (make fuzz: fuzz-crashes/) as TARGET-crash-...: copy it

@@ -12,6 +12,42 @@
 #include "error.h"
 #include "util.h"
 
+int cp_zlib_compress(const void *in, size_t len, uint8_t **out, size_t *outlen)
+{
+	z_stream z = { 0 };
+	int wbits = 9, mem, r;
+	uint8_t *buf;
+	size_t cap;
+
+	if (len > 1u << 30)
+		return cp_error(EFBIG, "%zu bytes is too much to compress at once", len);
+	/* a window that holds the whole input finds every match a bigger one
+	 * would; the hash table grows with it */
+	while (wbits < 15 && ((size_t)1 << wbits) < len)
+		wbits++;
+	mem = wbits - 6 > 8 ? 8 : wbits - 6;
+	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, wbits, mem, Z_DEFAULT_STRATEGY) != Z_OK)
+		return cp_error(ENOMEM, "cannot start zlib compression");
+	cap = deflateBound(&z, len);
+	if (!(buf = malloc(cap ? cap : 1))) {
+		deflateEnd(&z);
+		return cp_error(ENOMEM, "out of memory compressing %zu bytes", len);
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	z.next_out = buf;
+	z.avail_out = (uInt)cap;
+	r = deflate(&z, Z_FINISH);
+	*outlen = z.total_out;
+	deflateEnd(&z);
+	if (r != Z_STREAM_END) {
+		free(buf);
+		return cp_error(EIO, "zlib compression failed (%d)", r);
+	}
+	*out = buf;
+	return 0;
+}
+
 int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen)
 {
 	z_stream z = { 0 };

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "../error.h"
+#include "../gzip.h"
 #include "../util.h"
 #include "../varint.h"
 
@@ -40,7 +41,7 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 	size_t rn = 0, sn = 0, i, j, nseries = 0;
 	int64_t prev = 0;
 	uint64_t gcd;
-	uLongf zlen;
+	size_t zlen;
 	int err = 0;
 
 	memset(b, 0, sizeof(*b));
@@ -90,15 +91,8 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 	}
 	b->series_len = sn;
 	b->rawlen = rn;
-	zlen = compressBound(rn);
-	if (!(b->data = malloc(zlen))) {
-		err = cp_error(ENOMEM, "out of memory writing samples");
+	if ((err = cp_zlib_compress(raw, rn, &b->data, &zlen)))
 		goto out;
-	}
-	if (compress2(b->data, &zlen, raw, rn, 9) != Z_OK) {
-		err = cp_error(EIO, "compressing a sample block failed");
-		goto out;
-	}
 	b->data_len = zlen;
 out:
 	free(raw);

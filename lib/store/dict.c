@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "../error.h"
+#include "../gzip.h"
 #include "../util.h"
 #include "../varint.h"
 #include "db.h"
@@ -272,18 +273,14 @@ out:
 static int put_chunk(struct cp_dict *s, sqlite3_stmt *st, const char *kind, int64_t first, int64_t count,
 		     const uint8_t *raw, size_t n)
 {
-	uLongf zlen = compressBound(n);
 	uint8_t *z;
+	size_t zlen;
 	int err;
 
 	if (count <= 0)
 		return 0;
-	if (!(z = malloc(zlen)))
-		return cp_error(ENOMEM, "out of memory writing the dictionary");
-	if (compress2(z, &zlen, raw, n, 9) != Z_OK) {
-		free(z);
-		return cp_error(EIO, "compressing the dictionary failed");
-	}
+	if ((err = cp_zlib_compress(raw, n, &z, &zlen)))
+		return err;
 	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, first);
 	sqlite3_bind_int64(st, 3, count);

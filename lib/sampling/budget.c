@@ -20,17 +20,30 @@
 /* binaries used this recently are the working set: not evicted */
 #define WORKING_SET_NS 10000000000LL
 
+/* /proc/self/statm, opened once (and again in a forked child: the descriptor
+ * names the process that opened it); read with pread, as an open of it is a
+ * path walk through procfs, four times a second */
+static int statm_fd = -1;
+static pid_t statm_pid;
+
 uint64_t cp_rss_bytes(void)
 {
 	char buf[128];
 	unsigned long long size, rss;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	pid_t pid = getpid();
 	ssize_t n;
 
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (statm_fd < 0 || statm_pid != pid) {
+		int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return 0;
+		if (statm_fd >= 0 && statm_pid != pid)
+			close(statm_fd);
+		statm_fd = fd;
+		statm_pid = pid;
+	}
+	n = pread(statm_fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;

@@ -38,7 +38,8 @@ void cp_budget_init(struct cp_budget *b, uint64_t max, struct cp_unwinder *u, st
 		    const char *verb);
 /* Evicts while over the limit. */
 void cp_budget_keep(struct cp_budget *b);
-/* This process's resident set in bytes (0 if unknown). */
+/* This process's resident set in bytes (0 if unknown).  Keeps /proc/self/statm
+ * open; one thread calls it (the recorder's). */
 uint64_t cp_rss_bytes(void);
 
 #endif

@@ -215,13 +215,32 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent)
 {
 	cp_proc_clear_maps(child);
+	/* the parent's maps are sorted and apart already: copied as they are, in
+	 * one allocation (a fork storm forks shells with a few dozen each) */
+	if (parent->nmaps &&
+	    cp_grow((void **)&child->maps, &child->mapcap, parent->nmaps, sizeof(*child->maps)))
+		return cp_error(ENOMEM, "out of memory copying the mappings of a parent");
 	for (size_t i = 0; i < parent->nmaps; i++) {
 		const struct cp_map *m = &parent->maps[i];
-		int err = cp_proc_add_map(child, m->start, m->end, m->pgoff, m->path,
-					  m->build_id_len ? m->build_id : NULL, m->build_id_len);
-		if (err)
-			return err;
+		struct cp_map *c = &child->maps[i];
+
+		memset(c, 0, sizeof(*c));
+		c->start = m->start;
+		c->end = m->end;
+		c->pgoff = m->pgoff;
+		if (!(c->path = strdup(m->path))) {
+			child->nmaps = i;
+			return cp_error(ENOMEM, "out of memory adding a mapping of %s", m->path);
+		}
+		if (m->build_id_len) {
+			memcpy(c->build_id, m->build_id, m->build_id_len);
+			c->build_id_len = m->build_id_len;
+			c->build_id_read = true;
+		}
 	}
+	child->nmaps = parent->nmaps;
+	if (parent->nmaps)
+		child->maps_gen++;
 	child->have_maps = parent->have_maps;
 	memcpy(child->comm, parent->comm, sizeof(child->comm));
 	if (parent->exe && !child->exe)

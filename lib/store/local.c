@@ -117,9 +117,9 @@ static void local_close(struct cp_local *s)
 	if (!s)
 		return;
 	cp_parts_close(&s->parts);
+	cp_series_ids_release(&s->series); /* its statements first */
 	sqlite3_close(s->db);
 	cp_dict_release(&s->dict);
-	cp_series_ids_release(&s->series);
 	free(s->dir);
 	free(s);
 }

@@ -21,6 +21,8 @@ int cp_series_ids_init(struct cp_series_ids *c)
 
 void cp_series_ids_release(struct cp_series_ids *c)
 {
+	sqlite3_finalize(c->insert);
+	sqlite3_finalize(c->select);
 	cp_strtab_release(&c->keys);
 	free(c->ids);
 	memset(c, 0, sizeof(*c));
@@ -77,13 +79,35 @@ out:
 	return s;
 }
 
+/* c's statements, prepared for db (again when db is another handle) */
+static int prepare(struct cp_series_ids *c, sqlite3 *db)
+{
+	if (c->db == db && c->insert && c->select)
+		return 0;
+	sqlite3_finalize(c->insert);
+	sqlite3_finalize(c->select);
+	c->insert = c->select = NULL;
+	c->db = db;
+	if (sqlite3_prepare_v3(db, "INSERT INTO series(type, labels) VALUES(?1, ?2) ON CONFLICT DO NOTHING", -1,
+			       SQLITE_PREPARE_PERSISTENT, &c->insert, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(db, "SELECT id FROM series WHERE type = ?1 AND labels = ?2", -1,
+			       SQLITE_PREPARE_PERSISTENT, &c->select, NULL) != SQLITE_OK) {
+		int err = cp_db_error(db, "preparing a query");
+
+		sqlite3_finalize(c->insert);
+		c->insert = NULL;
+		return err;
+	}
+	return 0;
+}
+
 int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, const char *labels)
 {
 	size_t tl = strlen(type), ll = strlen(labels);
 	char *key = malloc(tl + ll + 2);
-	sqlite3_stmt *st = NULL;
 	int64_t id, k;
 	size_t cap = c->cap;
+	int err;
 
 	if (!key)
 		return cp_error(ENOMEM, "out of memory writing series");
@@ -94,20 +118,21 @@ int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, con
 		id = c->ids[k];
 		goto out;
 	}
-	if (cp_db_prepare(db, "INSERT INTO series(type, labels) VALUES(?1, ?2) ON CONFLICT DO NOTHING", &st))
+	if ((err = prepare(c, db))) {
+		id = err;
+		goto out;
+	}
+	sqlite3_bind_text(c->insert, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(c->insert, 2, labels, -1, SQLITE_STATIC);
+	if (sqlite3_step(c->insert) != SQLITE_DONE)
 		goto fail;
-	sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
+	sqlite3_reset(c->insert);
+	sqlite3_bind_text(c->select, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(c->select, 2, labels, -1, SQLITE_STATIC);
+	if (sqlite3_step(c->select) != SQLITE_ROW)
 		goto fail;
-	sqlite3_finalize(st);
-	if (cp_db_prepare(db, "SELECT id FROM series WHERE type = ?1 AND labels = ?2", &st))
-		goto fail;
-	sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
-		goto fail;
-	id = sqlite3_column_int64(st, 0);
+	id = sqlite3_column_int64(c->select, 0);
+	sqlite3_reset(c->select);
 	k = cp_strtab_intern(&c->keys, key, tl + ll + 1);
 	if (k < 0 || cp_grow((void **)&c->ids, &cap, (size_t)k + 1, sizeof(*c->ids))) {
 		id = cp_error(ENOMEM, "out of memory writing series");
@@ -118,8 +143,13 @@ int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, con
 	goto out;
 fail:
 	id = cp_db_error(db, "writing series");
+	sqlite3_reset(c->insert);
+	sqlite3_reset(c->select);
 out:
-	sqlite3_finalize(st);
+	if (c->insert)
+		sqlite3_clear_bindings(c->insert);
+	if (c->select)
+		sqlite3_clear_bindings(c->select);
 	free(key);
 	return id;
 }

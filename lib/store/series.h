@@ -26,9 +26,14 @@ struct cp_series_ids {
 	struct cp_strtab keys;
 	int64_t *ids;
 	size_t cap;
+	/* the insert and the select of a new series, prepared once for db (a
+	 * recorder in a storm of processes adds a series per process per flush) */
+	sqlite3 *db;
+	sqlite3_stmt *insert, *select;
 };
 
 int cp_series_ids_init(struct cp_series_ids *c);
+/* (before the db its statements were prepared on is closed) */
 void cp_series_ids_release(struct cp_series_ids *c);
 /* Forgets every id (the transaction that made some rolled back). */
 int cp_series_ids_reset(struct cp_series_ids *c);

@@ -9,12 +9,16 @@
 #include "debuginfod.h"
 #include "../error.h"
 #include "launch.h"
+#include "locmemo.h"
 #include "../log.h"
 #include "recorder.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "budget.h"
 #include "../util.h"
+
+/* the location memo: 2^15 frames (24 bytes each, touched as used) */
+#define MEMO_BITS 15
 
 /* a fetch from debuginfod is given up after this, and the end of a
  * recording waits at most this for those in flight */
@@ -35,6 +39,9 @@ struct cp_recorder {
 	uint64_t *pcs;
 	uint32_t *locs;
 	struct cp_budget budget;
+	/* the locations frames were given, in the profiles of this interval:
+	 * cleared whenever one of those profiles goes */
+	struct cp_locmemo *memo;
 };
 
 static void profile_free_user(void *p)
@@ -131,9 +138,14 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 	/* kernel frames first (leaf first), then user frames */
 	if (!r->o.no_kernel) {
 		for (uint32_t i = 0; i < s->kstack_len / 8 && i < CP_KSTACK_MAX; i++) {
-			loc = cp_symbolize_kernel(r->sym, prof, s->kstack[i], i > 0);
-			if (loc < 0)
-				goto fail;
+			unsigned kind = i > 0 ? CP_LOCMEMO_KERNEL_RET : CP_LOCMEMO_KERNEL;
+
+			if (!(loc = cp_locmemo_get(r->memo, s->pid, 0, s->kstack[i], kind))) {
+				loc = cp_symbolize_kernel(r->sym, prof, s->kstack[i], i > 0);
+				if (loc < 0)
+					goto fail;
+				cp_locmemo_put(r->memo, s->pid, 0, s->kstack[i], kind, (uint32_t)loc);
+			}
 			r->locs[nlocs++] = (uint32_t)loc;
 		}
 	}
@@ -146,9 +158,16 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 	}
 	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
 	for (int i = 0; i < n; i++) {
-		loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0);
-		if (loc < 0)
-			goto fail;
+		unsigned kind = i > 0 ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
+		bool stable;
+
+		if (!(loc = cp_locmemo_get(r->memo, s->pid, p->maps_gen, r->pcs[i], kind))) {
+			loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0, &stable);
+			if (loc < 0)
+				goto fail;
+			if (stable)
+				cp_locmemo_put(r->memo, s->pid, p->maps_gen, r->pcs[i], kind, (uint32_t)loc);
+		}
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
 	if (nlocs == 0 && r->o.no_kernel)
@@ -286,7 +305,8 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->procs = cp_procs_new();
 	r->unw = cp_unwinder_new(o->debuginfo);
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
-	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym)
+	r->memo = cp_locmemo_new(MEMO_BITS);
+	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym || !r->memo)
 		goto nomem;
 	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
 	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
@@ -359,6 +379,7 @@ void cp_recorder_free(struct cp_recorder *r)
 	cp_unwinder_free(r->unw);
 	cp_procs_free(r->procs, profile_free_user);
 	cp_profile_free(r->one);
+	cp_locmemo_free(r->memo);
 	free(r->pcs);
 	free(r->locs);
 	free(r);
@@ -545,6 +566,7 @@ static void drop_profile(struct cp_proc *p, void *arg)
 void cp_recorder_reset(struct cp_recorder *r)
 {
 	cp_procs_each(r->procs, drop_profile, NULL);
+	cp_locmemo_clear(r->memo);
 	cp_recorder_prune(r);
 	/* the interval's profiles are gone: their memory is the next one's
 	 * (a malloc_trim here cost 12% of the recorder's CPU in the storm, in
@@ -578,6 +600,8 @@ void cp_recorder_prune(struct cp_recorder *r)
 	cp_procs_each(r->procs, find_dead, &d);
 	for (size_t i = 0; i < d.n; i++)
 		cp_procs_remove(r->procs, d.pids[i], profile_free_user);
+	if (d.n) /* their profiles, and a pid used again starts its maps' generations over */
+		cp_locmemo_clear(r->memo);
 	free(d.pids);
 }
 
@@ -593,6 +617,7 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 		return NULL;
 	}
 	r->one = next;
+	cp_locmemo_clear(r->memo);
 	return p;
 }
 
@@ -609,16 +634,20 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 	struct cp_sampler_counts c;
 	struct cp_unwind_counts u;
 	struct cp_symbolize_counts y;
+	uint64_t probes, hits;
 
 	cp_sampler_counts(r->sampler, &c);
 	cp_unwind_counts(r->unw, &u);
 	cp_symbolize_counts(r->sym, &y);
+	cp_locmemo_counts(r->memo, &probes, &hits);
 	fprintf(out, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
-		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; lookups %llu, misses %llu; "
+		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; frames named %llu, "
+		     "%llu of them again; lookups %llu, misses %llu; "
 		     "processes %zu; bpf %llu ns in %llu runs; %llu MB resident, caches cut %llu times]",
 		(unsigned long long)c.samples, (unsigned long long)c.dropped, (unsigned long long)c.ustack_fault,
 		(unsigned long long)c.lost_records, (unsigned long long)u.unwinds, (unsigned long long)u.frames,
 		(unsigned long long)u.fp, (unsigned long long)u.signal, (unsigned long long)u.rules,
+		(unsigned long long)probes, (unsigned long long)hits,
 		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
 		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt,
 		(unsigned long long)(cp_rss_bytes() >> 20), (unsigned long long)r->budget.evictions);

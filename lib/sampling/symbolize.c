@@ -687,7 +687,7 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 }
 
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
-			  bool is_return)
+			  bool is_return, bool *stable)
 {
 	uint64_t addr = is_return && pc ? pc - 1 : pc;
 	struct cp_map *m;
@@ -698,6 +698,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	int64_t mapping;
 
 	s->counts.lookups++;
+	if (stable)
+		*stable = false;
 	if (s->dbgd && cp_debuginfod_generation(s->dbgd) != s->dbgd_gen)
 		late_sync(s);
 	m = (struct cp_map *)cp_proc_find_map(p, addr);
@@ -747,6 +749,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	 * mapping (keyed by size, offset and build id): addresses are made
 	 * relative to the mapping the profile kept */
 	addr = addr - m->start + prof->mappings[mapping - 1].start;
+	if (stable) /* (an unnamed address in a JIT's file may be named by its perf map later) */
+		*stable = e->n > 0 || !may_hold_jit_code(m->path);
 	return make_location(s, prof, (uint32_t)mapping, addr, e);
 }
 

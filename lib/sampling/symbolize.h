@@ -27,9 +27,12 @@ void cp_symbolizer_free(struct cp_symbolizer *s);
 
 /* The location (id in prof) of user address pc in process p.  is_return: pc
  * is a return address (every frame but the first), so the call instruction
- * before it is what is looked up.  Returns the id or -errno. */
+ * before it is what is looked up.  Returns the id or -errno.  *stable (when
+ * not NULL) says whether the same pc gets the same location for as long as
+ * p's mappings stay as they are (not so for JIT code named by a perf map,
+ * which the JIT may rewrite). */
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
-			  bool is_return);
+			  bool is_return, bool *stable);
 /* Just the mapping (id in prof) holding addr in p; -ENOENT if none. */
 int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr);
 /* Read /proc/kallsyms now (before sampling starts) rather than at the first

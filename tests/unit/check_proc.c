@@ -524,7 +524,7 @@ END_TEST
 static const char *sym_name(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr,
 			    char *buf, size_t len)
 {
-	int64_t loc = cp_symbolize_user(s, prof, p, addr, false), stack;
+	int64_t loc = cp_symbolize_user(s, prof, p, addr, false, NULL), stack;
 	struct cp_frame *frames = NULL;
 	size_t cap = 0;
 	uint32_t l;

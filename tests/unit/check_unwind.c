@@ -87,7 +87,7 @@ static int unwound(char *out, size_t len)
 	n = cp_unwind(u, p, rec, pcs, CP_USER_FRAMES_MAX);
 	out[0] = 0;
 	for (int i = 0; i < n; i++) {
-		int64_t loc = cp_symbolize_user(s, prof, p, pcs[i], i > 0), stack;
+		int64_t loc = cp_symbolize_user(s, prof, p, pcs[i], i > 0, NULL), stack;
 		struct cp_frame *frames = NULL;
 		size_t cap = 0;
 		uint32_t l = (uint32_t)loc;
@@ -258,7 +258,7 @@ END_TEST
 static void sym_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *buf, size_t len)
 {
 	struct cp_profile *prof = cp_profile_new();
-	int64_t loc = cp_symbolize_user(s, prof, p, addr, false), stack;
+	int64_t loc = cp_symbolize_user(s, prof, p, addr, false, NULL), stack;
 	struct cp_frame *frames = NULL;
 	size_t cap = 0;
 	uint32_t l = (uint32_t)loc;

@@ -16,6 +16,9 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define PF_KTHREAD 0x00200000
+/* how far below the main stack's top sp may be and still be on it (the
+ * kernel keeps mmap_base at least 128 MiB below the stack) */
+#define MAIN_STACK_SPAN (64ull << 20)
 
 /* knobs, set before load */
 const volatile bool filter_pids = false;   /* only tgids in `pids` */
@@ -110,7 +113,7 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		r->flags |= CP_SAMPLE_KTHREAD;
 	} else {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		__u64 sp, end;
+		__u64 sp, end, top;
 		__u32 i;
 
 		r->regs[CP_REG_IP] = BPF_CORE_READ(regs, ip);
@@ -135,8 +138,23 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		 * mapping cannot be looked up (its lock is busy) or the read fails
 		 * (a page is not resident), chunk by chunk: a read that crosses
 		 * into an unmapped page fails whole. */
+		/* The main thread's stack needs no lookup: it is mapped from sp up
+		 * to the process's first frame (mm->start_stack, where argc is);
+		 * mmap regions start at least 128 MiB below it.  Unwinding stops
+		 * at that frame, so the arguments and environment above it are
+		 * left out.  (bpf_find_vma takes the mmap lock, and gives up when
+		 * a writer holds it, as malloc's mmap and munmap do often.) */
+		top = BPF_CORE_READ(task, mm, start_stack) + 64;
+		if (sp < top && top - sp <= MAIN_STACK_SPAN) {
+			__u64 len = top - sp;
+
+			if (len > CP_USTACK_MAX)
+				len = CP_USTACK_MAX;
+			if (bpf_probe_read_user(r->ustack, len, (void *)sp) == 0)
+				r->ustack_len = len;
+		}
 		end = 0;
-		if (bpf_find_vma(task, sp, vma_end, &end, 0) == 0 && end > sp) {
+		if (r->ustack_len == 0 && bpf_find_vma(task, sp, vma_end, &end, 0) == 0 && end > sp) {
 			__u64 len = end - sp;
 
 			if (len > CP_USTACK_MAX)

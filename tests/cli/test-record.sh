@@ -104,6 +104,28 @@ like "$out" '(^|;)main;run;hot_a [0-9]+$' "folded stacks go to standard output"
 unlike "$out" '^[^ ]*$|[^0-9]$' "every line is 'stack count'"
 is "$err" "" "-q: nothing on stderr"
 
+# ---- threads: the main thread's stack and the ones glibc maps are copied
+# by different paths in the BPF program; both unwind to their first frame ----
+if build threads_qz threads.c -pthread; then
+	run rec -q -F 499 -f folded -- "$T/threads_qz" 2
+	exits0 "record -- a program with threads exits 0"
+	# (a leaf may be in the kernel: the stacks go on past spin_*)
+	w=$(printf '%s\n' "$out" | sum ';worker;spin_worker[; ]')
+	w_up=$(printf '%s\n' "$out" | sum '^[^; ]+;[^; ]+;worker;spin_worker[; ]')
+	m=$(printf '%s\n' "$out" | sum '(^|;)spin_main[; ]')
+	m_start=$(printf '%s\n' "$out" | sum '^_start;([^; ]+;)*main;spin_main[; ]')
+	all_w=$(printf '%s\n' "$out" | sum '(^|;)spin_worker[; ]')
+	diag "spin_worker $all_w ($w under worker, $w_up from the thread's first frame); spin_main $m ($m_start from _start)"
+	ok "the threads' samples unwind through worker ($w of $all_w)" \
+		test "$all_w" -gt 50 -a "$((100 * w))" -ge "$((98 * all_w))"
+	ok "to the thread's first frames, two above worker (clone3, start_thread: $w_up of $w)" \
+		test "$w" -gt 0 -a "$((100 * w_up))" -ge "$((98 * w))"
+	ok "the main thread's samples reach the program's first frame, _start ($m_start of $m)" \
+		test "$m" -gt 20 -a "$((100 * m_start))" -ge "$((98 * m))"
+else
+	ok "builds the threads workload" false
+fi
+
 # ---- -p: only the given process ----
 cp "$T/work" "$T/rec_one_qz"
 cp "$T/work" "$T/rec_two_qz"

@@ -7,7 +7,7 @@
 #   steady  one busy loop per CPU;
 #   storm   one loop per CPU of short-lived programs (lib.sh's run_storm: sh pipelines, gcc -c, tr, wc,
 #           sed) with a short node and python3 run each round.
-# cprof's CPU is its user + sys time from /proc/PID/stat plus its BPF programs' run time
+# cprof's CPU is the time its threads ran (/proc/PID/task/*/schedstat, in ns) plus its BPF programs' run time
 # (kernel.bpf_stats_enabled, turned on for the run and restored), over the last BENCH_SECONDS; per
 # sample, it is divided by the samples its BPF program took meanwhile (its stats map), and lost samples
 # are those dropped meanwhile.  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
@@ -33,14 +33,15 @@ need_root "cprof record --all, perf record -a, kernel.bpf_stats_enabled"
 need_tools "$PERF" "$BPFTOOL" jq gcc node "${STORM_PYTHON:-/usr/bin/python3}"
 storm_prepare
 STORM_INTERPRETERS=1
-hz=$(getconf CLK_TCK)
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
 
-# cpu_s PID: the process's user + sys CPU in seconds (fields 14 and 15 of /proc/PID/stat, after the
-# parenthesised name)
-cpu_s() { sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$hz" '{ printf "%.3f", ($12 + $13) / hz }'; }
+# cpu_s PID: the process's CPU time in seconds, to the nanosecond: the sum over its threads of the
+# time they ran (the first field of /proc/PID/task/TID/schedstat).  /proc/PID/stat's user + sys
+# count in clock ticks (10 ms): the steady run's 40-60 ms moved by a fifth between two readings.
+# The recorder has one thread (two with debuginfod servers, a thread that lives as long as it does).
+cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
 # bpf_now: "RUN_S SAMPLES DROPPED": the run time in seconds of cprof's BPF programs (named cp_*; one cprof
 # runs at a time here), and the samples its program took and dropped (its per-CPU stats map, read with
 # the map's BTF)
@@ -55,11 +56,11 @@ bpf_now() {
 			| objects | select(has("samples"))] | "\(map(.samples) | add // 0) \(map(.dropped // 0) | add // 0)"')
 		[ $# -eq 2 ] && _taken=$((_taken + $1)) _dropped=$((_dropped + $2))
 	done
-	awk -v r="$_run" -v t="$_taken" -v d="$_dropped" 'BEGIN { printf "%.4f %d %d\n", r / 1e9, t, d }'
+	awk -v r="$_run" -v t="$_taken" -v d="$_dropped" 'BEGIN { printf "%.6f %d %d\n", r / 1e9, t, d }'
 }
 rss_mb() { awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
-add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a + b }'; }
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a + b }'; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a - b }'; }
 
 start_load() { # steady | storm, SECONDS (the storm ends by itself after them)
 	if [ "$1" = steady ]; then

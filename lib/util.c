@@ -14,6 +14,21 @@
 
 #include "error.h"
 
+char *cp_hex(const void *bytes, size_t n, char *buf, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	const uint8_t *b = bytes;
+
+	if (len == 0 || n > (len - 1) / 2)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		buf[2 * i] = digits[b[i] >> 4];
+		buf[2 * i + 1] = digits[b[i] & 15];
+	}
+	buf[2 * n] = 0;
+	return buf;
+}
+
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz)
 {
 	size_t n;

@@ -62,6 +62,10 @@ int cp_cache_dir(char *buf, size_t len);
  * running kernel's state is keyed by.  0 or -errno with a message. */
 int cp_boot_id(char *buf, size_t len);
 
+/* bytes[0..n) in lowercase hex into buf (2n + 1 bytes with its NUL): buf, or NULL when it
+ * does not fit. */
+char *cp_hex(const void *bytes, size_t n, char *buf, size_t len);
+
 /* Growable array helper: ensures *cap >= need (elements of size sz). */
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz);
 

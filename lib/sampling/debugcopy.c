@@ -33,16 +33,9 @@ static bool is_build(Elf *e, const char *hex)
 {
 	const void *id;
 	ssize_t n = dwelf_elf_gnu_build_id(e, &id);
-	char buf[3];
+	char buf[129];
 
-	if (n <= 0 || strlen(hex) != 2 * (size_t)n)
-		return false;
-	for (ssize_t i = 0; i < n; i++) {
-		snprintf(buf, sizeof(buf), "%02x", ((const unsigned char *)id)[i]);
-		if (strncmp(buf, hex + 2 * i, 2) != 0)
-			return false;
-	}
-	return true;
+	return n > 0 && cp_hex(id, (size_t)n, buf, sizeof(buf)) && !strcmp(buf, hex);
 }
 
 /* e (a file of size bytes) is whole: its section headers and every

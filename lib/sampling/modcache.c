@@ -90,11 +90,11 @@ static int find_debuginfo_copy(Dwfl_Module *mod, void **userdata, const char *mo
 	GElf_Addr vaddr;
 	int len = dwfl_module_build_id(mod, &bits, &vaddr), fd;
 
-	if (len > 1 && len <= 64) {
-		char *name = NULL, hex[129];
+	char hex[129];
 
-		for (int i = 0; i < len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	if (len > 1 && cp_hex(bits, (size_t)len, hex, sizeof(hex))) {
+		char *name = NULL;
+
 		if ((fd = cp_debugcopy_open(hex, &name)) < 0 &&
 		    (fd = open_build_id_file(sm && sm->owner ? sm->owner->cb.debuginfo_path : NULL, hex)) >= 0) {
 			int copy = cp_debugcopy(fd, hex, &name);
@@ -296,10 +296,8 @@ static int find_debuginfo_dbgd(Dwfl_Module *mod, void **userdata, const char *mo
 						    debuglink_crc, debuginfo_file_name);
 	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
 					  debuginfo_file_name);
-	if (fd >= 0 || !sm || !sm->owner || !sm->owner->dbgd || len > 64)
+	if (fd >= 0 || !sm || !sm->owner || !sm->owner->dbgd || !cp_hex(bits, (size_t)len, hex, sizeof(hex)))
 		return fd;
-	for (int i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
 	switch (cp_debuginfod_lookup(sm->owner->dbgd, hex, &path)) {
 	case CP_DEBUGINFOD_FOUND:
 		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;

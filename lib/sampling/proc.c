@@ -865,18 +865,10 @@ out:
 
 const char *cp_map_key(struct cp_map *m, const struct cp_proc *p, char *buf, size_t len)
 {
-	static const char digits[] = "0123456789abcdef";
 	size_t n;
 	const uint8_t *b = cp_map_build_id(m, p, &n);
 
-	if (!b || len < 2 * n + 1)
-		return m->path;
-	for (size_t i = 0; i < n; i++) {
-		buf[2 * i] = digits[b[i] >> 4];
-		buf[2 * i + 1] = digits[b[i] & 15];
-	}
-	buf[2 * n] = 0;
-	return buf;
+	return b && cp_hex(b, n, buf, len) ? buf : m->path;
 }
 
 int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd)

@@ -372,6 +372,22 @@ END_TEST
 /* cp_zlib_compress: what uncompress() (the store's reader) gets back is the input, for sizes around
  * each window it picks, for repetitive and incompressible input; repetitive input compresses as well
  * as compress2 at level 9 (within 2%, plus a few bytes) */
+START_TEST(test_hex)
+{
+	static const unsigned char id[] = { 0x00, 0x0f, 0xa5, 0xff, 0x10 };
+	char buf[11], small[10];
+
+	ck_assert_ptr_eq(cp_hex(id, sizeof(id), buf, sizeof(buf)), buf);
+	ck_assert_str_eq(buf, "000fa5ff10");
+	/* one byte short of the NUL: refused, nothing written past it */
+	memset(small, 'x', sizeof(small));
+	ck_assert_ptr_null(cp_hex(id, sizeof(id), small, sizeof(small)));
+	ck_assert_ptr_eq(cp_hex(id, 0, small, 1), small);
+	ck_assert_str_eq(small, "");
+	ck_assert_ptr_null(cp_hex(id, 0, small, 0));
+}
+END_TEST
+
 START_TEST(test_zlib_compress)
 {
 	static const size_t sizes[] = { 0, 1, 100, 511, 512, 513, 4096, 5000, 32768, 40000, 300000 };
@@ -428,6 +444,7 @@ static Suite *util_suite(void)
 	tcase_add_test(misc, test_duration_text);
 	tcase_add_test(misc, test_size_text);
 	tcase_add_test(misc, test_zlib_compress);
+	tcase_add_test(misc, test_hex);
 	suite_add_tcase(s, misc);
 	return s;
 }

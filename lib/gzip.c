@@ -12,20 +12,28 @@
 #include "error.h"
 #include "util.h"
 
+/* The window and hash sizes for len bytes: a window that holds the whole
+ * input finds every match a bigger one would, and the hash table grows with
+ * it.  zlib's defaults (32 KiB, memLevel 8) set up about 256 KiB of state,
+ * which malloc maps and unmaps at every call. */
+static void sized_window(size_t len, int *wbits, int *mem)
+{
+	*wbits = 9;
+	while (*wbits < 15 && ((size_t)1 << *wbits) < len)
+		(*wbits)++;
+	*mem = *wbits - 6 > 8 ? 8 : *wbits - 6;
+}
+
 int cp_zlib_compress(const void *in, size_t len, uint8_t **out, size_t *outlen)
 {
 	z_stream z = { 0 };
-	int wbits = 9, mem, r;
+	int wbits, mem, r;
 	uint8_t *buf;
 	size_t cap;
 
 	if (len > 1u << 30)
 		return cp_error(EFBIG, "%zu bytes is too much to compress at once", len);
-	/* a window that holds the whole input finds every match a bigger one
-	 * would; the hash table grows with it */
-	while (wbits < 15 && ((size_t)1 << wbits) < len)
-		wbits++;
-	mem = wbits - 6 > 8 ? 8 : wbits - 6;
+	sized_window(len, &wbits, &mem);
 	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, wbits, mem, Z_DEFAULT_STRATEGY) != Z_OK)
 		return cp_error(ENOMEM, "cannot start zlib compression");
 	cap = deflateBound(&z, len);
@@ -53,9 +61,10 @@ int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen)
 	z_stream z = { 0 };
 	uint8_t *buf = NULL;
 	size_t cap;
-	int err = 0;
+	int err = 0, wbits, mem;
 
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	sized_window(len, &wbits, &mem);
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, wbits + 16, mem, Z_DEFAULT_STRATEGY) != Z_OK)
 		return cp_error(ENOMEM, "cannot start gzip compression");
 	cap = deflateBound(&z, len) + 32;
 	buf = malloc(cap);

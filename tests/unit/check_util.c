@@ -388,6 +388,25 @@ START_TEST(test_hex)
 }
 END_TEST
 
+/* gzip data z[0..zn) inflated by zlib as gunzip does (a 32 KiB window, the gzip header): its
+ * length, or -1 */
+static long std_gunzip(const uint8_t *z, size_t zn, uint8_t *out, size_t cap)
+{
+	z_stream s = { 0 };
+	long n = -1;
+
+	if (inflateInit2(&s, 15 + 16) != Z_OK)
+		return -1;
+	s.next_in = (Bytef *)z;
+	s.avail_in = (uInt)zn;
+	s.next_out = out;
+	s.avail_out = (uInt)cap;
+	if (inflate(&s, Z_FINISH) == Z_STREAM_END && s.avail_in == 0)
+		n = (long)s.total_out;
+	inflateEnd(&s);
+	return n;
+}
+
 START_TEST(test_zlib_compress)
 {
 	static const size_t sizes[] = { 0, 1, 100, 511, 512, 513, 4096, 5000, 32768, 40000, 300000 };
@@ -410,6 +429,14 @@ START_TEST(test_zlib_compress)
 			ck_assert_int_eq(uncompress(back, &bn, z, (uLong)zn), Z_OK);
 			ck_assert_uint_eq(bn, n);
 			ck_assert(n == 0 || memcmp(back, in, n) == 0);
+			/* cp_gzip, with the same window sizing: standard gzip that gunzip's inflate reads */
+			free(z);
+			z = NULL;
+			ck_assert_int_eq(cp_gzip(in, n, &z, &zn), 0);
+			ck_assert_int_eq(std_gunzip(z, zn, back, n + 1), (long)n);
+			ck_assert(n == 0 || memcmp(back, in, n) == 0);
+			free(z);
+			ck_assert_int_eq(cp_zlib_compress(in, n, &z, &zn), 0);
 			ck_assert_int_eq(compress2(ref, &rn, in, (uLong)n, 9), Z_OK);
 			if (kind == 0)
 				ck_assert_msg(zn <= rn + rn / 50 + 8, "%zu bytes: %zu compressed, compress2 %lu", n, zn,

@@ -148,6 +148,8 @@ static void mod_free(struct cp_mod *m)
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	free(m->syms);
+	if (m->fd >= 0)
+		close(m->fd);
 	for (size_t i = 0; i < m->ncus; i++)
 		cp_scopes_free(m->cus[i].scopes);
 	free(m->cus);
@@ -172,6 +174,7 @@ static struct cp_mod *mod_open(struct cp_modcache *c, struct cp_mod *sm, const c
 	Elf *elf;
 
 	sm->owner = c;
+	sm->fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 	if (fd < 0 || !(sm->dwfl = dwfl_begin(&c->cb))) {
 		if (fd >= 0)
 			close(fd);
@@ -235,6 +238,7 @@ static struct cp_mod *mod_get(struct cp_modcache *c, const char *key, const stru
 			close(fd);
 		return NULL;
 	}
+	sm->fd = -1;
 	sm->used = ++c->clock;
 	sm->used_ns = cp_mono_ns();
 	c->mods[c->n++] = sm; /* failures are remembered too */

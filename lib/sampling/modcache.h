@@ -28,15 +28,23 @@ struct cp_mod {
 	uint64_t used;
 	int64_t used_ns; /* CLOCK_MONOTONIC of the last use */
 	/* the symbolizer's sorted function symbols: 16 bytes each, the name
-	 * read from the symbol table (by index) when an address is looked up */
+	 * read when an address is looked up */
 	struct cp_modsym {
 		uint64_t addr;
 		uint32_t size; /* clamped */
-		uint32_t idx;  /* the index in the module's symbol table, and
-				* while sorting, CP_MODSYM_RANK_* bits */
+		uint32_t idx;  /* the index in the module's symbol table (while
+				* sorting, with rank bits), or when names_at is
+				* set, where the name is in the file */
 	} *syms;
 	size_t nsyms;
 	bool syms_read;
+	/* the names are read from fd at the offsets in idx, with pread: read
+	 * through libelf's mapping of the file, each name would bring 64 KB of
+	 * its neighbours into the resident set (the kernel maps the pages
+	 * around a fault), and a storm's new addresses in a big binary (node:
+	 * 10 MB of symbols) made them all resident */
+	bool names_at;
+	int fd; /* a descriptor of the binary's file, or -1 */
 	bool dwarf_read; /* its DWARF (or debug file) was asked for */
 	/* the symbolizer's scope indexes, one per compilation unit looked at */
 	struct cp_mod_cu {

@@ -259,6 +259,37 @@ static int modsym_cmp(const void *a, const void *b)
 	return px == py ? 0 : px < py ? -1 : 1;
 }
 
+/* When every name is in the binary's own file (not in a debug file, nor
+ * in a decompressed .gnu_debugdata), each symbol's index is replaced by the
+ * name's offset in the file, read with pread at lookup (modcache.h says why). */
+static void names_at(struct cp_mod *sm)
+{
+	Dwarf_Addr bias;
+	Elf *e = dwfl_module_getelf(sm->mod, &bias);
+	size_t size = 0;
+	const char *img = e ? elf_rawfile(e, &size) : NULL;
+	uint32_t *off;
+
+	if (sm->fd < 0 || !img || !(off = malloc(sm->nsyms * sizeof(*off))))
+		return;
+	for (size_t i = 0; i < sm->nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Addr a;
+		/* the name's address: libdw does not read the name itself */
+		const char *name = dwfl_module_getsym_info(sm->mod, (int)sm->syms[i].idx, &sym, &a, NULL, NULL, NULL);
+
+		if (!name || name < img || name >= img + size || (uint64_t)(name - img) > UINT32_MAX) {
+			free(off);
+			return;
+		}
+		off[i] = (uint32_t)(name - img);
+	}
+	for (size_t i = 0; i < sm->nsyms; i++)
+		sm->syms[i].idx = off[i];
+	sm->names_at = true;
+	free(off);
+}
+
 static void read_syms(struct cp_mod *sm)
 {
 	int n = dwfl_module_getsymtab(sm->mod);
@@ -298,13 +329,35 @@ static void read_syms(struct cp_mod *sm)
 		sm->syms[i].idx &= SYM_IDX_MASK;
 	if ((shrunk = realloc(sm->syms, sm->nsyms * sizeof(*sm->syms))))
 		sm->syms = shrunk;
+	names_at(sm);
 	/* the names stay in the file's image: its pages, touched once by this
 	 * scan, come back as lookups need them */
 	cp_mod_release_pages(sm);
 	sm->bytes += sm->nsyms * sizeof(*sm->syms);
 }
 
-static const char *find_sym(struct cp_mod *sm, uint64_t addr)
+/* The name at off in sm's file, into buf (cap > 1): NULL if unreadable. */
+static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t cap)
+{
+	size_t have = 0;
+
+	/* most names are short: a first read of 256 bytes, then the rest */
+	for (size_t want = cap < 256 ? cap - 1 : 255; have < cap - 1; want = cap - 1 - have) {
+		ssize_t n = pread(sm->fd, buf + have, want, (off_t)off + (off_t)have);
+
+		if (n <= 0)
+			break;
+		if (memchr(buf + have, 0, (size_t)n))
+			return buf;
+		have += (size_t)n;
+	}
+	if (!have)
+		return NULL;
+	buf[have] = 0; /* longer than the buffer: cut */
+	return buf;
+}
+
+static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t cap)
 {
 	const struct cp_modsym *y;
 	GElf_Sym sym;
@@ -320,6 +373,8 @@ static const char *find_sym(struct cp_mod *sm, uint64_t addr)
 	y = &sm->syms[lo - 1];
 	if (y->size && addr - y->addr >= y->size)
 		return NULL;
+	if (sm->names_at)
+		return name_at(sm, y->idx, buf, cap);
 	return dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
 }
 
@@ -355,8 +410,9 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	Dwfl_Line *l;
 	int line = 0, ns;
 	uint32_t n = 0;
+	char namebuf[4096];
 
-	symname = find_sym(sm, addr);
+	symname = find_sym(sm, addr, namebuf, sizeof(namebuf));
 	sm->dwarf_read = true;
 	cu = dwfl_module_addrdie(mod, addr, &bias);
 	l = dwfl_module_getsrc(mod, addr);

@@ -272,6 +272,54 @@ static void sym_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, ch
 	cp_profile_free(prof);
 }
 
+/* A name whose end is the last byte of the symbolizer's first read of a
+ * name (255 bytes), one a byte longer and a long one: read from this
+ * binary's file, whole. */
+#define NAME50 abcdefghij_abcdefghij_abcdefghij_abcdefghij_abcdef
+#define CAT(a, b) a##b
+#define XCAT(a, b) CAT(a, b)
+#define NAME250 XCAT(XCAT(XCAT(XCAT(NAME50, NAME50), NAME50), NAME50), NAME50)
+#define STR(a) #a
+#define XSTR(a) STR(a)
+__attribute__((noinline, used)) int XCAT(NAME250, _fnx)(int x)
+{
+	return x + 1;
+}
+__attribute__((noinline, used)) int XCAT(NAME250, _fn_x)(int x)
+{
+	return x + 3;
+}
+__attribute__((noinline, used)) int XCAT(XCAT(NAME250, NAME250), _long_fn)(int x)
+{
+	return x + 2;
+}
+
+START_TEST(test_long_names)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
+	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	char buf[1024];
+	const char *n254 = XSTR(XCAT(NAME250, _fnx)), *n255 = XSTR(XCAT(NAME250, _fn_x));
+	const char *n508 = XSTR(XCAT(XCAT(NAME250, NAME250), _long_fn));
+
+	ck_assert_uint_eq(strlen(n254), 254);
+	ck_assert_uint_eq(strlen(n255), 255);
+	ck_assert_uint_eq(strlen(n508), 508);
+	ck_assert_int_eq(cp_proc_read(p), 0);
+	sym_of(s, p, (uint64_t)(uintptr_t)XCAT(NAME250, _fnx), buf, sizeof(buf));
+	ck_assert_str_eq(buf, n254);
+	sym_of(s, p, (uint64_t)(uintptr_t)XCAT(NAME250, _fn_x), buf, sizeof(buf));
+	ck_assert_str_eq(buf, n255);
+	sym_of(s, p, (uint64_t)(uintptr_t)XCAT(XCAT(NAME250, NAME250), _long_fn), buf, sizeof(buf));
+	ck_assert_str_eq(buf, n508);
+	cp_symbolizer_free(s);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 START_TEST(test_budget_evicts_and_reads_again)
 {
 	/* a budget far below what the process uses: every cache is cut, and
@@ -328,6 +376,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_cfi);
 	tcase_add_test(tc, test_unwind_signal);
 	tcase_add_test(tc, test_unwind_jit);
+	tcase_add_test(tc, test_long_names);
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);
 	suite_add_tcase(s, tc);

@@ -15,6 +15,8 @@
 #define KEEP_MIN 2
 /* how often the budget is looked at, at most */
 #define RELEASE_EVERY_NS 250000000LL
+/* how often the pages of the files read are let go, at most */
+#define PAGES_EVERY_NS 1000000000LL
 /* how often free heap is given back, at most, before anything is evicted */
 #define TRIM_EVERY_NS 2000000000LL
 /* binaries used this recently are the working set: not evicted */
@@ -69,6 +71,7 @@ void cp_budget_init(struct cp_budget *b, uint64_t max, struct cp_unwinder *u, st
 	b->warned = false;
 	b->released_ns = 0;
 	b->trimmed_ns = INT64_MIN / 2;
+	b->paged_ns = INT64_MIN / 2;
 	b->working_set_ns = WORKING_SET_NS;
 	if (max)
 		cp_modcache_on_open(cp_unwind_modcache(u), on_open, b);
@@ -92,16 +95,30 @@ void cp_budget_keep(struct cp_budget *b)
 	if (now - b->released_ns < RELEASE_EVERY_NS)
 		return;
 	b->released_ns = now;
-	if ((rss = cp_rss_bytes()) <= limit)
-		return;
+	rss = cp_rss_bytes();
 	mc = cp_unwind_modcache(b->u);
 	idle = now - b->working_set_ns;
-	/* what costs nothing to get back: the pages of idle binaries' files,
-	 * then free heap (malloc_trim's madvise calls cost TLB shootdowns: at
+	/* From 15/16 of the limit on, so that the resident set stays under
+	 * it rather than going over first: what costs little to get back, the
+	 * pages of the files read (idle binaries, every debug file, the
+	 * kernel's symbols), once a second.  What is read again faults back
+	 * from the page cache; the kernel maps 64 KB around each fault, so a
+	 * storm's new addresses bring much of a file back within seconds, and
+	 * letting go four times a second cost a third more CPU at 99 Hz.  The
+	 * pages of binaries in use stay: their unwind tables are read for
+	 * every new process. */
+	if (rss > limit - limit / 16 && now - b->paged_ns >= PAGES_EVERY_NS) {
+		b->paged_ns = now;
+		cp_modcache_release_pages(mc, idle);
+		cp_modcache_release_debug_pages(mc);
+		cp_symbolize_release_pages(b->s);
+		rss = cp_rss_bytes();
+	}
+	if (rss <= limit)
+		return;
+	/* then free heap (malloc_trim's madvise calls cost TLB shootdowns: at
 	 * most one every 2 s, or a resident set that hovers at the budget
 	 * pays them four times a second) */
-	cp_modcache_release_pages(mc, idle);
-	rss = cp_rss_bytes();
 	if (rss > b->max && now - b->trimmed_ns >= TRIM_EVERY_NS) {
 		b->trimmed_ns = now;
 		malloc_trim(0);

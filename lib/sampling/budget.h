@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The recorder's memory budget (--max-memory): its resident set, read from
  * /proc/self/statm, against a limit.  Before a new binary is opened and
- * after each poll, at most every 250 ms, while over the limit, it gives
- * back what the recorder can read again without cost (the pages of idle
- * binaries' files, free heap), then closes idle binaries (not used for 10 s)
+ * after each poll, at most every 250 ms: from 15/16 of the limit on, it
+ * gives back what the recorder can read again at little cost (the pages of
+ * idle binaries' files, of debug files and of the kernel's symbols, at most
+ * once a second); over the limit, free heap, then it closes idle binaries
+ * (not used for 10 s)
  * least recently used first, and when only the binaries being read are left,
  * forgets the unwinder's rules and the symbolizer's addresses.  Evicting
  * never loses a sample; it costs a re-read.  The working set (binaries used
@@ -28,6 +30,7 @@ struct cp_budget {
 	uint64_t evictions; /* times caches were cut */
 	int64_t released_ns;    /* CLOCK_MONOTONIC of the last look */
 	int64_t trimmed_ns;     /* and of the last malloc_trim before evicting */
+	int64_t paged_ns;       /* and of the last release of file pages */
 	int64_t working_set_ns; /* binaries used this recently stay (10 s) */
 	bool warned;
 };

@@ -133,6 +133,12 @@ struct cp_ksyms *cp_ksyms_parse(const char *in, size_t len)
 	return k;
 }
 
+void cp_ksyms_release_pages(struct cp_ksyms *k)
+{
+	if (k && k->mapped)
+		madvise(k->blob, k->mapped, MADV_DONTNEED);
+}
+
 void cp_ksyms_free(struct cp_ksyms *k)
 {
 	if (!k)

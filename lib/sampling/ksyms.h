@@ -23,6 +23,9 @@ void cp_ksyms_free(struct cp_ksyms *k);
 /* The symbol containing addr (NULL if none); *module set to "" or the module name. */
 const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module);
 size_t cp_ksyms_count(const struct cp_ksyms *k);
+/* Lets go of the resident pages of a table mapped from the cache (lookups
+ * fault back the few they read, from the page cache); else nothing. */
+void cp_ksyms_release_pages(struct cp_ksyms *k);
 
 /* This kernel's symbols, from the cache when it is this boot's with these
  * modules, else from /proc/kallsyms (then cached).  NULL when there are none

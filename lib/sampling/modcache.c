@@ -384,6 +384,22 @@ void cp_mod_release_pages(struct cp_mod *m)
 		release_image(dwarf_getelf(dw));
 }
 
+void cp_modcache_release_debug_pages(struct cp_modcache *c)
+{
+	Dwarf_Addr bias;
+	Dwarf *dw;
+	Elf *img;
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct cp_mod *m = c->mods[i];
+
+		if (!m->mod || !m->dwarf_read || !(dw = dwfl_module_getdwarf(m->mod, &bias)))
+			continue;
+		if ((img = dwarf_getelf(dw)) != dwfl_module_getelf(m->mod, &bias))
+			release_image(img);
+	}
+}
+
 void cp_modcache_release_pages(struct cp_modcache *c, int64_t before_ns)
 {
 	for (size_t i = 0; i < c->n; i++)

@@ -89,6 +89,9 @@ size_t cp_modcache_count(const struct cp_modcache *c);
 void cp_modcache_release_pages(struct cp_modcache *c, int64_t before_ns);
 /* The same for one binary. */
 void cp_mod_release_pages(struct cp_mod *m);
+/* Drops the pages of the separate debug files (DWARF) of every open binary,
+ * in use or not. */
+void cp_modcache_release_debug_pages(struct cp_modcache *c);
 
 /* Separate debug files not found locally come from d (not owned; set
  * before the first get): by build id, never waiting (a file still being

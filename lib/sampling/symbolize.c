@@ -171,6 +171,12 @@ void cp_symbolize_forget(struct cp_symbolizer *s)
 	s->cap = s->linecap = 0;
 }
 
+void cp_symbolize_release_pages(struct cp_symbolizer *s)
+{
+	if (s)
+		cp_ksyms_release_pages(s->ksyms);
+}
+
 static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint64_t off, const struct symline *l,
 				     uint32_t n)
 {

@@ -23,6 +23,9 @@ struct cp_symbolizer;
 struct cp_symbolizer *cp_symbolizer_new(struct cp_unwinder *u, size_t max_entries);
 /* Empty the address cache and free its memory (a memory budget). */
 void cp_symbolize_forget(struct cp_symbolizer *s);
+/* Lets go of the resident pages of the kernel's symbol table (mapped from
+ * its cache file: what is looked up again faults back). */
+void cp_symbolize_release_pages(struct cp_symbolizer *s);
 void cp_symbolizer_free(struct cp_symbolizer *s);
 
 /* The location (id in prof) of user address pc in process p.  is_return: pc

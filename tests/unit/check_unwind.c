@@ -368,6 +368,46 @@ START_TEST(test_budget_evicts_and_reads_again)
 }
 END_TEST
 
+START_TEST(test_budget_lets_pages_go_first)
+{
+	/* close under the limit, the budget gives back file pages (once a
+	 * second) and evicts nothing; far under it, does nothing */
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
+	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct cp_budget b;
+	char buf[256];
+	size_t nmods;
+	uint64_t rss;
+
+	ck_assert_int_eq(cp_proc_read(p), 0);
+	sym_of(s, p, (uint64_t)(uintptr_t)jit_callee, buf, sizeof(buf));
+	sym_of(s, p, (uint64_t)(uintptr_t)getpid, buf, sizeof(buf));
+	nmods = cp_modcache_count(cp_unwind_modcache(u));
+	rss = cp_rss_bytes();
+	cp_budget_init(&b, rss * 2, u, s, "test");
+	cp_budget_keep(&b);
+	ck_assert_int_eq(b.paged_ns, INT64_MIN / 2);
+	cp_budget_init(&b, rss + rss / 20, u, s, "test");
+	cp_budget_keep(&b);
+	ck_assert_int_ne(b.paged_ns, INT64_MIN / 2);
+	ck_assert_uint_eq(b.evictions, 0);
+	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(u)), nmods);
+	/* and not again within the second */
+	b.released_ns = 0;
+	{
+		int64_t paged = b.paged_ns;
+
+		cp_budget_keep(&b);
+		ck_assert_int_eq(b.paged_ns, paged);
+	}
+	cp_symbolizer_free(s);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 static Suite *unwind_suite(void)
 {
 	Suite *s = suite_create("unwind");
@@ -377,6 +417,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_signal);
 	tcase_add_test(tc, test_unwind_jit);
 	tcase_add_test(tc, test_long_names);
+	tcase_add_test(tc, test_budget_lets_pages_go_first);
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);
 	suite_add_tcase(s, tc);

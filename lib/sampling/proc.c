@@ -900,8 +900,19 @@ int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd)
 	return fd;
 }
 
+bool cp_map_no_file(const char *path)
+{
+	if (!path[0] || !strcmp(path, "//anon"))
+		return true;
+	return path[0] == '[' && strcmp(path, "[vdso]") != 0;
+}
+
 const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len)
 {
+	if (!m->build_id_read && cp_map_no_file(m->path)) {
+		m->build_id_read = true;
+		m->build_id_len = 0;
+	}
 	if (!m->build_id_read) {
 		int fd = cp_map_open(p, m, -1), n = fd >= 0 ? elf_build_id_fd(fd, m->build_id, sizeof(m->build_id)) : -ENOENT;
 

@@ -95,6 +95,10 @@ const struct cp_map *cp_proc_find_map(const struct cp_proc *p, uint64_t addr);
 void cp_proc_set_cgroup(struct cp_proc *p, const char *path);
 /* The build id of a mapping (read from the file when the kernel gave none). */
 const uint8_t *cp_map_build_id(struct cp_map *m, const struct cp_proc *p, size_t *len);
+/* Memory with no file behind it, where a JIT puts its code: "" in
+ * /proc/PID/maps, "//anon" in the kernel's mmap records, "[anon:NAME]"
+ * (named with prctl) and the other "[...]" regions but the vDSO. */
+bool cp_map_no_file(const char *path);
 /* Opens the file mapped by m as p sees it (through /proc/PID/root, for
  * containers, else by path); "[vdso]" is a dup of vdso_fd.  -1 on failure. */
 int cp_map_open(const struct cp_proc *p, const struct cp_map *m, int vdso_fd);

@@ -562,16 +562,6 @@ static int64_t named_location(struct cp_symbolizer *s, struct cp_profile *prof, 
 	return make_location(s, prof, mapping, addr, &tmp);
 }
 
-/* Memory with no file behind it, where a JIT puts its code: "" in
- * /proc/PID/maps, "//anon" in the kernel's mmap records, "[anon:NAME]"
- * (named with prctl) and the other "[...]" regions but the vDSO. */
-static bool no_file(const char *path)
-{
-	if (!path[0] || !strcmp(path, "//anon"))
-		return true;
-	return path[0] == '[' && strcmp(path, "[vdso]") != 0;
-}
-
 /* A file that may hold a JIT's code rather than an ELF binary: a memfd
  * (JITs that map their code twice, writable and executable) or a deleted
  * file (also how anonymous shared memory is named: "/dev/zero (deleted)"). */
@@ -602,7 +592,7 @@ static int64_t jit_location(struct cp_symbolizer *s, struct cp_profile *prof, st
 	 * that a frame shows its address ("anon+0x7f...") whichever way the
 	 * mapping was learnt, and pprof keeps regions of processes apart */
 	file = !m->path[0] || !strcmp(m->path, "//anon") ? "//anon" : m->path;
-	offset = no_file(m->path) ? m->start : m->pgoff;
+	offset = cp_map_no_file(m->path) ? m->start : m->pgoff;
 	mapping = profile_mapping(prof, m->start, m->end, offset, file, "", jit != NULL);
 	if (mapping < 0)
 		return mapping;
@@ -767,7 +757,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	m = (struct cp_map *)cp_proc_find_map(p, addr);
 	if (!m && cp_proc_refresh(p, addr) == 0)
 		m = (struct cp_map *)cp_proc_find_map(p, addr);
-	if (!m || no_file(m->path))
+	if (!m || cp_map_no_file(m->path))
 		return jit_location(s, prof, p, m, addr, true);
 	key = cp_map_key(m, p, buf, sizeof(buf)); /* the build id, else the path */
 	bidhex = key == buf ? buf : "";

@@ -237,8 +237,8 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 	uint32_t id, h;
 	struct rule r;
 
-	if (!m || !m->path[0])
-		return NULL;
+	if (!m || cp_map_no_file(m->path))
+		return NULL; /* no CFI: the frame pointer (a JIT's "//anon" was opened as a file, per process) */
 	key = NULL;
 	if (!m->ukey1) {
 		key = cp_map_key(m, p, buf, sizeof(buf));

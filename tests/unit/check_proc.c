@@ -720,6 +720,29 @@ START_TEST(test_add_map_overlaps)
 }
 END_TEST
 
+START_TEST(test_map_no_file)
+{
+	/* memory with no file behind it is never opened as a file */
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
+	size_t n = 99;
+
+	ck_assert(cp_map_no_file(""));
+	ck_assert(cp_map_no_file("//anon"));
+	ck_assert(cp_map_no_file("[anon:v8]"));
+	ck_assert(cp_map_no_file("[stack]"));
+	ck_assert(!cp_map_no_file("[vdso]"));
+	ck_assert(!cp_map_no_file("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+	ck_assert(!cp_map_no_file("/memfd:jit (deleted)"));
+	/* "//anon" would be opened as "/anon" */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x1000, 0x2000, 0, "//anon", NULL, 0), 0);
+	ck_assert_ptr_null(cp_map_build_id((struct cp_map *)cp_proc_find_map(p, 0x1000), p, &n));
+	ck_assert_uint_eq(n, 0);
+	ck_assert(cp_proc_find_map(p, 0x1000)->build_id_read);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 START_TEST(test_add_map_build_id_and_inherit)
 {
 	static const uint8_t bid[20] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 };
@@ -1030,6 +1053,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(pmaps, test_add_map_sorted_and_find);
 	tcase_add_test(pmaps, test_add_map_overlaps);
 	tcase_add_test(pmaps, test_add_map_build_id_and_inherit);
+	tcase_add_test(pmaps, test_map_no_file);
 	tcase_add_test(pmaps, test_series_labels);
 	suite_add_tcase(s, pmaps);
 	tcase_add_test(ksyms, test_ksyms);

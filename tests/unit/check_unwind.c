@@ -272,6 +272,32 @@ static void sym_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, ch
 	cp_profile_free(prof);
 }
 
+/* This process as the recorder sees it: its mappings read from /proc, and
+ * an unwinder and a symbolizer over them. */
+struct self {
+	struct cp_procs *t;
+	struct cp_proc *p;
+	struct cp_unwinder *u;
+	struct cp_symbolizer *s;
+};
+
+static void self_open(struct self *x)
+{
+	x->t = cp_procs_new();
+	x->p = cp_procs_get(x->t, (uint32_t)getpid(), true);
+	x->u = cp_unwinder_new(NULL);
+	x->s = cp_symbolizer_new(x->u, 0);
+	ck_assert_ptr_nonnull(x->s);
+	ck_assert_int_eq(cp_proc_read(x->p), 0);
+}
+
+static void self_close(struct self *x)
+{
+	cp_symbolizer_free(x->s);
+	cp_unwinder_free(x->u);
+	cp_procs_free(x->t, NULL);
+}
+
 /* A name whose end is the last byte of the symbolizer's first read of a
  * name (255 bytes), one a byte longer and a long one: read from this
  * binary's file, whole. */
@@ -296,10 +322,7 @@ __attribute__((noinline, used)) int XCAT(XCAT(NAME250, NAME250), _long_fn)(int x
 
 START_TEST(test_long_names)
 {
-	struct cp_procs *t = cp_procs_new();
-	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
-	struct cp_unwinder *u = cp_unwinder_new(NULL);
-	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct self x;
 	char buf[1024];
 	const char *n254 = XSTR(XCAT(NAME250, _fnx)), *n255 = XSTR(XCAT(NAME250, _fn_x));
 	const char *n508 = XSTR(XCAT(XCAT(NAME250, NAME250), _long_fn));
@@ -307,16 +330,14 @@ START_TEST(test_long_names)
 	ck_assert_uint_eq(strlen(n254), 254);
 	ck_assert_uint_eq(strlen(n255), 255);
 	ck_assert_uint_eq(strlen(n508), 508);
-	ck_assert_int_eq(cp_proc_read(p), 0);
-	sym_of(s, p, (uint64_t)(uintptr_t)XCAT(NAME250, _fnx), buf, sizeof(buf));
+	self_open(&x);
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)XCAT(NAME250, _fnx), buf, sizeof(buf));
 	ck_assert_str_eq(buf, n254);
-	sym_of(s, p, (uint64_t)(uintptr_t)XCAT(NAME250, _fn_x), buf, sizeof(buf));
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)XCAT(NAME250, _fn_x), buf, sizeof(buf));
 	ck_assert_str_eq(buf, n255);
-	sym_of(s, p, (uint64_t)(uintptr_t)XCAT(XCAT(NAME250, NAME250), _long_fn), buf, sizeof(buf));
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)XCAT(XCAT(NAME250, NAME250), _long_fn), buf, sizeof(buf));
 	ck_assert_str_eq(buf, n508);
-	cp_symbolizer_free(s);
-	cp_unwinder_free(u);
-	cp_procs_free(t, NULL);
+	self_close(&x);
 }
 END_TEST
 
@@ -324,28 +345,24 @@ START_TEST(test_budget_evicts_and_reads_again)
 {
 	/* a budget far below what the process uses: every cache is cut, and
 	 * what was looked up before is found again the same */
-	struct cp_procs *t = cp_procs_new();
-	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
-	struct cp_unwinder *u = cp_unwinder_new(NULL);
-	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct self x;
 	struct cp_budget b;
 	size_t nmods;
 	uint64_t ev;
 	char before[256], libc_before[256], after[256], libc_after[256];
 	uint64_t fn = (uint64_t)(uintptr_t)jit_callee, lc = (uint64_t)(uintptr_t)getpid;
 
-	ck_assert_ptr_nonnull(s);
-	ck_assert_int_eq(cp_proc_read(p), 0);
+	self_open(&x);
 	ck_assert_uint_gt(cp_rss_bytes(), 1u << 20);
-	sym_of(s, p, fn, before, sizeof(before));
-	sym_of(s, p, lc, libc_before, sizeof(libc_before));
+	sym_of(x.s, x.p, fn, before, sizeof(before));
+	sym_of(x.s, x.p, lc, libc_before, sizeof(libc_before));
 	ck_assert_str_eq(before, "jit_callee");
-	ck_assert_uint_ge(cp_modcache_count(cp_unwind_modcache(u)), 2);
-	cp_budget_init(&b, 1u << 20, u, s, "test");
+	ck_assert_uint_ge(cp_modcache_count(cp_unwind_modcache(x.u)), 2);
+	cp_budget_init(&b, 1u << 20, x.u, x.s, "test");
 	/* what was just used is the working set: it stays, said once */
-	nmods = cp_modcache_count(cp_unwind_modcache(u));
+	nmods = cp_modcache_count(cp_unwind_modcache(x.u));
 	cp_budget_keep(&b);
-	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(u)), nmods);
+	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(x.u)), nmods);
 	ck_assert_uint_gt(b.floor, 1u << 20);
 	ck_assert(b.warned);
 	/* once idle, it goes (and then the rules and addresses) */
@@ -355,16 +372,14 @@ START_TEST(test_budget_evicts_and_reads_again)
 	ev = b.evictions;
 	cp_budget_keep(&b);
 	ck_assert_uint_gt(b.evictions, ev);
-	ck_assert_uint_le(cp_modcache_count(cp_unwind_modcache(u)), 2);
-	cp_modcache_evict(cp_unwind_modcache(u), 0);
-	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(u)), 0);
-	sym_of(s, p, fn, after, sizeof(after));
-	sym_of(s, p, lc, libc_after, sizeof(libc_after));
+	ck_assert_uint_le(cp_modcache_count(cp_unwind_modcache(x.u)), 2);
+	cp_modcache_evict(cp_unwind_modcache(x.u), 0);
+	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(x.u)), 0);
+	sym_of(x.s, x.p, fn, after, sizeof(after));
+	sym_of(x.s, x.p, lc, libc_after, sizeof(libc_after));
 	ck_assert_str_eq(after, before);
 	ck_assert_str_eq(libc_after, libc_before);
-	cp_symbolizer_free(s);
-	cp_unwinder_free(u);
-	cp_procs_free(t, NULL);
+	self_close(&x);
 }
 END_TEST
 
@@ -372,28 +387,25 @@ START_TEST(test_budget_lets_pages_go_first)
 {
 	/* close under the limit, the budget gives back file pages (once a
 	 * second) and evicts nothing; far under it, does nothing */
-	struct cp_procs *t = cp_procs_new();
-	struct cp_proc *p = cp_procs_get(t, (uint32_t)getpid(), true);
-	struct cp_unwinder *u = cp_unwinder_new(NULL);
-	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct self x;
 	struct cp_budget b;
 	char buf[256];
 	size_t nmods;
 	uint64_t rss;
 
-	ck_assert_int_eq(cp_proc_read(p), 0);
-	sym_of(s, p, (uint64_t)(uintptr_t)jit_callee, buf, sizeof(buf));
-	sym_of(s, p, (uint64_t)(uintptr_t)getpid, buf, sizeof(buf));
-	nmods = cp_modcache_count(cp_unwind_modcache(u));
+	self_open(&x);
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)jit_callee, buf, sizeof(buf));
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)getpid, buf, sizeof(buf));
+	nmods = cp_modcache_count(cp_unwind_modcache(x.u));
 	rss = cp_rss_bytes();
-	cp_budget_init(&b, rss * 2, u, s, "test");
+	cp_budget_init(&b, rss * 2, x.u, x.s, "test");
 	cp_budget_keep(&b);
 	ck_assert_int_eq(b.paged_ns, INT64_MIN / 2);
-	cp_budget_init(&b, rss + rss / 20, u, s, "test");
+	cp_budget_init(&b, rss + rss / 20, x.u, x.s, "test");
 	cp_budget_keep(&b);
 	ck_assert_int_ne(b.paged_ns, INT64_MIN / 2);
 	ck_assert_uint_eq(b.evictions, 0);
-	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(u)), nmods);
+	ck_assert_uint_eq(cp_modcache_count(cp_unwind_modcache(x.u)), nmods);
 	/* and not again within the second */
 	b.released_ns = 0;
 	{
@@ -402,9 +414,7 @@ START_TEST(test_budget_lets_pages_go_first)
 		cp_budget_keep(&b);
 		ck_assert_int_eq(b.paged_ns, paged);
 	}
-	cp_symbolizer_free(s);
-	cp_unwinder_free(u);
-	cp_procs_free(t, NULL);
+	self_close(&x);
 }
 END_TEST
 

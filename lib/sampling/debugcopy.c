@@ -85,13 +85,18 @@ static int open_copy(const char *path, const char *hex)
 }
 
 /* in, with its compressed sections uncompressed, written to fd.  0 or -1. */
-static int write_copy(Elf *in, int fd)
+/* The copy of in, written to fd.  max: the most its sections may hold once
+ * uncompressed, and the most the copy may take (a hostile file's sections
+ * can claim gigabytes of zeros, or an alignment that pads to as much). */
+static int write_copy(Elf *in, int fd, uint64_t max)
 {
 	Elf *out = elf_begin(fd, ELF_C_WRITE, NULL);
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	size_t phnum, shstrndx;
 	int rc = -1;
+	uint64_t total = 0;
+	int64_t size;
 
 	if (!out || !gelf_getehdr(in, &eh) || elf_getphdrnum(in, &phnum) || elf_getshdrstrndx(in, &shstrndx) ||
 	    shstrndx >= SHN_LORESERVE || !gelf_newehdr(out, gelf_getclass(in)))
@@ -111,8 +116,15 @@ static int write_copy(Elf *in, int fd)
 
 		if (!o || !gelf_getshdr(scn, &sh))
 			goto out;
-		if ((sh.sh_flags & SHF_COMPRESSED) && (elf_compress(scn, 0, 0) < 0 || !gelf_getshdr(scn, &sh)))
-			goto out;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			if (!gelf_getchdr(scn, &ch) || ch.ch_size > max - total)
+				goto out;
+			total += ch.ch_size;
+			if (elf_compress(scn, 0, 0) < 0 || !gelf_getshdr(scn, &sh))
+				goto out;
+		}
 		while ((d = elf_getdata(scn, d))) {
 			if (!(od = elf_newdata(o)))
 				goto out;
@@ -128,7 +140,11 @@ static int write_copy(Elf *in, int fd)
 	}
 	/* the offsets are laid out anew (libelf's), the rest as it was */
 	eh.e_shstrndx = (GElf_Half)shstrndx;
-	if (!gelf_update_ehdr(out, &eh) || elf_update(out, ELF_C_WRITE) < 0)
+	if (!gelf_update_ehdr(out, &eh))
+		goto out;
+	/* the size laid out first (a hostile alignment pads to gigabytes) */
+	size = elf_update(out, ELF_C_NULL);
+	if (size < 0 || (uint64_t)size > max || elf_update(out, ELF_C_WRITE) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -210,6 +226,13 @@ int cp_debugcopy_open(const char *build_id_hex, char **path)
 	return fd;
 }
 
+/* The most a copy may uncompress to: debug sections compress 3 to 10
+ * times; more than 64 times the file is not debug info. */
+static uint64_t copy_max(uint64_t file_size)
+{
+	return file_size < CP_DEBUGCOPY_MAX_BYTES / 64 ? 64 * file_size : CP_DEBUGCOPY_MAX_BYTES;
+}
+
 int cp_debugcopy(int fd, const char *build_id_hex, char **path)
 {
 	char dir[PATH_MAX], copy[PATH_MAX + 64], tmp[PATH_MAX + 96];
@@ -233,7 +256,7 @@ int cp_debugcopy(int fd, const char *build_id_hex, char **path)
 		cp_debugcopy_prune(dir, CP_DEBUGCOPY_MAX_BYTES, 3 * (uint64_t)st.st_size);
 		snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", copy, (long)getpid());
 		tfd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (tfd < 0 || write_copy(in, tfd) < 0 || rename(tmp, copy) < 0) {
+		if (tfd < 0 || write_copy(in, tfd, copy_max((uint64_t)st.st_size)) < 0 || rename(tmp, copy) < 0) {
 			if (tfd >= 0) {
 				close(tfd);
 				unlink(tmp);

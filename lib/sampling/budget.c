@@ -30,8 +30,8 @@ static pid_t statm_pid;
 
 uint64_t cp_rss_bytes(void)
 {
-	char buf[128];
-	unsigned long long size, rss;
+	char buf[128], *end;
+	unsigned long long rss;
 	pid_t pid = getpid();
 	ssize_t n;
 
@@ -49,7 +49,13 @@ uint64_t cp_rss_bytes(void)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	if (sscanf(buf, "%llu %llu", &size, &rss) != 2)
+	/* "size resident shared ...", in pages (strtoull: sscanf's machinery
+	 * cost more than the read) */
+	(void)strtoull(buf, &end, 10);
+	if (end == buf || *end != ' ')
+		return 0;
+	rss = strtoull(end + 1, &end, 10);
+	if (*end != ' ' && *end != '\n')
 		return 0;
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }

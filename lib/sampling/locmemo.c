@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "../hugepages.h"
 #include "../index.h"
 
 struct slot {
@@ -31,8 +32,8 @@ struct cp_locmemo *cp_locmemo_new(unsigned bits)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	/* calloc of a large block maps zero pages: untouched slots cost nothing */
-	m->v = calloc((size_t)1 << bits, sizeof(*m->v));
+	/* in huge pages: every probe lands on a random slot (hugepages.h) */
+	m->v = cp_huge_alloc(((size_t)1 << bits) * sizeof(*m->v));
 	if (!m->v) {
 		free(m);
 		return NULL;
@@ -46,7 +47,7 @@ void cp_locmemo_free(struct cp_locmemo *m)
 {
 	if (!m)
 		return;
-	free(m->v);
+	cp_huge_free(m->v, ((size_t)m->mask + 1) * sizeof(*m->v));
 	free(m);
 }
 

@@ -26,7 +26,8 @@ enum { CP_LOCMEMO_USER = 0, CP_LOCMEMO_USER_RET = 1, CP_LOCMEMO_KERNEL = 2, CP_L
 
 struct cp_locmemo;
 
-/* 2^bits entries (bits 4..24), allocated as they are touched */
+/* 2^bits entries (bits 4..24) of 24 bytes, in huge pages (hugepages.h),
+ * allocated as they are touched */
 struct cp_locmemo *cp_locmemo_new(unsigned bits);
 void cp_locmemo_free(struct cp_locmemo *m);
 /* Forgets every entry. */

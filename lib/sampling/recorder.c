@@ -17,8 +17,8 @@
 #include "budget.h"
 #include "../util.h"
 
-/* the location memo: 2^15 frames (24 bytes each, touched as used) */
-#define MEMO_BITS 15
+/* the location memo: 2^16 frames, 24 bytes each: 1.5 MB in one huge page */
+#define MEMO_BITS 16
 
 /* a fetch from debuginfod is given up after this, and the end of a
  * recording waits at most this for those in flight */

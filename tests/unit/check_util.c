@@ -14,6 +14,7 @@
 #include <zlib.h>
 #include "error.h"
 #include "gzip.h"
+#include "hugepages.h"
 #include "selector.h"
 #include "util.h"
 #include "testutil.h"
@@ -450,6 +451,78 @@ START_TEST(test_zlib_compress)
 }
 END_TEST
 
+/* the mapping of /proc/self/maps that holds addr: its start and end */
+static int mapping_of(uintptr_t addr, uintptr_t *start, uintptr_t *end)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && addr >= a && addr < b) {
+			*start = a;
+			*end = b;
+			found = 1;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* the bytes of every mapping of this process */
+static uint64_t mapped_total(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint64_t total = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2)
+			total += b - a;
+	}
+	if (f)
+		fclose(f);
+	return total;
+}
+
+START_TEST(test_huge_alloc)
+{
+	static const size_t sizes[] = { 1, 24 << 16, CP_HUGE_PAGE, CP_HUGE_PAGE + 1 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t want = (sizes[i] + CP_HUGE_PAGE - 1) / CP_HUGE_PAGE * CP_HUGE_PAGE;
+		uint64_t before = (mapped_total(), mapped_total());
+		unsigned char *p = cp_huge_alloc(sizes[i]);
+		uintptr_t start, end;
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq((uintptr_t)p % CP_HUGE_PAGE, 0);
+		/* zeroed and writable to the end */
+		ck_assert_uint_eq(p[0], 0);
+		ck_assert_uint_eq(p[sizes[i] - 1], 0);
+		p[0] = 1;
+		p[sizes[i] - 1] = 2;
+		/* what was mapped beyond the aligned span is given back: the
+		 * mapping is the span (its huge-page advice keeps it from merging
+		 * with a neighbour) */
+		ck_assert(mapping_of((uintptr_t)p, &start, &end));
+		ck_assert_uint_eq(start, (uintptr_t)p);
+		ck_assert_uint_eq(end, (uintptr_t)p + want);
+		ck_assert_uint_eq(mapped_total() - before, want);
+		cp_huge_free(p, sizes[i]);
+		/* gone: no mapping holds it any more, unless one was made since */
+		ck_assert(!mapping_of((uintptr_t)p, &start, &end) || start > (uintptr_t)p || end <= (uintptr_t)p);
+	}
+	ck_assert_ptr_null(cp_huge_alloc(0));
+	ck_assert_ptr_null(cp_huge_alloc(SIZE_MAX));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -457,6 +530,7 @@ static Suite *util_suite(void)
 
 	tcase_add_checked_fixture(files, dir_setup, dir_teardown);
 	tcase_add_test(files, test_read_file);
+	tcase_add_test(misc, test_huge_alloc);
 	tcase_add_test(files, test_read_file_large);
 	tcase_add_test(files, test_read_file_missing);
 	tcase_add_test(files, test_read_file_directory);

@@ -287,6 +287,44 @@ size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key)
 	return lo;
 }
 
+void cp_sparse_build(struct cp_sparse *x, const void *base, size_t n, size_t size)
+{
+	x->keys = NULL;
+	x->n = 0;
+	if (n < 2 * CP_SPARSE_STEP)
+		return; /* a block or two: the plain search reads as few pages */
+	x->n = (n + CP_SPARSE_STEP - 1) / CP_SPARSE_STEP;
+	if (!(x->keys = malloc(x->n * sizeof(*x->keys)))) {
+		x->n = 0;
+		return;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		memcpy(&x->keys[i], (const char *)base + i * CP_SPARSE_STEP * size, sizeof(uint64_t));
+}
+
+size_t cp_sparse_upper_bound(const struct cp_sparse *x, const void *base, size_t n, size_t size, uint64_t key)
+{
+	size_t j, lo, hi;
+
+	if (!x->n)
+		return cp_upper_bound_u64(base, n, size, key);
+	/* block j - 1 holds the last element <= key: every element before it
+	 * is <= its first key (<= key), and block j's first is > key */
+	j = cp_upper_bound_u64(x->keys, x->n, sizeof(*x->keys), key);
+	if (j == 0)
+		return 0;
+	lo = (j - 1) * CP_SPARSE_STEP;
+	hi = j * CP_SPARSE_STEP < n ? j * CP_SPARSE_STEP : n;
+	return lo + cp_upper_bound_u64((const char *)base + lo * size, hi - lo, size, key);
+}
+
+void cp_sparse_free(struct cp_sparse *x)
+{
+	free(x->keys);
+	x->keys = NULL;
+	x->n = 0;
+}
+
 int cp_parse_size(const char *s, uint64_t *out)
 {
 	static const char units[] = "KMGT";

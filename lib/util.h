@@ -43,6 +43,24 @@ const char *cp_duration_text(int64_t ns, char *buf, size_t len);
 /* In an array sorted by a leading uint64_t key (elements of size bytes),
  * the index just past the last element whose key is <= key (0: none). */
 size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key);
+/* A sparse index over such an array: the key of every CP_SPARSE_STEP-th
+ * element, packed.  A search through it reads log2(n / 64) keys from a few
+ * pages, then one block of 64 elements, where a plain binary search reads
+ * log2(n) keys from as many pages (a symbol table of 100,000 functions: 4 or
+ * 5 pages against 17; on a virtual machine that shadows page tables each
+ * page first touched costs microseconds: hugepages.h).  The owner builds it
+ * once the array is sorted and final and frees it with the array; when
+ * built without memory (or for a small array) it holds nothing, and the
+ * search is the plain one, with the same answers. */
+#define CP_SPARSE_STEP 64
+struct cp_sparse {
+	uint64_t *keys;
+	size_t n;
+};
+void cp_sparse_build(struct cp_sparse *x, const void *base, size_t n, size_t size);
+/* cp_upper_bound_u64(base, n, size, key), through x (built over that array) */
+size_t cp_sparse_upper_bound(const struct cp_sparse *x, const void *base, size_t n, size_t size, uint64_t key);
+void cp_sparse_free(struct cp_sparse *x);
 
 /* Can a file be created at path: its directory exists, is one, and may be
  * written (to fail before a long run that ends by writing it, not after)?

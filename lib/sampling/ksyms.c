@@ -21,6 +21,7 @@ struct ksym {
 
 struct cp_ksyms {
 	struct ksym *s;
+	struct cp_sparse sx; /* over s */
 	size_t n;
 	char *text;
 	size_t tlen;
@@ -97,6 +98,7 @@ static void ksyms_finish(struct cp_ksyms *k, char *text, size_t tlen)
 		k->s = t;
 	if (k->n)
 		cp_qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+	cp_sparse_build(&k->sx, k->s, k->n, sizeof(*k->s));
 }
 
 struct cp_ksyms *cp_ksyms_parse(const char *in, size_t len)
@@ -143,6 +145,7 @@ void cp_ksyms_free(struct cp_ksyms *k)
 {
 	if (!k)
 		return;
+	cp_sparse_free(&k->sx);
 	if (k->mapped) {
 		munmap(k->blob, k->mapped);
 	} else if (k->blob) {
@@ -164,7 +167,7 @@ const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **
 	size_t lo;
 
 	_Static_assert(offsetof(struct ksym, addr) == 0, "the key leads");
-	lo = cp_upper_bound_u64(k->s, k->n, sizeof(*k->s), addr);
+	lo = cp_sparse_upper_bound(&k->sx, k->s, k->n, sizeof(*k->s), addr);
 	if (lo == 0)
 		return NULL;
 	/* past the last symbol by more than 1 MiB: not a symbol of ours */
@@ -299,6 +302,7 @@ static struct cp_ksyms *decode_owned(char *data, size_t len, const char *key, bo
 			return NULL;
 		}
 	}
+	cp_sparse_build(&k->sx, k->s, k->n, sizeof(*k->s));
 	return k;
 bad:
 	errno = EBADMSG;

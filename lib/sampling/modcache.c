@@ -148,6 +148,7 @@ static void mod_free(struct cp_mod *m)
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	free(m->syms);
+	cp_sparse_free(&m->symx);
 	if (m->fd >= 0)
 		close(m->fd);
 	for (size_t i = 0; i < m->ncus; i++)

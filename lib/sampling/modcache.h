@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../util.h"
+
 #include "proc.h"
 #include "scopes.h"
 
@@ -37,6 +39,7 @@ struct cp_mod {
 				* set, where the name is in the file */
 	} *syms;
 	size_t nsyms;
+	struct cp_sparse symx; /* over syms */
 	bool syms_read;
 	/* the names are read from fd at the offsets in idx, with pread: read
 	 * through libelf's mapping of the file, each name would bring 64 KB of

@@ -335,6 +335,8 @@ static void read_syms(struct cp_mod *sm)
 		sm->syms[i].idx &= SYM_IDX_MASK;
 	if ((shrunk = realloc(sm->syms, sm->nsyms * sizeof(*sm->syms))))
 		sm->syms = shrunk;
+	cp_sparse_build(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms));
+	sm->bytes += sm->symx.n * sizeof(*sm->symx.keys);
 	names_at(sm);
 	/* the names stay in the file's image: its pages, touched once by this
 	 * scan, come back as lookups need them */
@@ -373,7 +375,7 @@ static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t 
 	if (!sm->syms_read)
 		read_syms(sm);
 	_Static_assert(offsetof(struct cp_modsym, addr) == 0, "the key leads");
-	lo = cp_upper_bound_u64(sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
+	lo = cp_sparse_upper_bound(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
 	if (lo == 0)
 		return NULL;
 	y = &sm->syms[lo - 1];

@@ -451,6 +451,41 @@ START_TEST(test_zlib_compress)
 }
 END_TEST
 
+START_TEST(test_sparse_upper_bound)
+{
+	/* arrays around the block size, with runs of equal keys that cross
+	 * block boundaries: every answer is the plain search's */
+	static const size_t sizes[] = { 0, 1, 63, 127, 128, 129, 1000, 4097 };
+	struct elem {
+		uint64_t key;
+		uint32_t payload;
+	};
+
+	for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		size_t n = sizes[t];
+		struct elem *v = malloc((n + 1) * sizeof(*v));
+		struct cp_sparse x;
+		uint64_t k = 100;
+
+		ck_assert_ptr_nonnull(v);
+		for (size_t i = 0; i < n; i++) {
+			k += (i * 7919) % 5 == 0 ? 0 : (i * 31) % 9 + 1; /* some equal neighbours */
+			v[i].key = k;
+			v[i].payload = (uint32_t)i;
+		}
+		cp_sparse_build(&x, v, n, sizeof(*v));
+		ck_assert(n < 2 * CP_SPARSE_STEP ? x.n == 0 : x.n == (n + CP_SPARSE_STEP - 1) / CP_SPARSE_STEP);
+		for (uint64_t q = 0; q <= k + 2; q++)
+			ck_assert_uint_eq(cp_sparse_upper_bound(&x, v, n, sizeof(*v), q),
+					  cp_upper_bound_u64(v, n, sizeof(*v), q));
+		ck_assert_uint_eq(cp_sparse_upper_bound(&x, v, n, sizeof(*v), UINT64_MAX), n);
+		cp_sparse_free(&x);
+		ck_assert_ptr_null(x.keys);
+		free(v);
+	}
+}
+END_TEST
+
 /* the mapping of /proc/self/maps that holds addr: its start and end */
 static int mapping_of(uintptr_t addr, uintptr_t *start, uintptr_t *end)
 {
@@ -531,6 +566,7 @@ static Suite *util_suite(void)
 	tcase_add_checked_fixture(files, dir_setup, dir_teardown);
 	tcase_add_test(files, test_read_file);
 	tcase_add_test(misc, test_huge_alloc);
+	tcase_add_test(misc, test_sparse_upper_bound);
 	tcase_add_test(files, test_read_file_large);
 	tcase_add_test(files, test_read_file_missing);
 	tcase_add_test(files, test_read_file_directory);

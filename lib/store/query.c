@@ -180,16 +180,70 @@ static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t f
 	return err;
 }
 
+#define BY_SAMPLE SIZE_MAX
+
 struct select_ctx {
 	struct agg *groups;
-	size_t *group_of; /* series index -> group */
+	char **names;     /* the groups' values */
+	size_t ngroups, cap;
+	size_t *group_of; /* series index -> group; BY_SAMPLE: by the sample's label */
+	const char *by;
+	const struct cp_profile *dict;
+	uint32_t last_labels; /* the last sample label set looked up, and its group */
+	size_t last_group;
 };
+
+/* The group of value gv, made (in order of first appearance) when new. */
+static int group_index(struct select_ctx *c, const char *gv, size_t *out)
+{
+	size_t j;
+
+	for (j = 0; j < c->ngroups && strcmp(c->names[j], gv); j++)
+		;
+	if (j == c->ngroups) {
+		size_t cap = c->cap;
+
+		if (cp_grow((void **)&c->groups, &cap, j + 1, sizeof(*c->groups)) ||
+		    cp_grow((void **)&c->names, &c->cap, j + 1, sizeof(*c->names)) || !(c->names[j] = strdup(gv)))
+			return cp_error(ENOMEM, "out of memory reading the store");
+		memset(&c->groups[j], 0, sizeof(c->groups[j]));
+		c->groups[j].tmin = INT64_MAX;
+		c->groups[j].tmax = INT64_MIN;
+		c->ngroups++;
+	}
+	*out = j;
+	return 0;
+}
+
+/* the value of the sample label key in label set id of the dictionary ("" when missing) */
+static const char *sample_label(const struct cp_profile *p, uint32_t id, const char *key)
+{
+	if (id >= p->nlabelsets)
+		return "";
+	for (uint32_t i = 0; i < p->labelsets[id].len; i++) {
+		const struct cp_label *l = &p->labels[p->labelsets[id].off + i];
+
+		if (l->str && !strcmp(cp_profile_string(p, l->key), key))
+			return cp_profile_string(p, l->str);
+	}
+	return "";
+}
 
 static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
 {
 	struct select_ctx *c = ctx;
+	size_t g = c->group_of[si];
+	int err;
 
-	return agg_add(&c->groups[c->group_of[si]], stack, labels, v, t);
+	if (g == BY_SAMPLE) { /* a label of the samples, not of the series */
+		if (labels != c->last_labels) {
+			if ((err = group_index(c, sample_label(c->dict, labels, c->by), &c->last_group)))
+				return err;
+			c->last_labels = labels;
+		}
+		g = c->last_group;
+	}
+	return agg_add(&c->groups[g], stack, labels, v, t);
 }
 
 /* The profile of group g, of one type, into *out. */
@@ -235,10 +289,10 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 {
 	struct cp_store_series *ser = NULL;
 	struct cp_store_result *res = NULL;
-	struct select_ctx c = { NULL, NULL };
+	struct select_ctx c = { 0 };
 	struct series_group *pairs = NULL;
 	int64_t *want = NULL;
-	size_t nser = 0, ngroups = 0, i, j;
+	size_t nser = 0, i, j;
 	int err;
 
 	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
@@ -246,31 +300,26 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 	want = calloc(nser, sizeof(*want));
 	pairs = calloc(nser, sizeof(*pairs));
 	c.group_of = calloc(nser, sizeof(*c.group_of));
-	res = calloc(nser + 1, sizeof(*res));
-	c.groups = calloc(nser + 1, sizeof(*c.groups));
-	if (!want || !pairs || !c.group_of || !res || !c.groups) {
+	if (!want || !pairs || !c.group_of) {
 		err = cp_error(ENOMEM, "out of memory reading the store");
 		goto out;
 	}
-	/* groups by the label's value, in order of first appearance */
+	c.by = q->group_by;
+	c.dict = s->dict.p;
+	c.last_labels = UINT32_MAX;
+	/* groups by the label's value, in order of first appearance: a series
+	 * label, else the samples' (off-CPU's state, a thread's name) */
 	for (i = 0; i < nser; i++) {
-		const char *gv = "";
+		const char *gv = NULL;
 
 		if (q->group_by)
 			for (j = 0; j < ser[i].nlabels; j++)
 				if (!strcmp(ser[i].names[j], q->group_by))
 					gv = ser[i].values[j];
-		for (j = 0; j < ngroups && strcmp(res[j].group, gv); j++)
-			;
-		if (j == ngroups) {
-			if (!(res[j].group = strdup(gv))) {
-				err = cp_error(ENOMEM, "out of memory reading the store");
-				goto out;
-			}
-			c.groups[j].tmin = INT64_MAX;
-			c.groups[j].tmax = INT64_MIN;
-			ngroups++;
-		}
+		if (q->group_by && !gv)
+			j = BY_SAMPLE;
+		else if ((err = group_index(&c, gv ? gv : "", &j)))
+			goto out;
 		pairs[i].id = ser[i].id;
 		pairs[i].group = j;
 	}
@@ -282,22 +331,35 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 	}
 	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c)))
 		goto out;
-	for (i = 0; i < ngroups; i++)
-		if ((err = build(s, ser[0].type, &c.groups[i], &res[i].profile)))
+	if (!c.ngroups && nser && (err = group_index(&c, "", &j))) /* no sample: one empty profile */
+		goto out;
+	if (!(res = calloc(c.ngroups + 1, sizeof(*res)))) {
+		err = cp_error(ENOMEM, "out of memory reading the store");
+		goto out;
+	}
+	for (i = 0; i < c.ngroups; i++) {
+		res[i].group = c.names[i];
+		c.names[i] = NULL;
+	}
+	for (i = 0; i < c.ngroups; i++)
+		if ((err = build(s, nser ? ser[0].type : "", &c.groups[i], &res[i].profile)))
 			goto out;
 	*out = res;
-	*n = ngroups;
+	*n = c.ngroups;
 	res = NULL;
 out:
-	for (i = 0; c.groups && i < nser + 1; i++) {
+	for (i = 0; i < c.ngroups; i++) {
 		free(c.groups[i].e);
 		cp_index_release(&c.groups[i].idx);
+		free(c.names[i]);
 	}
+	if (res)
+		cp_store_results_free(res, c.ngroups);
 	free(c.groups);
+	free(c.names);
 	free(c.group_of);
 	free(want);
 	free(pairs);
-	cp_store_results_free(res, ngroups);
 	cp_store_series_free(ser, nser);
 	return err;
 }

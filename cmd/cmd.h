@@ -146,6 +146,15 @@ bool is_file_arg(const char *arg);
 int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids);
 /* -F HZ: 1 to 10000; EXIT_OK or a usage error (printed). */
 int parse_freq(const char *verb, const char *arg, int *freq);
+/* A size option (--max-store-size, --spool-size): more than 0, at most max;
+ * EXIT_OK or a usage error naming opt, with example (printed). */
+int parse_size_option(const char *verb, const char *opt, const char *example, const char *arg, uint64_t max,
+		      uint64_t *out);
+/* --max-store-size SIZE: parse_size_option's, for every command that has it. */
+int parse_max_store_size(const char *verb, const char *arg, uint64_t *out);
+/* --off-cpu-min DUR (0 or more) or, period set, --off-cpu-period DUR (1ms to
+ * 1s), for the commands that sample: EXIT_OK or a usage error (printed). */
+int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out);
 /* --max-memory SIZE: 1M or more; EXIT_OK or a usage error (printed). */
 int parse_max_memory(const char *verb, const char *arg, uint64_t *out);
 /* Each pid has a /proc entry: EXIT_OK, or EXIT_FAIL naming the first that has not. */

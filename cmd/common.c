@@ -424,6 +424,34 @@ int parse_freq(const char *verb, const char *arg, int *freq)
 	return EXIT_OK;
 }
 
+int parse_size_option(const char *verb, const char *opt, const char *example, const char *arg, uint64_t max,
+		      uint64_t *out)
+{
+	uint64_t v = 0;
+	int err = cp_parse_size(arg, &v);
+
+	if (err || !v || v > max)
+		return usage_error(verb, "%s: %s", opt, err ? cp_errmsg(err) : example);
+	*out = v;
+	return EXIT_OK;
+}
+
+int parse_max_store_size(const char *verb, const char *arg, uint64_t *out)
+{
+	return parse_size_option(verb, "--max-store-size", "want a size such as 512M or 10G", arg, UINT64_MAX, out);
+}
+
+int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out)
+{
+	int64_t v;
+
+	if (cp_parse_duration(arg, &v) || v < (period ? 1000000 : 0) || (period && v > 1000000000))
+		return period ? usage_error(verb, "bad --off-cpu-period '%s': want 1ms to 1s, e.g. 10ms", arg)
+			      : usage_error(verb, "bad --off-cpu-min '%s': want e.g. 1ms (or 0s)", arg);
+	*out = v;
+	return EXIT_OK;
+}
+
 int parse_max_memory(const char *verb, const char *arg, uint64_t *out)
 {
 	int err = cp_parse_size(arg, out);

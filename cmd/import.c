@@ -81,11 +81,8 @@ static int run_import(int argc, char **argv)
 			cfg_retention = from_config();
 			break;
 		case OPT_MAX_STORE:
-			if ((err = cp_parse_size(optarg, &max_store)) || !max_store) {
-				status = usage_error("import", "--max-store-size: %s",
-						     err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+			if ((status = parse_max_store_size("import", optarg, &max_store)) != EXIT_OK)
 				goto out;
-			}
 			cfg_max_store = from_config();
 			break;
 		case OPT_REMOTE: remote = optarg; break;

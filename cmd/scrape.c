@@ -424,9 +424,8 @@ static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 			o->cfg_retention = from_config();
 			break;
 		case OPT_MAX_STORE:
-			if ((err = cp_parse_size(optarg, &o->max_store)) || !o->max_store)
-				return usage_error("scrape", "--max-store-size: %s",
-						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+			if ((err = parse_max_store_size("scrape", optarg, &o->max_store)) != EXIT_OK)
+				return err;
 			o->cfg_max_store = from_config();
 			break;
 		case OPT_LOG_LEVEL:

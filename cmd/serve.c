@@ -147,9 +147,8 @@ static int run_serve(int argc, char **argv)
 		case OPT_MAX_DECOMPRESSED: maxd_o = optarg; break;
 		case OPT_RETENTION: ret_o = optarg; break;
 		case OPT_MAX_STORE:
-			if ((err = cp_parse_size(optarg, &upkeep.max_size)) || !upkeep.max_size)
-				return usage_error("serve", "--max-store-size: %s",
-						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
+			if ((err = parse_max_store_size("serve", optarg, &upkeep.max_size)) != EXIT_OK)
+				return err;
 			break;
 		case OPT_HEADER_TIMEOUT: ht_o = optarg; break;
 		case OPT_LOG_LEVEL:

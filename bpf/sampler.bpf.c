@@ -25,6 +25,10 @@ const volatile bool filter_pids = false;   /* only tgids in `pids` */
 const volatile bool filter_cgroup = false; /* only tasks under cgroups[0] */
 const volatile bool follow_forks = false;  /* children of a tgid in `pids` join it */
 const volatile bool with_idle = false;     /* keep samples of the idle task */
+/* off-CPU: a wait predicted to last d ns has its stacks sent with probability
+ * min(1, d / offcpu_period_ns) (cp_switch below) */
+const volatile __u64 offcpu_period_ns = 10000000;
+const volatile __u64 offcpu_thr_per_ns = 429; /* 2^32 / offcpu_period_ns */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -61,6 +65,24 @@ struct {
 	__type(value, struct cp_sample_rec);
 } scratch SEC(".maps");
 
+/* off-CPU: when the thread left the CPU and why, kept with the thread (not
+ * per CPU: it comes back on another one) */
+struct offcpu_task {
+	__u64 start; /* when it left the CPU; 0: on it */
+	__u64 pred;  /* the length of its waits, predicted */
+	__u32 seq;   /* its waits, numbered */
+	__u32 state; /* CP_OFFCPU_* of the wait */
+	__u32 sent;  /* the wait's stacks were sent */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_task);
+} offcpu_tasks SEC(".maps");
+
 /* bpf_find_vma's callback: the end of the mapping holding the stack pointer */
 static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *end)
 {
@@ -69,31 +91,35 @@ static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *
 	return 0;
 }
 
-SEC("perf_event")
-int cp_sample(struct bpf_perf_event_data *ctx)
+/* Is the current task one of those asked for (pids, cgroup, idle)? */
+static __always_inline bool wanted(__u32 tgid, __u32 tid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	struct cp_sampler_stats *st;
+	if (tid == 0 && !with_idle)
+		return false;
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
+		return false;
+	return true;
+}
+
+/* A record of the current task, its kernel stack (from ctx) and its user
+ * registers and stack, into the ring: one function for the cpu-clock samples
+ * and the off-CPU ones.  kernel_ip: where the kernel was (for the execve
+ * check), 0 when not known. */
+static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 tgid, __u32 tid, __u32 flags,
+				 __u32 offcpu_seq, __u32 offcpu_thr, __u32 offcpu_state, __u64 kernel_ip)
+{
 	struct cp_sample_rec *r;
 	struct task_struct *task;
+	__u32 zero = 0;
 	__u64 ulen;
 	bool wake;
 	long n;
 
-	if (tid == 0 && !with_idle)
-		return 0;
-	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
-		return 0;
-	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
-		return 0;
-	st = bpf_map_lookup_elem(&stats, &zero);
-	if (!st)
-		return 0;
-	st->samples++;
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
-		return 0;
+		return;
 
 	task = bpf_get_current_task_btf();
 	r->time_ns = bpf_ktime_get_ns();
@@ -101,11 +127,17 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	r->pid = tgid;
 	r->tid = tid;
 	r->cpu = bpf_get_smp_processor_id();
-	r->flags = 0;
+	r->flags = flags;
+	r->offcpu_ns = 0;
+	r->offcpu_seq = offcpu_seq;
+	r->offcpu_thr = offcpu_thr;
+	r->offcpu_state = offcpu_state;
+	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	BPF_CORE_READ_STR_INTO(&r->pcomm, task, group_leader, comm);
 
-	n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
+	/* off-CPU: without the tracepoint's own two frames (the program, bpf_trace_run) */
+	n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), flags & CP_SAMPLE_OFFCPU ? 2 : 0);
 	r->kstack_len = n > 0 ? (__u32)n : 0;
 	r->ustack_len = 0;
 
@@ -127,7 +159,7 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 		r->flags |= CP_SAMPLE_USER;
 		/* in the kernel, in execve (x86-64 syscall numbers): lib/sampling/recorder.c
 		 * leaves the user part out when the ip is not in the new program */
-		if (ctx->regs.ip >= 0xffff800000000000ull) {
+		if (kernel_ip >= 0xffff800000000000ull) {
 			__u64 nr = BPF_CORE_READ(regs, orig_ax);
 
 			if (nr == 59 /* execve */ || nr == 322 /* execveat */)
@@ -199,6 +231,110 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen,
 			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		st->dropped++;
+}
+
+SEC("perf_event")
+int cp_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct cp_sampler_stats *st;
+
+	if (!wanted(tgid, tid))
+		return 0;
+	st = bpf_map_lookup_elem(&stats, &zero);
+	if (!st)
+		return 0;
+	st->samples++;
+	send(ctx, st, tgid, tid, 0, 0, 0, 0, ctx->regs.ip);
+	return 0;
+}
+
+/* Off-CPU: at every switch (tp_btf/sched_switch, current is prev), two things.
+ *
+ * next is back on a CPU: if its wait was chosen (its stacks were sent when
+ * it left), the wait's length goes out in a small record (CP_SAMPLE_OFFCPU_END)
+ * that user space joins to them.
+ *
+ * prev is leaving: it may wait long or not at all, which is not known yet, so
+ * its stacks (which only it can read: its user memory is current's) are sent
+ * now with a probability p chosen from its last waits, and user space weights
+ * the wait by its length / p when it ends: unbiased for any p > 0.  p = min(1,
+ * predicted / offcpu_period_ns), at least 1/4096, and 1 for a thread's first
+ * four waits; the prediction follows a longer wait at once and a shorter one
+ * by a quarter: a thread that waits long (a daemon's sleep) is caught every
+ * time, a context-switch storm of 10 us waits costs a stack in a thousand. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns(), thr;
+	__u32 tgid, tid, zero = 0;
+	struct cp_sampler_stats *st;
+	struct offcpu_task *o;
+	unsigned int state;
+
+	/* (every context switch of the machine comes here: the common path
+	 * is two storage lookups and no helper it can do without) */
+	if (next->pid != 0 && (o = bpf_task_storage_get(&offcpu_tasks, next, 0, 0)) && o->start) {
+		__u64 d = now - o->start;
+		struct cp_sample_rec *r;
+
+		o->start = 0;
+		/* the prediction: up to a longer wait at once, down by a quarter
+		 * of the way to a shorter one */
+		o->pred = d >= o->pred ? d : o->pred - o->pred / 4 + d / 4;
+		if (o->sent && (r = bpf_map_lookup_elem(&scratch, &zero)) && (st = bpf_map_lookup_elem(&stats, &zero))) {
+			r->time_ns = now;
+			r->cgroup_id = 0;
+			r->pid = next->tgid;
+			r->tid = next->pid;
+			r->cpu = bpf_get_smp_processor_id();
+			r->flags = CP_SAMPLE_OFFCPU_END;
+			r->offcpu_ns = d;
+			r->offcpu_seq = o->seq;
+			r->offcpu_thr = 0;
+			r->offcpu_state = o->state;
+			r->pad = 0;
+			if (bpf_ringbuf_output(&samples, r, CP_SAMPLE_END_LEN, BPF_RB_NO_WAKEUP))
+				st->dropped++;
+		}
+		o->sent = 0;
+	}
+	tgid = prev->tgid; /* current is prev */
+	tid = prev->pid;
+	if (tid == 0 || prev->flags & PF_KTHREAD || !wanted(tgid, tid))
+		return 0;
+	state = prev->__state;
+	if (state & 0x80 /* TASK_DEAD: its last switch, it will not come back */)
+		return 0;
+	o = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!o)
+		return 0;
+	o->start = now;
+	o->state = preempt || state == 0 /* TASK_RUNNING: yielded */ ? CP_OFFCPU_RUNQ
+		 : state & 2 /* TASK_UNINTERRUPTIBLE */ ? CP_OFFCPU_DISK : CP_OFFCPU_SLEEP;
+	o->seq++;
+	/* the probability, in 2^-32: 0 stands for 1 (a thread's first waits,
+	 * while its prediction is still young, are all sent) */
+	if (o->seq <= 4 || o->pred >= offcpu_period_ns) {
+		thr = 0;
+	} else {
+		thr = o->pred * offcpu_thr_per_ns; /* < 2^32 */
+		if (thr < (1ull << 20))
+			thr = 1ull << 20; /* 1/4096 */
+		if (bpf_get_prandom_u32() >= thr)
+			return 0;
+	}
+	st = bpf_map_lookup_elem(&stats, &zero);
+	if (!st)
+		return 0;
+	o->sent = 1;
+	st->offcpu_sent++;
+	send(ctx, st, tgid, tid, CP_SAMPLE_OFFCPU, o->seq, (__u32)thr, o->state, 0);
+	/* the wait starts after the copy: tens of microseconds here, which
+	 * would otherwise be charged to the waits chosen (and, a ping-pong's
+	 * partner waiting on this thread meanwhile, lengthen them) */
+	o->start = bpf_ktime_get_ns();
 	return 0;
 }
 

@@ -25,7 +25,7 @@
 
 enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
        OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_MAX_MEMORY,
-       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD };
+       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD, OPT_OFFCPU, OPT_OFFCPU_MIN, OPT_OFFCPU_PERIOD };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -44,6 +44,9 @@ static const struct option options[] = {
 	{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
+	{ "off-cpu-period", required_argument, NULL, OPT_OFFCPU_PERIOD },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
 	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
 	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
@@ -92,6 +95,10 @@ const struct cmd cmd_record = {
 	"                          oldest is dropped (default 256M)\n"
 	"      --idle              keep samples of the idle task (swapper)\n"
 	"      --no-kernel         leave kernel frames out\n"
+	"      --off-cpu           also where threads wait off the CPU (type offcpu, state\n"
+	"                          S sleep, D disk/uninterruptible, R waiting for a CPU)\n"
+	"      --off-cpu-min DUR   leave out waits shorter than DUR (default 0s)\n"
+	"      --off-cpu-period DUR  sample shorter waits in proportion (default 10ms)\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
 	"      --debuginfod URLS   fetch missing debug files from these debuginfod servers\n"
@@ -112,7 +119,8 @@ const struct cmd cmd_record = {
 struct rec {
 	/* options */
 	int freq;
-	bool all, idle, no_kernel, print_config;
+	bool all, idle, no_kernel, print_config, offcpu;
+	int64_t offcpu_min, offcpu_period;
 	const char *cgroup, *output, *format, *data, *debuginfo;
 	struct debuginfod_opt dbgd;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
@@ -163,12 +171,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 
 	while ((opt = next_option(&cmd_record, argc, argv)) != -1) {
 		switch (opt) {
-		case 'a':
-			if (from_config())
-				cfg_all = true;
-			else
-				r->all = true;
-			break;
+		case 'a': *(from_config() ? &cfg_all : &r->all) = true; break;
 		case 'p':
 			if ((err = from_config() ? parse_pid_list("record", optarg, &cfg_pids, &cfg_npids) :
 						   parse_pid_list("record", optarg, &r->pids, &r->npids)) != EXIT_OK) {
@@ -176,28 +179,18 @@ static int parse_options(struct rec *r, int argc, char **argv)
 				return err;
 			}
 			break;
-		case OPT_CGROUP:
-			if (from_config())
-				cfg_cgroup = optarg;
-			else
-				r->cgroup = optarg;
-			break;
+		case OPT_CGROUP: *(from_config() ? &cfg_cgroup : &r->cgroup) = optarg; break;
 		case OPT_CONFIG: break; /* read before the options (cmd/util_config.c) */
 		case OPT_PRINT_CONFIG: r->print_config = true; break;
 		case OPT_LOG_LEVEL:
 			if ((err = parse_log_level("record", optarg)) != EXIT_OK)
 				return err;
 			break;
-		case OPT_MAX_STORE: {
-			uint64_t v = 0;
-
-			if ((err = cp_parse_size(optarg, &v)) || !v)
-				return usage_error("record", "--max-store-size: %s",
-						   err ? cp_errmsg(err) : "want a size such as 512M or 10G");
-			r->max_store_size = v;
+		case OPT_MAX_STORE:
+			if ((err = parse_max_store_size("record", optarg, &r->max_store_size)))
+				return err;
 			cfg_mark(r, CFG_MAX_STORE);
 			break;
-		}
 		case 'F':
 			if ((err = parse_freq("record", optarg, &r->freq)) != EXIT_OK)
 				return err;
@@ -233,9 +226,9 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		case OPT_SPOOL_SIZE: {
 			uint64_t v = 0;
 
-			if ((err = cp_parse_size(optarg, &v)) || !v || v > SIZE_MAX)
-				return usage_error("record", "--spool-size: %s",
-						   err ? cp_errmsg(err) : "want a size such as 64M or 1G");
+			if ((err = parse_size_option("record", "--spool-size", "want a size such as 64M or 1G", optarg,
+						     SIZE_MAX, &v)))
+				return err;
 			r->spool_size = (size_t)v;
 			cfg_mark(r, CFG_SPOOL_SIZE);
 			break;
@@ -248,6 +241,13 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			break;
 		case OPT_IDLE: r->idle = true; break;
 		case OPT_NO_KERNEL: r->no_kernel = true; break;
+		case OPT_OFFCPU: r->offcpu = true; break;
+		case OPT_OFFCPU_MIN:
+		case OPT_OFFCPU_PERIOD:
+			if ((err = parse_offcpu_duration("record", opt == OPT_OFFCPU_PERIOD, optarg,
+							 opt == OPT_OFFCPU_PERIOD ? &r->offcpu_period : &r->offcpu_min)))
+				return err;
+			break;
 		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
 		case OPT_MAX_MEMORY:
 			if ((err = parse_max_memory("record", optarg, &r->max_memory)) != EXIT_OK)
@@ -394,6 +394,9 @@ static int print_config(const struct rec *r)
 		fprintf(f, "}\n");
 	}
 	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
+	fprintf(f, "  off-cpu: %s\n  off-cpu-min: %s\n", r->offcpu ? "true" : "false",
+		r->offcpu_min ? cp_duration_text(r->offcpu_min, b, sizeof(b)) : "0s");
+	fprintf(f, "  off-cpu-period: %s\n", cp_duration_text(r->offcpu_period, b, sizeof(b)));
 	fprintf(f, "  debuginfo-path: ");
 	cp_yaml_str(f, r->debuginfo);
 	fprintf(f, "\n  max-memory: %s", cp_size_text(r->max_memory, b, sizeof(b)));
@@ -419,6 +422,7 @@ static int run_record(int argc, char **argv)
 	cp_launch_init(&child);
 	r.freq = 19;
 	r.max_memory = CP_RECORD_MAX_MEMORY;
+	r.offcpu_period = 10000000;
 	debuginfod_env_take(&r.dbgd); /* fetched off the sampling path, by the recorder */
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
@@ -478,6 +482,9 @@ static int run_record(int argc, char **argv)
 	ro.cgroup = r.cgroup;
 	ro.idle = r.idle;
 	ro.no_kernel = r.no_kernel;
+	ro.offcpu = r.offcpu;
+	ro.offcpu_min_ns = (uint64_t)r.offcpu_min;
+	ro.offcpu_period_ns = (uint64_t)r.offcpu_period;
 	ro.debuginfo = r.debuginfo;
 	ro.max_memory = r.max_memory;
 	ro.debuginfod = debuginfod_servers("record", &r.dbgd);

@@ -8,6 +8,7 @@
 
 #include "debuginfod.h"
 #include "../error.h"
+#include "../index.h"
 #include "launch.h"
 #include "locmemo.h"
 #include "../log.h"
@@ -33,6 +34,7 @@ struct cp_recorder {
 	struct cp_sampler *sampler;
 	struct cp_profile *one; /* !per_process: everything in one profile */
 	int64_t period;
+	uint64_t offcpu_period;
 	uint64_t nsamples;
 	int error; /* the first failure inside a callback */
 	bool finished, waited; /* debuginfod: the last hand-over waits for the fetches */
@@ -42,11 +44,23 @@ struct cp_recorder {
 	/* the locations frames were given, in the profiles of this interval:
 	 * cleared whenever one of those profiles goes */
 	struct cp_locmemo *memo;
+	/* off-CPU: threads' stacks waiting for the end of their wait, by tid */
+	struct pending *pending;
+	uint64_t offcpu_unmatched;
+};
+
+/* a process's profiles of the interval (its cp_proc's user pointer) */
+struct profs {
+	struct cp_profile *cpu, *off; /* either may be NULL */
 };
 
 static void profile_free_user(void *p)
 {
-	cp_profile_free(p);
+	struct profs *ps = p;
+
+	cp_profile_free(ps->cpu);
+	cp_profile_free(ps->off);
+	free(ps);
 }
 
 static struct cp_profile *new_profile(struct cp_recorder *r, bool with_time)
@@ -57,11 +71,35 @@ static struct cp_profile *new_profile(struct cp_recorder *r, bool with_time)
 		return NULL;
 	if (cp_profile_add_sample_type(p, "samples", "count") ||
 	    (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
+	    /* the one profile: off-CPU time is its last value */
+	    (!r->o.per_process && r->o.offcpu && cp_profile_add_sample_type(p, "offcpu", "nanoseconds")) ||
 	    cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
 		cp_profile_free(p);
 		return NULL;
 	}
 	return p;
+}
+
+/* a process's off-CPU profile: the time away, its period the sampling's */
+static struct cp_profile *new_offcpu_profile(struct cp_recorder *r)
+{
+	struct cp_profile *p = cp_profile_new();
+
+	if (!p)
+		return NULL;
+	if (cp_profile_add_sample_type(p, "offcpu", "nanoseconds") ||
+	    cp_profile_set_period_type(p, "offcpu", "nanoseconds", (int64_t)r->offcpu_period)) {
+		cp_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static struct profs *proc_profs(struct cp_proc *p)
+{
+	if (!p->user)
+		p->user = calloc(1, sizeof(struct profs));
+	return p->user;
 }
 
 static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, const char *v)
@@ -104,69 +142,59 @@ static void main_mapping_first(struct cp_recorder *r, struct cp_profile *prof, s
 	}
 }
 
-static void on_sample(void *arg, const struct cp_sample_rec *s)
+/* A stack (kernel pcs leaf first, then user pcs leaf first) of process p
+ * into its profile: a cpu-clock sample (off false: one sample, the period),
+ * or a wait off the CPU (off: weight ns, in state). */
+static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, const char *comm_,
+		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, bool off, char state,
+		       int64_t weight)
 {
-	struct cp_recorder *r = arg;
-	struct cp_proc *p;
 	struct cp_profile *prof;
-	struct cp_label labels[4];
+	struct cp_label labels[5];
 	size_t nl = 0, nlocs = 0;
-	char tid[16], pid[16], comm[CP_COMM_LEN + 1];
+	char tid[16], pid[16];
 	int64_t stack, ls, loc;
-	int64_t values[2];
-	bool stale;
-	int n;
+	int64_t values[3];
+	/* the memo's locations are the profile's: a process's off-CPU profile is
+	 * another than its cpu one */
+	uint32_t mpid = off && r->o.per_process ? p->pid | 0x80000000u : p->pid;
 
-	if (r->error)
-		return;
-	p = sample_proc(r, s);
-	if (!p) {
-		r->error = -ENOMEM;
-		return;
-	}
 	if (!r->o.per_process) {
 		if (!r->one && !(r->one = new_profile(r, r->o.with_time)))
 			goto fail;
 		prof = r->one;
 	} else {
-		if (!p->user && !(p->user = new_profile(r, false)))
+		struct profs *ps = proc_profs(p);
+		struct cp_profile **pp = ps ? (off ? &ps->off : &ps->cpu) : NULL;
+
+		if (!pp || (!*pp && !(*pp = off ? new_offcpu_profile(r) : new_profile(r, false))))
 			goto fail;
-		prof = p->user;
+		prof = *pp;
 	}
 	if (prof->nmappings == 0)
 		main_mapping_first(r, prof, p);
 	/* kernel frames first (leaf first), then user frames */
-	if (!r->o.no_kernel) {
-		for (uint32_t i = 0; i < s->kstack_len / 8 && i < CP_KSTACK_MAX; i++) {
-			unsigned kind = i > 0 ? CP_LOCMEMO_KERNEL_RET : CP_LOCMEMO_KERNEL;
+	for (uint32_t i = 0; !r->o.no_kernel && i < nk; i++) {
+		unsigned kind = i > 0 ? CP_LOCMEMO_KERNEL_RET : CP_LOCMEMO_KERNEL;
 
-			if (!(loc = cp_locmemo_get(r->memo, s->pid, 0, s->kstack[i], kind))) {
-				loc = cp_symbolize_kernel(r->sym, prof, s->kstack[i], i > 0);
-				if (loc < 0)
-					goto fail;
-				cp_locmemo_put(r->memo, s->pid, 0, s->kstack[i], kind, (uint32_t)loc);
-			}
-			r->locs[nlocs++] = (uint32_t)loc;
+		if (!(loc = cp_locmemo_get(r->memo, mpid, 0, kpcs[i], kind))) {
+			loc = cp_symbolize_kernel(r->sym, prof, kpcs[i], i > 0);
+			if (loc < 0)
+				goto fail;
+			cp_locmemo_put(r->memo, mpid, 0, kpcs[i], kind, (uint32_t)loc);
 		}
+		r->locs[nlocs++] = (uint32_t)loc;
 	}
-	stale = false;
-	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP])) {
-		if (s->flags & CP_SAMPLE_EXECVE)
-			stale = true; /* the old program's registers, the new program's mappings */
-		else
-			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
-	}
-	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < nu; i++) {
 		unsigned kind = i > 0 ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
 		bool stable;
 
-		if (!(loc = cp_locmemo_get(r->memo, s->pid, p->maps_gen, r->pcs[i], kind))) {
-			loc = cp_symbolize_user(r->sym, prof, p, r->pcs[i], i > 0, &stable);
+		if (!(loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, upcs[i], kind))) {
+			loc = cp_symbolize_user(r->sym, prof, p, upcs[i], i > 0, &stable);
 			if (loc < 0)
 				goto fail;
 			if (stable)
-				cp_locmemo_put(r->memo, s->pid, p->maps_gen, r->pcs[i], kind, (uint32_t)loc);
+				cp_locmemo_put(r->memo, mpid, p->maps_gen, upcs[i], kind, (uint32_t)loc);
 		}
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
@@ -175,27 +203,164 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 	stack = cp_profile_stack(prof, r->locs, nlocs);
 	if (stack < 0)
 		goto fail;
-	memcpy(comm, s->comm, CP_COMM_LEN);
-	comm[CP_COMM_LEN] = 0;
-	snprintf(tid, sizeof(tid), "%u", s->tid);
-	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm))
+	snprintf(tid, sizeof(tid), "%u", tid_);
+	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm_))
 		goto fail;
 	if (!r->o.per_process) {
-		snprintf(pid, sizeof(pid), "%u", s->pid);
+		snprintf(pid, sizeof(pid), "%u", p->pid);
 		if (str_label(prof, &labels[nl++], "pid", pid) || str_label(prof, &labels[nl++], "comm", p->comm))
+			goto fail;
+	}
+	if (off) {
+		char st[2] = { state, 0 };
+
+		if (str_label(prof, &labels[nl++], "state", st))
 			goto fail;
 	}
 	ls = cp_profile_labelset(prof, labels, nl);
 	if (ls < 0)
 		goto fail;
-	values[0] = 1;
-	values[1] = r->period;
+	if (r->o.per_process) {
+		values[0] = off ? weight : 1;
+	} else { /* the one profile: samples, [cpu ns,] [offcpu ns] */
+		size_t k = 0;
+
+		values[k++] = off ? 0 : 1;
+		if (r->o.with_time)
+			values[k++] = off ? 0 : r->period;
+		if (r->o.offcpu)
+			values[k++] = off ? weight : 0;
+	}
 	if (cp_profile_add_sample(prof, (uint32_t)stack, (uint32_t)ls, values))
 		goto fail;
 	r->nsamples++;
 	return;
 fail:
 	r->error = -ENOMEM;
+}
+
+/* ---- off-CPU: a thread's stacks wait for the length of its wait ---- */
+
+#define PENDING_BITS 12
+
+struct pending {
+	uint32_t tid, pid, seq, thr;
+	char state, used;
+	char comm[CP_COMM_LEN + 1];
+	uint32_t nk, nu;
+	uint64_t *pcs; /* nk kernel pcs, then nu user pcs */
+	size_t cap;
+};
+
+#define PENDING_PROBES 8
+
+/* The slot of tid's wait: where it is, else (make) a free one among the
+ * next PENDING_PROBES, else NULL (make: the first of them, overwritten). */
+static struct pending *pending_slot(struct cp_recorder *r, uint32_t tid, bool make)
+{
+	uint32_t mask = (1u << PENDING_BITS) - 1, h = (uint32_t)cp_hash_u64(tid, 0) & mask;
+	struct pending *free_slot = NULL;
+
+	for (uint32_t i = 0; i < PENDING_PROBES; i++) {
+		struct pending *w = &r->pending[(h + i) & mask];
+
+		if (w->used && w->tid == tid)
+			return w;
+		if (!w->used && !free_slot)
+			free_slot = w;
+	}
+	if (!make)
+		return NULL;
+	return free_slot ? free_slot : &r->pending[h];
+}
+
+/* the stacks of a thread leaving the CPU, kept until it is back */
+static void offcpu_start(struct cp_recorder *r, const struct cp_sample_rec *s, uint32_t nk, int nu)
+{
+	struct pending *w = pending_slot(r, s->tid, true);
+
+	if (w->used)
+		r->offcpu_unmatched++; /* a lost end, or no room: overwritten */
+	if (cp_grow((void **)&w->pcs, &w->cap, (size_t)nk + (size_t)nu, sizeof(*w->pcs))) {
+		r->error = -ENOMEM;
+		return;
+	}
+	if (nk)
+		memcpy(w->pcs, s->kstack, nk * sizeof(*w->pcs));
+	if (nu)
+		memcpy(w->pcs + nk, r->pcs, (size_t)nu * sizeof(*w->pcs));
+	w->nk = nk;
+	w->nu = (uint32_t)nu;
+	w->tid = s->tid;
+	w->pid = s->pid;
+	w->seq = s->offcpu_seq;
+	w->thr = s->offcpu_thr;
+	w->state = (char)s->offcpu_state;
+	memcpy(w->comm, s->comm, CP_COMM_LEN);
+	w->comm[CP_COMM_LEN] = 0;
+	w->used = 1;
+}
+
+/* a thread back on a CPU: its wait, weighted by its length / the
+ * probability its stacks were sent with */
+static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
+{
+	struct pending *w = pending_slot(r, s->tid, false);
+	struct cp_proc *p;
+	int64_t weight;
+
+	if (!w || w->seq != s->offcpu_seq) {
+		r->offcpu_unmatched++;
+		if (w)
+			w->used = 0;
+		return;
+	}
+	w->used = 0;
+	if (s->offcpu_ns < r->o.offcpu_min_ns)
+		return;
+	weight = w->thr ? (int64_t)((double)s->offcpu_ns * 4294967296.0 / w->thr) : (int64_t)s->offcpu_ns;
+	if (!(p = cp_procs_get(r->procs, w->pid, false)))
+		return;
+	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu, true, w->state,
+		   weight);
+}
+
+static void on_sample(void *arg, const struct cp_sample_rec *s)
+{
+	struct cp_recorder *r = arg;
+	struct cp_proc *p;
+	char comm[CP_COMM_LEN + 1];
+	uint32_t nk;
+	bool stale;
+	int n;
+
+	if (r->error)
+		return;
+	if (s->flags & CP_SAMPLE_OFFCPU_END) { /* only the header is there */
+		offcpu_end(r, s);
+		return;
+	}
+	p = sample_proc(r, s);
+	if (!p) {
+		r->error = -ENOMEM;
+		return;
+	}
+	nk = r->o.no_kernel ? 0 : s->kstack_len / 8 < CP_KSTACK_MAX ? s->kstack_len / 8 : CP_KSTACK_MAX;
+	stale = false;
+	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP])) {
+		if (s->flags & CP_SAMPLE_EXECVE)
+			stale = true; /* the old program's registers, the new program's mappings */
+		else
+			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
+	}
+	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	if (s->flags & CP_SAMPLE_OFFCPU) {
+		offcpu_start(r, s, nk, n);
+		return;
+	}
+	memcpy(comm, s->comm, CP_COMM_LEN);
+	comm[CP_COMM_LEN] = 0;
+	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, false, 0, 0);
 }
 
 /* ---- process lifecycle records ---- */
@@ -276,7 +441,10 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
 {
 	struct cp_recorder *r = arg;
 	struct cp_proc *p;
+	struct pending *w;
 
+	if (r->pending && (w = pending_slot(r, tid, false)))
+		w->used = 0; /* a thread gone while its stacks waited: no end will come */
 	if (pid != tid)
 		return;
 	p = cp_procs_get(r->procs, pid, false);
@@ -300,12 +468,15 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->o = *o;
 	r->o.pids = NULL; /* the caller's: only read here, below */
 	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
+	r->offcpu_period = o->offcpu_period_ns ? o->offcpu_period_ns : 10000000;
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
 	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r->locs));
 	r->procs = cp_procs_new();
 	r->unw = cp_unwinder_new(o->debuginfo);
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
 	r->memo = cp_locmemo_new(MEMO_BITS);
+	if (o->offcpu && !(r->pending = calloc((size_t)1 << PENDING_BITS, sizeof(*r->pending))))
+		goto nomem;
 	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym || !r->memo)
 		goto nomem;
 	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
@@ -323,6 +494,8 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	so.follow_forks = o->follow_forks;
 	so.cgroup = o->cgroup;
 	so.idle = o->idle;
+	so.offcpu = o->offcpu;
+	so.offcpu_period_ns = r->offcpu_period;
 	r->sampler = cp_sampler_new(&so, &ops, r);
 	/* the fetcher after the sampler (whose absence says why first), before
 	 * the first sample is read */
@@ -380,6 +553,9 @@ void cp_recorder_free(struct cp_recorder *r)
 	cp_procs_free(r->procs, profile_free_user);
 	cp_profile_free(r->one);
 	cp_locmemo_free(r->memo);
+	for (size_t i = 0; r->pending && i < (size_t)1 << PENDING_BITS; i++)
+		free(r->pending[i].pcs);
+	free(r->pending);
 	free(r->pcs);
 	free(r->locs);
 	free(r);
@@ -432,7 +608,8 @@ struct each_ctx {
 static void each_one(struct cp_proc *p, void *arg)
 {
 	struct each_ctx *c = arg;
-	struct cp_profile *prof = p->user;
+	struct profs *ps = p->user;
+	struct cp_profile *prof = ps ? ps->cpu : NULL;
 
 	if (prof && prof->nsamples)
 		c->fn(p, prof, c->arg);
@@ -484,21 +661,31 @@ size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct 
 	return k;
 }
 
-static void series_one(const struct cp_proc *p, struct cp_profile *prof, void *arg)
+static void series_one(const struct cp_proc *p, struct cp_profile *prof, const char *name, struct series_ctx *c)
 {
-	struct series_ctx *c = arg;
 	struct cp_recorder_series *s = c->s;
 	struct cp_kv *kv;
 	size_t k;
 
-	if (s->n >= c->cap)
+	if (!prof || !prof->nsamples || s->n >= c->cap)
 		return;
 	kv = s->kv + s->n * (c->nextra + CP_SERIES_OWN_LABELS);
 	k = cp_series_labels(p, c->node, c->extra, c->nextra, s->pid[s->n], kv);
 	prof->time_nanos = c->start;
 	prof->duration_nanos = c->duration;
-	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = "cpu", .labels = kv, .nlabels = k };
+	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = name, .labels = kv, .nlabels = k };
 	s->n++;
+}
+
+/* a process's series: "cpu", and "offcpu" when recorded */
+static void series_proc(struct cp_proc *p, void *arg)
+{
+	struct profs *ps = p->user;
+
+	if (ps) {
+		series_one(p, ps->cpu, "cpu", arg);
+		series_one(p, ps->off, "offcpu", arg);
+	}
 }
 
 /* After the end: the fetches in flight get their time (a fetch gives up
@@ -515,17 +702,21 @@ static void wait_fetches(struct cp_recorder *r)
 static void refresh_one(struct cp_proc *p, void *arg)
 {
 	struct cp_recorder *r = arg;
-	struct cp_profile *prof = p->user;
+	struct profs *ps = p->user;
 	int err;
 
-	if (prof && prof->nsamples && !r->error && (err = cp_symbolize_refresh(r->sym, prof)))
-		r->error = err;
+	for (int i = 0; ps && i < 2; i++) {
+		struct cp_profile *prof = i ? ps->off : ps->cpu;
+
+		if (prof && prof->nsamples && !r->error && (err = cp_symbolize_refresh(r->sym, prof)))
+			r->error = err;
+	}
 }
 
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
 		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s)
 {
-	struct series_ctx c = { s, node, extra, nextra, cp_recorder_nprocs(r), start_ns,
+	struct series_ctx c = { s, node, extra, nextra, cp_recorder_nprocs(r) * (r->o.offcpu ? 2 : 1), start_ns,
 				end_ns - start_ns > 0 ? end_ns - start_ns : 1 };
 
 	memset(s, 0, sizeof(*s));
@@ -544,7 +735,7 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 		cp_recorder_series_release(s);
 		return r->error;
 	}
-	cp_recorder_each(r, series_one, &c);
+	cp_procs_each(r->procs, series_proc, &c);
 	return 0;
 }
 
@@ -559,7 +750,8 @@ void cp_recorder_series_release(struct cp_recorder_series *s)
 static void drop_profile(struct cp_proc *p, void *arg)
 {
 	(void)arg;
-	cp_profile_free(p->user);
+	if (p->user)
+		profile_free_user(p->user);
 	p->user = NULL;
 }
 
@@ -582,10 +774,11 @@ struct dead_list {
 static void find_dead(struct cp_proc *p, void *arg)
 {
 	struct dead_list *d = arg;
-	struct cp_profile *prof = p->user;
+	struct profs *ps = p->user;
 
 	/* gone a while (its last samples are drained) and nothing pending */
-	if (p->dead && p->exit_time < d->before && (!prof || !prof->nsamples) && d->n < d->cap)
+	if (p->dead && p->exit_time < d->before && (!ps || ((!ps->cpu || !ps->cpu->nsamples) &&
+							    (!ps->off || !ps->off->nsamples))) && d->n < d->cap)
 		d->pids[d->n++] = p->pid;
 }
 
@@ -651,6 +844,9 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
 		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt,
 		(unsigned long long)(cp_rss_bytes() >> 20), (unsigned long long)r->budget.evictions);
+	if (r->o.offcpu)
+		fprintf(out, " [off-CPU: %llu stacks sent, %llu unmatched]", (unsigned long long)c.offcpu_sent,
+			(unsigned long long)r->offcpu_unmatched);
 }
 
 void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns)

@@ -40,6 +40,10 @@ struct cp_recorder_opts {
 	bool per_process;     /* a profile per process; else one with pid and comm labels */
 	bool with_time;       /* the one profile has cpu nanoseconds beside the sample count */
 	uint64_t max_memory;  /* resident bytes the caches are cut to stay under (0: no limit; budget.h) */
+	bool offcpu;          /* also the time threads spend off the CPU (sampler.h): per process, a
+			       * second profile of type "offcpu" (nanoseconds, labelled state S, D or
+			       * R); in the one profile, a third value, offcpu nanoseconds */
+	uint64_t offcpu_period_ns, offcpu_min_ns; /* sampler.h's */
 };
 
 /* Loads the symbol tables and starts sampling.  NULL + errno, with the

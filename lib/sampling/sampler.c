@@ -30,6 +30,7 @@ struct cp_sampler {
 	int *pe_fds;
 	struct bpf_link **links;
 	struct bpf_link *fork_link, *exit_link;
+	struct bpf_link *switch_link;
 	int ncpus;
 	int epfd;
 	int cgroup_fd;
@@ -122,9 +123,12 @@ static int on_sample(void *ctx, void *data, size_t len)
 	struct cp_sampler *s = ctx;
 	const struct cp_sample_rec *r = data;
 
-	if (len < offsetof(struct cp_sample_rec, ustack) ||
-	    len < offsetof(struct cp_sample_rec, ustack) + (size_t)r->ustack_len)
+	if (len >= CP_SAMPLE_END_LEN && (r->flags & CP_SAMPLE_OFFCPU_END)) {
+		/* the end of a wait: a header only, in time order with the rest */
+	} else if (len < offsetof(struct cp_sample_rec, ustack) ||
+		   len < offsetof(struct cp_sample_rec, ustack) + (size_t)r->ustack_len) {
 		return 0;
+	}
 	if (r->time_ns >= s->records_until) {
 		/* the sample is newer than the records read: read them first, so
 		 * that the exec and mmap records of its process are known */
@@ -382,9 +386,24 @@ static int load_skel(struct cp_sampler *s, const struct cp_sampler_opts *o, cons
 	s->skel->rodata->follow_forks = o->follow_forks;
 	s->skel->rodata->with_idle = o->idle;
 	s->skel->rodata->filter_cgroup = o->cgroup != NULL;
+	s->skel->rodata->offcpu_period_ns = o->offcpu_period_ns ? o->offcpu_period_ns : 10000000;
+	s->skel->rodata->offcpu_thr_per_ns = (1ull << 32) / s->skel->rodata->offcpu_period_ns;
+	/* the off-CPU programs and their map only when asked for */
+	bpf_program__set_autoload(s->skel->progs.cp_switch, o->offcpu);
+	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, o->offcpu);
 	bpf_map__set_max_entries(s->skel->maps.samples, (uint32_t)ring_size(o));
 	err = sampler__load(s->skel);
 	return err < 0 ? err : -err;
+}
+
+/* The off-CPU program, on the sched_switch tracepoint.  0 or -errno with a
+ * message. */
+static int attach_offcpu(struct cp_sampler *s)
+{
+	s->switch_link = bpf_program__attach(s->skel->progs.cp_switch);
+	if (!s->switch_link)
+		return cp_error(errno, "cannot attach to the sched_switch tracepoint (--off-cpu): %s", strerror(errno));
+	return 0;
 }
 
 struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct cp_sampler_ops *ops, void *arg)
@@ -475,6 +494,9 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 		}
 	}
 
+	if (o->offcpu && (err = attach_offcpu(s)))
+		goto fail;
+
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
 	if (!s->rb) {
 		err = cp_error(errno, "cannot set up the ring buffer: %s", strerror(errno));
@@ -562,6 +584,7 @@ void cp_sampler_free(struct cp_sampler *s)
 	free(s->pe_fds);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exit_link);
+	bpf_link__destroy(s->switch_link);
 	ring_buffer__free(s->rb);
 	perf_buffer__free(s->pb);
 	for (size_t i = s->qhead; i < s->qn; i++)
@@ -647,6 +670,7 @@ void cp_sampler_counts(struct cp_sampler *s, struct cp_sampler_counts *c)
 			c->samples += st[i].samples;
 			c->dropped += st[i].dropped;
 			c->ustack_fault += st[i].ustack_fault;
+			c->offcpu_sent += st[i].offcpu_sent;
 		}
 	}
 	free(st);

@@ -24,6 +24,11 @@ struct cp_sampler_opts {
 	bool follow_forks;     /* and the processes they start */
 	const char *cgroup;    /* only tasks in this cgroup v2 directory (and below) */
 	bool idle;             /* keep samples of the idle task */
+	bool offcpu;           /* also off-CPU records: stacks of threads leaving the CPU
+				* (CP_SAMPLE_OFFCPU), chosen with a probability, and the
+				* lengths of the waits chosen (CP_SAMPLE_OFFCPU_END) */
+	uint64_t offcpu_period_ns; /* a wait predicted shorter than this is chosen with probability
+				    * predicted / it (0: 10 ms; at most 1 s) */
 };
 
 struct cp_mmap_event {
@@ -67,6 +72,7 @@ struct cp_sampler_counts {
 	uint64_t dropped;      /* lost: the ring buffer was full */
 	uint64_t ustack_fault; /* user stack could not be read */
 	uint64_t lost_records; /* mmap/comm/... records lost */
+	uint64_t offcpu_sent; /* off-CPU: stacks sent of threads leaving a CPU */
 	uint64_t bpf_run_ns, bpf_run_cnt; /* the program's run time (kernel.bpf_stats_enabled) */
 };
 void cp_sampler_counts(struct cp_sampler *s, struct cp_sampler_counts *c);

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Benchmark (#17): what cprof record --off-cpu costs in a context-switch storm, against perf in the
+# same run, and how far its sampled totals are from the exact ones.
+#
+# The storm: bench/pingpong.c, two threads ping-ponging a byte over pipes (~100k switches/s on 2
+# cores), for BENCH_SECONDS (20).  cprof record --all --off-cpu (defaults: --off-cpu-period 10ms)
+# writes to a store meanwhile; its CPU is its threads' run time (schedstat) plus its BPF programs'
+# run time (kernel.bpf_stats_enabled, on for the run and restored).  perf record -e
+# sched:sched_switch -a -g + perf script then run on the same storm again.
+# Bias: the ping-pong threads' off-CPU time in cprof's store against the exact one: twice the wall
+# time of their lives less their CPU time, as pingpong measures them (CLOCK_THREAD_CPUTIME_ID).
+# Targets (#17): <= 2% of a core; <= 1/10 of perf's CPU.  Needs root, perf, bpftool, jq, gcc.
+# usage: bench/offcpu_cost.sh BUILDDIR   (run by `make bench`)
+bench=offcpu_cost; . "$(dirname "$0")/lib.sh"
+export LC_ALL=C
+SECS=${BENCH_SECONDS:-20}
+PERF=${PERF:-perf}
+BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
+rec= pp=
+stop_at_exit rec pp
+need_root "cprof record --all, perf record -a, kernel.bpf_stats_enabled"
+need_tools "$PERF" "$BPFTOOL" jq gcc
+${CC:-gcc} -O2 -pthread -o "$d/pingpong" "$src/bench/pingpong.c" || { echo "cannot build pingpong"; exit 1; }
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
+cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
+bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
+
+echo "context-switch storm: two threads ping-ponging over pipes, ${SECS} s; cprof record --all --off-cpu"
+"$b/cprof" record --all --off-cpu --data "$d/store" --log-level debug 2> "$d/rec.err" &
+rec=$!
+i=0
+until grep -q 'sampling the whole system' "$d/rec.err"; do
+	i=$((i + 1)); [ $i -lt 600 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; exit 1; }
+	sleep 0.05
+done
+c0=$(cpu_s "$rec") b0=$(bpf_s)
+"$d/pingpong" "$SECS" > "$d/pp.out" &
+pp=$!
+wait "$pp"; pp=
+c1=$(cpu_s "$rec") b1=$(bpf_s)
+sleep 1 # the last records drained
+kill -INT "$rec"; wait "$rec" || { echo "cprof record failed"; tail -3 "$d/rec.err"; exit 1; }
+rec=
+set -- $(cat "$d/pp.out")
+trips=$1
+exact=$(awk -v w="$2" -v c="$3" 'BEGIN { printf "%.0f", 2 * w - c }')
+got=$("$b/cprof" query --data "$d/store" 'offcpu{comm="pingpong"}' --since 1h -f folded 2> /dev/null |
+	awk '{ s += $NF } END { printf "%.0f", s }')
+cpu=$(awk -v a="$c0" -v b="$c1" -v x="$b0" -v y="$b1" 'BEGIN { printf "%.3f", (b - a) + (y - x) }')
+pct=$(awk -v c="$cpu" -v s="$SECS" 'BEGIN { printf "%.2f", 100 * c / s }')
+sw=$(grep -o 'off-CPU: [0-9]* stacks sent' "$d/rec.err" | tail -1)
+echo "  round trips: $trips ($(awk -v t="$trips" -v s="$SECS" 'BEGIN { printf "%.0f", 4 * t / s }') switches/s by the two threads)"
+echo "  cprof: $cpu s of CPU (user + sys + BPF) = $pct% of a core; $sw"
+echo "  off-CPU time of the two threads: exact $(awk -v x="$exact" 'BEGIN { printf "%.3f", x / 1e9 }') s (2 x wall - CPU), cprof $(awk -v x="$got" 'BEGIN { printf "%.3f", x / 1e9 }') s: bias $(awk -v g="$got" -v x="$exact" 'BEGIN { printf "%+.1f%%", 100 * (g - x) / x }')"
+
+echo "perf record -e sched:sched_switch -a -g + perf script on the same storm"
+"$d/pingpong" "$SECS" > /dev/null &
+pp=$!
+$TIME -f '%U %S' -o "$d/pr.t" "$PERF" record -e sched:sched_switch -a -g -o "$d/perf.data" -- sleep "$SECS" \
+	> /dev/null 2> "$d/pr.err" || { echo "perf record failed"; tail -3 "$d/pr.err"; exit 1; }
+wait "$pp"; pp=
+$TIME -f '%U %S' -o "$d/ps.t" "$PERF" script -i "$d/perf.data" > /dev/null 2> "$d/ps.err" ||
+	{ echo "perf script failed"; tail -3 "$d/ps.err"; exit 1; }
+pcpu=$(cat "$d/pr.t" "$d/ps.t" | awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { s += $1 + $2 } END { printf "%.3f", s }')
+echo "  perf: $pcpu s of CPU (record $(awk '{ printf "%.2f", $1 + $2 }' "$d/pr.t") s, script $(awk '{ printf "%.2f", $1 + $2 }' "$d/ps.t") s)"
+rm -f "$d/perf.data"
+echo
+echo "$(verdict '<=' "$pct" 2): cprof --off-cpu costs $pct% of a core in the storm (target <= 2%)"
+ratio=$(awk -v a="$cpu" -v b="$pcpu" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+echo "$(verdict '<=' "$ratio" 0.1): cprof's CPU is ${ratio}x perf's (target <= 1/10)"

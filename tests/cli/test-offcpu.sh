@@ -1,0 +1,90 @@
+# cprof record --off-cpu with the real BPF program: a workload whose waits it
+# measures itself (tests/fixtures/record/offcpu.c: nanosleep 30 ms in wait_a,
+# a pipe answered after 10 ms in wait_b, spinning threads, fsync) is recorded,
+# and the off-CPU profile is checked against those measurements: the split
+# between the two waits, complete stacks to main with the kernel's path into
+# schedule(), the total against the blocked wall time, the state of each wait
+# (S, D, R), the store's offcpu series and --group-by state, and bad options.
+# Needs root (CI runs as root).
+. "$srcdir/tests/cli/lib.sh"
+if [ "$(id -u)" != 0 ]; then
+	ok "running as root: cprof record needs root or CAP_BPF+CAP_PERFMON, and CI runs this test as root" false
+	done_testing; exit
+fi
+trap 'rm -rf "$T"' EXIT
+cc -O2 -g -fomit-frame-pointer -pthread -o "$T/offcpu" "$FIXTURES/record/offcpu.c" 2> "$T/cc.err"
+ok "builds the workload (cc -O2 -g -fomit-frame-pointer)" test -x "$T/offcpu"
+[ -x "$T/offcpu" ] || { sed 's/^/# /' "$T/cc.err"; done_testing; exit; }
+
+rec() { timeout -s KILL 120 "$CPROF" record "$@"; }
+# sum STACK-REGEX: the values of the folded lines on stdin that match
+sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
+# within A B PCT: |A - B| <= PCT% of B
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }'; }
+
+# ---- the two waits, into a pprof file ----
+run rec --off-cpu -F 99 -o "$T/w.pb.gz" -- "$T/offcpu" 40
+is "$rc" 0 "record --off-cpu -- CMD exits 0"
+[ "$rc" = 0 ] || printf '%s\n' "$err" | tail -5 | sed 's/^/#   /'
+set -- $out
+meas_a=${1:-0} meas_b=${2:-0}
+diag "the workload measured wait_a $meas_a ns, wait_b $meas_b ns"
+f=$("$CPROF" query -i "$T/w.pb.gz" -t offcpu -f folded)
+a=$(printf '%s\n' "$f" | sum ';main;wait_a;')
+b=$(printf '%s\n' "$f" | sum ';main;wait_b;')
+diag "cprof: wait_a $a ns, wait_b $b ns"
+ok "wait_a's off-CPU time is within 5% of what the workload measured" within "$a" "$meas_a" 5
+ok "wait_b's off-CPU time is within 5% of what the workload measured" within "$b" "$meas_b" 5
+ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print 0 }')
+mratio=$(awk -v a="$meas_a" -v b="$meas_b" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print 0 }')
+ok "the split between wait_a and wait_b ($ratio) is within 5% of the measured one ($mratio, about 3:1)" \
+	within "$ratio" "$mratio" 5
+ok "wait_a's stack reaches main and ends in nanosleep's path into schedule()" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q '^_start;__libc_start_main;.*;main;wait_a;.*nanosleep.*;schedule;__schedule ' " _ "$f"
+ok "wait_b's stack reaches main and ends in the pipe read's path into schedule()" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q '^_start;__libc_start_main;.*;main;wait_b;.*read.*pipe_read;schedule;__schedule ' " _ "$f"
+ok "the answerer thread's waits are there too (its own stack, from start_thread)" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q 'start_thread;answerer;answer;' " _ "$f"
+main_total=$(printf '%s\n' "$f" | sum ';main;')
+ok "the main thread's off-CPU time ($main_total ns) matches its blocked wall time within 5%" \
+	within "$main_total" "$((meas_a + meas_b))" 5
+c=$("$CPROF" query -i "$T/w.pb.gz" -t samples -f folded | sum ';wait_a;')
+ok "the cpu samples of the same file hold no off-CPU time (waits are not on the CPU)" test "$c" -le 2
+
+# ---- states, in the store: S for the waits, R for spinners on oversubscribed CPUs, D for fsync ----
+ncpu=$(getconf _NPROCESSORS_ONLN)
+run rec --off-cpu -F 99 -q --data "$T/store" -- "$T/offcpu" 20 $((ncpu + 1))
+is "$rc" 0 "record --off-cpu into the store, with $((ncpu + 1)) spinners on $ncpu CPUs"
+types=$("$CPROF" query --data "$T/store" --types)
+like "$types" 'offcpu:offcpu:nanoseconds:offcpu:nanoseconds:delta' "the store holds the offcpu type"
+g=$("$CPROF" query --data "$T/store" offcpu --group-by state -f folded)
+ok "--group-by state: wait_a's time is in state S" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q '^state=S;.*;main;wait_a;' " _ "$g"
+spin_r=$(printf '%s\n' "$g" | sum '^state=R;.*;spin;')
+spin_other=$(printf '%s\n' "$g" | grep -v '^state=R;' | sum ';spin;')
+diag "the spinners: $spin_r ns runnable, $spin_other ns otherwise"
+ok "the spinning threads wait, on oversubscribed CPUs, for a CPU (state R)" test "$spin_r" -gt 0
+is "$spin_other" 0 "and only for a CPU: never asleep (S) or in D"
+
+run rec --off-cpu -F 99 -q --data "$T/store2" -- "$T/offcpu" disk 30 "$T/file"
+is "$rc" 0 "record --off-cpu of writes with fsync"
+g=$("$CPROF" query --data "$T/store2" offcpu --group-by state -f folded)
+d=$(printf '%s\n' "$g" | sum '^state=D;.*;sync_file;.*fsync')
+diag "fsync: $d ns in state D"
+ok "fsync's waits are in state D (uninterruptible, I/O)" test "$d" -gt 0
+
+# ---- without --off-cpu: no offcpu series ----
+run rec -F 99 -q --data "$T/store3" -- "$T/offcpu" 3
+types=$("$CPROF" query --data "$T/store3" --types)
+unlike "$types" 'offcpu' "without --off-cpu the store has no offcpu type"
+
+# ---- bad options ----
+run "$CPROF" record --off-cpu-period 100us --off-cpu -a
+is "$rc" 2 "--off-cpu-period 100us: exit 2"
+like "$err" "bad --off-cpu-period '100us'" "saying why"
+run "$CPROF" record --off-cpu-period 2s --off-cpu -a
+is "$rc" 2 "--off-cpu-period 2s (over 1s): exit 2"
+run "$CPROF" record --off-cpu-min nope --off-cpu -a
+is "$rc" 2 "--off-cpu-min nope: exit 2"
+like "$err" "bad --off-cpu-min 'nope'" "saying why"
+done_testing

@@ -11,7 +11,9 @@ if [ "$(id -u)" != 0 ]; then
 	ok "running as root: cprof record needs root or CAP_BPF+CAP_PERFMON, and CI runs this test as root" false
 	done_testing; exit
 fi
-trap 'rm -rf "$T"' EXIT
+# fsync's file in the build tree, not in $T: a tmpfs $TMPDIR (common) has nothing to wait for
+F="$(pwd)/test-offcpu.$$.tmp"
+trap 'rm -rf "$T" "$F"' EXIT
 cc -O2 -g -fomit-frame-pointer -pthread -o "$T/offcpu" "$FIXTURES/record/offcpu.c" 2> "$T/cc.err"
 ok "builds the workload (cc -O2 -g -fomit-frame-pointer)" test -x "$T/offcpu"
 [ -x "$T/offcpu" ] || { sed 's/^/# /' "$T/cc.err"; done_testing; exit; }
@@ -66,7 +68,7 @@ diag "the spinners: $spin_r ns runnable, $spin_other ns otherwise"
 ok "the spinning threads wait, on oversubscribed CPUs, for a CPU (state R)" test "$spin_r" -gt 0
 is "$spin_other" 0 "and only for a CPU: never asleep (S) or in D"
 
-run rec --off-cpu -F 99 -q --data "$T/store2" -- "$T/offcpu" disk 30 "$T/file"
+run rec --off-cpu -F 99 -q --data "$T/store2" -- "$T/offcpu" disk 30 "$F"
 is "$rc" 0 "record --off-cpu of writes with fsync"
 g=$("$CPROF" query --data "$T/store2" offcpu --group-by state -f folded)
 d=$(printf '%s\n' "$g" | sum '^state=D;.*;sync_file;.*fsync')

@@ -19,7 +19,7 @@
 
 enum { OPT_CGROUP = 300, OPT_IDLE, OPT_NO_KERNEL, OPT_NO_USER, OPT_DEBUGINFO, OPT_STDIO, OPT_FROM_STORE,
        OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW, OPT_LIMIT, OPT_MAX_MEMORY,
-       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD };
+       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD, OPT_OFFCPU, OPT_SHOW };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -36,6 +36,8 @@ static const struct option options[] = {
 	{ "filter", required_argument, NULL, OPT_FILTER },
 	{ "function", required_argument, NULL, OPT_FUNCTION },
 	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+	{ "show", required_argument, NULL, OPT_SHOW },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
@@ -69,6 +71,10 @@ const struct cmd cmd_top = {
 	"  -- CMD [ARGS]           run CMD and sample it and its children\n"
 	"  -F, --freq HZ           samples per second per CPU (default 99)\n"
 	"      --idle              keep samples of the idle task (swapper)\n"
+	"      --off-cpu           also where threads wait off the CPU, as record\n"
+	"                          --off-cpu: shows off-CPU time (o switches)\n"
+	"      --show WHAT         cpu (on-CPU samples), offcpu or wall (on + off the\n"
+	"                          CPU, in time); offcpu and wall imply --off-cpu\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"      --max-memory SIZE   keep the sampler's resident memory under SIZE by\n"
 	"                          evicting cached binaries and symbols (default 64M)\n"
@@ -122,6 +128,11 @@ struct cp_view_title top_title(const struct top *t, char *buf, size_t len)
 		snprintf(buf, len, "cgroup %s", t->cgroup);
 	else
 		snprintf(buf, len, "whole system");
+	if (!t->history && t->v->value[0]) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, ", %s", !strcmp(t->v->value, "wall") ? "wall-clock time" : "off-CPU time");
+	}
 	return (struct cp_view_title){ buf, t->freq, t->ncpus, t->delay, t->window, t->dropped };
 }
 
@@ -203,6 +214,15 @@ static int parse_options(struct top *t, int argc, char **argv)
 			break;
 		case OPT_FUNCTION: t->function = optarg; break;
 		case OPT_IDLE: t->idle = true; sampling_opt = true; break;
+		case OPT_OFFCPU: t->offcpu = true; sampling_opt = true; break;
+		case OPT_SHOW:
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "offcpu") && strcmp(optarg, "wall"))
+				return usage_error("top", "unknown --show '%s': want cpu, offcpu or wall", optarg);
+			t->show = optarg;
+			if (strcmp(optarg, "cpu"))
+				t->offcpu = true;
+			sampling_opt = true;
+			break;
 		case OPT_NO_KERNEL: t->v->no_kernel = true; break;
 		case OPT_NO_USER: t->v->no_user = true; break;
 		case OPT_DEBUGINFO: t->debuginfo = optarg; sampling_opt = true; break;
@@ -234,7 +254,8 @@ static int parse_options(struct top *t, int argc, char **argv)
 	if (t->history) {
 		if (t->cmd || t->all || t->cgroup || sampling_opt)
 			return usage_error("top", "--from-store browses stored profiles: -F, --all, --cgroup, --idle, "
-						  "--debuginfo-path, --max-memory, --debuginfod and -- CMD are for live sampling");
+						  "--off-cpu, --show, --debuginfo-path, --max-memory, --debuginfod and -- CMD "
+						  "are for live sampling (--type offcpu or wall shows stored off-CPU time)");
 		if ((err = store_range("top", &t->sa)) != EXIT_OK)
 			return err;
 	} else {
@@ -265,6 +286,8 @@ static int start_live(struct top *t)
 	ro.npids = t->npids;
 	ro.cgroup = t->cgroup;
 	ro.idle = t->idle;
+	ro.offcpu = t->offcpu;
+	ro.offcpu_period_ns = 10000000; /* record's default */
 	ro.debuginfo = t->debuginfo;
 	ro.max_memory = t->max_memory;
 	ro.debuginfod = debuginfod_servers("top", &t->dbgd);
@@ -272,6 +295,8 @@ static int start_live(struct top *t)
 	if (!(t->rec = cp_recorder_start(&ro, t->cmd, &t->child)))
 		return fail("top", "%s", cp_errmsg(errno));
 	if (t->cmd && (err = cp_launch_release(&t->child)))
+		return fail("top", "%s", cp_errmsg(err));
+	if (t->offcpu && (err = cp_view_set_value(t->v, !t->show ? "offcpu" : !strcmp(t->show, "cpu") ? "samples" : t->show)))
 		return fail("top", "%s", cp_errmsg(err));
 	return EXIT_OK;
 }

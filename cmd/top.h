@@ -18,7 +18,8 @@
 struct top {
 	/* options */
 	int freq, iterations, limit;
-	bool all, idle, stdio, history;
+	bool all, idle, stdio, history, offcpu;
+	const char *show; /* --show: the sample type shown live (cp_view_set_value) */
 	const char *cgroup, *debuginfo, *type, *function;
 	struct debuginfod_opt dbgd;
 	uint32_t *pids;

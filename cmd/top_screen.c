@@ -42,6 +42,7 @@ static const char *const help_text[] = {
 	"  p, Space      pause (live)",
 	"  + / -         refresh more or less often (live)",
 	"  z             start the window afresh (live)",
+	"  o             on-CPU samples / off-CPU time / wall-clock time (--off-cpu)",
 	"  Left / Right  the previous / next time window (history)",
 	"  Up, Down, PgUp, PgDn, Home, End   select a row",
 	NULL,
@@ -233,6 +234,22 @@ int top_screen_key(struct top *t, int ch)
 		t->delay = cp_view_next_delay(t->delay, ch == '-' ? 1 : -1);
 		top_screen_msg(t, "refresh every %s", cp_view_duration(t->delay, buf, sizeof(buf)));
 		return 0;
+	case 'o': {
+		static const char *const next[][2] = { { "", "offcpu" }, { "offcpu", "wall" }, { "wall", "samples" } };
+		static const char *const what[] = { "off-CPU time", "wall-clock time (on + off the CPU)",
+						    "on-CPU samples" };
+
+		if (!t->offcpu) {
+			top_screen_msg(t, "off-CPU and wall-clock time: start cprof top with --off-cpu");
+			return 0;
+		}
+		for (size_t i = 0; i < 3; i++)
+			if (!strcmp(v->value, next[i][0])) {
+				top_screen_msg(t, "showing %s", what[i]);
+				return cp_view_set_value(v, next[i][1]);
+			}
+		return 0;
+	}
 	case 'z':
 		if (t->history)
 			return 0;

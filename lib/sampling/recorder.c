@@ -52,6 +52,7 @@ struct cp_recorder {
 /* a process's profiles of the interval (its cp_proc's user pointer) */
 struct profs {
 	struct cp_profile *cpu, *off; /* either may be NULL */
+	struct cp_profile *wall;      /* made from both for a flush (wall_profile) */
 };
 
 static void profile_free_user(void *p)
@@ -60,6 +61,7 @@ static void profile_free_user(void *p)
 
 	cp_profile_free(ps->cpu);
 	cp_profile_free(ps->off);
+	cp_profile_free(ps->wall);
 	free(ps);
 }
 
@@ -71,8 +73,9 @@ static struct cp_profile *new_profile(struct cp_recorder *r, bool with_time)
 		return NULL;
 	if (cp_profile_add_sample_type(p, "samples", "count") ||
 	    (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
-	    /* the one profile: off-CPU time is its last value */
-	    (!r->o.per_process && r->o.offcpu && cp_profile_add_sample_type(p, "offcpu", "nanoseconds")) ||
+	    /* the one profile: off-CPU time, then wall-clock time (both), are its last values */
+	    (!r->o.per_process && r->o.offcpu &&
+	     (cp_profile_add_sample_type(p, "offcpu", "nanoseconds") || cp_profile_add_sample_type(p, "wall", "nanoseconds"))) ||
 	    cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
 		cp_profile_free(p);
 		return NULL;
@@ -154,7 +157,7 @@ static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, 
 	size_t nl = 0, nlocs = 0;
 	char tid[16], pid[16];
 	int64_t stack, ls, loc;
-	int64_t values[3];
+	int64_t values[4];
 	/* the memo's locations are the profile's: a process's off-CPU profile is
 	 * another than its cpu one */
 	uint32_t mpid = off && r->o.per_process ? p->pid | 0x80000000u : p->pid;
@@ -211,10 +214,10 @@ static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, 
 		if (str_label(prof, &labels[nl++], "pid", pid) || str_label(prof, &labels[nl++], "comm", p->comm))
 			goto fail;
 	}
-	if (off) {
+	if (off || (r->o.offcpu && !r->o.per_process)) { /* the one profile's wall: CPU, S, D or R */
 		char st[2] = { state, 0 };
 
-		if (str_label(prof, &labels[nl++], "state", st))
+		if (str_label(prof, &labels[nl++], "state", off ? st : "CPU"))
 			goto fail;
 	}
 	ls = cp_profile_labelset(prof, labels, nl);
@@ -222,14 +225,16 @@ static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, 
 		goto fail;
 	if (r->o.per_process) {
 		values[0] = off ? weight : 1;
-	} else { /* the one profile: samples, [cpu ns,] [offcpu ns] */
+	} else { /* the one profile: samples, [cpu ns,] [offcpu ns, wall ns] */
 		size_t k = 0;
 
 		values[k++] = off ? 0 : 1;
 		if (r->o.with_time)
 			values[k++] = off ? 0 : r->period;
-		if (r->o.offcpu)
+		if (r->o.offcpu) {
 			values[k++] = off ? weight : 0;
+			values[k++] = off ? weight : r->period;
+		}
 	}
 	if (cp_profile_add_sample(prof, (uint32_t)stack, (uint32_t)ls, values))
 		goto fail;
@@ -625,6 +630,7 @@ void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg)
 /* ---- the series policy ---- */
 
 struct series_ctx {
+	struct cp_recorder *r;
 	struct cp_recorder_series *s;
 	const char *node;
 	const struct cp_kv *extra;
@@ -677,15 +683,66 @@ static void series_one(const struct cp_proc *p, struct cp_profile *prof, const c
 	s->n++;
 }
 
-/* a process's series: "cpu", and "offcpu" when recorded */
+/* A copy of p (scaled and tagged by o) whose one value is wall-clock time. */
+static struct cp_profile *wall_part(const struct cp_profile *p, const struct cp_merge_opts *o, int64_t period)
+{
+	struct cp_profile *w = cp_profile_copy(p, o);
+	int64_t t, u;
+
+	if (!w)
+		return NULL;
+	t = cp_profile_str(w, "wall");
+	u = cp_profile_str(w, "nanoseconds");
+	if (t < 0 || u < 0 || w->ntypes != 1) {
+		cp_profile_free(w);
+		return NULL;
+	}
+	w->sample_types[0] = (struct cp_valuetype){ (uint32_t)t, (uint32_t)u };
+	w->period_type = w->sample_types[0];
+	w->period = period;
+	return w;
+}
+
+/* The process's wall-clock profile of the interval (ps->wall): its cpu
+ * samples as the time they stand for (the period each), labelled state
+ * "CPU", and its off-CPU time (states S, D, R); NULL when out of memory. */
+static struct cp_profile *wall_profile(struct cp_recorder *r, struct profs *ps)
+{
+	struct cp_merge_opts on = { .scale = (double)r->period, .tag_key = "state", .tag_value = "CPU" };
+	struct cp_profile *w = NULL, *o = NULL;
+
+	if (ps->cpu && ps->cpu->nsamples && !(w = wall_part(ps->cpu, &on, r->period)))
+		return NULL;
+	if (ps->off && ps->off->nsamples) {
+		if (!(o = wall_part(ps->off, NULL, r->period)) || (w && cp_profile_merge(w, o, NULL))) {
+			cp_profile_free(o);
+			cp_profile_free(w);
+			return NULL;
+		}
+		if (w)
+			cp_profile_free(o);
+		else
+			w = o;
+	}
+	return w;
+}
+
+/* a process's series: "cpu"; with off-CPU time, "offcpu" and "wall" */
 static void series_proc(struct cp_proc *p, void *arg)
 {
+	struct series_ctx *c = arg;
 	struct profs *ps = p->user;
 
-	if (ps) {
-		series_one(p, ps->cpu, "cpu", arg);
-		series_one(p, ps->off, "offcpu", arg);
-	}
+	if (!ps)
+		return;
+	series_one(p, ps->cpu, "cpu", c);
+	if (!c->r->o.offcpu)
+		return;
+	series_one(p, ps->off, "offcpu", c);
+	cp_profile_free(ps->wall);
+	if (!(ps->wall = wall_profile(c->r, ps)) && ((ps->cpu && ps->cpu->nsamples) || (ps->off && ps->off->nsamples)))
+		c->r->error = -ENOMEM;
+	series_one(p, ps->wall, "wall", c);
 }
 
 /* After the end: the fetches in flight get their time (a fetch gives up
@@ -716,7 +773,7 @@ static void refresh_one(struct cp_proc *p, void *arg)
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
 		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s)
 {
-	struct series_ctx c = { s, node, extra, nextra, cp_recorder_nprocs(r) * (r->o.offcpu ? 2 : 1), start_ns,
+	struct series_ctx c = { r, s, node, extra, nextra, cp_recorder_nprocs(r) * (r->o.offcpu ? 3 : 1), start_ns,
 				end_ns - start_ns > 0 ? end_ns - start_ns : 1 };
 
 	memset(s, 0, sizeof(*s));
@@ -736,6 +793,10 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 		return r->error;
 	}
 	cp_procs_each(r->procs, series_proc, &c);
+	if (r->error) {
+		cp_recorder_series_release(s);
+		return cp_error(ENOMEM, "out of memory making the wall-clock profiles of a flush");
+	}
 	return 0;
 }
 

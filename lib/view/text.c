@@ -14,10 +14,17 @@ static double pct(int64_t v, int64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0;
 }
 
-/* History of a type whose unit is not a count shows values in that unit. */
+/* A type whose unit is not a count (history, or live off-CPU or wall time)
+ * shows values in that unit. */
 static bool has_unit(const struct cp_view *v)
 {
-	return v->history && v->unit[0] && strcmp(v->unit, "count");
+	return v->unit[0] && strcmp(v->unit, "count");
+}
+
+/* The share column of processes and threads: of what */
+static const char *share_name(const struct cp_view *v)
+{
+	return !strcmp(v->value, "offcpu") ? "OFF%" : !strcmp(v->value, "wall") ? "WALL%" : "CPU%";
 }
 
 static const char *fmt_value(const struct cp_view *v, int64_t n, char *buf, size_t len)
@@ -73,10 +80,10 @@ void cp_view_columns(const struct cp_view *v, char *buf, size_t len, int w)
 			 c.bin ? " " : "", c.bin, c.bin ? "BINARY" : "", c.proc ? " " : "", c.proc ? "PROCESS" : "");
 		break;
 	case CP_VIEW_PROCESSES:
-		snprintf(buf, len, "%7s %9s %8s %7s  %s", "CPU%", valname, "PID", "THREADS", "COMMAND");
+		snprintf(buf, len, "%7s %9s %8s %7s  %s", share_name(v), valname, "PID", "THREADS", "COMMAND");
 		break;
 	case CP_VIEW_THREADS:
-		snprintf(buf, len, "%7s %9s %8s %8s  %-16s %s", "CPU%", valname, "TID", "PID", "THREAD", "PROCESS");
+		snprintf(buf, len, "%7s %9s %8s %8s  %-16s %s", share_name(v), valname, "TID", "PID", "THREAD", "PROCESS");
 		break;
 	default:
 		snprintf(buf, len, "%7s %9s  %-*s%s%s", "SHARE%", valname, c.name, "CALLERS / FUNCTION / CALLEES",

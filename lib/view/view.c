@@ -157,8 +157,11 @@ static int aggregate(struct cp_view *v)
 				err = cp_aggregate_add(a, p, 0, (uint32_t)pid, comm_of(v, (uint32_t)pid));
 		}
 	} else {
-		for (size_t i = 0; !err && i < v->nring; i++)
-			err = cp_aggregate_add(a, v->ring[i], 0, 0, NULL);
+		for (size_t i = 0; !err && i < v->nring; i++) {
+			int vidx = v->value[0] ? cp_profile_sample_index(v->ring[i], v->value) : 0;
+
+			err = vidx < 0 ? vidx : cp_aggregate_add(a, v->ring[i], vidx, 0, NULL);
+		}
 	}
 	if (err) {
 		cp_aggregate_free(a);
@@ -521,6 +524,28 @@ int64_t cp_view_next_delay(int64_t delay, int dir)
 }
 
 /* ---- live ---- */
+
+int cp_view_set_value(struct cp_view *v, const char *type)
+{
+	char old[sizeof(v->value)], unit[sizeof(v->unit)];
+	bool samples = !strcmp(type, "samples");
+
+	if (strlen(type) >= sizeof(v->value))
+		return cp_error(EINVAL, "no sample type '%s'", type);
+	for (size_t i = 0; i < v->nring; i++)
+		if (cp_profile_sample_index(v->ring[i], type) < 0)
+			return cp_error(EINVAL, "no sample type '%s'", type);
+	memcpy(old, v->value, sizeof(old));
+	memcpy(unit, v->unit, sizeof(unit));
+	snprintf(v->value, sizeof(v->value), "%s", samples ? "" : type);
+	snprintf(v->unit, sizeof(v->unit), "%s", samples ? "" : "nanoseconds");
+	if (cp_view_refresh(v, true)) {
+		memcpy(v->value, old, sizeof(old));
+		memcpy(v->unit, unit, sizeof(unit));
+		return cp_view_refresh(v, true) ? -ENOMEM : cp_error(ENOMEM, "out of memory");
+	}
+	return 0;
+}
 
 int cp_view_live_add(struct cp_view *v, struct cp_profile *p, int64_t interval_ns, size_t keep)
 {

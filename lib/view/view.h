@@ -78,7 +78,8 @@ struct cp_view {
 	size_t nres;
 	struct cp_view_comm { uint32_t pid; char *comm; } *comms; /* from the series' labels */
 	size_t ncomms;
-	char unit[64];                          /* the sample unit of the stored type */
+	char unit[64];                          /* the sample unit of the stored type, or of value */
+	char value[16];                         /* live: the sample type shown ("": the first, samples) */
 	/* private */
 	struct cp_regex *re;
 	struct cp_regex_run *rerun;
@@ -136,6 +137,11 @@ int64_t cp_view_next_delay(int64_t delay, int dir);
  * then keeps the last `keep` profiles (at least one); the data is aggregated
  * again. */
 int cp_view_live_add(struct cp_view *v, struct cp_profile *p, int64_t interval_ns, size_t keep);
+/* Live: which of the profiles' sample types is shown: "samples" (the
+ * first), "offcpu" or "wall" (record --off-cpu's, in nanoseconds), and
+ * aggregates again.  -EINVAL when the profiles have no such type (the view
+ * stays as it was). */
+int cp_view_set_value(struct cp_view *v, const char *type);
 /* Live: empties the ring (the window starts afresh) and aggregates again. */
 int cp_view_live_clear(struct cp_view *v);
 

@@ -52,6 +52,16 @@ ok "the main thread's off-CPU time ($main_total ns) matches its blocked wall tim
 	within "$main_total" "$((meas_a + meas_b))" 5
 c=$("$CPROF" query -i "$T/w.pb.gz" -t samples -f folded | sum ';wait_a;')
 ok "the cpu samples of the same file hold no off-CPU time (waits are not on the CPU)" test "$c" -le 2
+# wall-clock: the file's fourth value, on-CPU samples (the period each) and off-CPU time together
+wf=$("$CPROF" query -i "$T/w.pb.gz" -t wall -f folded)
+wall_main=$(printf '%s\n' "$wf" | sum ';main;')
+diag "wall-clock of the main thread: $wall_main ns"
+ok "the main thread's wall-clock time ($wall_main ns) is its waits and its little CPU, within 5%" \
+	within "$wall_main" "$((meas_a + meas_b))" 5
+ncpu_samples=$("$CPROF" query -i "$T/w.pb.gz" -t samples -f folded | sum '.')
+off_all=$(printf '%s\n' "$f" | sum '.')
+is "$(printf '%s\n' "$wf" | sum '.')" "$((ncpu_samples * 10101010 + off_all))" \
+	"all the file's wall-clock time is its cpu samples times the period (99 Hz) plus its off-CPU time"
 
 # ---- states, in the store: S for the waits, R for spinners on oversubscribed CPUs, D for fsync ----
 ncpu=$(getconf _NPROCESSORS_ONLN)
@@ -68,6 +78,18 @@ diag "the spinners: $spin_r ns runnable, $spin_other ns otherwise"
 ok "the spinning threads wait, on oversubscribed CPUs, for a CPU (state R)" test "$spin_r" -gt 0
 is "$spin_other" 0 "and only for a CPU: never asleep (S) or in D"
 
+# wall: one more type per process, the cpu samples as time (state CPU) and the off-CPU time
+like "$types" 'wall:wall:nanoseconds:wall:nanoseconds:delta' "the store holds the wall type"
+gw=$("$CPROF" query --data "$T/store" wall --group-by state -f folded)
+cpu_n=$("$CPROF" query --data "$T/store" cpu -f folded | sum '.')
+is "$(printf '%s\n' "$gw" | sum '^state=CPU;')" "$((cpu_n * 10101010))" \
+	"wall in state CPU is the stored cpu samples times the period (99 Hz: 10101010 ns)"
+is "$(printf '%s\n' "$gw" | grep -v '^state=CPU;' | sum '.')" "$(printf '%s\n' "$g" | sum '.')" \
+	"wall in states S, D and R is the stored off-CPU time"
+spin_wall=$(printf '%s\n' "$gw" | sum ';spin;')
+ok "the spinners' wall-clock time is on the CPU and waiting for it (CPU, R)" \
+	test "$spin_wall" -gt 0 -a "$(printf '%s\n' "$gw" | grep -Ev '^state=(CPU|R);' | sum ';spin;')" = 0
+
 run rec --off-cpu -F 99 -q --data "$T/store2" -- "$T/offcpu" disk 30 "$F"
 is "$rc" 0 "record --off-cpu of writes with fsync"
 g=$("$CPROF" query --data "$T/store2" offcpu --group-by state -f folded)
@@ -79,6 +101,55 @@ ok "fsync's waits are in state D (uninterruptible, I/O)" test "$d" -gt 0
 run rec -F 99 -q --data "$T/store3" -- "$T/offcpu" 3
 types=$("$CPROF" query --data "$T/store3" --types)
 unlike "$types" 'offcpu' "without --off-cpu the store has no offcpu type"
+
+# ---- top --off-cpu: the same waits, live ----
+top_() { timeout -s KILL 60 "$CPROF" top "$@"; }
+run top_ --off-cpu --stdio -n 2 -d 1 -s total --filter '^wait_' --limit 5 -- "$T/offcpu" 60
+is "$rc" 0 "top --off-cpu --stdio -- CMD exits 0"
+like "$out" 'cprof top - .*offcpu, off-CPU time at 99 Hz' "the title says it shows off-CPU time"
+like "$out" 'SELF% +TOTAL% +VALUE +FUNCTION' "with values (time), not sample counts"
+last=$(printf '%s\n' "$out" | awk '/SELF%/ { n = 0; delete r; next } NF { r[++n] = $0 } END { for (i = 1; i <= n; i++) print r[i] }')
+ta=$(printf '%s\n' "$last" | awk '$4 == "wait_a" { sub("%", "", $2); print $2 }')
+tb=$(printf '%s\n' "$last" | awk '$4 == "wait_b" { sub("%", "", $2); print $2 }')
+diag "top: wait_a total ${ta:-none}%, wait_b total ${tb:-none}%"
+ok "wait_a and wait_b are there, wait_a about 3 times wait_b's share" \
+	awk -v a="${ta:-0}" -v b="${tb:-0}" 'BEGIN { exit !(b > 0 && a / b > 2.4 && a / b < 3.6) }'
+run top_ --show wall --stdio -n 1 -d 1 --view threads -- "$T/offcpu" 30
+is "$rc" 0 "top --show wall --view threads exits 0"
+like "$out" 'WALL% +VALUE +TID +PID +THREAD' "the threads' share of wall-clock time"
+like "$out" ', wall-clock time at 99 Hz' "and the title says so"
+run top_ --show cpu --stdio -n 1 -d 1 -- "$T/offcpu" 30
+like "$out" 'SELF% +TOTAL% +SAMPLES' "--show cpu: on-CPU samples, with --off-cpu recorded"
+run "$CPROF" top --show disk --stdio -a
+is "$rc" 2 "top --show disk: exit 2"
+like "$err" "unknown --show 'disk': want cpu, offcpu or wall" "saying why"
+run "$CPROF" top --from-store --off-cpu --stdio --data "$T/store"
+is "$rc" 2 "top --from-store --off-cpu: exit 2 (stored off-CPU time is --type offcpu)"
+run "$CPROF" top --from-store --type wall --stdio --data "$T/store" --view threads --since 1h
+is "$rc" 0 "top --from-store --type wall shows the stored wall-clock time"
+like "$out" 'history of wall' "of the wall type"
+
+# the screen: o goes from off-CPU to wall-clock time to samples
+if command -v tmux > /dev/null; then
+	TM="tmux -L cprofoff$$ -f /dev/null"
+	trap '$TM kill-server 2> /dev/null; rm -rf "$T" "$F"' EXIT
+	screen() { $TM capture-pane -p -t off 2> /dev/null; }
+	wait_screen() { i=0; while [ $i -lt 100 ]; do screen | grep -Eq -- "$1" && return 0; sleep 0.1; i=$((i + 1)); done; return 1; }
+	$TM new-session -d -s off -x 120 -y 30 "'$CPROF' top --off-cpu -d 0.5 -- '$T/offcpu' 400; sleep 60"
+	ok "the screen shows off-CPU time" wait_screen '^cprof top - .*offcpu, off-CPU time'
+	$TM send-keys -t off o
+	ok "o: wall-clock time" wait_screen '^cprof top - .*offcpu, wall-clock time'
+	$TM send-keys -t off 2
+	ok "with WALL% for the processes" wait_screen 'WALL% +VALUE +PID'
+	$TM send-keys -t off o
+	ok "o again: on-CPU samples" wait_screen 'CPU% +SAMPLES +PID'
+	$TM send-keys -t off o
+	ok "and again: off-CPU time" wait_screen 'OFF% +VALUE +PID'
+	$TM send-keys -t off q
+	$TM kill-server 2> /dev/null
+else
+	ok "tmux is installed (tools/setup.sh installs it)" false
+fi
 
 # ---- bad options ----
 run "$CPROF" record --off-cpu-period 100us --off-cpu -a

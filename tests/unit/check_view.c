@@ -352,6 +352,62 @@ START_TEST(test_view_ring)
 }
 END_TEST
 
+/* A profile as top --off-cpu gets it: samples, offcpu ns, wall ns; "run"
+ * on the CPU (3 samples of 10 ms), "wait" off it 50 ms. */
+static struct cp_profile *offcpu_prof(void)
+{
+	struct cp_profile *p = prof();
+	const char *fns[] = { "run", "wait" };
+	const int64_t vals[2][3] = { { 3, 0, 30000000 }, { 0, 50000000, 50000000 } };
+
+	ck_assert_int_eq(cp_profile_add_sample_type(p, "offcpu", "nanoseconds"), 0);
+	ck_assert_int_eq(cp_profile_add_sample_type(p, "wall", "nanoseconds"), 0);
+	for (int i = 0; i < 2; i++) {
+		struct cp_function f = { (uint32_t)cp_profile_str(p, fns[i]), 0, 0, 0 };
+		struct cp_line line = { (uint32_t)cp_profile_function(p, &f), 1, 0 };
+		uint32_t loc = (uint32_t)cp_profile_location(p, 0, 0x1000 + (uint64_t)i, &line, 1, false);
+		int64_t st = cp_profile_stack(p, &loc, 1), ls = cp_profile_labelset(p, NULL, 0);
+
+		ck_assert_int_ge(st, 0);
+		ck_assert_int_eq(cp_profile_add_sample(p, (uint32_t)st, (uint32_t)ls, vals[i]), 0);
+	}
+	return p;
+}
+
+START_TEST(test_view_value)
+{
+	struct cp_view *v = cp_view_new();
+	char buf[256];
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(cp_view_live_add(v, offcpu_prof(), NS, 3), 0);
+	ck_assert_int_eq(v->agg->total, 3); /* samples by default */
+	cp_view_columns(v, buf, sizeof(buf), 120);
+	ck_assert_ptr_nonnull(strstr(buf, "SAMPLES"));
+	ck_assert_int_eq(cp_view_set_value(v, "offcpu"), 0);
+	ck_assert_int_eq(v->agg->total, 50000000);
+	ck_assert_str_eq(names(v), "wait");
+	cp_view_columns(v, buf, sizeof(buf), 120);
+	ck_assert_ptr_nonnull(strstr(buf, "VALUE"));
+	ck_assert_int_eq(cp_view_set_value(v, "wall"), 0);
+	ck_assert_int_eq(v->agg->total, 80000000);
+	ck_assert_int_eq(cp_view_set_kind(v, CP_VIEW_PROCESSES), 0);
+	cp_view_columns(v, buf, sizeof(buf), 120);
+	ck_assert_ptr_nonnull(strstr(buf, "WALL%"));
+	/* a type the profiles do not have: refused, the view as it was */
+	ck_assert_int_eq(cp_view_set_value(v, "alloc"), -EINVAL);
+	ck_assert_str_eq(v->value, "wall");
+	ck_assert_int_eq(v->agg->total, 80000000);
+	/* the next refresh is aggregated by the same value */
+	ck_assert_int_eq(cp_view_live_add(v, offcpu_prof(), NS, 3), 0);
+	ck_assert_int_eq(v->agg->total, 160000000);
+	ck_assert_int_eq(cp_view_set_value(v, "samples"), 0);
+	ck_assert_int_eq(v->agg->total, 6);
+	ck_assert_str_eq(v->value, "");
+	cp_view_free(v);
+}
+END_TEST
+
 START_TEST(test_view_selection_kept)
 {
 	struct cp_view *v = live();
@@ -552,6 +608,7 @@ static Suite *view_suite(void)
 	tcase_add_test(model, test_view_selection_kept);
 	tcase_add_test(model, test_view_frames_and_text);
 	tcase_add_test(model, test_view_sparkline);
+	tcase_add_test(model, test_view_value);
 	suite_add_tcase(s, model);
 	tcase_set_timeout(hist, 60);
 	tcase_add_test(hist, test_view_history);

@@ -62,8 +62,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cp_sample_rec);
+	__type(value, struct cp_sample_buf);
 } scratch SEC(".maps");
+
+/* CPython processes, by tgid: where their frames are (user space fills it) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct cp_py_proc);
+} pyprocs SEC(".maps");
 
 /* off-CPU: when the thread left the CPU and why, kept with the thread (not
  * per CPU: it comes back on another one) */
@@ -103,6 +111,78 @@ static __always_inline bool wanted(__u32 tgid, __u32 tid)
 	return true;
 }
 
+static __always_inline __u64 field(const __u8 *buf, __u16 off)
+{
+	__u64 v = 0;
+
+	off &= 127;
+	if (off <= CP_PY_FRAME_READ - 8)
+		__builtin_memcpy(&v, buf + off, 8);
+	return v;
+}
+
+static __always_inline __u64 ptr_at(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (!addr || bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* The walk over a CPython process's thread states, then frames (bpf_loop
+ * callbacks: verified once, not once per step) */
+struct py_walk {
+	const struct cp_py_proc *pp;
+	__u32 tid, n;
+	__u64 ts, frame, hit; /* hit: ts is the sampled thread's */
+	struct cp_sample_rec *r;
+	__u64 off; /* where the frames go: ustack[off] */
+};
+
+static long py_thread_step(__u32 i, void *arg)
+{
+	struct py_walk *w = arg;
+
+	(void)i;
+	if (!w->ts)
+		return 1;
+	if ((__u32)ptr_at(w->ts + w->pp->tstate_native_tid) == w->tid) {
+		w->hit = 1;
+		return 1;
+	}
+	w->ts = ptr_at(w->ts + w->pp->tstate_next);
+	return 0;
+}
+
+static long py_frame_step(__u32 i, void *arg)
+{
+	struct py_walk *w = arg;
+	const struct cp_py_proc *pp = w->pp;
+	struct cp_py_frame *f;
+	__u8 buf[128];
+	__u64 code, off;
+
+	if (!w->frame || i >= CP_PY_FRAMES_MAX)
+		return 1;
+	if (bpf_probe_read_user(buf, CP_PY_FRAME_READ, (void *)w->frame))
+		return 1;
+	code = field(buf, pp->frame_code) & ~7ull;
+	if (buf[pp->frame_is_entry & 127] & 1)
+		code |= CP_PY_ENTRY;
+	if (buf[pp->frame_owner & 127] == pp->owner_generator)
+		code |= CP_PY_GENERATOR;
+	off = w->off + (__u64)i * sizeof(struct cp_py_frame);
+	if (off > CP_USTACK_MAX + (CP_PY_FRAMES_MAX - 1) * sizeof(struct cp_py_frame))
+		return 1;
+	f = (struct cp_py_frame *)&w->r->ustack[off];
+	f->code = code;
+	f->instr = field(buf, pp->frame_instr);
+	w->n = i + 1;
+	w->frame = field(buf, pp->frame_previous);
+	return 0;
+}
+
 /* A record of the current task, its kernel stack (from ctx) and its user
  * registers and stack, into the ring: one function for the cpu-clock samples
  * and the off-CPU ones.  kernel_ip: where the kernel was (for the execve
@@ -110,16 +190,20 @@ static __always_inline bool wanted(__u32 tgid, __u32 tid)
 static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 tgid, __u32 tid, __u32 flags,
 				 __u32 offcpu_seq, __u32 offcpu_thr, __u32 offcpu_state, __u64 kernel_ip)
 {
+	struct cp_sample_buf *b;
 	struct cp_sample_rec *r;
+	const struct cp_py_proc *pp;
+	__u64 pylen = 0;
 	struct task_struct *task;
 	__u32 zero = 0;
 	__u64 ulen;
 	bool wake;
 	long n;
 
-	r = bpf_map_lookup_elem(&scratch, &zero);
-	if (!r)
+	b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b)
 		return;
+	r = &b->r;
 
 	task = bpf_get_current_task_btf();
 	r->time_ns = bpf_ktime_get_ns();
@@ -132,7 +216,7 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 	r->offcpu_seq = offcpu_seq;
 	r->offcpu_thr = offcpu_thr;
 	r->offcpu_state = offcpu_state;
-	r->pad = 0;
+	r->py_frames = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	BPF_CORE_READ_STR_INTO(&r->pcomm, task, group_leader, comm);
 
@@ -227,8 +311,30 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 	ulen = r->ustack_len;
 	if (ulen > CP_USTACK_MAX)
 		ulen = CP_USTACK_MAX;
+	/* a CPython thread: its Python frames, after the stack */
+	if (!(r->flags & CP_SAMPLE_KTHREAD) && (pp = bpf_map_lookup_elem(&pyprocs, &tgid))) {
+		struct py_walk w = { pp, tid, 0, 0, 0, 0, r, 0 };
+
+		ulen = (ulen + 7) & ~7ull;
+		if (ulen > CP_USTACK_MAX)
+			ulen = CP_USTACK_MAX;
+		w.off = ulen;
+		/* the sampled thread's state, then its frames, right after the
+		 * stack (the buffer has room for them past its end) */
+		w.ts = ptr_at(ptr_at(pp->runtime + pp->runtime_interp_head) + pp->interp_threads_head);
+		bpf_loop(CP_PY_THREADS_MAX, py_thread_step, &w, 0);
+		if (w.hit) {
+			w.frame = pp->tstate_cframe ? ptr_at(ptr_at(w.ts + pp->tstate_cframe) + pp->cframe_current_frame)
+						    : ptr_at(w.ts + pp->tstate_current_frame);
+			bpf_loop(CP_PY_FRAMES_MAX, py_frame_step, &w, 0);
+		}
+		r->py_frames = w.n;
+		pylen = (__u64)w.n * sizeof(struct cp_py_frame);
+		if (pylen > CP_PY_FRAMES_MAX * sizeof(struct cp_py_frame))
+			pylen = 0;
+	}
 	wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8;
-	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen,
+	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen + pylen,
 			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		st->dropped++;
 }
@@ -294,7 +400,7 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 			r->offcpu_seq = o->seq;
 			r->offcpu_thr = 0;
 			r->offcpu_state = o->state;
-			r->pad = 0;
+			r->py_frames = 0;
 			if (bpf_ringbuf_output(&samples, r, CP_SAMPLE_END_LEN, BPF_RB_NO_WAKEUP))
 				st->dropped++;
 		}

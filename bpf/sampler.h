@@ -34,6 +34,34 @@ enum { CP_REG_IP, CP_REG_SP, CP_REG_BP, CP_REG_BX, CP_REG_R12, CP_REG_R13, CP_RE
 
 #define CP_SAMPLE_END_LEN __builtin_offsetof(struct cp_sample_rec, comm)
 
+/* Python: where a CPython process keeps its frames, per version (user space's
+ * lib/sampling/python.c fills one per process into the pyprocs map).  From
+ * runtime (the address of _PyRuntime): the first interpreter, its first
+ * thread state, the list of thread states (next) to the sampled thread's
+ * (native_thread_id); its current frame (through cframe when
+ * tstate_cframe is not 0, as in 3.11 and 3.12); then the frames (previous),
+ * each read whole (frame_len bytes, at most CP_PY_FRAME_READ). */
+#define CP_PY_FRAMES_MAX 96     /* Python frames sent per sample */
+#define CP_PY_THREADS_MAX 64    /* thread states looked at for the sampled thread */
+#define CP_PY_FRAME_READ 80
+struct cp_py_proc {
+	__u64 runtime;
+	__u16 runtime_interp_head, interp_threads_head, tstate_next, tstate_native_tid;
+	__u16 tstate_cframe, cframe_current_frame, tstate_current_frame;
+	__u16 frame_code, frame_previous, frame_instr, frame_is_entry, frame_owner;
+	__u16 frame_len, owner_generator;
+};
+/* A Python frame as sent, after the user stack (at its length rounded up to
+ * 8): the code object's address with CP_PY_ENTRY (the frame was the first of
+ * an evaluation loop: _PyEval_EvalFrameDefault's) and CP_PY_GENERATOR (a
+ * generator's or coroutine's frame) in its low bits, and the address of the
+ * instruction last started. */
+#define CP_PY_ENTRY 1ull
+#define CP_PY_GENERATOR 2ull
+struct cp_py_frame {
+	__u64 code, instr;
+};
+
 struct cp_sample_rec {
 	__u64 time_ns;    /* CLOCK_MONOTONIC */
 	__u64 cgroup_id;
@@ -41,13 +69,20 @@ struct cp_sample_rec {
 	__u32 cpu, flags;
 	__u64 offcpu_ns;          /* CP_SAMPLE_OFFCPU_END: how long the wait was */
 	__u32 offcpu_seq, offcpu_thr; /* CP_SAMPLE_OFFCPU(_END) */
-	__u32 offcpu_state, pad;  /* CP_SAMPLE_OFFCPU(_END): CP_OFFCPU_* */
+	__u32 offcpu_state;       /* CP_SAMPLE_OFFCPU(_END): CP_OFFCPU_* */
+	__u32 py_frames;          /* Python frames after the user stack (struct cp_py_frame) */
 	char comm[CP_COMM_LEN];   /* the thread's name */
 	char pcomm[CP_COMM_LEN];  /* the process's (thread group leader's) name */
 	__u64 regs[CP_NREGS];
 	__u32 kstack_len, ustack_len; /* in bytes */
 	__u64 kstack[CP_KSTACK_MAX];
 	__u8 ustack[CP_USTACK_MAX];   /* only ustack_len bytes are sent */
+};
+
+/* where a record is put together: the Python frames follow the stack copied */
+struct cp_sample_buf {
+	struct cp_sample_rec r;
+	struct cp_py_frame py[CP_PY_FRAMES_MAX];
 };
 
 /* per-CPU counters, summed by user space */

@@ -9,7 +9,8 @@
 # verifies the units that make install installs) and python3-yaml (the test of
 # the installed configuration file parses it); faketime (the suite runs the tests
 # about stored time again with the clock moved ahead); with npm, the official
-# Pyroscope Node.js client that test-pyroscope.sh drives serve with.
+# Pyroscope Node.js client that test-pyroscope.sh drives serve with; python3-dev, whose
+# headers and embedded interpreter check_python compares the Python frame layouts with.
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotob
 libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time
 libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool llvm linux-perf
 libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl chromium python3-pil
-libncurses-dev tmux systemd python3-yaml faketime"
+libncurses-dev tmux systemd python3-yaml faketime python3-dev"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

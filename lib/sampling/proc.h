@@ -60,6 +60,10 @@ struct cp_proc {
 	uint64_t exec_time;           /* of its last exec record (CLOCK_MONOTONIC ns), 0 unknown */
 	bool exe_from_mmap;           /* next file mapping after exec names the exe */
 	struct cp_perfmap *jit;
+	/* CPython (the recorder's, python.h): its evaluation loop's addresses */
+	uint64_t py_eval_lo, py_eval_hi; /* 0, 0: not a known CPython */
+	uint32_t py_gen;                 /* maps_gen + 1 when last looked at (0: never) */
+	unsigned py_layout;
 	void *user;                   /* the caller's (record: this interval's profile) */
 };
 

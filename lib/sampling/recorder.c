@@ -13,6 +13,7 @@
 #include "locmemo.h"
 #include "../log.h"
 #include "recorder.h"
+#include "python.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "budget.h"
@@ -30,6 +31,7 @@ struct cp_recorder {
 	struct cp_procs *procs;
 	struct cp_unwinder *unw;
 	struct cp_symbolizer *sym;
+	struct cp_python *py;       /* CPython frames (NULL: out of memory at start: none) */
 	struct cp_debuginfod *dbgd; /* NULL: no servers */
 	struct cp_sampler *sampler;
 	struct cp_profile *one; /* !per_process: everything in one profile */
@@ -148,10 +150,50 @@ static void main_mapping_first(struct cp_recorder *r, struct cp_profile *prof, s
 /* A stack (kernel pcs leaf first, then user pcs leaf first) of process p
  * into its profile: a cpu-clock sample (off false: one sample, the period),
  * or a wait off the CPU (off: weight ns, in state). */
-static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, const char *comm_,
-		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, bool off, char state,
-		       int64_t weight)
+/* The location of Python frame f of process p in prof (the memo's, else
+ * made), or 0 when the frame is left out (not running yet, or unreadable
+ * and ...), -1 when out of memory. */
+static int64_t python_location(struct cp_recorder *r, struct cp_profile *prof, struct cp_proc *p, uint32_t mpid,
+			       const struct cp_py_frame *f)
 {
+	uint64_t code = f->code & ~7ull, key = f->instr | 1ull << 63; /* not a native pc */
+	const struct cp_py_code *c;
+	int64_t line, loc, map;
+	bool skip;
+
+	if ((loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER)))
+		return loc;
+	c = cp_python_code(r->py, p->pid, p->py_layout, code, f->instr, f->code & CP_PY_GENERATOR, &line, &skip);
+	if (skip)
+		return 0;
+	map = cp_profile_mapping(prof, &(struct cp_mapping){ .filename = (uint32_t)cp_profile_str(prof, "[python]"),
+							    .has_functions = true, .has_filenames = true,
+							    .has_line_numbers = true });
+	if (map < 0)
+		return -1;
+	if (!c) { /* gone, or not a code object: a frame all the same */
+		struct cp_function fn = { (uint32_t)cp_profile_str(prof, "[python]"), 0, 0, 0 };
+		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), 0, 0 };
+
+		loc = cp_profile_location(prof, (uint32_t)map, 0, &l, 1, false);
+	} else {
+		struct cp_function fn = { (uint32_t)cp_profile_str(prof, c->name), (uint32_t)cp_profile_str(prof, c->sysname),
+					  (uint32_t)cp_profile_str(prof, c->file), c->first_line };
+		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), line > 0 ? line : 0, 0 };
+
+		loc = cp_profile_location(prof, (uint32_t)map, f->instr, &l, 1, false);
+	}
+	if (loc <= 0)
+		return -1;
+	cp_locmemo_put(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER, (uint32_t)loc);
+	return loc;
+}
+
+static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, const char *comm_,
+		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, const struct cp_py_frame *py,
+		       uint32_t npy, bool off, char state, int64_t weight)
+{
+	uint32_t j = 0;
 	struct cp_profile *prof;
 	struct cp_label labels[5];
 	size_t nl = 0, nlocs = 0;
@@ -188,10 +230,29 @@ static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, 
 		}
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
-	for (int i = 0; i < nu; i++) {
+	for (int i = 0; i <= nu; i++) {
 		unsigned kind = i > 0 ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
 		bool stable;
 
+		/* Python frames: each evaluation loop's above its native frame
+		 * (the innermost first), those left over (the native stack ended
+		 * early) at the end */
+		if (j < npy && (i == nu || (upcs[i] >= p->py_eval_lo && upcs[i] < p->py_eval_hi))) {
+			for (; j < npy; j++) {
+				bool entry = py[j].code & CP_PY_ENTRY;
+
+				if ((loc = python_location(r, prof, p, mpid, &py[j])) < 0)
+					goto fail;
+				if (loc)
+					r->locs[nlocs++] = (uint32_t)loc;
+				if (entry && i < nu) {
+					j++;
+					break;
+				}
+			}
+		}
+		if (i == nu)
+			break;
 		if (!(loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, upcs[i], kind))) {
 			loc = cp_symbolize_user(r->sym, prof, p, upcs[i], i > 0, &stable);
 			if (loc < 0)
@@ -326,13 +387,40 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 	weight = w->thr ? (int64_t)((double)s->offcpu_ns * 4294967296.0 / w->thr) : (int64_t)s->offcpu_ns;
 	if (!(p = cp_procs_get(r->procs, w->pid, false)))
 		return;
-	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu, true, w->state,
+	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu, NULL, 0, true, w->state,
 		   weight);
+}
+
+/* Is p (its mappings changed since the last look) a CPython we know?  Its
+ * samples then carry its Python frames. */
+static void python_check(struct cp_recorder *r, struct cp_proc *p)
+{
+	struct cp_py_proc pp;
+	bool was = p->py_eval_hi != 0;
+	int yes;
+
+	p->py_gen = p->maps_gen + 1;
+	if (!r->py || (!p->nmaps && !was))
+		return;
+	yes = cp_python_detect(r->py, p, &pp, &p->py_eval_lo, &p->py_eval_hi, &p->py_layout);
+	if (yes < 0) {
+		r->error = yes;
+		return;
+	}
+	if (yes && cp_sampler_set_python(r->sampler, p->pid, &pp) == 0)
+		return;
+	p->py_eval_lo = p->py_eval_hi = 0;
+	if (was) {
+		cp_sampler_set_python(r->sampler, p->pid, NULL);
+		cp_python_forget(r->py, p->pid);
+	}
 }
 
 static void on_sample(void *arg, const struct cp_sample_rec *s)
 {
 	struct cp_recorder *r = arg;
+	const struct cp_py_frame *py = NULL;
+	uint32_t npy = 0;
 	struct cp_proc *p;
 	char comm[CP_COMM_LEN + 1];
 	uint32_t nk;
@@ -350,6 +438,8 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 		r->error = -ENOMEM;
 		return;
 	}
+	if (p->py_gen != p->maps_gen + 1)
+		python_check(r, p);
 	nk = r->o.no_kernel ? 0 : s->kstack_len / 8 < CP_KSTACK_MAX ? s->kstack_len / 8 : CP_KSTACK_MAX;
 	stale = false;
 	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP])) {
@@ -365,7 +455,11 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 	}
 	memcpy(comm, s->comm, CP_COMM_LEN);
 	comm[CP_COMM_LEN] = 0;
-	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, false, 0, 0);
+	if (p->py_eval_hi && s->py_frames) {
+		py = (const struct cp_py_frame *)(s->ustack + ((s->ustack_len + 7) & ~7u));
+		npy = s->py_frames;
+	}
+	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, py, npy, false, 0, 0);
 }
 
 /* ---- process lifecycle records ---- */
@@ -456,6 +550,12 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
 	if (p) {
 		p->dead = true;
 		p->exit_time = t;
+		if (p->py_eval_hi) { /* its code objects, and the BPF map's entry, go */
+			cp_sampler_set_python(r->sampler, pid, NULL);
+			if (r->py)
+				cp_python_forget(r->py, pid);
+			p->py_eval_lo = p->py_eval_hi = 0;
+		}
 	}
 }
 
@@ -475,10 +575,11 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
 	r->offcpu_period = o->offcpu_period_ns ? o->offcpu_period_ns : 10000000;
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
-	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX, sizeof(*r->locs));
+	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX + CP_PY_FRAMES_MAX, sizeof(*r->locs));
 	r->procs = cp_procs_new();
 	r->unw = cp_unwinder_new(o->debuginfo);
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
+	r->py = cp_python_new(o->verb ? o->verb : "record");
 	r->memo = cp_locmemo_new(MEMO_BITS);
 	if (o->offcpu && !(r->pending = calloc((size_t)1 << PENDING_BITS, sizeof(*r->pending))))
 		goto nomem;
@@ -553,6 +654,7 @@ void cp_recorder_free(struct cp_recorder *r)
 		return;
 	cp_sampler_free(r->sampler);
 	cp_symbolizer_free(r->sym);
+	cp_python_free(r->py);
 	cp_debuginfod_free(r->dbgd);
 	cp_unwinder_free(r->unw);
 	cp_procs_free(r->procs, profile_free_user);

@@ -126,7 +126,10 @@ static int on_sample(void *ctx, void *data, size_t len)
 	if (len >= CP_SAMPLE_END_LEN && (r->flags & CP_SAMPLE_OFFCPU_END)) {
 		/* the end of a wait: a header only, in time order with the rest */
 	} else if (len < offsetof(struct cp_sample_rec, ustack) ||
-		   len < offsetof(struct cp_sample_rec, ustack) + (size_t)r->ustack_len) {
+		   len < offsetof(struct cp_sample_rec, ustack) + (size_t)r->ustack_len ||
+		   (r->py_frames && (r->py_frames > CP_PY_FRAMES_MAX ||
+				     len < offsetof(struct cp_sample_rec, ustack) + (((size_t)r->ustack_len + 7) & ~(size_t)7) +
+						   r->py_frames * sizeof(struct cp_py_frame)))) {
 		return 0;
 	}
 	if (r->time_ns >= s->records_until) {
@@ -615,6 +618,15 @@ int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
 
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &one, BPF_ANY))
 		return cp_error(errno, "cannot add pid %u to the filter: %s", pid, strerror(errno));
+	return 0;
+}
+
+int cp_sampler_set_python(struct cp_sampler *s, uint32_t pid, const struct cp_py_proc *pp)
+{
+	int fd = bpf_map__fd(s->skel->maps.pyprocs);
+
+	if (pp ? bpf_map_update_elem(fd, &pid, pp, BPF_ANY) : bpf_map_delete_elem(fd, &pid) && errno != ENOENT)
+		return -errno;
 	return 0;
 }
 

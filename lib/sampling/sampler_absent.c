@@ -33,6 +33,12 @@ int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
 	return absent();
 }
 
+int cp_sampler_set_python(struct cp_sampler *s, uint32_t pid, const struct cp_py_proc *pp)
+{
+	(void)s, (void)pid, (void)pp;
+	return absent();
+}
+
 int cp_sampler_poll(struct cp_sampler *s, int timeout_ms)
 {
 	(void)s, (void)timeout_ms;

@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/* CPython frames: detection and naming (see python.h). */
+#include "python.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "../util.h"
+
+/* What is known of one version's structures (x86-64): the BPF program's
+ * part, and the code object's and strings' fields read here.  The offsets
+ * are those of CPython's own headers (Include/internal/pycore_frame.h,
+ * pycore_runtime.h, pycore_interp.h, cpython/code.h, cpython/unicodeobject.h),
+ * checked by tests/cli/test-python.sh against the installed headers. */
+struct layout {
+	unsigned major, minor;
+	struct cp_py_proc bpf; /* runtime filled per process */
+	uint16_t co_name, co_qualname, co_filename, co_firstlineno, co_linetable, co_firsttraceable,
+		co_code_adaptive, co_read; /* co_read: bytes read of a code object */
+	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+	uint16_t bytes_size, bytes_data;
+};
+
+static const struct layout layouts[] = {
+	{ 3, 11,
+	  { .runtime_interp_head = 40, .interp_threads_head = 16, .tstate_next = 8, .tstate_native_tid = 160,
+	    .tstate_cframe = 56, .cframe_current_frame = 8, .tstate_current_frame = 0, .frame_code = 32,
+	    .frame_previous = 48, .frame_instr = 56, .frame_is_entry = 68, .frame_owner = 69, .frame_len = 72,
+	    .owner_generator = 1 },
+	  120, 128, 112, 72, 136, 168, 184, 192, 16, 32, 48, 72, 16, 32 },
+};
+
+#define CODE_BUCKETS 4096
+#define CODE_MAX 65536 /* code objects kept; past it the cache starts over */
+#define BINS_MAX 64
+
+struct code {
+	struct code *next;
+	uint32_t pid;
+	uint64_t addr;
+	struct cp_py_code c;
+	char *name, *sysname, *file;
+	uint8_t *table;
+	size_t ntable;
+	uint64_t code_start; /* the first instruction */
+	int64_t first_traceable;
+	bool bad; /* could not be read */
+};
+
+/* a binary looked at: is it a CPython, where are its symbols */
+struct bin {
+	char *key;
+	const struct layout *lay; /* NULL: not a known CPython */
+	uint64_t runtime, eval, eval_size; /* symbol values */
+	struct { uint64_t off, vaddr, filesz; } load[8];
+	unsigned nload;
+};
+
+struct cp_python {
+	const char *verb; /* of the log line */
+	struct code *buckets[CODE_BUCKETS];
+	size_t ncode;
+	struct bin bins[BINS_MAX];
+	size_t nbins, nextbin;
+};
+
+struct cp_python *cp_python_new(const char *verb)
+{
+	struct cp_python *py = calloc(1, sizeof(struct cp_python));
+
+	if (py)
+		py->verb = verb;
+	return py;
+}
+
+static void code_free(struct code *c)
+{
+	free(c->name);
+	free(c->sysname);
+	free(c->file);
+	free(c->table);
+	free(c);
+}
+
+static void codes_clear(struct cp_python *py)
+{
+	for (size_t i = 0; i < CODE_BUCKETS; i++) {
+		struct code *c = py->buckets[i], *n;
+
+		for (; c; c = n) {
+			n = c->next;
+			code_free(c);
+		}
+		py->buckets[i] = NULL;
+	}
+	py->ncode = 0;
+}
+
+void cp_python_free(struct cp_python *py)
+{
+	if (!py)
+		return;
+	codes_clear(py);
+	for (size_t i = 0; i < py->nbins; i++)
+		free(py->bins[i].key);
+	free(py);
+}
+
+/* ---- detection ---- */
+
+static bool python_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "python", 6) || !strncmp(b, "libpython", 9);
+}
+
+/* The version in Py_Version (0xMMmmPPxx), read from the file */
+static uint64_t read_version(Elf *e, int fd, const GElf_Sym *sym)
+{
+	Elf_Scn *scn = elf_getscn(e, sym->st_shndx);
+	GElf_Shdr sh;
+	uint32_t v = 0;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sym->st_value < sh.sh_addr ||
+	    sym->st_value + 4 > sh.sh_addr + sh.sh_size)
+		return 0;
+	if (pread(fd, &v, 4, (off_t)(sh.sh_offset + sym->st_value - sh.sh_addr)) != 4)
+		return 0;
+	return v;
+}
+
+/* Looks at the binary open on fd: b filled (b->lay NULL when not a known CPython). */
+static void inspect(const struct cp_python *py, struct bin *b, int fd, const char *path)
+{
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	size_t nph;
+	uint64_t version = 0;
+	bool runtime = false;
+
+	elf_version(EV_CURRENT);
+	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !(n = elf_strptr(e, sh.sh_link, s.st_name)))
+				continue;
+			if (!strcmp(n, "_PyRuntime")) {
+				b->runtime = s.st_value;
+				runtime = true;
+			} else if (!strcmp(n, "Py_Version")) {
+				version = read_version(e, fd, &s);
+			} else if (!strcmp(n, "_PyEval_EvalFrameDefault")) {
+				b->eval = s.st_value;
+				b->eval_size = s.st_size;
+			}
+		}
+	}
+	if (elf_getphdrnum(e, &nph) == 0)
+		for (size_t i = 0; i < nph && b->nload < 8; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				b->load[b->nload].off = ph.p_offset;
+				b->load[b->nload].vaddr = ph.p_vaddr;
+				b->load[b->nload].filesz = ph.p_filesz;
+				b->nload++;
+			}
+		}
+	elf_end(e);
+	if (!runtime || !b->eval || !b->eval_size)
+		return;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(*layouts); i++)
+		if ((version >> 24) == layouts[i].major && ((version >> 16) & 0xff) == layouts[i].minor)
+			b->lay = &layouts[i];
+	if (!b->lay)
+		cp_log(py->verb, CP_LOG_INFO,
+		       "%s is CPython %u.%u, whose frames cprof does not know: its processes' stacks stay native", path,
+		       (unsigned)(version >> 24), (unsigned)((version >> 16) & 0xff));
+}
+
+static struct bin *bin_of(struct cp_python *py, struct cp_proc *p, struct cp_map *m)
+{
+	char kb[512];
+	const char *key = cp_map_key(m, p, kb, sizeof(kb));
+	struct bin *b;
+	int fd;
+
+	if (!key)
+		return NULL;
+	for (size_t i = 0; i < py->nbins; i++)
+		if (!strcmp(py->bins[i].key, key))
+			return &py->bins[i];
+	if (py->nbins < BINS_MAX) {
+		b = &py->bins[py->nbins++];
+	} else { /* round robin */
+		b = &py->bins[py->nextbin++ % BINS_MAX];
+		free(b->key);
+	}
+	memset(b, 0, sizeof(*b));
+	if (!(b->key = strdup(key))) {
+		b = &py->bins[--py->nbins];
+		return NULL;
+	}
+	fd = cp_map_open(p, m, -1);
+	if (fd >= 0) {
+		inspect(py, b, fd, m->path);
+		close(fd);
+	}
+	return b;
+}
+
+/* The load bias of binary b mapped by m: its symbol values + bias are addresses */
+static bool bias_of(const struct bin *b, const struct cp_map *m, uint64_t *bias)
+{
+	for (unsigned i = 0; i < b->nload; i++) {
+		uint64_t start = b->load[i].off & ~4095ull;
+
+		if (m->pgoff >= start && m->pgoff < b->load[i].off + b->load[i].filesz) {
+			*bias = m->start - m->pgoff - b->load[i].vaddr + b->load[i].off;
+			return true;
+		}
+	}
+	return false;
+}
+
+int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc *out, uint64_t *eval_lo,
+		     uint64_t *eval_hi, unsigned *layout)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		struct cp_map *m = &p->maps[i];
+		struct bin *b;
+		uint64_t bias;
+
+		if (!m->path || m->path[0] != '/' || !python_name(m->path))
+			continue;
+		if (!(b = bin_of(py, p, m)))
+			return -ENOMEM;
+		if (!b->lay || !bias_of(b, m, &bias))
+			continue;
+		*out = b->lay->bpf;
+		out->runtime = b->runtime + bias;
+		*eval_lo = b->eval + bias;
+		*eval_hi = *eval_lo + b->eval_size;
+		*layout = (unsigned)(b->lay - layouts);
+		return 1;
+	}
+	return 0;
+}
+
+long cp_python_offset(unsigned major, unsigned minor, const char *field)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(*layouts); i++) {
+		const struct layout *l = &layouts[i];
+		const struct { const char *name; long v; } f[] = {
+			{ "runtime.interpreters.head", l->bpf.runtime_interp_head },
+			{ "interp.threads.head", l->bpf.interp_threads_head },
+			{ "tstate.next", l->bpf.tstate_next },
+			{ "tstate.native_thread_id", l->bpf.tstate_native_tid },
+			{ "tstate.cframe", l->bpf.tstate_cframe },
+			{ "cframe.current_frame", l->bpf.cframe_current_frame },
+			{ "frame.f_code", l->bpf.frame_code },
+			{ "frame.previous", l->bpf.frame_previous },
+			{ "frame.prev_instr", l->bpf.frame_instr },
+			{ "frame.is_entry", l->bpf.frame_is_entry },
+			{ "frame.owner", l->bpf.frame_owner },
+			{ "frame.size", l->bpf.frame_len },
+			{ "owner.generator", l->bpf.owner_generator },
+			{ "code.co_name", l->co_name },
+			{ "code.co_qualname", l->co_qualname },
+			{ "code.co_filename", l->co_filename },
+			{ "code.co_firstlineno", l->co_firstlineno },
+			{ "code.co_linetable", l->co_linetable },
+			{ "code._co_firsttraceable", l->co_firsttraceable },
+			{ "code.co_code_adaptive", l->co_code_adaptive },
+			{ "str.length", l->str_length },
+			{ "str.state", l->str_state },
+			{ "str.ascii_data", l->str_ascii_data },
+			{ "str.compact_data", l->str_compact_data },
+			{ "bytes.ob_size", l->bytes_size },
+			{ "bytes.ob_sval", l->bytes_data },
+		};
+
+		if (l->major != major || l->minor != minor)
+			continue;
+		for (size_t k = 0; k < sizeof(f) / sizeof(*f); k++)
+			if (!strcmp(f[k].name, field))
+				return f[k].v;
+	}
+	return -1;
+}
+
+/* ---- naming ---- */
+
+static bool peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	return addr && process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+static uint64_t u64_at(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+/* A str object's text, as UTF-8 (NULL when it cannot be read or is not compact). */
+static char *read_str(uint32_t pid, uint64_t addr, const struct layout *l)
+{
+	uint8_t h[128];
+	uint32_t state;
+	uint64_t len;
+	unsigned kind;
+	uint8_t *raw;
+	char *out, *o;
+
+	if (l->str_compact_data > sizeof(h) || !peek(pid, addr, h, l->str_compact_data))
+		return NULL;
+	len = u64_at(h, l->str_length);
+	memcpy(&state, h + l->str_state, 4);
+	kind = (state >> 2) & 7;
+	if (len > 4096 || !(state & (1u << 5)) /* compact */ || (kind != 1 && kind != 2 && kind != 4))
+		return NULL;
+	if (state & (1u << 6)) { /* ascii */
+		if (!(out = malloc(len + 1)))
+			return NULL;
+		if (!peek(pid, addr + l->str_ascii_data, out, len)) {
+			free(out);
+			return NULL;
+		}
+		out[len] = 0;
+		return out;
+	}
+	raw = malloc(len * kind + 1);
+	out = malloc(len * 4 + 1);
+	if (!raw || !out || !peek(pid, addr + l->str_compact_data, raw, len * kind)) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	o = out;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8
+							 : (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+								   (uint32_t)raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24;
+
+		if (c < 0x80) {
+			*o++ = (char)c;
+		} else if (c < 0x800) {
+			*o++ = (char)(0xc0 | c >> 6);
+			*o++ = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			*o++ = (char)(0xe0 | c >> 12);
+			*o++ = (char)(0x80 | ((c >> 6) & 0x3f));
+			*o++ = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x110000) {
+			*o++ = (char)(0xf0 | c >> 18);
+			*o++ = (char)(0x80 | ((c >> 12) & 0x3f));
+			*o++ = (char)(0x80 | ((c >> 6) & 0x3f));
+			*o++ = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	*o = 0;
+	free(raw);
+	return out;
+}
+
+/* A code object, read: c->bad when it cannot be. */
+static void read_code(struct code *c, const struct layout *l)
+{
+	uint8_t h[256], bh[64];
+	int32_t first, trace;
+	uint64_t tab;
+
+	c->bad = true;
+	if (l->co_read > sizeof(h) || !peek(c->pid, c->addr, h, l->co_read))
+		return;
+	memcpy(&first, h + l->co_firstlineno, 4);
+	memcpy(&trace, h + l->co_firsttraceable, 4);
+	c->name = read_str(c->pid, u64_at(h, l->co_qualname), l);
+	c->sysname = read_str(c->pid, u64_at(h, l->co_name), l);
+	c->file = read_str(c->pid, u64_at(h, l->co_filename), l);
+	if (!c->name || !c->file)
+		return;
+	tab = u64_at(h, l->co_linetable);
+	if (tab && l->bytes_data <= sizeof(bh) && peek(c->pid, tab, bh, l->bytes_data)) {
+		uint64_t n = u64_at(bh, l->bytes_size);
+
+		if (n > 0 && n <= (1u << 20) && (c->table = malloc(n)) && peek(c->pid, tab + l->bytes_data, c->table, n))
+			c->ntable = n;
+	}
+	c->first_traceable = trace;
+	c->code_start = c->addr + l->co_code_adaptive;
+	c->c = (struct cp_py_code){ c->name, c->sysname ? c->sysname : c->name, c->file, first };
+	c->bad = false;
+}
+
+static size_t code_hash(uint32_t pid, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ull ^ pid * 0xff51afd7ed558ccdull;
+
+	return (size_t)(h >> 32) % CODE_BUCKETS;
+}
+
+const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsigned layout, uint64_t code,
+					uint64_t instr, bool generator, int64_t *line, bool *skip)
+{
+	size_t h = code_hash(pid, code);
+	struct code *c;
+	int64_t at;
+
+	*skip = false;
+	*line = -1;
+	for (c = py->buckets[h]; c && !(c->pid == pid && c->addr == code); c = c->next)
+		;
+	if (!c) {
+		if (py->ncode >= CODE_MAX)
+			codes_clear(py);
+		if (!(c = calloc(1, sizeof(*c))))
+			return NULL;
+		c->pid = pid;
+		c->addr = code;
+		read_code(c, &layouts[layout < sizeof(layouts) / sizeof(*layouts) ? layout : 0]);
+		c->next = py->buckets[h];
+		py->buckets[h] = c;
+		py->ncode++;
+	}
+	if (c->bad)
+		return NULL;
+	/* the instruction last started, in code units (-1: none yet) */
+	at = instr >= c->code_start ? (int64_t)((instr - c->code_start) / 2) : -1;
+	if (!generator && at < c->first_traceable) {
+		*skip = true; /* being set up: not running yet */
+		return &c->c;
+	}
+	*line = cp_python_line(c->table, c->ntable, c->c.first_line, at < 0 ? 0 : at);
+	return &c->c;
+}
+
+void cp_python_forget(struct cp_python *py, uint32_t pid)
+{
+	for (size_t i = 0; i < CODE_BUCKETS; i++) {
+		struct code **pp = &py->buckets[i];
+
+		while (*pp) {
+			struct code *c = *pp;
+
+			if (c->pid == pid) {
+				*pp = c->next;
+				code_free(c);
+				py->ncode--;
+			} else {
+				pp = &c->next;
+			}
+		}
+	}
+}
+
+/* ---- the location table (CPython 3.11: Objects/locations.md) ---- */
+
+static bool varint(const uint8_t *t, size_t len, size_t *i, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	for (;;) {
+		if (*i >= len || shift > 60)
+			return false;
+		v |= (uint64_t)(t[*i] & 63) << shift;
+		shift += 6;
+		if (!(t[(*i)++] & 64))
+			break;
+	}
+	*out = v;
+	return true;
+}
+
+static bool svarint(const uint8_t *t, size_t len, size_t *i, int64_t *out)
+{
+	uint64_t v;
+
+	if (!varint(t, len, i, &v))
+		return false;
+	*out = v & 1 ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
+	return true;
+}
+
+int64_t cp_python_line(const uint8_t *t, size_t len, int64_t first_line, int64_t at)
+{
+	int64_t line = first_line, addr = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t b = t[i++];
+		unsigned code = (b >> 3) & 15, units = (b & 7) + 1;
+		int64_t delta = 0, this_line;
+		uint64_t skip;
+
+		if (!(b & 128))
+			return -1; /* not the start of an entry: a table this does not read */
+		if (code == 15) { /* no location */
+			this_line = -1;
+		} else if (code == 14) { /* long form */
+			if (!svarint(t, len, &i, &delta) || !varint(t, len, &i, &skip) || !varint(t, len, &i, &skip) ||
+			    !varint(t, len, &i, &skip))
+				return -1;
+			line += delta;
+			this_line = line;
+		} else if (code == 13) { /* no column */
+			if (!svarint(t, len, &i, &delta))
+				return -1;
+			line += delta;
+			this_line = line;
+		} else if (code >= 10) { /* one line: the delta is in the code, two column bytes */
+			line += code - 10;
+			i += 2;
+			this_line = line;
+		} else { /* short: the same line, one column byte */
+			i += 1;
+			this_line = line;
+		}
+		if (at < addr + units)
+			return this_line;
+		addr += units;
+	}
+	return -1;
+}

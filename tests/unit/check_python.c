@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/sampling/python.c against CPython itself: the offsets cprof follows in
+ * a process's memory against the installed headers (offsetof on the
+ * structures of the version the headers are), and the line of every
+ * instruction of compiled code against PyCode_Addr2Line, with the
+ * interpreter embedded (python3-dev, which tools/setup.sh installs). */
+#ifdef CP_HAVE_PYEMBED
+#define PY_SSIZE_T_CLEAN
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_code.h>
+#include <internal/pycore_frame.h>
+#include <internal/pycore_interp.h>
+#include <internal/pycore_runtime.h>
+#endif
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampling/python.h"
+
+#ifdef CP_HAVE_PYEMBED
+START_TEST(test_layout_matches_headers)
+{
+	const struct {
+		const char *name;
+		long off;
+	} f[] = {
+		{ "runtime.interpreters.head", offsetof(_PyRuntimeState, interpreters.head) },
+		{ "interp.threads.head", offsetof(PyInterpreterState, threads.head) },
+		{ "tstate.next", offsetof(PyThreadState, next) },
+		{ "tstate.native_thread_id", offsetof(PyThreadState, native_thread_id) },
+		{ "tstate.cframe", offsetof(PyThreadState, cframe) },
+		{ "cframe.current_frame", offsetof(_PyCFrame, current_frame) },
+		{ "frame.f_code", offsetof(_PyInterpreterFrame, f_code) },
+		{ "frame.previous", offsetof(_PyInterpreterFrame, previous) },
+		{ "frame.prev_instr", offsetof(_PyInterpreterFrame, prev_instr) },
+		{ "frame.is_entry", offsetof(_PyInterpreterFrame, is_entry) },
+		{ "frame.owner", offsetof(_PyInterpreterFrame, owner) },
+		{ "owner.generator", FRAME_OWNED_BY_GENERATOR },
+		{ "code.co_name", offsetof(PyCodeObject, co_name) },
+		{ "code.co_qualname", offsetof(PyCodeObject, co_qualname) },
+		{ "code.co_filename", offsetof(PyCodeObject, co_filename) },
+		{ "code.co_firstlineno", offsetof(PyCodeObject, co_firstlineno) },
+		{ "code.co_linetable", offsetof(PyCodeObject, co_linetable) },
+		{ "code._co_firsttraceable", offsetof(PyCodeObject, _co_firsttraceable) },
+		{ "code.co_code_adaptive", offsetof(PyCodeObject, co_code_adaptive) },
+		{ "str.length", offsetof(PyASCIIObject, length) },
+		{ "str.state", offsetof(PyASCIIObject, state) },
+		{ "str.ascii_data", sizeof(PyASCIIObject) },
+		{ "str.compact_data", sizeof(PyCompactUnicodeObject) },
+		{ "bytes.ob_size", offsetof(PyVarObject, ob_size) },
+		{ "bytes.ob_sval", offsetof(PyBytesObject, ob_sval) },
+	};
+
+	/* the frame is read whole: what cprof reads covers the fields */
+	ck_assert_int_ge(cp_python_offset(PY_MAJOR_VERSION, PY_MINOR_VERSION, "frame.size"),
+			 (long)offsetof(_PyInterpreterFrame, owner) + 1);
+	for (size_t i = 0; i < sizeof(f) / sizeof(*f); i++) {
+		long got = cp_python_offset(PY_MAJOR_VERSION, PY_MINOR_VERSION, f[i].name);
+
+		ck_assert_msg(got == f[i].off, "Python %d.%d %s: cprof has %ld, the headers %ld", PY_MAJOR_VERSION,
+			      PY_MINOR_VERSION, f[i].name, got, f[i].off);
+	}
+	ck_assert_int_eq(cp_python_offset(PY_MAJOR_VERSION, PY_MINOR_VERSION, "no.such.field"), -1);
+	ck_assert_int_eq(cp_python_offset(2, 7, "tstate.next"), -1);
+}
+END_TEST
+
+/* every instruction of co and of the code objects in its constants */
+static size_t check_code(PyCodeObject *co)
+{
+	Py_ssize_t n = PyBytes_GET_SIZE(co->co_linetable), units = Py_SIZE(co);
+	const uint8_t *t = (const uint8_t *)PyBytes_AS_STRING(co->co_linetable);
+	size_t checked = 0;
+
+	for (Py_ssize_t i = 0; i < units; i++) {
+		int want = PyCode_Addr2Line(co, (int)(i * 2));
+		int64_t got = cp_python_line(t, (size_t)n, co->co_firstlineno, i);
+
+		ck_assert_msg(got == want, "%s instruction %zd: line %lld, CPython says %d", PyUnicode_AsUTF8(co->co_qualname),
+			      i, (long long)got, want);
+		checked++;
+	}
+	for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(co->co_consts); k++)
+		if (PyCode_Check(PyTuple_GET_ITEM(co->co_consts, k)))
+			checked += check_code((PyCodeObject *)PyTuple_GET_ITEM(co->co_consts, k));
+	return checked;
+}
+
+START_TEST(test_lines_match_cpython)
+{
+	/* short and long line steps, lines going back (loops), far jumps
+	 * (multi-byte varints), lines without a location, nested code,
+	 * generators, a class, a lambda, a comprehension */
+	static const char src[] =
+		"import os\n"
+		"def f(a, b):\n"
+		"    x = a + b\n"
+		"    for i in range(3):\n"
+		"        x += i\n"
+		"    return x\n"
+		"\n"
+		"class C:\n"
+		"    def m(self):\n"
+		"        return [y * 2 for y in range(10)\n"
+		"                if y % 2]\n"
+		"    g = lambda self: (\n"
+		"        1 +\n"
+		"        2)\n"
+		"def gen(n):\n"
+		"    while n:\n"
+		"        yield n\n"
+		"        n -= 1\n"
+		"try:\n"
+		"    f(1, 2)\n"
+		"except Exception as e:\n"
+		"    pass\n"
+		"finally:\n"
+		"    z = 3\n";
+	char big[16384];
+	size_t used = 0, checked = 0;
+	PyObject *co;
+
+	co = Py_CompileString(src, "t.py", Py_file_input);
+	ck_assert_ptr_nonnull(co);
+	checked += check_code((PyCodeObject *)co);
+	Py_DECREF(co);
+	/* a function whose lines are hundreds apart, and one very long statement */
+	used += (size_t)snprintf(big + used, sizeof(big) - used, "def far():\n    a = 1\n");
+	for (int i = 0; i < 300; i++)
+		used += (size_t)snprintf(big + used, sizeof(big) - used, "\n");
+	used += (size_t)snprintf(big + used, sizeof(big) - used, "    b = 2\n    return (a +\n");
+	for (int i = 0; i < 200; i++)
+		used += (size_t)snprintf(big + used, sizeof(big) - used, "        %d +\n", i);
+	snprintf(big + used, sizeof(big) - used, "        b)\n");
+	co = Py_CompileString(big, "far.py", Py_file_input);
+	ck_assert_ptr_nonnull(co);
+	checked += check_code((PyCodeObject *)co);
+	Py_DECREF(co);
+	ck_assert_uint_gt(checked, 300);
+}
+END_TEST
+#else
+START_TEST(test_python_headers_installed)
+{
+	ck_abort_msg("python3-dev (python3-embed.pc) was not found at configure time: the test of the Python "
+		     "layouts needs it (tools/setup.sh installs it)");
+}
+END_TEST
+#endif
+
+START_TEST(test_lines_bad_tables)
+{
+	/* not an entry's start, a varint past the end, empty: -1 or a line, no crash */
+	static const uint8_t notstart[] = { 0x01, 0x02 };
+	static const uint8_t cut[] = { 0x80 | 13 << 3, 0xff };
+	static const uint8_t oneline[] = { 0x80 | 11 << 3 | 1, 0, 0, 0x80 | 15 << 3 };
+	uint8_t noise[512];
+
+	ck_assert_int_eq(cp_python_line(notstart, sizeof(notstart), 10, 0), -1);
+	ck_assert_int_eq(cp_python_line(cut, sizeof(cut), 10, 0), -1);
+	ck_assert_int_eq(cp_python_line(NULL, 0, 10, 0), -1);
+	/* a one-line entry (+1) over two units, then one without a location */
+	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 0), 11);
+	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 1), 11);
+	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 2), -1);
+	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 99), -1);
+	srand(7);
+	for (int k = 0; k < 2000; k++) {
+		for (size_t i = 0; i < sizeof(noise); i++)
+			noise[i] = (uint8_t)rand();
+		(void)cp_python_line(noise, (size_t)(rand() % (int)sizeof(noise)), rand() % 1000, rand() % 600);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("python");
+	TCase *tc = tcase_create("python");
+	SRunner *sr;
+	int failed;
+
+#ifdef CP_HAVE_PYEMBED
+	Py_InitializeEx(0);
+	tcase_add_test(tc, test_layout_matches_headers);
+	tcase_add_test(tc, test_lines_match_cpython);
+#else
+	tcase_add_test(tc, test_python_headers_installed);
+#endif
+	tcase_add_test(tc, test_lines_bad_tables);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

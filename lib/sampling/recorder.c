@@ -313,8 +313,8 @@ struct pending {
 	uint32_t tid, pid, seq, thr;
 	char state, used;
 	char comm[CP_COMM_LEN + 1];
-	uint32_t nk, nu;
-	uint64_t *pcs; /* nk kernel pcs, then nu user pcs */
+	uint32_t nk, nu, npy;
+	uint64_t *pcs; /* nk kernel pcs, then nu user pcs, then npy Python frames */
 	size_t cap;
 };
 
@@ -341,13 +341,15 @@ static struct pending *pending_slot(struct cp_recorder *r, uint32_t tid, bool ma
 }
 
 /* the stacks of a thread leaving the CPU, kept until it is back */
-static void offcpu_start(struct cp_recorder *r, const struct cp_sample_rec *s, uint32_t nk, int nu)
+static void offcpu_start(struct cp_recorder *r, const struct cp_sample_rec *s, uint32_t nk, int nu,
+			 const struct cp_py_frame *py, uint32_t npy)
 {
 	struct pending *w = pending_slot(r, s->tid, true);
+	size_t n = (size_t)nk + (size_t)nu + 2 * (size_t)npy;
 
 	if (w->used)
 		r->offcpu_unmatched++; /* a lost end, or no room: overwritten */
-	if (cp_grow((void **)&w->pcs, &w->cap, (size_t)nk + (size_t)nu, sizeof(*w->pcs))) {
+	if (cp_grow((void **)&w->pcs, &w->cap, n, sizeof(*w->pcs))) {
 		r->error = -ENOMEM;
 		return;
 	}
@@ -355,8 +357,11 @@ static void offcpu_start(struct cp_recorder *r, const struct cp_sample_rec *s, u
 		memcpy(w->pcs, s->kstack, nk * sizeof(*w->pcs));
 	if (nu)
 		memcpy(w->pcs + nk, r->pcs, (size_t)nu * sizeof(*w->pcs));
+	if (npy) /* the Python frames, two words each, after them */
+		memcpy(w->pcs + nk + nu, py, npy * sizeof(*py));
 	w->nk = nk;
 	w->nu = (uint32_t)nu;
+	w->npy = npy;
 	w->tid = s->tid;
 	w->pid = s->pid;
 	w->seq = s->offcpu_seq;
@@ -387,8 +392,9 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 	weight = w->thr ? (int64_t)((double)s->offcpu_ns * 4294967296.0 / w->thr) : (int64_t)s->offcpu_ns;
 	if (!(p = cp_procs_get(r->procs, w->pid, false)))
 		return;
-	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu, NULL, 0, true, w->state,
-		   weight);
+	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu,
+		   p->py_eval_hi && w->npy ? (const struct cp_py_frame *)(w->pcs + w->nk + w->nu) : NULL,
+		   p->py_eval_hi ? w->npy : 0, true, w->state, weight);
 }
 
 /* Is p (its mappings changed since the last look) a CPython we know?  Its
@@ -449,16 +455,16 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
 	}
 	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	if (p->py_eval_hi && s->py_frames && !stale) {
+		py = (const struct cp_py_frame *)(s->ustack + ((s->ustack_len + 7) & ~7u));
+		npy = s->py_frames;
+	}
 	if (s->flags & CP_SAMPLE_OFFCPU) {
-		offcpu_start(r, s, nk, n);
+		offcpu_start(r, s, nk, n, py, npy);
 		return;
 	}
 	memcpy(comm, s->comm, CP_COMM_LEN);
 	comm[CP_COMM_LEN] = 0;
-	if (p->py_eval_hi && s->py_frames) {
-		py = (const struct cp_py_frame *)(s->ustack + ((s->ustack_len + 7) & ~7u));
-		npy = s->py_frames;
-	}
 	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, py, npy, false, 0, 0);
 }
 

@@ -69,6 +69,24 @@ lm=$(line_of '^    main\(float')
 like "$tr" " $W:$lm" "<module>'s frame is at its call of main (line $lm)"
 like "$(go tool pprof -raw "$T/p.pb.gz" 2> /dev/null)" '\[python\]' "the Python frames are in a mapping of their own, [python]"
 
+# ---- off-CPU: where Python code waits ----
+cat > "$T/nap.py" << 'PYEOF'
+import time
+def nap():
+    time.sleep(0.02)
+def main():
+    for _ in range(60):
+        nap()
+main()
+PYEOF
+run rec --off-cpu -F 99 -o "$T/off.pb.gz" -- "$PY" "$T/nap.py"
+is "$rc" 0 "record --off-cpu -- python3 exits 0"
+of=$("$CPROF" query -i "$T/off.pb.gz" -t offcpu -f folded)
+nap=$(printf '%s\n' "$of" | sum '_PyEval_EvalFrameDefault;<module>;main;nap;.*clock_nanosleep')
+diag "off-CPU under <module>;main;nap, in clock_nanosleep: $nap ns"
+ok "the off-CPU time of time.sleep is under the Python frames that called it (about 1.2 s)" \
+	awk -v n="$nap" 'BEGIN { exit !(n > 1.0e9 && n < 1.6e9) }'
+
 # ---- record --all, python started after the recording ----
 "$CPROF" record --all -F 99 --data "$T/all" --log-level info 2> "$T/all.err" &
 r=$!

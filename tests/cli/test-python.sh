@@ -69,6 +69,12 @@ lm=$(line_of '^    main\(float')
 like "$tr" " $W:$lm" "<module>'s frame is at its call of main (line $lm)"
 like "$(go tool pprof -raw "$T/p.pb.gz" 2> /dev/null)" '\[python\]' "the Python frames are in a mapping of their own, [python]"
 
+# ---- top: the same frames, live ----
+run timeout -s KILL 60 "$CPROF" top --stdio -n 1 -d 2 -s total --limit 50 -- "$PY" "$W" 3
+is "$rc" 0 "top -- python3 pywork.py exits 0"
+like "$out" ' hot_a +\[python\] +python3\[' "top lists hot_a, in the [python] mapping"
+like "$out" ' <module> +\[python\] ' "and <module>"
+
 # ---- off-CPU: where Python code waits ----
 cat > "$T/nap.py" << 'PYEOF'
 import time

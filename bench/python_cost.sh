@@ -1,0 +1,77 @@
+#!/bin/sh
+# Benchmark (#18): what cprof record costs per sample of a Python process (its Python frames read
+# by the BPF program from the interpreter and named from its code objects) against a native one,
+# at 99 Hz, and how many of the Python samples have their whole Python stack (down to <module>).
+#
+# The native process is tests/fixtures/record/work.c (main -> run -> hot_a / hot_b / zlib, built
+# -O2 -fomit-frame-pointer); the Python one is Debian's python3 (CPython 3.11, stripped) running
+# tests/fixtures/record/pywork.py (two threads: main -> outer -> hot_a / hot_b; a recursion 30
+# deep, a generator, zlib).  Each runs for BENCH_SECONDS (20) + 2 s; cprof record -p PID -F 99 joins
+# it after 1 s (its start-up is not measured) and records BENCH_SECONDS into a store.  CPU: cprof's
+# threads (schedstat) plus its BPF programs' run time (kernel.bpf_stats_enabled, on for the run and
+# restored), per sample.  Completeness: of the Python samples in the main evaluation loop (their
+# native stack has PyEval_EvalCode;_PyEval_EvalFrameDefault), the share with <module> above it.
+# Targets (#18): Python <= 2x the native cost per sample; >= 99% complete.
+# Needs root, bpftool, jq, gcc, zlib.
+# usage: bench/python_cost.sh BUILDDIR   (run by `make bench`)
+bench=python_cost; . "$(dirname "$0")/lib.sh"
+export LC_ALL=C
+SECS=${BENCH_SECONDS:-20}
+PY=${BENCH_PYTHON:-/usr/bin/python3}
+BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
+rec= wl=
+stop_at_exit rec wl
+need_root "cprof record, kernel.bpf_stats_enabled"
+need_tools "$BPFTOOL" jq gcc "$PY"
+${CC:-gcc} -O2 -g -fomit-frame-pointer -I"$src/tests/fixtures/record" -o "$d/native" "$src/tests/fixtures/record/work.c" -lz ||
+	{ echo "cannot build the native workload"; exit 1; }
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
+cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
+bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
+
+# measure NAME CMD...: runs CMD, records it; sets us (CPU per sample, us) and n (samples)
+measure() {
+	name=$1; shift
+	"$@" > /dev/null &
+	wl=$!
+	sleep 1
+	"$b/cprof" record -p "$wl" -F 99 -d "${SECS}s" --data "$d/store-$name" --log-level info 2> "$d/$name.err" &
+	rec=$!
+	i=0
+	until grep -q 'sampling' "$d/$name.err"; do
+		i=$((i + 1)); [ $i -lt 200 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; cat "$d/$name.err"; exit 1; }
+		sleep 0.05
+	done
+	c0=$(cpu_s "$rec") b0=$(bpf_s)
+	# the CPU up to just before it exits (its summary is written after the last flush)
+	while kill -0 "$rec" 2> /dev/null && ! grep -q 'samples in' "$d/$name.err"; do
+		c1=$(cpu_s "$rec" 2> /dev/null || echo "$c1") b1=$(bpf_s)
+		sleep 0.2
+	done
+	wait "$rec" || { echo "cprof record failed"; tail -3 "$d/$name.err"; exit 1; }
+	rec=
+	wait "$wl" || :
+	wl=
+	n=$(sed -n 's/.* \([0-9][0-9]*\) samples in .*/\1/p' "$d/$name.err" | tail -1)
+	cpu=$(awk -v a="$c0" -v b="$c1" -v x="$b0" -v y="$b1" 'BEGIN { printf "%.4f", (b - a) + (y - x) }')
+	us=$(awk -v c="$cpu" -v n="${n:-0}" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }')
+	printf '  %-8s %8s samples  %8s s CPU (user + sys + BPF)  %8s us/sample\n' "$name" "${n:-0}" "$cpu" "$us"
+}
+
+echo "cprof record -p PID -F 99 for ${SECS} s: a native process and a Python one (${PY})"
+measure native "$d/native" $((SECS + 2))
+nat=$us
+measure python "$PY" "$src/tests/fixtures/record/pywork.py" $((SECS + 2))
+pyus=$us
+f=$("$b/cprof" query --data "$d/store-python" cpu -f folded --since 1h)
+inloop=$(printf '%s\n' "$f" | awk '/PyEval_EvalCode;_PyEval_EvalFrameDefault/ { s += $NF } END { print s + 0 }')
+whole=$(printf '%s\n' "$f" | awk '/PyEval_EvalCode;_PyEval_EvalFrameDefault;<module>;/ { s += $NF } END { print s + 0 }')
+side=$(printf '%s\n' "$f" | awk '/Thread\._bootstrap;/ { s += $NF } END { print s + 0 }')
+pct=$(awk -v w="$whole" -v n="$inloop" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
+echo "  Python samples in the main evaluation loop: $inloop, with the stack from <module>: $whole ($pct%); the side thread's from Thread._bootstrap: $side"
+ratio=$(awk -v a="$pyus" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+echo
+echo "$(verdict '<=' "$ratio" 2): a Python sample costs ${ratio}x a native one (target <= 2x)"
+echo "$(verdict '>=' "$pct" 99): $pct% of the Python samples have the whole Python stack (target >= 99%)"

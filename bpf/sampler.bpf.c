@@ -168,10 +168,16 @@ static long py_frame_step(__u32 i, void *arg)
 	if (bpf_probe_read_user(buf, CP_PY_FRAME_READ, (void *)w->frame))
 		return 1;
 	code = field(buf, pp->frame_code) & ~7ull;
-	if (buf[pp->frame_is_entry & 127] & 1)
+	if (pp->frame_is_entry < CP_PY_FRAME_READ && buf[pp->frame_is_entry] & 1)
 		code |= CP_PY_ENTRY;
-	if (buf[pp->frame_owner & 127] == pp->owner_generator)
-		code |= CP_PY_GENERATOR;
+	if (pp->frame_owner < CP_PY_FRAME_READ) {
+		__u8 owner = buf[pp->frame_owner];
+
+		if (owner == pp->owner_generator)
+			code |= CP_PY_GENERATOR;
+		if (owner == pp->owner_cstack)
+			code |= CP_PY_ENTRY | CP_PY_SHIM;
+	}
 	off = w->off + (__u64)i * sizeof(struct cp_py_frame);
 	if (off > CP_USTACK_MAX + (CP_PY_FRAMES_MAX - 1) * sizeof(struct cp_py_frame))
 		return 1;

@@ -40,7 +40,9 @@ enum { CP_REG_IP, CP_REG_SP, CP_REG_BP, CP_REG_BX, CP_REG_R12, CP_REG_R13, CP_RE
  * thread state, the list of thread states (next) to the sampled thread's
  * (native_thread_id); its current frame (through cframe when
  * tstate_cframe is not 0, as in 3.11 and 3.12); then the frames (previous),
- * each read whole (frame_len bytes, at most CP_PY_FRAME_READ). */
+ * each read whole (CP_PY_FRAME_READ bytes).  An evaluation loop's first frame
+ * is marked by a flag (frame_is_entry < CP_PY_FRAME_READ: 3.11) or followed
+ * by a frame owned by the C stack (owner_cstack: 3.12, 3.13). */
 #define CP_PY_FRAMES_MAX 96     /* Python frames sent per sample */
 #define CP_PY_THREADS_MAX 64    /* thread states looked at for the sampled thread */
 #define CP_PY_FRAME_READ 80
@@ -50,14 +52,17 @@ struct cp_py_proc {
 	__u16 tstate_cframe, cframe_current_frame, tstate_current_frame;
 	__u16 frame_code, frame_previous, frame_instr, frame_is_entry, frame_owner;
 	__u16 frame_len, owner_generator;
+	__u16 owner_cstack; /* 3.12+: the entry frame an evaluation loop puts on the C stack */
+	__u16 pad[3];
 };
 /* A Python frame as sent, after the user stack (at its length rounded up to
  * 8): the code object's address with CP_PY_ENTRY (the frame was the first of
- * an evaluation loop: _PyEval_EvalFrameDefault's) and CP_PY_GENERATOR (a
- * generator's or coroutine's frame) in its low bits, and the address of the
- * instruction last started. */
+ * an evaluation loop: _PyEval_EvalFrameDefault's), CP_PY_GENERATOR (a
+ * generator's or coroutine's frame) and CP_PY_SHIM in its low bits, and the
+ * address of the instruction last started (3.13: being run). */
 #define CP_PY_ENTRY 1ull
 #define CP_PY_GENERATOR 2ull
+#define CP_PY_SHIM 4ull /* 3.12+: the C stack's entry frame, no Python function (CP_PY_ENTRY too) */
 struct cp_py_frame {
 	__u64 code, instr;
 };

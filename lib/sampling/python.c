@@ -21,6 +21,8 @@
  * are those of CPython's own headers (Include/internal/pycore_frame.h,
  * pycore_runtime.h, pycore_interp.h, cpython/code.h, cpython/unicodeobject.h),
  * checked by tests/cli/test-python.sh against the installed headers. */
+#define NONE 0xffff /* a field this version does not have */
+
 struct layout {
 	unsigned major, minor;
 	struct cp_py_proc bpf; /* runtime filled per process */
@@ -35,8 +37,23 @@ static const struct layout layouts[] = {
 	  { .runtime_interp_head = 40, .interp_threads_head = 16, .tstate_next = 8, .tstate_native_tid = 160,
 	    .tstate_cframe = 56, .cframe_current_frame = 8, .tstate_current_frame = 0, .frame_code = 32,
 	    .frame_previous = 48, .frame_instr = 56, .frame_is_entry = 68, .frame_owner = 69, .frame_len = 72,
-	    .owner_generator = 1 },
+	    .owner_generator = 1, .owner_cstack = NONE },
 	  120, 128, 112, 72, 136, 168, 184, 192, 16, 32, 48, 72, 16, 32 },
+	/* 3.12: no is_entry; an evaluation loop's frames are followed by its entry frame, owned by
+	 * the C stack (3); strings lost wstr */
+	{ 3, 12,
+	  { .runtime_interp_head = 40, .interp_threads_head = 72, .tstate_next = 8, .tstate_native_tid = 144,
+	    .tstate_cframe = 56, .cframe_current_frame = 0, .tstate_current_frame = 0, .frame_code = 0,
+	    .frame_previous = 8, .frame_instr = 56, .frame_is_entry = NONE, .frame_owner = 70, .frame_len = 72,
+	    .owner_generator = 1, .owner_cstack = 3 },
+	  120, 128, 112, 68, 136, 176, 192, 200, 16, 32, 40, 56, 16, 32 },
+	/* 3.13: no cframe (the thread state has the current frame); f_executable, instr_ptr */
+	{ 3, 13,
+	  { .runtime_interp_head = 632, .interp_threads_head = 7344, .tstate_next = 8, .tstate_native_tid = 160,
+	    .tstate_cframe = 0, .cframe_current_frame = 0, .tstate_current_frame = 72, .frame_code = 0,
+	    .frame_previous = 8, .frame_instr = 56, .frame_is_entry = NONE, .frame_owner = 70, .frame_len = 72,
+	    .owner_generator = 1, .owner_cstack = 3 },
+	  120, 128, 112, 68, 136, 184, 200, 208, 16, 32, 40, 56, 16, 32 },
 };
 
 #define CODE_BUCKETS 4096
@@ -285,6 +302,8 @@ long cp_python_offset(unsigned major, unsigned minor, const char *field)
 			{ "frame.owner", l->bpf.frame_owner },
 			{ "frame.size", l->bpf.frame_len },
 			{ "owner.generator", l->bpf.owner_generator },
+			{ "owner.cstack", l->bpf.owner_cstack },
+			{ "tstate.current_frame", l->bpf.tstate_current_frame },
 			{ "code.co_name", l->co_name },
 			{ "code.co_qualname", l->co_qualname },
 			{ "code.co_filename", l->co_filename },
@@ -304,7 +323,7 @@ long cp_python_offset(unsigned major, unsigned minor, const char *field)
 			continue;
 		for (size_t k = 0; k < sizeof(f) / sizeof(*f); k++)
 			if (!strcmp(f[k].name, field))
-				return f[k].v;
+				return f[k].v == NONE ? -1 : f[k].v;
 	}
 	return -1;
 }

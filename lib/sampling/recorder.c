@@ -241,7 +241,9 @@ static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, 
 			for (; j < npy; j++) {
 				bool entry = py[j].code & CP_PY_ENTRY;
 
-				if ((loc = python_location(r, prof, p, mpid, &py[j])) < 0)
+				if (py[j].code & CP_PY_SHIM) /* 3.12+: the loop's entry frame, no function */
+					loc = 0;
+				else if ((loc = python_location(r, prof, p, mpid, &py[j])) < 0)
 					goto fail;
 				if (loc)
 					r->locs[nlocs++] = (uint32_t)loc;

@@ -106,6 +106,30 @@ is "$rc" 0 "record --all: exits 0 on SIGINT"
 ga=$("$CPROF" query --data "$T/all" 'cpu{comm="python3"}' -f folded 2> /dev/null)
 like "$ga" '<module>;main;outer;hot_a [0-9]+' "a python3 started during record --all has its Python frames"
 
+# ---- CPython 3.12 and 3.13, where an interpreter is installed (Debian 12 has none: a built one,
+# as pyenv installs them, is looked for; without one the checks are skipped, said as such) ----
+for v in 3.12 3.13; do
+	P=
+	for c in "$HOME"/.pyenv/versions/$v.*/bin/python$v /usr/local/bin/python$v /usr/bin/python$v; do
+		[ -x "$c" ] && { P=$c; break; }
+	done
+	if [ -z "$P" ]; then
+		_n=$((_n + 1)); echo "ok $_n - CPython $v # SKIP no CPython $v interpreter on this machine"
+		continue
+	fi
+	run rec -F 199 -q --data "$T/s$v" -- "$P" "$W" 4
+	is "$rc" 0 "CPython $v ($P): record exits 0"
+	gv=$("$CPROF" query --data "$T/s$v" cpu -f folded)
+	a=$(printf '%s\n' "$gv" | sum ';hot_a')
+	b=$(printf '%s\n' "$gv" | sum ';hot_b')
+	diag "CPython $v: hot_a $a, hot_b $b samples"
+	ok "CPython $v: hot_a has 75% of hot_a + hot_b, within 3 points" \
+		awk -v a="$a" -v b="$b" 'BEGIN { exit !(a + b > 0 && 100 * a / (a + b) >= 72 && 100 * a / (a + b) <= 78) }'
+	like "$gv" '_PyEval_EvalFrameDefault;<module>;main;outer;hot_a [0-9]+' "CPython $v: hot_a's stack from <module>"
+	like "$gv" ';side;(deep;){31}rec_leaf' "CPython $v: the recursion, 31 deep"
+	unlike "$gv" ';outer;([^;]+;)*deep;|;deep;([^;]+;)*hot_a' "CPython $v: the threads' frames apart"
+done
+
 # ---- a version cprof does not know: the same interpreter, Py_Version 3.99 ----
 cp "$(readlink -f "$PY")" "$T/python3"
 v=$(readelf -W --dyn-syms "$T/python3" | awk '$8 == "Py_Version" { print $2; exit }')

@@ -67,8 +67,8 @@ measure python "$PY" "$src/tests/fixtures/record/pywork.py" $((SECS + 2))
 pyus=$us
 f=$("$b/cprof" query --data "$d/store-python" cpu -f folded --since 1h)
 inloop=$(printf '%s\n' "$f" | awk '/PyEval_EvalCode;_PyEval_EvalFrameDefault/ { s += $NF } END { print s + 0 }')
-whole=$(printf '%s\n' "$f" | awk '/PyEval_EvalCode;_PyEval_EvalFrameDefault;<module>;/ { s += $NF } END { print s + 0 }')
-side=$(printf '%s\n' "$f" | awk '/Thread\._bootstrap;/ { s += $NF } END { print s + 0 }')
+whole=$(printf '%s\n' "$f" | awk '/PyEval_EvalCode;_PyEval_EvalFrameDefault;<module> / { s += $NF } END { print s + 0 }')
+side=$(printf '%s\n' "$f" | awk '/Thread\._bootstrap / { s += $NF } END { print s + 0 }')
 pct=$(awk -v w="$whole" -v n="$inloop" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
 echo "  Python samples in the main evaluation loop: $inloop, with the stack from <module>: $whole ($pct%); the side thread's from Thread._bootstrap: $side"
 ratio=$(awk -v a="$pyus" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')

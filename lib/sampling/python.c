@@ -65,7 +65,7 @@ struct code {
 	uint32_t pid;
 	uint64_t addr;
 	struct cp_py_code c;
-	char *name, *sysname, *file;
+	char *label, *name, *sysname, *file;
 	uint8_t *table;
 	size_t ntable;
 	uint64_t code_start; /* the first instruction */
@@ -101,6 +101,7 @@ struct cp_python *cp_python_new(const char *verb)
 
 static void code_free(struct code *c)
 {
+	free(c->label);
 	free(c->name);
 	free(c->sysname);
 	free(c->file);
@@ -432,7 +433,15 @@ static void read_code(struct code *c, const struct layout *l)
 	}
 	c->first_traceable = trace;
 	c->code_start = c->addr + l->co_code_adaptive;
-	c->c = (struct cp_py_code){ c->name, c->sysname ? c->sysname : c->name, c->file, first };
+	{
+		const char *base = strrchr(c->file, '/');
+
+		if (asprintf(&c->label, "%s (%s:%d)", c->name, base ? base + 1 : c->file, (int)first) < 0) {
+			c->label = NULL;
+			return;
+		}
+	}
+	c->c = (struct cp_py_code){ c->label, c->name, c->sysname ? c->sysname : c->name, c->file, first };
 	c->bad = false;
 }
 

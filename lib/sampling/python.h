@@ -44,6 +44,7 @@ int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc 
 		     uint64_t *eval_hi, unsigned *layout);
 
 struct cp_py_code {
+	const char *label;    /* what a frame shows: "name (file.py:first line)", the file's base name */
 	const char *name;     /* the qualified name ("Class.method", "<module>") */
 	const char *sysname;  /* the plain name */
 	const char *file;     /* co_filename */

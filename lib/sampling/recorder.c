@@ -177,7 +177,7 @@ static int64_t python_location(struct cp_recorder *r, struct cp_profile *prof, s
 
 		loc = cp_profile_location(prof, (uint32_t)map, 0, &l, 1, false);
 	} else {
-		struct cp_function fn = { (uint32_t)cp_profile_str(prof, c->name), (uint32_t)cp_profile_str(prof, c->sysname),
+		struct cp_function fn = { (uint32_t)cp_profile_str(prof, c->label), (uint32_t)cp_profile_str(prof, c->name),
 					  (uint32_t)cp_profile_str(prof, c->file), c->first_line };
 		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), line > 0 ? line : 0, 0 };
 

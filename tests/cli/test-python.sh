@@ -24,11 +24,16 @@ rec() { timeout -s KILL 120 "$CPROF" record "$@"; }
 sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
 # line_of REGEX: the line number of the fixture's first line that matches
 line_of() { grep -n -m1 -E "$1" "$W" | cut -d: -f1; }
+# plain: folded stacks with the Python frames' "name (file.py:line)" as their names only
+plain() { sed 's/ ([^;() ]*:[0-9]*)//g'; }
 
 run rec -F 199 -q --data "$T/store" -- "$PY" "$W" 6
 is "$rc" 0 "record -- python3 pywork.py exits 0"
 [ "$rc" = 0 ] || printf '%s\n' "$err" | tail -5 | sed 's/^/#   /'
-g=$("$CPROF" query --data "$T/store" cpu --group-by thread_id -f folded)
+graw=$("$CPROF" query --data "$T/store" cpu --group-by thread_id -f folded)
+ha=$(line_of '^def hot_a')
+like "$graw" ";hot_a \\(pywork\\.py:$ha\\) [0-9]+" "a Python frame is shown as its function (file.py:line of its def)"
+g=$(printf '%s\n' "$graw" | plain)
 main_t=$(printf '%s\n' "$g" | awk -F';' '/;main;outer;hot_a/ { print $1; exit }')
 side_t=$(printf '%s\n' "$g" | awk -F';' '/;side;/ { print $1; exit }')
 diag "main thread: ${main_t:-none}, side thread: ${side_t:-none}"
@@ -58,13 +63,12 @@ unlike "$st" ';hot_a|;outer;' "and the side thread's none of the main thread's"
 # files and lines, as pprof reads them
 "$CPROF" query --data "$T/store" cpu -f pprof -o "$T/p.pb.gz"
 tr=$(go tool pprof -traces -lines "$T/p.pb.gz" 2> /dev/null)
-ha=$(line_of '^def hot_a')
-lines_a=$(printf '%s\n' "$tr" | awk -v f="$W" '$1 == "hot_a" && index($2, f ":") == 1 { sub(".*:", "", $2); print $2 }' | sort -un | tr '\n' ' ')
+lines_a=$(printf '%s\n' "$tr" | awk -v f="$W" '$1 == "hot_a" && index($3, f ":") == 1 { sub(".*:", "", $3); print $3 }' | sort -un | tr '\n' ' ')
 diag "hot_a's lines in the traces: $lines_a (def at $ha)"
 ok "hot_a's frames are in $(basename "$W"), on the lines of its body" \
 	sh -c 'set -- $1; [ $# -gt 0 ] || exit 1; for l; do [ "$l" -gt '"$ha"' ] && [ "$l" -le $(('"$ha"' + 4)) ] || exit 1; done' _ "$lines_a"
 lo=$(line_of 'return hot_a\(3 \* n\)')
-like "$tr" "outer $W:$lo" "outer's frame is at its call of hot_a (line $lo)"
+like "$tr" "outer \\(pywork\\.py:[0-9]+\\) $W:$lo" "outer's frame is at its call of hot_a (line $lo)"
 lm=$(line_of '^    main\(float')
 like "$tr" " $W:$lm" "<module>'s frame is at its call of main (line $lm)"
 like "$(go tool pprof -raw "$T/p.pb.gz" 2> /dev/null)" '\[python\]' "the Python frames are in a mapping of their own, [python]"
@@ -72,8 +76,8 @@ like "$(go tool pprof -raw "$T/p.pb.gz" 2> /dev/null)" '\[python\]' "the Python 
 # ---- top: the same frames, live ----
 run timeout -s KILL 60 "$CPROF" top --stdio -n 1 -d 2 -s total --limit 50 -- "$PY" "$W" 3
 is "$rc" 0 "top -- python3 pywork.py exits 0"
-like "$out" ' hot_a +\[python\] +python3\[' "top lists hot_a, in the [python] mapping"
-like "$out" ' <module> +\[python\] ' "and <module>"
+like "$out" ' hot_a \(pywork\.py:[0-9]+\) +\[python\] +python3\[' "top lists hot_a, in the [python] mapping"
+like "$out" ' <module> \(pywork\.py:1\) +\[python\] ' "and <module>"
 
 # ---- off-CPU: where Python code waits ----
 cat > "$T/nap.py" << 'PYEOF'
@@ -87,7 +91,7 @@ main()
 PYEOF
 run rec --off-cpu -F 99 -o "$T/off.pb.gz" -- "$PY" "$T/nap.py"
 is "$rc" 0 "record --off-cpu -- python3 exits 0"
-of=$("$CPROF" query -i "$T/off.pb.gz" -t offcpu -f folded)
+of=$("$CPROF" query -i "$T/off.pb.gz" -t offcpu -f folded | plain)
 nap=$(printf '%s\n' "$of" | sum '_PyEval_EvalFrameDefault;<module>;main;nap;.*clock_nanosleep')
 diag "off-CPU under <module>;main;nap, in clock_nanosleep: $nap ns"
 ok "the off-CPU time of time.sleep is under the Python frames that called it (about 1.2 s)" \
@@ -103,7 +107,7 @@ until grep -q 'sampling the whole system' "$T/all.err" || [ $i -ge 300 ]; do sle
 kill -INT "$r"; wait "$r"; rc=$?
 bg=
 is "$rc" 0 "record --all: exits 0 on SIGINT"
-ga=$("$CPROF" query --data "$T/all" 'cpu{comm="python3"}' -f folded 2> /dev/null)
+ga=$("$CPROF" query --data "$T/all" 'cpu{comm="python3"}' -f folded 2> /dev/null | plain)
 like "$ga" '<module>;main;outer;hot_a [0-9]+' "a python3 started during record --all has its Python frames"
 
 # ---- CPython 3.12 and 3.13, where an interpreter is installed (Debian 12 has none: a built one,
@@ -119,7 +123,7 @@ for v in 3.12 3.13; do
 	fi
 	run rec -F 199 -q --data "$T/s$v" -- "$P" "$W" 4
 	is "$rc" 0 "CPython $v ($P): record exits 0"
-	gv=$("$CPROF" query --data "$T/s$v" cpu -f folded)
+	gv=$("$CPROF" query --data "$T/s$v" cpu -f folded | plain)
 	a=$(printf '%s\n' "$gv" | sum ';hot_a')
 	b=$(printf '%s\n' "$gv" | sum ';hot_b')
 	diag "CPython $v: hot_a $a, hot_b $b samples"

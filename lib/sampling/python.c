@@ -135,7 +135,7 @@ void cp_python_free(struct cp_python *py)
 
 /* ---- detection ---- */
 
-static bool python_name(const char *path)
+bool cp_python_named(const char *path)
 {
 	const char *b = strrchr(path, '/');
 
@@ -269,7 +269,7 @@ int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc 
 		struct bin *b;
 		uint64_t bias;
 
-		if (!m->path || m->path[0] != '/' || !python_name(m->path))
+		if (!m->path || m->path[0] != '/' || !cp_python_named(m->path))
 			continue;
 		if (!(b = bin_of(py, p, m)))
 			return -ENOMEM;

@@ -36,6 +36,9 @@ struct cp_python;
 struct cp_python *cp_python_new(const char *verb);
 void cp_python_free(struct cp_python *py);
 
+/* Is this file (a path) named as an interpreter or libpython is
+ * ("python3.11", "libpython3.12.so.1.0")?  Only such files are looked at. */
+bool cp_python_named(const char *path);
 /* A known CPython in process p: 1 with *out (the BPF map's value), the
  * address range [*eval_lo, *eval_hi) of _PyEval_EvalFrameDefault in p (the
  * native frames the Python frames go with) and *layout (for cp_python_code);

@@ -51,6 +51,8 @@ struct cp_recorder {
 	uint64_t offcpu_unmatched;
 };
 
+static void python_check(struct cp_recorder *r, struct cp_proc *p);
+
 /* a process's profiles of the interval (its cp_proc's user pointer) */
 struct profs {
 	struct cp_profile *cpu, *off; /* either may be NULL */
@@ -499,6 +501,10 @@ static void on_mmap(void *arg, const struct cp_mmap_event *e)
 		p->exe = strdup(e->path);
 		p->exe_from_mmap = false;
 	}
+	/* an interpreter (its exec, a dlopen of libpython): its frames from
+	 * its first samples, not from those after the first one is read */
+	if (cp_python_named(e->path))
+		python_check(r, p);
 }
 
 static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, bool exec, uint64_t t)
@@ -621,6 +627,13 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 		return NULL;
 	}
 	cp_symbolizer_set_debuginfod(r->sym, r->dbgd);
+	/* -p: a CPython among them has its Python frames from the first sample */
+	for (size_t i = 0; i < o->npids; i++) {
+		struct cp_proc *p = cp_procs_get(r->procs, o->pids[i], false);
+
+		if (p && cp_proc_read(p) == 0)
+			python_check(r, p);
+	}
 	return r;
 nomem:
 	cp_recorder_free(r);

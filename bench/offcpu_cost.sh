@@ -53,6 +53,8 @@ pct=$(awk -v c="$cpu" -v s="$SECS" 'BEGIN { printf "%.2f", 100 * c / s }')
 sw=$(grep -o 'off-CPU: [0-9]* stacks sent' "$d/rec.err" | tail -1)
 echo "  round trips: $trips ($(awk -v t="$trips" -v s="$SECS" 'BEGIN { printf "%.0f", 4 * t / s }') switches/s by the two threads)"
 echo "  cprof: $cpu s of CPU (user + sys + BPF) = $pct% of a core; $sw"
+nsw=$(awk -v c0="$c0" -v c1="$c1" -v b0="$b0" -v b1="$b1" -v t="$trips" 'BEGIN { if (t > 0) printf "%.0f ns per switch (BPF %.0f, user + sys %.0f)", (c1 - c0 + b1 - b0) * 1e9 / (4 * t), (b1 - b0) * 1e9 / (4 * t), (c1 - c0) * 1e9 / (4 * t) }')
+echo "  that is $nsw of the two threads; at 100k switches/s, $(awk -v c="$cpu" -v t="$trips" 'BEGIN { if (t > 0) printf "%.2f", 100 * c * 1e5 / (4 * t) }')% of a core"
 echo "  off-CPU time of the two threads: exact $(awk -v x="$exact" 'BEGIN { printf "%.3f", x / 1e9 }') s (2 x wall - CPU), cprof $(awk -v x="$got" 'BEGIN { printf "%.3f", x / 1e9 }') s: bias $(awk -v g="$got" -v x="$exact" 'BEGIN { printf "%+.1f%%", 100 * (g - x) / x }')"
 
 echo "perf record -e sched:sched_switch -a -g + perf script on the same storm"

@@ -272,7 +272,7 @@ int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc 
 		if (!m->path || m->path[0] != '/' || !cp_python_named(m->path))
 			continue;
 		if (!(b = bin_of(py, p, m)))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
 		if (!b->lay || !bias_of(b, m, &bias))
 			continue;
 		*out = b->lay->bpf;

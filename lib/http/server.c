@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -572,6 +573,15 @@ static double now_mono(void)
 /* Shut a connection's socket down: its thread in libmicrohttpd reads the end
  * and closes it.  The socket stays open until on_connection(CLOSED), which
  * takes conn_lock first, so the descriptor cannot have been reused. (conn_lock held) */
+/* Has the client sent something the server has not read yet?  A request
+ * begun (a busy server may not have parsed its first line): not idle. */
+static bool bytes_waiting(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 static void conn_shut(struct conn *c)
 {
 	if (c->state == CONN_SHUT)
@@ -1037,7 +1047,8 @@ void cp_server_stop(struct cp_server *s)
 		return;
 	/* a request whose headers end from now on is refused (503); no new
 	 * connections (so a refused connect means the stop has begun); the open
-	 * ones with no request begun are closed */
+	 * ones with no request begun (nothing sent, or nothing since the last
+	 * answer) are closed */
 	pthread_mutex_lock(&s->conn_lock);
 	s->stopping = true;
 	pthread_mutex_unlock(&s->conn_lock);
@@ -1046,7 +1057,7 @@ void cp_server_stop(struct cp_server *s)
 		close(lfd);
 	pthread_mutex_lock(&s->conn_lock);
 	for (c = s->conns; c; c = c->next)
-		if (c->state == CONN_NEW || c->state == CONN_IDLE)
+		if ((c->state == CONN_NEW || c->state == CONN_IDLE) && !bytes_waiting(c->fd))
 			conn_shut(c);
 	/* the requests under way finish and are answered; past the grace period
 	 * the ones not yet handled are refused, and the handlers running get as

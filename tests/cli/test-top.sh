@@ -76,7 +76,9 @@ like "$out" 'function: hot_a \(topwork_qz\)' "names the function"
 # (mostly self: the rest is kernel work under it, interrupts and faults)
 like "$(rows | head -n 1)" '^100\.00% +[0-9]+  hot_a  \(self ([6-9][0-9]|100)\.[0-9]+%\)' "the function first, with its self share"
 like "$(rows)" '  <- run +topwork_qz' "its caller run"
-run top_ --stdio -n 1 -d 1 -p "$W" --view callers --function run
+# (499 Hz for 2 s: hot_b has a sixth of run's time, a few samples in 1 s at 99 Hz; under ASan it
+# once had none)
+run top_ --stdio -n 1 -d 2 -F 499 -p "$W" --view callers --function run
 like "$(rows)" '  -> hot_a ' "run's callees: hot_a"
 like "$(rows)" '  -> hot_b ' "and hot_b"
 like "$(rows)" '  <- main ' "and its caller main"

@@ -554,15 +554,16 @@ int64_t cp_python_line(const uint8_t *t, size_t len, int64_t first_line, int64_t
 			if (!svarint(t, len, &i, &delta) || !varint(t, len, &i, &skip) || !varint(t, len, &i, &skip) ||
 			    !varint(t, len, &i, &skip))
 				return -1;
-			line += delta;
+			if (__builtin_add_overflow(line, delta, &line))
+				return -1; /* no real table gets there */
 			this_line = line;
 		} else if (code == 13) { /* no column */
-			if (!svarint(t, len, &i, &delta))
+			if (!svarint(t, len, &i, &delta) || __builtin_add_overflow(line, delta, &line))
 				return -1;
-			line += delta;
 			this_line = line;
 		} else if (code >= 10) { /* one line: the delta is in the code, two column bytes */
-			line += code - 10;
+			if (__builtin_add_overflow(line, (int64_t)code - 10, &line))
+				return -1;
 			i += 2;
 			this_line = line;
 		} else { /* short: the same line, one column byte */

@@ -169,6 +169,16 @@ START_TEST(test_lines_bad_tables)
 	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 1), 11);
 	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 2), -1);
 	ck_assert_int_eq(cp_python_line(oneline, sizeof(oneline), 10, 99), -1);
+	/* a line that would pass INT64_MIN or INT64_MAX: the table is not real (libFuzzer found it) */
+	{
+		static const uint8_t down[] = { 0x80 | 13 << 3, 0x03 }; /* line -1 */
+		static const uint8_t up[] = { 0x80 | 12 << 3, 0, 0 }; /* line +2 */
+
+		ck_assert_int_eq(cp_python_line(down, sizeof(down), INT64_MIN, 0), -1);
+		ck_assert_int_eq(cp_python_line(down, sizeof(down), 10, 0), 9);
+		ck_assert_int_eq(cp_python_line(up, sizeof(up), INT64_MAX - 1, 0), -1);
+		ck_assert_int_eq(cp_python_line(up, sizeof(up), 10, 0), 12);
+	}
 	srand(7);
 	for (int k = 0; k < 2000; k++) {
 		for (size_t i = 0; i < sizeof(noise); i++)

@@ -29,6 +29,7 @@ const volatile bool with_idle = false;     /* keep samples of the idle task */
  * min(1, d / offcpu_period_ns) (cp_switch below) */
 const volatile __u64 offcpu_period_ns = 10000000;
 const volatile __u64 offcpu_thr_per_ns = 429; /* 2^32 / offcpu_period_ns */
+const volatile __u64 offcpu_min_ns = 0;       /* shorter waits are not counted */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -82,6 +83,7 @@ struct offcpu_task {
 	__u32 state; /* CP_OFFCPU_* of the wait */
 	__u32 sent;  /* the wait's stacks were sent */
 	__u32 pad;
+	__u64 acc;   /* the length of its waits since the last end sent */
 };
 
 struct {
@@ -219,6 +221,7 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 	r->cpu = bpf_get_smp_processor_id();
 	r->flags = flags;
 	r->offcpu_ns = 0;
+	r->offcpu_acc = 0;
 	r->offcpu_seq = offcpu_seq;
 	r->offcpu_thr = offcpu_thr;
 	r->offcpu_state = offcpu_state;
@@ -371,7 +374,10 @@ int cp_sample(struct bpf_perf_event_data *ctx)
  * prev is leaving: it may wait long or not at all, which is not known yet, so
  * its stacks (which only it can read: its user memory is current's) are sent
  * now with a probability p chosen from its last waits, and user space weights
- * the wait by its length / p when it ends: unbiased for any p > 0.  p = min(1,
+ * the wait by its length / p when it ends.  Sending lengthens the wait, so
+ * that alone is biased: every wait's length is also added up (acc) and goes
+ * with the next end sent, and user space scales the thread's values to
+ * those exact sums (lib/sampling/offtotals.h).  p = min(1,
  * predicted / offcpu_period_ns), at least 1/4096, and 1 for a thread's first
  * four waits; the prediction follows a longer wait at once and a shorter one
  * by a quarter: a thread that waits long (a daemon's sleep) is caught every
@@ -395,6 +401,8 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 		/* the prediction: up to a longer wait at once, down by a quarter
 		 * of the way to a shorter one */
 		o->pred = d >= o->pred ? d : o->pred - o->pred / 4 + d / 4;
+		if (d >= offcpu_min_ns)
+			o->acc += d;
 		if (o->sent && (r = bpf_map_lookup_elem(&scratch, &zero)) && (st = bpf_map_lookup_elem(&stats, &zero))) {
 			r->time_ns = now;
 			r->cgroup_id = 0;
@@ -403,6 +411,8 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 			r->cpu = bpf_get_smp_processor_id();
 			r->flags = CP_SAMPLE_OFFCPU_END;
 			r->offcpu_ns = d;
+			r->offcpu_acc = o->acc;
+			o->acc = 0;
 			r->offcpu_seq = o->seq;
 			r->offcpu_thr = 0;
 			r->offcpu_state = o->state;

@@ -73,6 +73,9 @@ struct cp_sample_rec {
 	__u32 pid, tid;   /* tgid and thread id, as user space sees them (init namespace) */
 	__u32 cpu, flags;
 	__u64 offcpu_ns;          /* CP_SAMPLE_OFFCPU_END: how long the wait was */
+	__u64 offcpu_acc;         /* CP_SAMPLE_OFFCPU_END: the length of all the thread's waits
+				   * (of at least offcpu_min_ns) since its last end sent, this one
+				   * included: exact, where the waits chosen are a sample */
 	__u32 offcpu_seq, offcpu_thr; /* CP_SAMPLE_OFFCPU(_END) */
 	__u32 offcpu_state;       /* CP_SAMPLE_OFFCPU(_END): CP_OFFCPU_* */
 	__u32 py_frames;          /* Python frames after the user stack (struct cp_py_frame) */

@@ -11,6 +11,7 @@
 #include "../index.h"
 #include "launch.h"
 #include "locmemo.h"
+#include "offtotals.h"
 #include "../log.h"
 #include "recorder.h"
 #include "python.h"
@@ -49,6 +50,7 @@ struct cp_recorder {
 	/* off-CPU: threads' stacks waiting for the end of their wait, by tid */
 	struct pending *pending;
 	uint64_t offcpu_unmatched;
+	struct cp_offtotals *offtotals; /* the exact totals the sampled waits are scaled to */
 };
 
 static void python_check(struct cp_recorder *r, struct cp_proc *p);
@@ -57,6 +59,7 @@ static void python_check(struct cp_recorder *r, struct cp_proc *p);
 struct profs {
 	struct cp_profile *cpu, *off; /* either may be NULL */
 	struct cp_profile *wall;      /* made from both for a flush (wall_profile) */
+	bool off_scaled;              /* off's values are its threads' exact totals (offtotals.h) */
 };
 
 static void profile_free_user(void *p)
@@ -391,9 +394,12 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 		return;
 	}
 	w->used = 0;
-	if (s->offcpu_ns < r->o.offcpu_min_ns)
+	if (s->offcpu_ns < r->o.offcpu_min_ns) {
+		cp_offtotals_add(r->offtotals, w->tid, 0, s->offcpu_acc);
 		return;
+	}
 	weight = w->thr ? (int64_t)((double)s->offcpu_ns * 4294967296.0 / w->thr) : (int64_t)s->offcpu_ns;
+	cp_offtotals_add(r->offtotals, w->tid, (double)weight, s->offcpu_acc);
 	if (!(p = cp_procs_get(r->procs, w->pid, false)))
 		return;
 	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu,
@@ -595,7 +601,8 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
 	r->py = cp_python_new(o->verb ? o->verb : "record");
 	r->memo = cp_locmemo_new(MEMO_BITS);
-	if (o->offcpu && !(r->pending = calloc((size_t)1 << PENDING_BITS, sizeof(*r->pending))))
+	if (o->offcpu && (!(r->pending = calloc((size_t)1 << PENDING_BITS, sizeof(*r->pending))) ||
+			  !(r->offtotals = cp_offtotals_new())))
 		goto nomem;
 	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym || !r->memo)
 		goto nomem;
@@ -616,6 +623,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	so.idle = o->idle;
 	so.offcpu = o->offcpu;
 	so.offcpu_period_ns = r->offcpu_period;
+	so.offcpu_min_ns = o->offcpu_min_ns;
 	r->sampler = cp_sampler_new(&so, &ops, r);
 	/* the fetcher after the sampler (whose absence says why first), before
 	 * the first sample is read */
@@ -684,6 +692,7 @@ void cp_recorder_free(struct cp_recorder *r)
 	for (size_t i = 0; r->pending && i < (size_t)1 << PENDING_BITS; i++)
 		free(r->pending[i].pcs);
 	free(r->pending);
+	cp_offtotals_free(r->offtotals);
 	free(r->pcs);
 	free(r->locs);
 	free(r);
@@ -861,6 +870,14 @@ static void series_proc(struct cp_proc *p, void *arg)
 	series_one(p, ps->cpu, "cpu", c);
 	if (!c->r->o.offcpu)
 		return;
+	/* once per interval, whatever the number of tries at storing it */
+	if (ps->off && !ps->off_scaled) {
+		if (cp_offtotals_scale(c->r->offtotals, ps->off, 0, (size_t)-1)) {
+			c->r->error = -ENOMEM;
+			return;
+		}
+		ps->off_scaled = true;
+	}
 	series_one(p, ps->off, "offcpu", c);
 	cp_profile_free(ps->wall);
 	if (!(ps->wall = wall_profile(c->r, ps)) && ((ps->cpu && ps->cpu->nsamples) || (ps->off && ps->off->nsamples)))
@@ -942,6 +959,8 @@ static void drop_profile(struct cp_proc *p, void *arg)
 void cp_recorder_reset(struct cp_recorder *r)
 {
 	cp_procs_each(r->procs, drop_profile, NULL);
+	if (r->offtotals)
+		cp_offtotals_clear(r->offtotals);
 	cp_locmemo_clear(r->memo);
 	cp_recorder_prune(r);
 	/* the interval's profiles are gone: their memory is the next one's
@@ -982,6 +1001,15 @@ void cp_recorder_prune(struct cp_recorder *r)
 	free(d.pids);
 }
 
+/* the one profile's off-CPU and wall values (the third and fourth, or
+ * second and third without cpu time: add_sample) to the exact totals */
+static int offcpu_scale_one(struct cp_recorder *r, struct cp_profile *p)
+{
+	size_t off = r->o.with_time ? 2 : 1;
+
+	return cp_offtotals_scale(r->offtotals, p, off, off + 1);
+}
+
 struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 {
 	struct cp_profile *p = r->one, *next = new_profile(r, r->o.with_time);
@@ -989,10 +1017,12 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 	if (!next)
 		return NULL;
 	wait_fetches(r);
-	if (cp_symbolize_refresh(r->sym, p)) {
+	if (cp_symbolize_refresh(r->sym, p) || (r->o.offcpu && offcpu_scale_one(r, p))) {
 		cp_profile_free(next);
 		return NULL;
 	}
+	if (r->offtotals)
+		cp_offtotals_clear(r->offtotals);
 	r->one = next;
 	cp_locmemo_clear(r->memo);
 	return p;

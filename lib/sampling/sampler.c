@@ -391,6 +391,7 @@ static int load_skel(struct cp_sampler *s, const struct cp_sampler_opts *o, cons
 	s->skel->rodata->filter_cgroup = o->cgroup != NULL;
 	s->skel->rodata->offcpu_period_ns = o->offcpu_period_ns ? o->offcpu_period_ns : 10000000;
 	s->skel->rodata->offcpu_thr_per_ns = (1ull << 32) / s->skel->rodata->offcpu_period_ns;
+	s->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
 	/* the off-CPU programs and their map only when asked for */
 	bpf_program__set_autoload(s->skel->progs.cp_switch, o->offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, o->offcpu);

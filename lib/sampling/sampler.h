@@ -29,6 +29,7 @@ struct cp_sampler_opts {
 				* lengths of the waits chosen (CP_SAMPLE_OFFCPU_END) */
 	uint64_t offcpu_period_ns; /* a wait predicted shorter than this is chosen with probability
 				    * predicted / it (0: 10 ms; at most 1 s) */
+	uint64_t offcpu_min_ns;    /* waits shorter than this are left out of offcpu_acc */
 };
 
 struct cp_mmap_event {

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Statistics for comparing profiles (`cprof diff`): Student's t
+ * distribution, Welch's two-sample t test with its confidence interval, a
+ * two-proportion test for counts, and the Benjamini-Hochberg adjustment for
+ * many tests at once.
+ *
+ * Pure functions over the caller's arrays: nothing is allocated except by
+ * cp_stats_bh (its scratch, freed before it returns).  Errors: cp_stats_bh
+ * returns -ENOMEM; the tests return false when there is nothing to test
+ * (fewer than two values on a side, or no variance anywhere) and leave the
+ * result with p = 1. */
+#ifndef CP_STATS_H
+#define CP_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* P(T > t) for Student's t with df degrees of freedom (df > 0). */
+double cp_stats_t_sf(double t, double df);
+/* The t with P(T > t) = p (0 < p < 1). */
+double cp_stats_t_isf(double p, double df);
+/* P(Z > z) for the standard normal. */
+double cp_stats_norm_sf(double z);
+
+struct cp_stats_test {
+	double delta;  /* mean of b - mean of a (or proportion of b - of a) */
+	double se;     /* its standard error */
+	double df;     /* Welch-Satterthwaite degrees of freedom (counts: infinite, 0 here) */
+	double lo, hi; /* the confidence interval of delta at the level asked for */
+	double p;      /* two-sided p-value of delta = 0 */
+};
+
+/* Welch's t test of mean(b) - mean(a), values a[0..na) and b[0..nb), with
+ * a confidence interval at `level` (e.g. 0.95). */
+bool cp_stats_welch(const double *a, size_t na, const double *b, size_t nb, double level, struct cp_stats_test *out);
+
+/* The two-proportion z test of xb/nb - xa/na (pooled variance for the
+ * p-value, unpooled for the interval). */
+bool cp_stats_prop(double xa, double na, double xb, double nb, double level, struct cp_stats_test *out);
+
+/* Benjamini-Hochberg adjusted p-values (q-values): q[i] <= alpha means test
+ * i is a discovery at false discovery rate alpha.  q may be p. */
+int cp_stats_bh(const double *p, size_t n, double *q);
+
+#endif

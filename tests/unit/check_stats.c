@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/stats.c against closed forms (Student's t with 1 and 2 degrees of
+ * freedom), published quantiles, and values computed by a separate numerical
+ * integration of the t density (Simpson's rule, 200,000 steps, in Python:
+ * the figures are in the comments). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "stats.h"
+
+START_TEST(test_t_closed_forms)
+{
+	for (double t = -20; t <= 20; t += 0.37) {
+		/* df 1 (Cauchy): 1/2 - atan(t)/pi; df 2: 1/2 - t / (2 sqrt(t^2 + 2)) */
+		ck_assert_double_eq_tol(cp_stats_t_sf(t, 1), 0.5 - atan(t) / M_PI, 1e-12);
+		ck_assert_double_eq_tol(cp_stats_t_sf(t, 2), 0.5 - t / (2 * sqrt(t * t + 2)), 1e-12);
+	}
+	ck_assert_double_eq_tol(cp_stats_t_sf(0, 7.3), 0.5, 1e-15);
+	ck_assert_double_eq(cp_stats_t_sf(INFINITY, 3), 0);
+	ck_assert(isnan(cp_stats_t_sf(1, 0)));
+}
+END_TEST
+
+START_TEST(test_t_reference)
+{
+	/* tables: t(0.975; 10) = 2.228139, t(0.95; 10) = 1.812461, t(0.975; 1) = 12.7062 */
+	ck_assert_double_eq_tol(cp_stats_t_sf(2.228139, 10), 0.025, 1e-7);
+	ck_assert_double_eq_tol(cp_stats_t_sf(1.812461, 10), 0.05, 1e-7);
+	ck_assert_double_eq_tol(cp_stats_t_isf(0.025, 10), 2.228139, 1e-5);
+	ck_assert_double_eq_tol(cp_stats_t_isf(0.025, 1), 12.7062, 1e-3);
+	/* Simpson: 0.0943384845, 0.0026949820 (fractional df too) */
+	ck_assert_double_eq_tol(cp_stats_t_sf(1.5, 5.5), 0.0943384845, 1e-8);
+	ck_assert_double_eq_tol(cp_stats_t_sf(3.0, 30), 0.0026949820, 1e-8);
+	/* many df: the normal */
+	ck_assert_double_eq_tol(cp_stats_t_sf(1.959964, 1e6), cp_stats_norm_sf(1.959964), 1e-6);
+	ck_assert_double_eq_tol(cp_stats_norm_sf(1.959964), 0.025, 1e-7);
+}
+END_TEST
+
+START_TEST(test_welch)
+{
+	/* means 3 and 6, variances 2.5 and 10: t = 1.8973665961, df = 5.8823529412,
+	 * p = 0.1075311949 (Simpson) */
+	static const double a[] = { 1, 2, 3, 4, 5 }, b[] = { 2, 4, 6, 8, 10 };
+	static const double c[] = { 1, 1, 1 };
+	struct cp_stats_test r;
+
+	ck_assert(cp_stats_welch(a, 5, b, 5, 0.95, &r));
+	ck_assert_double_eq_tol(r.delta, 3, 1e-12);
+	ck_assert_double_eq_tol(r.se, sqrt(2.5), 1e-12);
+	ck_assert_double_eq_tol(r.df, 5.8823529412, 1e-9);
+	ck_assert_double_eq_tol(r.p, 0.1075311949, 1e-8);
+	/* the interval holds 0 exactly when p > 0.05, and is delta -+ t se */
+	ck_assert(r.lo < 0 && r.hi > 0);
+	ck_assert_double_eq_tol((r.hi - r.lo) / 2, cp_stats_t_isf(0.025, r.df) * r.se, 1e-9);
+	/* nothing to test: one value, or no variance */
+	ck_assert(!cp_stats_welch(a, 1, b, 5, 0.95, &r));
+	ck_assert_double_eq(r.p, 1);
+	ck_assert(!cp_stats_welch(c, 3, c, 3, 0.95, &r));
+	ck_assert_double_eq(r.p, 1);
+}
+END_TEST
+
+START_TEST(test_prop)
+{
+	/* 40/100 against 60/100: pooled 0.5, se0 = sqrt(0.5 * 0.5 * 0.02) = 0.0707107,
+	 * z = 2.828427, p = 2 * P(Z > z) = 0.0046777 */
+	struct cp_stats_test r;
+
+	ck_assert(cp_stats_prop(40, 100, 60, 100, 0.95, &r));
+	ck_assert_double_eq_tol(r.delta, 0.2, 1e-12);
+	ck_assert_double_eq_tol(r.p, 0.0046777, 1e-6);
+	/* unpooled interval: 0.2 -+ 1.959964 sqrt(0.24/100 * 2) */
+	ck_assert_double_eq_tol(r.hi - 0.2, 1.959964 * sqrt(0.0048), 1e-5);
+	ck_assert(!cp_stats_prop(0, 0, 1, 2, 0.95, &r));
+}
+END_TEST
+
+START_TEST(test_bh)
+{
+	/* sorted 0.005, 0.01, 0.03, 0.04: p n / k = 0.02, 0.02, 0.04, 0.04 */
+	double p[] = { 0.01, 0.04, 0.03, 0.005 }, q[4];
+	/* monotone: the k-th is the min over j >= k */
+	double p2[] = { 0.001, 0.2, 0.0101 }, q2[3];
+
+	ck_assert_int_eq(cp_stats_bh(p, 4, q), 0);
+	ck_assert_double_eq_tol(q[0], 0.02, 1e-15);
+	ck_assert_double_eq_tol(q[1], 0.04, 1e-15);
+	ck_assert_double_eq_tol(q[2], 0.04, 1e-15);
+	ck_assert_double_eq_tol(q[3], 0.02, 1e-15);
+	ck_assert_int_eq(cp_stats_bh(p2, 3, q2), 0);
+	ck_assert_double_eq_tol(q2[0], 0.003, 1e-15);
+	ck_assert_double_eq_tol(q2[2], 0.01515, 1e-12);
+	ck_assert_double_eq_tol(q2[1], 0.2, 1e-15);
+	/* in place */
+	ck_assert_int_eq(cp_stats_bh(p, 4, p), 0);
+	ck_assert_double_eq_tol(p[1], 0.04, 1e-15);
+	ck_assert_int_eq(cp_stats_bh(NULL, 0, NULL), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stats");
+	TCase *tc = tcase_create("stats");
+	SRunner *r;
+	int failed;
+
+	tcase_add_test(tc, test_t_closed_forms);
+	tcase_add_test(tc, test_t_reference);
+	tcase_add_test(tc, test_welch);
+	tcase_add_test(tc, test_prop);
+	tcase_add_test(tc, test_bh);
+	suite_add_tcase(s, tc);
+	r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

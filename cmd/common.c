@@ -373,6 +373,27 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 	return p;
 }
 
+int load_intervals(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
+		   struct cp_profile ***out, size_t *n)
+{
+	struct cp_store_query q = { NULL, from, to, NULL };
+	struct cp_selector *sel = NULL;
+	int64_t step;
+	int err, status = EXIT_FAIL;
+
+	*out = NULL;
+	*n = 0;
+	if ((err = cp_selector_parse(arg, &sel)))
+		return usage_error(verb, "'%s' is neither a file nor a selector: %s", arg, cp_errmsg(err));
+	q.sel = sel;
+	if (store_get(verb, a)) {
+		err = cp_store_select_intervals(a->store, &q, 10 * (int64_t)1000000000, 200, out, n, &step);
+		status = err ? fail(verb, "%s: %s", arg, cp_errmsg(err)) : EXIT_OK;
+	}
+	cp_selector_free(sel);
+	return status;
+}
+
 /* ---- logging ---- */
 
 int parse_log_level(const char *verb, const char *arg)

@@ -9,7 +9,8 @@
 #include "../lib/render/render.h"
 #include "cmd.h"
 
-enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE, OPT_BEFORE_RANGE, OPT_AFTER_RANGE };
+enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE, OPT_BEFORE_RANGE, OPT_AFTER_RANGE, OPT_SIGNIFICANT,
+       OPT_NO_SIGNIFICANCE, OPT_FDR };
 
 static const struct option options[] = {
 	{ "format", required_argument, NULL, 'f' },
@@ -23,6 +24,9 @@ static const struct option options[] = {
 	STORE_OPTIONS,
 	{ "before-range", required_argument, NULL, OPT_BEFORE_RANGE },
 	{ "after-range", required_argument, NULL, OPT_AFTER_RANGE },
+	{ "significant", no_argument, NULL, OPT_SIGNIFICANT },
+	{ "no-significance", no_argument, NULL, OPT_NO_SIGNIFICANCE },
+	{ "fdr", required_argument, NULL, OPT_FDR },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -39,9 +43,14 @@ const struct cmd cmd_diff = {
 	"  cprof diff 'process_cpu:cpu{version=\"1.2\"}' 'process_cpu:cpu{version=\"1.3\"}'\n"
 	"or one selector at two time ranges.\n"
 	"\n"
+	"Each function's change of share is tested: between stored selections with\n"
+	"Welch's t test over their 10 s intervals, between files with a test of\n"
+	"sample counts; q-values control the false discovery rate (docs/DIFF.md).\n"
+	"\n"
 	"  -f, --format FMT      table (default), flamegraph, folded, json or pprof\n"
 	"  -t, --sample-type T   the value to compare (default: the profile's default)\n"
-	"      --normalize       scale BEFORE to AFTER's total (and sort by that delta)\n"
+	"      --normalize       the plain subtraction with BEFORE scaled to AFTER's total\n"
+	"                        (sorted by that delta; no test)\n"
 	"      --focus RE        keep samples with a frame matching RE, in both\n"
 	"      --ignore RE       drop samples with a frame matching RE, in both\n"
 	"  -n, --limit N         at most N rows in the table\n"
@@ -50,12 +59,16 @@ const struct cmd cmd_diff = {
 	STORE_USAGE
 	"      --before-range R  the time range of BEFORE, FROM..TO (e.g. now-2h..now-1h)\n"
 	"      --after-range R   the time range of AFTER (e.g. now-1h..now)\n"
+	"      --significant     only the changes that are significant\n"
+	"      --fdr Q           the false discovery rate of those (default 0.05)\n"
+	"      --no-significance the plain subtraction, sorted by |delta|\n"
 	"  -h, --help            show this help\n",
 };
 
 struct diff_opts {
 	const char *format, *sample_type, *focus, *ignore, *title, *output, *before_range, *after_range;
-	bool normalize;
+	bool normalize, significant, no_significance;
+	double fdr;
 	int limit;
 };
 
@@ -86,7 +99,8 @@ static int run_diff(int argc, char **argv)
 {
 	static const char *formats[] = { "table", "flamegraph", "folded", "json", "pprof", NULL };
 	struct diff_opts o = { .format = "table" };
-	struct cp_profile *before = NULL, *after = NULL;
+	struct cp_profile *before = NULL, *after = NULL, **iv[2] = { NULL, NULL };
+	size_t niv[2] = { 0, 0 };
 	struct cp_filter *filter = NULL;
 	struct store_args sa = { 0 };
 	struct output out = { 0 };
@@ -107,6 +121,16 @@ static int run_diff(int argc, char **argv)
 		case OPT_FOCUS: o.focus = optarg; break;
 		case OPT_IGNORE: o.ignore = optarg; break;
 		case OPT_TITLE: o.title = optarg; break;
+		case OPT_SIGNIFICANT: o.significant = true; break;
+		case OPT_NO_SIGNIFICANCE: o.no_significance = true; break;
+		case OPT_FDR: {
+			char *end;
+
+			o.fdr = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.fdr > 0 && o.fdr < 1))
+				return usage_error("diff", "bad --fdr '%s': want a number between 0 and 1, e.g. 0.05", optarg);
+			break;
+		}
 		case 'o': o.output = optarg; break;
 		case 'n':
 			if ((status = parse_count("diff", "--limit", optarg, &o.limit)))
@@ -136,8 +160,23 @@ static int run_diff(int argc, char **argv)
 	if ((status = store_range("diff", &sa)) || (status = parse_range("--before-range", o.before_range, &sa, &bf, &bt)) ||
 	    (status = parse_range("--after-range", o.after_range, &sa, &af, &at)))
 		return status;
+	if (o.normalize && !o.significant)
+		o.no_significance = true; /* shares are normalised already: the plain table's option */
+	if (o.significant && o.no_significance)
+		return usage_error("diff", "--significant cannot go with --no-significance");
 	if ((status = make_filter("diff", o.focus, o.ignore, &filter)))
 		return status;
+	/* stored selections: their intervals, for the test of each change */
+	if (!o.no_significance && !is_file_arg(bname) && !is_file_arg(aname) &&
+	    ((status = load_intervals("diff", bname, &sa, bf, bt, &iv[0], &niv[0])) ||
+	     (status = load_intervals("diff", aname, &sa, af, at, &iv[1], &niv[1]))))
+		goto out;
+	for (int s = 0; s < 2; s++)
+		for (i = 0; i < niv[s]; i++)
+			if (!(iv[s][i] = cp_profile_filter(iv[s][i], filter))) {
+				status = fail("diff", "%s", cp_errmsg(errno));
+				goto out;
+			}
 	if (!(before = load_selection("diff", bname, &sa, bf, bt, &status)) ||
 	    !(after = load_selection("diff", aname, &sa, af, at, &status)))
 		goto out;
@@ -159,13 +198,16 @@ static int run_diff(int argc, char **argv)
 	if ((status = output_open(&out, "diff", o.output, !strcmp(o.format, "pprof"))))
 		goto out;
 	{
-		struct cp_render_diff_opts ro = { o.limit, o.normalize, o.title, false, false, 0 };
+		struct cp_render_diff_opts ro = { o.limit, o.normalize, o.title, false, false, 0, !o.no_significance,
+						  o.significant, o.fdr, { iv[0], iv[1] }, { niv[0], niv[1] } };
 
 		err = cp_render_diff(out.f, o.format, before, vb, after, va, &ro);
 	}
 	status = err ? fail("diff", "%s", cp_errmsg(err)) : EXIT_OK;
 	status = output_close(&out, status);
 out:
+	cp_store_intervals_free(iv[0], niv[0]);
+	cp_store_intervals_free(iv[1], niv[1]);
 	cp_filter_free(filter);
 	cp_profile_free(before);
 	cp_profile_free(after);

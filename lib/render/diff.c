@@ -11,11 +11,59 @@
 #include "../folded.h"
 #include "../pprof.h"
 #include "../util.h"
+#include "diffstat.h"
 #include "render.h"
+
+/* How many samples p's total of value v stands for: its "samples" (or
+ * "count") value's total, else the total over the period when the period is
+ * of the value's type, else the total itself. */
+static double sample_count(const struct cp_profile *p, int v)
+{
+	const char *unit = cp_profile_string(p, p->sample_types[v].unit);
+	int64_t total = cp_profile_total(p, v);
+
+	for (size_t i = 0; i < p->ntypes; i++) {
+		const char *ty = cp_profile_string(p, p->sample_types[i].type);
+
+		if (!strcmp(ty, "samples") || !strcmp(ty, "count"))
+			return (double)cp_profile_total(p, (int)i);
+	}
+	if (p->period > 0 && !strcmp(cp_profile_string(p, p->period_type.unit), unit))
+		return (double)total / (double)p->period;
+	return (double)total;
+}
+
+/* the significance of the table's rows, as o asks (*have: made) */
+static int significance(const struct cp_fn_table *ft, const struct cp_profile *before, int vb,
+			const struct cp_profile *after, int va, const struct cp_render_diff_opts *o,
+			struct cp_diffstat *ds, bool *have)
+{
+	int err;
+
+	*have = false;
+	if (o->niv[0] && o->niv[1]) {
+		const int vidx[2] = { vb, va };
+
+		err = cp_diffstat_intervals(ft, o->iv, o->niv, vidx, o->alpha, ds);
+	} else if (o->significance) {
+		const double n[2] = { sample_count(before, vb), sample_count(after, va) };
+
+		err = cp_diffstat_counts(ft, n, o->alpha, ds);
+	} else {
+		return 0;
+	}
+	if (err == -EINVAL)
+		return 0; /* a side without samples: nothing to test, the diff still stands */
+	*have = !err;
+	return err;
+}
 
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
 {
+	const struct cp_profile *unscaled = before;
+	struct cp_diffstat ds = { 0 };
+	bool have_stat = false;
 	const char *unit = cp_profile_string(after, after->sample_types[va].unit);
 	struct cp_merge_opts mo = { 0 };
 	struct cp_fn_table *ft = NULL;
@@ -40,12 +88,15 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 			goto out;
 	}
 	if (!strcmp(format, "table") || json) {
-		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes };
+		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes, NULL, false };
 
 		if (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
-		    (err = cp_fn_table_add(ft, after, va, 1)))
+		    (err = cp_fn_table_add(ft, after, va, 1)) ||
+		    (err = significance(ft, unscaled, vb, after, va, o, &ds, &have_stat)))
 			goto out;
 		d.tree = o->with_tree ? t : NULL;
+		d.stat = have_stat ? &ds : NULL;
+		d.only_significant = o->only_significant;
 		err = json ? cp_render_diff_json(out, ft, &d) : cp_render_diff_table(out, ft, &d);
 	} else if (!strcmp(format, "folded")) {
 		err = cp_folded_write_diff(out, before, after, vb, va);
@@ -76,6 +127,7 @@ out:
 	if (err == -ENOMEM)
 		cp_error(ENOMEM, "out of memory");
 	free(buf);
+	cp_diffstat_release(&ds);
 	cp_fn_table_free(ft);
 	cp_tree_free(t);
 	cp_profile_free(scaled);

@@ -7,6 +7,7 @@
 
 #include "../error.h"
 #include "../util.h"
+#include "diffstat.h"
 #include "render.h"
 
 uint32_t *cp_fn_table_sorted(const struct cp_fn_table *t, int mode, uint32_t *n);
@@ -216,10 +217,26 @@ out:
 	return err;
 }
 
+/* one test's figures: shares, change, interval, p and q */
+static json_t *stat_json(const struct cp_fn_stat *s)
+{
+	json_t *j = json_pack("{s:f,s:f,s:f,s:b,s:b}", "share_before", s->share[0], "share_after", s->share[1], "change",
+			      s->share[1] - s->share[0], "tested", s->tested, "significant", s->significant);
+
+	if (j && s->tested) {
+		json_object_set_new(j, "interval", json_pack("[f,f]", s->t.lo, s->t.hi));
+		json_object_set_new(j, "p", json_real(s->t.p));
+		json_object_set_new(j, "q", json_real(s->q));
+	}
+	return j;
+}
+
 int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o)
 {
 	double norm = t->total[0] ? (double)t->total[1] / (double)t->total[0] : 1;
-	uint32_t n = 0, i, *order = cp_fn_table_sorted(t, o->normalize ? 2 : 1, &n);
+	const struct cp_diffstat *d = o->stat;
+	uint32_t n = 0, i, *order = d ? cp_diffstat_order(d, o->only_significant, &n)
+				     : cp_fn_table_sorted(t, o->normalize ? 2 : 1, &n);
 	json_t *root = json_object(), *rows = json_array();
 
 	if (!order || !root || !rows) {
@@ -241,9 +258,20 @@ int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_
 			json_object_set_new(row, "delta_pct", json_real(100.0 * ((double)r->flat[1] - (double)r->flat[0]) / (double)r->flat[0]));
 			json_object_set_new(row, "norm_pct", json_real(100.0 * ((double)r->flat[1] - nb) / nb));
 		}
+		if (row && d) {
+			json_object_set_new(row, "self", stat_json(&d->rows[order[i]][0]));
+			json_object_set_new(row, "total", stat_json(&d->rows[order[i]][1]));
+		}
 		json_array_append_new(rows, row);
 	}
 	free(order);
+	if (d)
+		json_object_set_new(root, "significance",
+				    json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:I}", "method",
+					      d->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "counts", "description",
+					      cp_diffstat_method_name(d), "before", (json_int_t)d->n[0], "after",
+					      (json_int_t)d->n[1], "alpha", d->alpha, "level", d->level, "significant",
+					      (json_int_t)d->nsignificant));
 	json_object_set_new(root, "unit", json_string(o->unit ? o->unit : ""));
 	json_object_set_new(root, "total_before", json_integer(t->total[0]));
 	json_object_set_new(root, "total_after", json_integer(t->total[1]));

@@ -42,12 +42,15 @@ struct cp_flame_opts {
  * zoom; search).  For a plain graph the tree has side 0 only. */
 int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_opts *o);
 
+struct cp_diffstat;
 struct cp_diff_opts {
 	int limit;      /* rows; 0 = all */
 	bool normalize; /* sort by the normalised delta */
 	const char *unit;
 	const struct cp_tree *tree; /* JSON: add the two-sided call tree ("tree") */
 	uint32_t max_nodes;         /* of that tree (0: all) */
+	const struct cp_diffstat *stat; /* the rows' significance (diffstat.h): shown, and the order */
+	bool only_significant;          /* with stat: only the significant rows */
 };
 /* Per function: before, after, delta, delta%, and the same normalised to
  * equal totals; sorted by the largest |delta|. */
@@ -61,6 +64,13 @@ struct cp_render_diff_opts {
 	bool icicle;        /* flame graph hanging down */
 	bool with_tree;     /* json: add the call tree with both sides */
 	uint32_t max_nodes; /* of that tree */
+	/* significance (diffstat.h): with intervals (niv[0] and niv[1] > 0)
+	 * Welch's test over them, else with `significance` the test of sample
+	 * counts; alpha the false discovery rate (0: 0.05) */
+	bool significance, only_significant;
+	double alpha;
+	struct cp_profile *const *iv[2];
+	size_t niv[2];
 };
 /* Compare before (value vb) with after (va) in format table, json, folded,
  * flamegraph or pprof (the -diff_base form, gzipped). */

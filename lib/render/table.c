@@ -8,6 +8,7 @@
 
 #include "../error.h"
 #include "../util.h"
+#include "diffstat.h"
 #include "render.h"
 #include "units.h"
 
@@ -136,15 +137,73 @@ static const char *delta_pct(double before, double delta, char *buf, size_t len)
 	return buf;
 }
 
+static const char *pp(double share, char *buf, size_t len)
+{
+	snprintf(buf, len, "%+.2fpp", 100 * share);
+	return buf;
+}
+
+static const char *qval(const struct cp_fn_stat *s, char *buf, size_t len)
+{
+	if (!s->tested)
+		snprintf(buf, len, "-");
+	else if (s->q < 0.0001)
+		snprintf(buf, len, "<0.0001%s", s->significant ? " *" : "");
+	else
+		snprintf(buf, len, "%.4f%s", s->q, s->significant ? " *" : "");
+	return buf;
+}
+
+/* the diff table with each row's significance (diffstat.h): shares in
+ * percent, their change in points, its interval and q-value, self and total */
+static int stat_table(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o)
+{
+	const struct cp_diffstat *d = o->stat;
+	uint32_t n = 0, shown, *order = cp_diffstat_order(d, o->only_significant, &n);
+	char a[32], b[32], c[32], e[32], f[32], g[32], iv[72];
+
+	if (!order)
+		return -ENOMEM;
+	shown = o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
+	fprintf(out, "Before: %s total   After: %s total\n", cp_format_value(t->total[0], o->unit, a, sizeof(a)),
+		cp_format_value(t->total[1], o->unit, b, sizeof(b)));
+	fprintf(out, "Significance: %s (%zu %s before, %zu after); significant (*): q <= %g, the false "
+		     "discovery rate (Benjamini-Hochberg); intervals at %g%%\n",
+		cp_diffstat_method_name(d), d->n[0], d->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "samples", d->n[1],
+		d->alpha, 100 * d->level);
+	fprintf(out, "Significant changes: %u of %u functions%s\n", d->nsignificant, d->nrows,
+		o->only_significant ? " (only those shown)" : "");
+	if (shown < n)
+		fprintf(out, "Showing top %u functions out of %u\n", shown, n);
+	fprintf(out, "%8s %8s %9s %21s %9s | %9s %9s  %s\n", "self", "self", "change", "interval", "q", "total",
+		"q", "");
+	fprintf(out, "%8s %8s %9s %21s %9s | %9s %9s  %s\n", "before", "after", "", "", "", "change", "", "name");
+	for (uint32_t i = 0; i < shown; i++) {
+		uint32_t r = order[i];
+		const struct cp_fn_stat *s = d->rows[r];
+
+		snprintf(iv, sizeof(iv), "[%s, %s]", pp(s[0].t.lo, a, sizeof(a)), pp(s[0].t.hi, b, sizeof(b)));
+		fprintf(out, "%7.2f%% %7.2f%% %9s %21s %9s | %9s %9s  %s\n", 100 * s[0].share[0], 100 * s[0].share[1],
+			pp(s[0].share[1] - s[0].share[0], c, sizeof(c)), s[0].tested ? iv : "-",
+			qval(&s[0], e, sizeof(e)), pp(s[1].share[1] - s[1].share[0], f, sizeof(f)),
+			qval(&s[1], g, sizeof(g)), cp_strtab_get(&t->names, t->rows[r].name));
+	}
+	free(order);
+	return cp_stream_check(out, NULL);
+}
+
 int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp_diff_opts *o)
 {
 	double norm = t->total[0] ? (double)t->total[1] / (double)t->total[0] : 1;
 	int64_t max = llabs(t->total[0]) > llabs(t->total[1]) ? t->total[0] : t->total[1];
 	struct cp_unit_scale sc = cp_unit_scale_for(max, o->unit);
-	uint32_t n = 0, shown, i, *order = sorted_rows(t, o->normalize ? 2 : 1, norm, &n);
+	uint32_t n = 0, shown, i, *order;
 	char a[32], b[32], c[32], d[32], e[32], f[32];
 	int err;
 
+	if (o->stat)
+		return stat_table(out, t, o) == -ENOMEM ? cp_error(ENOMEM, "out of memory rendering the table") : cp_stream_check(out, NULL);
+	order = sorted_rows(t, o->normalize ? 2 : 1, norm, &n);
 	if (!order)
 		return cp_error(ENOMEM, "out of memory rendering the table");
 	shown = o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;

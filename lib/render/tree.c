@@ -229,6 +229,18 @@ static int64_t row(struct cp_fn_table *t, uint32_t name, uint32_t file)
 	return t->nrows++;
 }
 
+int64_t cp_fn_table_find(const struct cp_fn_table *t, const char *name)
+{
+	int64_t id = cp_strtab_find(&t->names, name, strlen(name));
+	uint32_t key, row;
+
+	if (id < 0)
+		return -1;
+	key = (uint32_t)id;
+	row = cp_index_find(&t->idx, (uint32_t)cp_hash_u64(key, 8), row_eq, t, &key);
+	return row == UINT32_MAX ? -1 : (int64_t)row;
+}
+
 int cp_fn_table_add(struct cp_fn_table *t, const struct cp_profile *p, int vidx, int side)
 {
 	struct name_cache c;

@@ -62,5 +62,7 @@ void cp_fn_table_free(struct cp_fn_table *t);
 /* flat: value where the function is the leaf; cum: where it is anywhere in
  * the stack (counted once per sample, whatever the recursion). */
 int cp_fn_table_add(struct cp_fn_table *t, const struct cp_profile *p, int vidx, int side);
+/* The row of the function called name, or -1. */
+int64_t cp_fn_table_find(const struct cp_fn_table *t, const char *name);
 
 #endif

@@ -55,6 +55,90 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	return s->ops->over_time(s, q, step, totals, b, type);
 }
 
+int cp_store_select_intervals(struct cp_store *s, const struct cp_store_query *q, int64_t min_step,
+			      size_t max_intervals, struct cp_profile ***out, size_t *n, int64_t *step)
+{
+	struct cp_store_query sq = *q;
+	struct cp_buckets b;
+	int64_t *totals = NULL, coarse, from = INT64_MAX, to = INT64_MIN;
+	char *type = NULL;
+	size_t k, cap;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	*step = min_step;
+	if (min_step <= 0 || !max_intervals || q->from >= q->to)
+		return cp_error(EINVAL, "no time range to cut into intervals");
+	/* where the samples are, in about a thousand coarse steps */
+	coarse = (q->to - q->from) / 1000;
+	if (coarse < min_step)
+		coarse = min_step;
+	if ((err = cp_store_over_time(s, q, coarse, &totals, &b, &type)))
+		return err;
+	for (k = 0; k < b.n; k++) {
+		if (!totals[k])
+			continue;
+		if (from == INT64_MAX)
+			from = b.start + (int64_t)k * b.step;
+		to = b.start + (int64_t)(k + 1) * b.step;
+	}
+	free(totals);
+	free(type);
+	if (from == INT64_MAX)
+		return 0;
+	if (from < q->from)
+		from = q->from;
+	if (to > q->to)
+		to = q->to;
+	*step = (to - from + (int64_t)max_intervals - 1) / (int64_t)max_intervals;
+	if (*step < min_step)
+		*step = min_step;
+	*step = (*step + min_step - 1) / min_step * min_step;
+	cap = (size_t)((to - from + *step - 1) / *step);
+	if (!(*out = calloc(cap ? cap : 1, sizeof(**out))))
+		return cp_error(ENOMEM, "out of memory cutting the range into intervals");
+	/* steps aligned to multiples of the step, as the store's blocks are */
+	for (int64_t t0 = from / *step * *step; t0 < to && *n < cap + 1; t0 += *step) {
+		struct cp_store_result *res = NULL;
+		size_t nr = 0;
+
+		sq.from = t0 > from ? t0 : from;
+		sq.to = t0 + *step < to ? t0 + *step : to;
+		sq.group_by = NULL;
+		if ((err = cp_store_select(s, &sq, &res, &nr))) {
+			cp_store_intervals_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			return err;
+		}
+		if (*n == cap) { /* the aligned steps can be one more than cap */
+			struct cp_profile **more = realloc(*out, (cap + 1) * sizeof(**out));
+
+			if (!more) {
+				cp_store_results_free(res, nr);
+				cp_store_intervals_free(*out, *n);
+				*out = NULL;
+				*n = 0;
+				return cp_error(ENOMEM, "out of memory cutting the range into intervals");
+			}
+			*out = more;
+			cap++;
+		}
+		(*out)[(*n)++] = res[0].profile;
+		res[0].profile = NULL;
+		cp_store_results_free(res, nr);
+	}
+	return 0;
+}
+
+void cp_store_intervals_free(struct cp_profile **p, size_t n)
+{
+	for (size_t i = 0; p && i < n; i++)
+		cp_profile_free(p[i]);
+	free(p);
+}
+
 int cp_store_stats(struct cp_store *s, struct cp_store_stats *st)
 {
 	return s->ops->stats(s, st);

@@ -145,6 +145,16 @@ void cp_store_results_free(struct cp_store_result *r, size_t n);
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       struct cp_buckets *b, char **type);
 
+/* The matching samples as one profile per interval of time, for tests of
+ * significance (`cprof diff`): the span of [from, to) that holds samples is
+ * cut into at most max_intervals steps of at least min_step (both > 0), and
+ * each step's profile (possibly empty) goes into (*out)[0..*n).  *step says
+ * the step used.  Errors as cp_store_select's; none with *n = 0 when the
+ * range holds no samples.  Free with cp_store_intervals_free. */
+int cp_store_select_intervals(struct cp_store *s, const struct cp_store_query *q, int64_t min_step,
+			      size_t max_intervals, struct cp_profile ***out, size_t *n, int64_t *step);
+void cp_store_intervals_free(struct cp_profile **p, size_t n);
+
 /* Figures for `query --stats` and benchmarks. */
 struct cp_store_stats {
 	int64_t series, stacks, locations, functions, blocks, entries, samples, bytes;

@@ -4,7 +4,7 @@
 b="$FIXTURES/cpu-before.pb.gz"   # weights alpha 3, beta 2, gamma 1
 a="$FIXTURES/cpu-after.pb.gz"    # weights alpha 1, beta 2, gamma 3
 
-run "$CPROF" diff "$b" "$a"
+run "$CPROF" diff --no-significance "$b" "$a"
 is "$rc" 0 "diff exits 0"
 like "$out" '^Before: [0-9.]+s total +After: [0-9.]+s total' "the header has both totals"
 like "$out" 'before +after +delta +delta% +norm\.delta +norm%' "the column header"
@@ -18,7 +18,7 @@ like "$alpha" '^ +[0-9.]+s +[0-9.]+s +-[0-9.]+s +-[0-9.]+% ' "main.alpha shrank"
 # the numbers: before/after equal the flat values query reports
 bg=$("$CPROF" query -i "$b" -f json | jq '[.top[] | select(.name == "main.gamma")][0].flat')
 ag=$("$CPROF" query -i "$a" -f json | jq '[.top[] | select(.name == "main.gamma")][0].flat')
-run "$CPROF" diff -f json "$b" "$a"
+run "$CPROF" diff --no-significance -f json "$b" "$a"
 is "$(printf '%s' "$out" | jq '[.rows[] | select(.name == "main.gamma")][0] | [.before, .after, .delta] | join(" ")' -r)" \
 	"$bg $ag $((ag - bg))" "json rows: before, after and delta of main.gamma"
 is "$(printf '%s' "$out" | jq '.rows | map(.delta | fabs) | . == (sort | reverse)')" true "json rows sorted by |delta|"

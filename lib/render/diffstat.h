@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* Which changes between the two sides of a diff are more than chance.
+ *
+ * For every function of a diff's table (tree.h), the change of its share of
+ * the total, self and total (cum), with a confidence interval, a p-value,
+ * and a q-value: Benjamini-Hochberg over all the tests of the diff (two per
+ * function), so that among the changes called significant at q <= alpha
+ * the expected fraction of false ones is at most alpha.
+ *
+ * Two methods (docs/DIFF.md says why and what they assume):
+ * - intervals: each side is a series of profiles, one per interval of time
+ *   (the store keeps one per process every 10 s).  A function's share is
+ *   computed per interval, and Welch's t test compares the two sides' mean
+ *   interval shares: the intervals are the independent units, so samples
+ *   within an interval may be as correlated as they like (a loop that runs
+ *   for a second is one burst, not a thousand independent samples).
+ * - counts: one profile a side, no intervals.  The two-proportion test on
+ *   sample counts, which assumes every sample independent: it overstates
+ *   significance when they are not, and says so (method "counts").
+ *
+ * Ownership: a cp_diffstat owns its rows (cp_diffstat_release).  Errors:
+ * -ENOMEM with the reason in cp_errmsg; -EINVAL when a side has no
+ * intervals with samples. */
+#ifndef CP_RENDER_DIFFSTAT_H
+#define CP_RENDER_DIFFSTAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../profile.h"
+#include "../stats.h"
+#include "tree.h"
+
+enum cp_diffstat_method { CP_DIFFSTAT_INTERVALS, CP_DIFFSTAT_COUNTS };
+
+struct cp_fn_stat {
+	double share[2];        /* of each side's total, 0..1 (intervals: the mean of the intervals') */
+	struct cp_stats_test t; /* after - before, in share */
+	double q;               /* Benjamini-Hochberg */
+	bool tested;            /* false: nothing to test (no variance, too few intervals) */
+	bool significant;       /* q <= alpha */
+};
+
+struct cp_diffstat {
+	enum cp_diffstat_method method;
+	size_t n[2];         /* intervals (counts: samples) per side */
+	double alpha, level; /* the FDR asked for; the intervals' confidence level (1 - alpha) */
+	uint32_t nrows;      /* the table's rows when made */
+	struct cp_fn_stat (*rows)[2]; /* rows[i][0]: self, rows[i][1]: total; i as in the table */
+	uint32_t nsignificant;        /* rows with either significant */
+};
+
+/* iv[s][0..n[s]): side s's interval profiles, value index vidx[s]; t is
+ * the diff's table of the two sides' sums.  Intervals without samples are
+ * left out. */
+int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const *const iv[2], const size_t n[2],
+			  const int vidx[2], double alpha, struct cp_diffstat *out);
+/* One profile a side: samples[s] the number of samples side s's total
+ * stands for (the values are scaled to counts by samples / total). */
+int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], double alpha, struct cp_diffstat *out);
+void cp_diffstat_release(struct cp_diffstat *d);
+
+/* The rows in the order a reader wants them: significant changes first,
+ * largest |change of share| (self, else total) first, then the rest by the
+ * same; only the significant ones when only_significant.  NULL when out of
+ * memory; *n rows. */
+uint32_t *cp_diffstat_order(const struct cp_diffstat *d, bool only_significant, uint32_t *n);
+
+/* "Welch's t test over the intervals" or "a test of sample counts (samples
+ * assumed independent)" */
+const char *cp_diffstat_method_name(const struct cp_diffstat *d);
+
+#endif

@@ -1,0 +1,94 @@
+# cprof diff's significance (#19): which changes are more than chance.
+# Stored selections are tested interval by interval (Welch's t test over the
+# 10 s intervals, Benjamini-Hochberg q-values); files by sample counts.  The
+# data: 12 intervals a side of 1,000 samples each, drawn (awk, fixed seeds)
+# among ten functions with known shares, imported 10 s apart: so the truth is
+# known.  A/A (the same shares) must flag nothing; A/B (f1 from 10% to 13%,
+# the others down by a third of a point each) must flag f1 and only f1; and
+# bursty intervals (f1's share drawn per interval between 4% and 16%) must
+# flag nothing between stored selections.
+. "$srcdir/tests/cli/lib.sh"
+S="$T/store"
+# draw SEED F1SHARE SPREAD: 1,000 samples, f1 with share F1SHARE +- SPREAD/2 (uniform per
+# interval), the rest evenly among f2..f10; folded stacks on stdout
+draw() {
+	awk -v seed="$1" -v p1="$2" -v w="$3" 'BEGIN {
+		srand(seed); s = p1 + (rand() - 0.5) * w
+		for (i = 0; i < 1000; i++) {
+			r = rand(); f = r < s ? 1 : 2 + int((r - s) / ((1 - s) / 9)); if (f > 10) f = 10
+			n[f]++
+		}
+		for (f = 1; f <= 10; f++) if (n[f]) printf "main;work;f%d %d\n", f, n[f]
+	}'
+}
+# side RUN SEED0 F1SHARE SPREAD START: 12 intervals imported 10 s apart from now-START s
+side() {
+	for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+		draw $(($2 + k)) "$3" "$4" > "$T/p.folded"
+		"$CPROF" import --data "$S" -l run="$1" --time "now-$(($5 - 10 * k))s" "$T/p.folded" > /dev/null
+	done
+}
+side a1 100 0.10 0 900
+side a2 200 0.10 0 700
+side b 300 0.13 0 500
+side burst1 1000 0.10 0.12 1500
+side burst2 2000 0.10 0.12 1300
+ok "the store has the five runs" test "$("$CPROF" query --data "$S" --series --since 1h 2> /dev/null | grep -c run=)" -ge 5
+
+d() { "$CPROF" diff --data "$S" --since 1h "$@"; }
+# A/B
+run d '{run="a1"}' '{run="b"}'
+is "$rc" 0 "diff of two stored runs exits 0"
+like "$out" "Significance: Welch's t test over the intervals \(12 intervals before, 12 after\)" \
+	"the header names the test and the intervals of each side"
+sig=$(printf '%s\n' "$out" | awk '/ name$/ { f = 1; next } f && / \* / { print $NF }' | tr '\n' ' ')
+is "$sig" "f1 " "A/B: f1 (10% -> 13%) is the one significant change"
+first=$(printf '%s\n' "$out" | awk '/ name$/ { getline; print $NF; exit }')
+is "$first" "f1" "the significant change comes first"
+run d -f json '{run="a1"}' '{run="b"}'
+j=$out
+is "$(printf '%s' "$j" | jq -r '.significance | [.method, .before, .after, .significant] | join(" ")')" "intervals 12 12 1" \
+	"json: the method, the intervals and the number of significant rows"
+is "$(printf '%s' "$j" | jq -r '.rows[] | select(.name == "f1") | .self | [.significant, (.change * 100 | . > 2 and . < 4), (.interval[0] < .change and .change < .interval[1]), (.q < 0.05)] | join(" ")')" \
+	"true true true true" "json: f1's self change is about +3 points, inside its interval, q < 0.05"
+is "$(printf '%s' "$j" | jq '[.rows[] | select(.name != "f1") | .self.significant] | any')" false \
+	"json: no other function's self change is significant (they shrink by a third of a point)"
+run d --significant -f json '{run="a1"}' '{run="b"}'
+is "$(printf '%s' "$out" | jq -r '[.rows[].name] | join(" ")')" "f1" "--significant keeps only f1"
+# A/A
+run d '{run="a1"}' '{run="a2"}'
+like "$out" 'Significant changes: 0 of ' "A/A (the same shares, other draws): nothing significant"
+# bursty intervals: the intervals vary more than their samples say
+run d '{run="burst1"}' '{run="burst2"}'
+like "$out" 'Significant changes: 0 of ' "bursty intervals: nothing significant over the intervals"
+# ... where the test of counts, taking the samples as independent, is fooled (these draws: f1 -1.1 points)
+"$CPROF" query --data "$S" --since 1h '{run="burst1"}' -f pprof -o "$T/u1.pb.gz"
+"$CPROF" query --data "$S" --since 1h '{run="burst2"}' -f pprof -o "$T/u2.pb.gz"
+run "$CPROF" diff "$T/u1.pb.gz" "$T/u2.pb.gz"
+like "$out" 'Significant changes: 1 of ' "the same bursty data as two files: the counts test flags a change that is chance"
+# one selector at two ranges is two sides too
+run d --before-range now-1000s..now-600s --after-range now-600s..now-300s '{run=~"a1|b"}'
+like "$out" '12 intervals before, 12 after' "one selector at two ranges: 12 intervals a side"
+like "$(printf '%s\n' "$out" | awk '/ name$/ { getline; print; exit }')" ' \* .*f1$' "... and f1 significant first"
+# files: counts
+"$CPROF" query --data "$S" --since 1h '{run="a1"}' -f pprof -o "$T/a1.pb.gz"
+"$CPROF" query --data "$S" --since 1h '{run="b"}' -f pprof -o "$T/b.pb.gz"
+run "$CPROF" diff "$T/a1.pb.gz" "$T/b.pb.gz"
+like "$out" 'Significance: a test of sample counts \(samples assumed independent\) \(12000 samples before, 12000 after\)' \
+	"two files: the test of sample counts, said so, with the samples of each side"
+run "$CPROF" diff -f json "$T/a1.pb.gz" "$T/b.pb.gz"
+is "$(printf '%s' "$out" | jq -r '.significance.method')" counts "json: method counts"
+# the plain table, and bad options
+run "$CPROF" diff --no-significance "$T/a1.pb.gz" "$T/b.pb.gz"
+like "$out" 'before +after +delta +delta% +norm\.delta +norm%' "--no-significance: the plain table"
+unlike "$out" 'Significance' "--no-significance: no test"
+run "$CPROF" diff --fdr 1.5 "$T/a1.pb.gz" "$T/b.pb.gz"
+is "$rc" 2 "--fdr out of (0, 1): exit 2"
+like "$err" "bad --fdr '1.5'" "... with a message"
+run "$CPROF" diff --significant --no-significance "$T/a1.pb.gz" "$T/b.pb.gz"
+is "$rc" 2 "--significant with --no-significance: exit 2"
+# a side without samples: nothing to test, the diff still stands (the plain table)
+run d --before-range now-2000s..now-1990s --after-range now-600s..now-300s '{run=~"a1|b"}'
+is "$rc" 0 "no samples before: exit 0"
+like "$out" 'before +after +delta' "... the plain table, as there is nothing to test"
+done_testing

@@ -611,9 +611,25 @@ static int64_t map_location(struct merger *m, uint32_t id)
 	return r;
 }
 
+
+/* string id c among p's comments, once: 0 or -ENOMEM */
+static int comment_add(struct cp_profile *p, uint32_t c)
+{
+	uint32_t *nc;
+
+	for (size_t j = 0; j < p->ncomments; j++)
+		if (p->comments[j] == c)
+			return 0;
+	if (!(nc = realloc(p->comments, (p->ncomments + 1) * sizeof(*nc))))
+		return -ENOMEM;
+	p->comments = nc;
+	nc[p->ncomments++] = c;
+	return 0;
+}
+
 static int merge_header(struct cp_profile *dst, const struct cp_profile *src, struct merger *m)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!dst->ntypes) {
 		for (i = 0; i < src->ntypes; i++) {
@@ -643,20 +659,19 @@ static int merge_header(struct cp_profile *dst, const struct cp_profile *src, st
 	}
 	for (i = 0; i < src->ncomments; i++) {
 		int64_t c = map_str(m, src->comments[i]);
-		uint32_t *nc;
 
-		if (c < 0)
+		if (c < 0 || comment_add(dst, (uint32_t)c))
 			return cp_error(ENOMEM, "out of memory merging comments");
-		for (j = 0; j < dst->ncomments && dst->comments[j] != (uint32_t)c; j++)
-			;
-		if (j < dst->ncomments)
-			continue;
-		nc = realloc(dst->comments, (dst->ncomments + 1) * sizeof(*nc));
-		if (!nc)
-			return cp_error(ENOMEM, "out of memory merging comments");
-		dst->comments = nc;
-		nc[dst->ncomments++] = (uint32_t)c;
 	}
+	return 0;
+}
+
+int cp_profile_add_comment(struct cp_profile *p, const char *text)
+{
+	int64_t c = cp_profile_str(p, text);
+
+	if (c < 0 || comment_add(p, (uint32_t)c))
+		return cp_error(ENOMEM, "out of memory adding a comment");
 	return 0;
 }
 

@@ -139,6 +139,8 @@ int64_t cp_profile_labelset(struct cp_profile *p, const struct cp_label *labels,
 int cp_profile_add_sample_type(struct cp_profile *p, const char *type, const char *unit);
 int cp_profile_set_period_type(struct cp_profile *p, const char *type, const char *unit, int64_t period);
 
+/* Adds a comment (pprof's comment field), once. 0 or -ENOMEM. */
+int cp_profile_add_comment(struct cp_profile *p, const char *text);
 /* Adds values (ntypes of them) to the sample (stack, labels). 0 or -errno. */
 int cp_profile_add_sample(struct cp_profile *p, uint32_t stack, uint32_t labels, const int64_t *values);
 

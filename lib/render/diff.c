@@ -58,6 +58,58 @@ static int significance(const struct cp_fn_table *ft, const struct cp_profile *b
 	return err;
 }
 
+static const char *d_subtitle(const struct cp_diffstat *ds)
+{
+	return ds->method == CP_DIFFSTAT_INTERVALS
+		       ? "width: after; red: grew, blue: shrank (self value); grey: not significant (Welch's t over the intervals, FDR)"
+		       : "width: after; red: grew, blue: shrank (self value); grey: not significant (test of sample counts, FDR)";
+}
+
+struct sig_ctx {
+	const struct cp_fn_table *ft;
+	const struct cp_diffstat *ds;
+};
+
+/* the flame graph's question: is the change of this function significant? */
+static bool significant(const char *name, void *arg)
+{
+	const struct sig_ctx *c = arg;
+	int64_t r = cp_fn_table_find(c->ft, name);
+
+	return r >= 0 && (uint32_t)r < c->ds->nrows && (c->ds->rows[r][0].significant || c->ds->rows[r][1].significant);
+}
+
+/* pprof's form carries the figures as comments (go tool pprof -comments
+ * lists them): the test, then one per significant change, largest first */
+static int sig_comments(struct cp_profile *p, const struct cp_fn_table *ft, const struct cp_diffstat *ds)
+{
+	uint32_t n = 0, *order = cp_diffstat_order(ds, true, &n);
+	char line[512];
+	int err;
+
+	if (!order)
+		return -ENOMEM;
+	snprintf(line, sizeof(line), "cprof diff: %s, %zu %s before, %zu after; %u significant changes at FDR %g",
+		 cp_diffstat_method_name(ds), ds->n[0], ds->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "samples",
+		 ds->n[1], ds->nsignificant, ds->alpha);
+	err = cp_profile_add_comment(p, line);
+	for (uint32_t i = 0; !err && i < n; i++) {
+		for (int j = 0; !err && j < 2; j++) {
+			const struct cp_fn_stat *s = &ds->rows[order[i]][j];
+
+			if (!s->significant)
+				continue;
+			snprintf(line, sizeof(line), "cprof diff: %s %s %+.2fpp (%.2f%% -> %.2f%%), interval [%+.2fpp, %+.2fpp], q %.3g",
+				 cp_strtab_get(&ft->names, ft->rows[order[i]].name), j ? "total" : "self",
+				 100 * (s->share[1] - s->share[0]), 100 * s->share[0], 100 * s->share[1], 100 * s->t.lo,
+				 100 * s->t.hi, s->q);
+			err = cp_profile_add_comment(p, line);
+		}
+	}
+	free(order);
+	return err;
+}
+
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
 {
@@ -102,9 +154,21 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 		err = cp_folded_write_diff(out, before, after, vb, va);
 	} else if (!strcmp(format, "flamegraph")) {
 		struct cp_flame_opts fo = { 0 };
+		struct sig_ctx sc = { NULL, &ds };
 
+		if ((o->significance || (o->niv[0] && o->niv[1])) &&
+		    (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
+		     (err = cp_fn_table_add(ft, after, va, 1)) ||
+		     (err = significance(ft, unscaled, vb, after, va, o, &ds, &have_stat))))
+			goto out;
 		fo.title = o->title ? o->title : "Differential Flame Graph";
 		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
+		if (have_stat) {
+			sc.ft = ft;
+			fo.significant = significant;
+			fo.significant_arg = &sc;
+			fo.subtitle = d_subtitle(&ds);
+		}
 		fo.unit = unit;
 		fo.diff = true;
 		fo.icicle = o->icicle;
@@ -117,7 +181,15 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 			err = err ? err : -errno;
 			goto out;
 		}
-		if ((err = cp_profile_merge(res, before, &mo)) || (err = cp_pprof_encode(res, 1, &buf, &len)))
+		if ((err = cp_profile_merge(res, before, &mo)))
+			goto out;
+		if ((o->significance || (o->niv[0] && o->niv[1])) &&
+		    (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, unscaled, vb, 0)) ||
+		     (err = cp_fn_table_add(ft, after, va, 1)) ||
+		     (err = significance(ft, unscaled, vb, after, va, o, &ds, &have_stat)) ||
+		     (have_stat && (err = sig_comments(res, ft, &ds)))))
+			goto out;
+		if ((err = cp_pprof_encode(res, 1, &buf, &len)))
 			goto out;
 		err = fwrite(buf, 1, len, out) == len ? 0 : cp_stream_check(out, NULL);
 	} else {

@@ -29,6 +29,8 @@ struct flame {
 	const char *unit;
 	int side;
 	bool diff, icicle;
+	bool (*significant)(const char *name, void *arg);
+	void *significant_arg;
 	int width;
 	uint32_t depths; /* levels drawn: max_depth + 1 */
 	double ybase;    /* y of depth 0 */
@@ -228,6 +230,10 @@ static void frame_fill(struct flame *fl, const char *name, const struct cp_tree_
 		return;
 	}
 	d = n->self[1] - n->self[0];
+	if (d && fl->significant && !fl->significant(name, fl->significant_arg)) {
+		snprintf(buf, len, "rgb(221,221,221)"); /* a change that chance explains */
+		return;
+	}
 	r = fl->maxdelta ? (double)(d < 0 ? -d : d) / (double)fl->maxdelta : 0;
 	c = 250 - (int)(r * 190 + 0.5);
 	if (d > 0)
@@ -463,6 +469,8 @@ int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_op
 	fl.out = out;
 	fl.unit = o->unit ? o->unit : "";
 	fl.diff = o->diff;
+	fl.significant = o->diff ? o->significant : NULL;
+	fl.significant_arg = o->significant_arg;
 	fl.side = o->diff ? 1 : 0;
 	fl.icicle = o->icicle;
 	fl.width = o->width > 0 ? o->width : 1200;

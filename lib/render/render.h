@@ -35,6 +35,10 @@ struct cp_flame_opts {
 	const char *subtitle; /* NULL: none */
 	const char *unit;     /* the unit of values, for the tooltip */
 	bool diff;            /* widths from side 1 (after); colour from self after - before */
+	/* diff: frames of functions whose change is not significant are grey
+	 * (NULL: none is) */
+	bool (*significant)(const char *name, void *arg);
+	void *significant_arg;
 	bool icicle;          /* root at the top */
 	int width;            /* pixels; 0 = 1200 */
 };

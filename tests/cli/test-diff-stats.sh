@@ -55,6 +55,26 @@ is "$(printf '%s' "$j" | jq '[.rows[] | select(.name != "f1") | .self.significan
 	"json: no other function's self change is significant (they shrink by a third of a point)"
 run d --significant -f json '{run="a1"}' '{run="b"}'
 is "$(printf '%s' "$out" | jq -r '[.rows[].name] | join(" ")')" "f1" "--significant keeps only f1"
+# the differential flame graph: a change that chance explains is grey
+d -f flamegraph -o "$T/ab.svg" '{run="a1"}' '{run="b"}'
+fill() { grep -A2 "<title>$2 " "$1" | grep -o 'fill="rgb([0-9,]*)"' | head -n 1; }
+is "$(fill "$T/ab.svg" f1)" 'fill="rgb(255,60,60)"' "flame graph: f1 (significant, grew the most) is the reddest"
+n=0; for f in f2 f3 f4 f5 f6 f7 f8 f9 f10; do [ "$(fill "$T/ab.svg" $f)" = 'fill="rgb(221,221,221)"' ] && n=$((n + 1)); done
+is "$n" 9 "flame graph: the nine functions that shrank by chance are grey"
+like "$(cat "$T/ab.svg")" 'grey: not significant' "flame graph: the subtitle says what grey means"
+d --no-significance -f flamegraph -o "$T/ab2.svg" '{run="a1"}' '{run="b"}'
+unlike "$(fill "$T/ab2.svg" f9)" '221,221,221' "flame graph --no-significance: no grey"
+# pprof's diff form carries the figures as comments, which go tool pprof -comments lists
+[ -n "${GO:-}" ] || GO=$(command -v go || true)
+d -f pprof -o "$T/ab.pb.gz" '{run="a1"}' '{run="b"}'
+if [ -n "$GO" ]; then
+	c=$(HOME=$T "$GO" tool pprof -comments "$T/ab.pb.gz" 2> /dev/null)
+	like "$c" "cprof diff: Welch's t test over the intervals, 12 intervals before, 12 after; 1 significant" \
+		"pprof: a comment names the test (go tool pprof -comments)"
+	like "$c" 'cprof diff: f1 self \+[0-9.]+pp \(' "pprof: and one per significant change"
+else
+	ok "go is installed (tools/setup.sh installs golang-go) to read the pprof comments" false
+fi
 # A/A
 run d '{run="a1"}' '{run="a2"}'
 like "$out" 'Significant changes: 0 of ' "A/A (the same shares, other draws): nothing significant"

@@ -6,11 +6,12 @@
 
 #include "../lib/error.h"
 #include "../lib/folded.h"
+#include "../lib/render/regress.h"
 #include "../lib/render/render.h"
 #include "cmd.h"
 
 enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE, OPT_BEFORE_RANGE, OPT_AFTER_RANGE, OPT_SIGNIFICANT,
-       OPT_NO_SIGNIFICANCE, OPT_FDR };
+       OPT_NO_SIGNIFICANCE, OPT_FDR, OPT_BASELINE, OPT_RANGE, OPT_BY };
 
 static const struct option options[] = {
 	{ "format", required_argument, NULL, 'f' },
@@ -27,6 +28,9 @@ static const struct option options[] = {
 	{ "significant", no_argument, NULL, OPT_SIGNIFICANT },
 	{ "no-significance", no_argument, NULL, OPT_NO_SIGNIFICANCE },
 	{ "fdr", required_argument, NULL, OPT_FDR },
+	{ "baseline", required_argument, NULL, OPT_BASELINE },
+	{ "range", required_argument, NULL, OPT_RANGE },
+	{ "by", required_argument, NULL, OPT_BY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -37,6 +41,7 @@ const struct cmd cmd_diff = {
 	"diff", "compare two profiles (table, differential flame graph, pprof)", run_diff, options, "f:t:n:o:h",
 	"usage: cprof diff [OPTIONS] BEFORE AFTER\n"
 	"       cprof diff [OPTIONS] --before-range FROM..TO --after-range FROM..TO SELECTOR\n"
+	"       cprof diff --baseline DURATION [--range DURATION] [--by LABEL] [SELECTOR]\n"
 	"\n"
 	"Compare two profiles function by function. BEFORE and AFTER are files\n"
 	"(pprof or folded) or selectors of stored profiles, e.g.\n"
@@ -62,11 +67,17 @@ const struct cmd cmd_diff = {
 	"      --significant     only the changes that are significant\n"
 	"      --fdr Q           the false discovery rate of those (default 0.05)\n"
 	"      --no-significance the plain subtraction, sorted by |delta|\n"
+	"      --baseline DUR    regressions: the last --range of every program (SELECTOR,\n"
+	"                        default cpu) against the same range DUR before (e.g. 1d, 1w):\n"
+	"                        its significant growths, worst first (table or json)\n"
+	"      --range DUR       the recent range of --baseline (default 1h)\n"
+	"      --by LABEL        what a program is, for --baseline (default comm)\n"
 	"  -h, --help            show this help\n",
 };
 
 struct diff_opts {
-	const char *format, *sample_type, *focus, *ignore, *title, *output, *before_range, *after_range;
+	const char *format, *sample_type, *focus, *ignore, *title, *output, *before_range, *after_range, *baseline, *range,
+		*by;
 	bool normalize, significant, no_significance;
 	double fdr;
 	int limit;
@@ -93,6 +104,46 @@ static int parse_range(const char *opt, const char *r, const struct store_args *
 	if (*from > *to)
 		return usage_error("diff", "%s: the range is empty (FROM is after TO)", opt);
 	return EXIT_OK;
+}
+
+/* --baseline: the regressions of every program */
+static int run_baseline(const struct diff_opts *o, struct store_args *sa, int nargs, char **args)
+{
+	struct cp_regressions r;
+	struct cp_selector *sel = NULL;
+	struct output out = { 0 };
+	int64_t base, range = 3600 * (int64_t)1000000000;
+	const char *selarg = nargs ? args[0] : "cpu";
+	int err, status;
+
+	if (nargs > 1 || o->before_range || o->after_range)
+		return usage_error("diff", "--baseline takes one selector (default cpu), not two profiles or ranges");
+	if (strcmp(o->format, "table") && strcmp(o->format, "json"))
+		return usage_error("diff", "--baseline prints a table or json, not %s", o->format);
+	if (cp_parse_duration(o->baseline, &base) || base <= 0)
+		return usage_error("diff", "bad --baseline '%s': want a duration, e.g. 1d or 1w", o->baseline);
+	if (o->range && (cp_parse_duration(o->range, &range) || range <= 0))
+		return usage_error("diff", "bad --range '%s': want a duration, e.g. 1h", o->range);
+	if (is_file_arg(selarg))
+		return usage_error("diff", "--baseline compares stored series, not the file %s", selarg);
+	if ((err = cp_selector_parse(selarg, &sel)))
+		return usage_error("diff", "bad selector '%s': %s", selarg, cp_errmsg(err));
+	status = EXIT_FAIL;
+	if (store_get("diff", sa)) {
+		err = cp_regressions_find(sa->store, sel, o->by ? o->by : "comm", cp_now_ns(), range, base, o->fdr, &r);
+		if (err) {
+			status = fail("diff", "%s: %s", selarg, cp_errmsg(err));
+		} else {
+			if (!(status = output_open(&out, "diff", o->output, false))) {
+				err = cp_render_regressions(out.f, &r, !strcmp(o->format, "json"));
+				status = output_close(&out, err ? fail("diff", "%s", cp_errmsg(err)) : EXIT_OK);
+			}
+			cp_regressions_release(&r);
+		}
+	}
+	cp_selector_free(sel);
+	store_args_release(sa);
+	return status;
 }
 
 static int run_diff(int argc, char **argv)
@@ -122,6 +173,9 @@ static int run_diff(int argc, char **argv)
 		case OPT_IGNORE: o.ignore = optarg; break;
 		case OPT_TITLE: o.title = optarg; break;
 		case OPT_SIGNIFICANT: o.significant = true; break;
+		case OPT_BASELINE: o.baseline = optarg; break;
+		case OPT_RANGE: o.range = optarg; break;
+		case OPT_BY: o.by = optarg; break;
 		case OPT_NO_SIGNIFICANCE: o.no_significance = true; break;
 		case OPT_FDR: {
 			char *end;
@@ -144,6 +198,10 @@ static int run_diff(int argc, char **argv)
 		;
 	if (!formats[i])
 		return usage_error("diff", "unknown format '%s' (choose table, flamegraph, folded, json or pprof)", o.format);
+	if (o.baseline)
+		return run_baseline(&o, &sa, argc - optind, argv + optind);
+	if (o.range || o.by)
+		return usage_error("diff", "--range and --by go with --baseline");
 	if (argc - optind == 1 && o.before_range && o.after_range) {
 		bname = aname = argv[optind]; /* one selector at two times */
 		if (is_file_arg(bname))

@@ -111,4 +111,43 @@ is "$rc" 2 "--significant with --no-significance: exit 2"
 run d --before-range now-2000s..now-1990s --after-range now-600s..now-300s '{run=~"a1|b"}'
 is "$rc" 0 "no samples before: exit 0"
 like "$out" 'before +after +delta' "... the plain table, as there is nothing to test"
+# ---- --baseline: every program's last hour against the same hour a day before ----
+B="$T/base"
+for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	for prog in api db; do
+		p1=0.10; [ $prog = api ] && p1=0.14 # api's f1 grew by 4 points, db did not change
+		draw $((600 + k)) 0.10 0 > "$T/p.folded"
+		"$CPROF" import --data "$B" --name cpu -l comm=$prog --time "now-$((86400 + 300 - 10 * k))s" "$T/p.folded" > /dev/null
+		draw $((700 + k)) $p1 0 > "$T/p.folded"
+		"$CPROF" import --data "$B" --name cpu -l comm=$prog --time "now-$((300 - 10 * k))s" "$T/p.folded" > /dev/null
+	done
+done
+draw 800 0.5 0 > "$T/p.folded"
+"$CPROF" import --data "$B" --name cpu -l comm=newcomer --time now-100s "$T/p.folded" > /dev/null
+run "$CPROF" diff --data "$B" --baseline 1d
+is "$rc" 0 "diff --baseline 1d exits 0"
+like "$out" 'against the same 1h 1d before, by comm' "--baseline: the header says the ranges and the grouping"
+like "$out" '1 significant growths in 1 of 2 groups compared \(3 seen\)' \
+	"--baseline: one growth, in one of the two programs with a baseline (the newcomer has none)"
+like "$out" '(^|\n)api +self\+total +1[0-9]\.[0-9]+% +1[0-9]\.[0-9]+% +\+[3-5]\.[0-9]+pp .* f1(\n|$)' \
+	"--baseline: api's f1 grew by about 4 points, self and total"
+unlike "$out" '(^|\n)db ' "--baseline: db, unchanged, is not listed"
+run "$CPROF" diff --data "$B" --baseline 1d -f json
+is "$(printf '%s' "$out" | jq -r '[.groups, .compared, (.regressions | length), .regressions[0].group, .regressions[0].function, .regressions[0].kind, .baseline, .by] | join(" ")')" \
+	"3 2 1 api f1 self+total 1d comm" "--baseline -f json: groups, compared, the regression, baseline and grouping"
+run "$CPROF" diff --data "$B" --baseline 1d --by pid
+like "$out" 'by pid' "--by: another label groups"
+run "$CPROF" diff --data "$B" --baseline 1d --range 1m
+like "$out" '0 significant growths' "--range 1m: the last minute holds too few intervals to call anything"
+run "$CPROF" diff --data "$B" --baseline 1w
+like "$out" 'in 0 of 0 groups compared' "--baseline 1w: no data a week ago, nothing compared"
+run "$CPROF" diff --data "$B" --baseline yesterday
+is "$rc" 2 "--baseline with a bad duration: exit 2"
+run "$CPROF" diff --data "$B" --baseline 1d -f flamegraph
+is "$rc" 2 "--baseline with a format other than table or json: exit 2"
+run "$CPROF" diff --data "$B" --range 1h 'cpu' 'cpu'
+is "$rc" 2 "--range without --baseline: exit 2"
+run "$CPROF" diff --data "$B" --baseline 1d 'nosuch{x="y"}'
+is "$rc" 1 "--baseline with a selector that matches nothing: exit 1"
+like "$err" 'no stored series match' "... saying so"
 done_testing

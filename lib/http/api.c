@@ -23,6 +23,7 @@
 #include "log.h"
 #include "pprof.h"
 #include "regex.h"
+#include "render/regress.h"
 #include "render/render.h"
 #include "scrape.h"
 #include "selector.h"
@@ -213,6 +214,36 @@ static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct 
 		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
 		return false;
 	}
+	return true;
+}
+
+/* sel's samples per interval over [from, to) (cp_store_select_intervals, as
+ * cprof diff), filtered */
+static bool select_intervals(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
+			     int64_t to, struct cp_filter *filter, struct cp_profile ***iv, size_t *n)
+{
+	struct cp_store_query q = { sel, from, to, NULL };
+	struct cp_store *st = cp_shared_reader(s->store);
+	int64_t step;
+	int err;
+
+	*iv = NULL;
+	*n = 0;
+	if (!st) {
+		cp_resp_error(out, 500, "%s", cp_errmsg(errno));
+		return false;
+	}
+	err = cp_store_select_intervals(st, &q, 10 * (int64_t)1000000000, 200, iv, n, &step);
+	cp_shared_release(s->store, st);
+	if (err) {
+		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
+		return false;
+	}
+	for (size_t i = 0; i < *n; i++)
+		if (!((*iv)[i] = cp_profile_filter((*iv)[i], filter))) {
+			cp_resp_error(out, errno == CP_REGEX_ECOST ? 422 : 500, "%s", cp_errmsg(errno));
+			return false;
+		}
 	return true;
 }
 
@@ -457,8 +488,9 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_selector *sb = NULL, *sa = NULL;
 	struct cp_filter *filter = NULL;
 	struct cp_render_diff_opts o = { 0 };
+	struct cp_profile **iv[2] = { NULL, NULL };
 	int64_t from, to, bf, bt, af, at;
-	size_t nb = 0, na = 0, i;
+	size_t nb = 0, na = 0, i, niv[2] = { 0, 0 };
 	long max_nodes, limit;
 	struct mem m;
 	int err;
@@ -487,6 +519,16 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 		cp_resp_error(out, 400, "before and after do not compare: %s", cp_errmsg(-err));
 		goto out;
 	}
+	/* each change's significance, over the intervals, unless significance=0 */
+	o.significance = !(cp_req_arg(r, "significance") && !flag(r, "significance")) && !flag(r, "normalize");
+	if (o.significance && (!select_intervals(arg, out, sb, bf, bt, filter, &iv[0], &niv[0]) ||
+			       !select_intervals(arg, out, sa, af, at, filter, &iv[1], &niv[1])))
+		goto out;
+	o.only_significant = flag(r, "significant");
+	o.iv[0] = iv[0];
+	o.iv[1] = iv[1];
+	o.niv[0] = niv[0];
+	o.niv[1] = niv[1];
 	if (mem_open(&m, out))
 		goto out;
 	o.limit = (int)limit;
@@ -500,11 +542,76 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 		out->disposition = "attachment; filename=\"diff.pb.gz\"";
 	mem_close(&m, out, err, format_type(format));
 out:
+	cp_store_intervals_free(iv[0], niv[0]);
+	cp_store_intervals_free(iv[1], niv[1]);
 	cp_store_results_free(rb, nb);
 	cp_store_results_free(ra, na);
 	cp_filter_free(filter);
 	cp_selector_free(sb);
 	cp_selector_free(sa);
+}
+
+/* GET /api/v1/regressions?query=SEL&baseline=1d&range=1h&by=comm[&fdr=Q][&format=table]:
+ * what cprof diff --baseline prints (regress.h) */
+static void h_regressions(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	struct cp_api *s = arg;
+	const char *format = cp_req_arg(r, "format"), *by = cp_req_arg(r, "by"), *v;
+	struct cp_selector *sel = NULL;
+	struct cp_regressions reg;
+	int64_t base = 86400 * (int64_t)1000000000, range = 3600 * (int64_t)1000000000;
+	double fdr = 0.05;
+	struct cp_store *st;
+	struct mem m;
+	bool table;
+	int err;
+
+	format = format && *format ? format : "json";
+	table = !strcmp(format, "table");
+	if (!table && strcmp(format, "json")) {
+		cp_resp_error(out, 400, "unknown format '%.32s' (choose json or table)", format);
+		return;
+	}
+	if ((v = cp_req_arg(r, "baseline")) && *v && (cp_parse_duration(v, &base) || base <= 0)) {
+		cp_resp_error(out, 400, "baseline: want a duration, e.g. 1d or 1w, not '%.32s'", v);
+		return;
+	}
+	if ((v = cp_req_arg(r, "range")) && *v && (cp_parse_duration(v, &range) || range <= 0)) {
+		cp_resp_error(out, 400, "range: want a duration, e.g. 1h, not '%.32s'", v);
+		return;
+	}
+	if ((v = cp_req_arg(r, "fdr")) && *v) {
+		char *end;
+
+		fdr = strtod(v, &end);
+		if (end == v || *end || !(fdr > 0 && fdr < 1)) {
+			cp_resp_error(out, 400, "fdr: want a number between 0 and 1, not '%.32s'", v);
+			return;
+		}
+	}
+	if (!get_selector(r, out, "query", false, &sel))
+		return;
+	if (!sel && (err = cp_selector_parse("cpu", &sel))) {
+		cp_resp_error(out, 500, "%s", cp_errmsg(-err));
+		return;
+	}
+	if (!(st = cp_shared_reader(s->store))) {
+		cp_resp_error(out, 500, "%s", cp_errmsg(errno));
+		goto out;
+	}
+	err = cp_regressions_find(st, sel, by && *by ? by : "comm", cp_now_ns(), range, base, fdr, &reg);
+	cp_shared_release(s->store, st);
+	if (err) {
+		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
+		goto out;
+	}
+	if (!mem_open(&m, out)) {
+		err = cp_render_regressions(m.f, &reg, !table);
+		mem_close(&m, out, err, table ? "text/plain; charset=utf-8" : "application/json");
+	}
+	cp_regressions_release(&reg);
+out:
+	cp_selector_free(sel);
 }
 
 /* Parca's read API: {"types":[{...}]}, {"labelNames":[...]}, {"labelValues":[...]} */
@@ -1129,6 +1236,7 @@ static const struct cp_route routes[] = {
 	{ "GET", "/api/v1/range", "range", h_range, false },
 	{ "GET", "/api/v1/profile", "profile", h_profile, false },
 	{ "GET", "/api/v1/diff", "diff", h_diff, false },
+	{ "GET", "/api/v1/regressions", "regressions", h_regressions, false },
 	{ "GET", "/api/v1/stats", "stats", h_stats, false },
 	{ "GET", "/api/v1/targets", "targets", h_targets, false },
 	{ "POST", "/api/v1/push", "push", h_push, false },

@@ -70,13 +70,18 @@ struct sig_ctx {
 	const struct cp_diffstat *ds;
 };
 
-/* the flame graph's question: is the change of this function significant? */
+/* the flame graph's question: is the change of this function significant?
+ * (yes when it was not tested: grey says chance, and nothing says that) */
 static bool significant(const char *name, void *arg)
 {
 	const struct sig_ctx *c = arg;
 	int64_t r = cp_fn_table_find(c->ft, name);
+	const struct cp_fn_stat *s;
 
-	return r >= 0 && (uint32_t)r < c->ds->nrows && (c->ds->rows[r][0].significant || c->ds->rows[r][1].significant);
+	if (r < 0 || (uint32_t)r >= c->ds->nrows)
+		return true;
+	s = c->ds->rows[r];
+	return s[0].significant || s[1].significant || (!s[0].tested && !s[1].tested);
 }
 
 /* pprof's form carries the figures as comments (go tool pprof -comments

@@ -150,4 +150,28 @@ is "$rc" 2 "--range without --baseline: exit 2"
 run "$CPROF" diff --data "$B" --baseline 1d 'nosuch{x="y"}'
 is "$rc" 1 "--baseline with a selector that matches nothing: exit 1"
 like "$err" 'no stored series match' "... saying so"
+# ---- the server: /api/v1/regressions, and /api/v1/diff with the figures ----
+serve_start srv --listen 127.0.0.1:0 --data "$B"
+http GET '/api/v1/regressions?baseline=1d'
+is "$code" 200 "GET /api/v1/regressions?baseline=1d: 200"
+is "$(printf '%s' "$body" | jq -r '[.groups, .compared, .regressions[0].group, .regressions[0].function] | join(" ")')" \
+	"3 2 api f1" "... the same regressions as cprof diff --baseline"
+http GET '/api/v1/regressions?baseline=1d&format=table'
+like "$body" '1 significant growths in 1 of 2 groups' "... and as a table"
+http GET '/api/v1/regressions?baseline=soon'
+is "$code" 400 "a bad baseline: 400"
+http GET '/api/v1/regressions?baseline=1d&query=nosuch%7Bx%3D%22y%22%7D'
+is "$code" 404 "a selector that matches nothing: 404"
+kill $SPID 2> /dev/null; wait $SPID 2> /dev/null
+serve_start srv2 --listen 127.0.0.1:0 --data "$S"
+http GET '/api/v1/diff?before=%7Brun%3D%22a1%22%7D&after=%7Brun%3D%22b%22%7D&from=now-1h'
+is "$code" 200 "GET /api/v1/diff of two stored runs: 200"
+is "$(printf '%s' "$body" | jq -r '[.significance.method, .significance.before, .significance.after, .rows[0].name, .rows[0].self.significant] | join(" ")')" \
+	"intervals 12 12 f1 true" "... with each change's significance over the intervals, f1 first"
+http GET '/api/v1/diff?before=%7Brun%3D%22a1%22%7D&after=%7Brun%3D%22b%22%7D&from=now-1h&format=svg'
+n=$(printf '%s' "$body" | grep -c 'fill="rgb(221,221,221)"')
+ok "... and its flame graph greys the changes chance explains ($n frames)" test "$n" -ge 9
+http GET '/api/v1/diff?before=%7Brun%3D%22a1%22%7D&after=%7Brun%3D%22b%22%7D&from=now-1h&significance=0'
+is "$(printf '%s' "$body" | jq 'has("significance")')" false "significance=0: the plain diff"
+kill $SPID 2> /dev/null; wait $SPID 2> /dev/null
 done_testing

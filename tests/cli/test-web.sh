@@ -149,6 +149,9 @@ for t in ('top', 'top2'):
 for i in ('download-pprof', 'download-svg'):
     if i in ids:
         emit('link', i, ids[i].a.get('href', ''))
+for i in ('top-note', 'top2-note'):
+    if i in ids:
+        emit('note', i, ids[i].txt())
 for i in ('login', 'token', 'selector', 'range', 'run', 'search', 'compare-selector', 'types'):
     emit('has', i, 'yes' if i in ids else 'no')
 if 'selector' in ids:
@@ -507,6 +510,38 @@ is "$(awk -F'\t' '$1 == "bar" && $2 == "compare-timeline" { s += $4 } END { prin
 shot a "$url/?query=$B&mode=diff&compare=$A" diff
 ok "diff screenshot: red where it grew ($(px diff red) pixels)" test "$(px diff red)" -gt 3000
 ok "diff screenshot: blue where it shrank ($(px diff blue) pixels)" test "$(px diff blue)" -gt 2000
+
+# diff with intervals (#19): 12 pushes of 1,000 samples a side, 10 s apart (awk, fixed seeds), f1 from
+# 10% to 13% and nine others evenly: the page shows each change's significance, and greys the
+# frames of the changes that chance explains
+draw() {
+	awk -v seed="$1" -v p1="$2" 'BEGIN { srand(seed)
+		for (i = 0; i < 1000; i++) { r = rand(); f = r < p1 ? 1 : 2 + int((r - p1) / ((1 - p1) / 9)); if (f > 10) f = 10; n[f]++ }
+		for (f = 1; f <= 10; f++) if (n[f]) printf "main;work;f%d %d\n", f, n[f] }'
+}
+pushed=0
+for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	draw $((100 + k)) 0.10 | curl -s -o /dev/null -w '%{http_code}\n' --data-binary @- \
+		"$url/api/v1/push?name=cpu&service=iv1&time=now-$((600 - 10 * k))s" >> "$T/ivpush"
+	draw $((300 + k)) 0.13 | curl -s -o /dev/null -w '%{http_code}\n' --data-binary @- \
+		"$url/api/v1/push?name=cpu&service=iv2&time=now-$((300 - 10 * k))s" >> "$T/ivpush"
+done
+is "$(sort -u "$T/ivpush")" 200 "24 folded pushes of known shares"
+IB=$(enc "cpu{service=\"iv1\"}")
+IA=$(enc "cpu{service=\"iv2\"}")
+page a "$url/?query=$IB&mode=diff&compare=$IA" ivdiff
+is "$(field ivdiff state 1)" ready "diff with intervals: the page renders"
+is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/ivdiff.txt")" "before,after,delta,delta%,share Δ,q,name" \
+	"diff with intervals: the change of share and its q-value are columns"
+like "$(row ivdiff top f1 | cut -f1)" '\+[0-9.]+pp\|(<0\.0001|0\.0[0-4][0-9]*) \*\|f1$' "diff with intervals: f1's change is significant (*)"
+like "$(get ivdiff note)" 'significant changes \(q <= 0.05, Welch' "diff with intervals: the note names the test"
+f1fill=$(awk -F'\t' '$1 == "frame" && $2 == "graph" && $3 == "f1" { print $7; exit }' "$T/ivdiff.txt")
+grey=0
+for f in f2 f3 f4 f5 f6 f7 f8 f9 f10; do
+	[ "$(awk -F'\t' -v f=$f '$1 == "frame" && $2 == "graph" && $3 == f { print $7; exit }' "$T/ivdiff.txt")" = 'rgb(221,221,221)' ] && grey=$((grey + 1))
+done
+like "$f1fill" '^rgb\(255,' "diff with intervals: f1's frame is red ($f1fill)"
+is "$grey" 9 "diff with intervals: the nine frames whose change is chance are grey"
 
 # errors: the API's message in a banner, never a blank page
 bad='cpu:cpu{service='

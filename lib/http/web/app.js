@@ -492,6 +492,7 @@
 		return [delta > 0 ? 'rgb(255,' + c + ',' + c + ')' : 'rgb(' + c + ',' + c + ',255)', i > 0.65];
 	}
 	const MATCH = 'rgb(230,80,230)';
+	const GREY = 'rgb(221,221,221)'; // a diff's change that is not significant
 	// The API's tree (nested {name, value, self, children} or, for a diff,
 	// {name, before, after, children}) flattened into linked nodes.
 	function prepare(tree, diff) {
@@ -619,6 +620,7 @@
 				let fill, dark = false;
 				const hit = re && re.test(n.name);
 				if (hit) fill = MATCH;
+				else if (diff && n.delta && this.opts.chance && this.opts.chance.has(n.name)) fill = GREY; // chance explains it
 				else if (diff) [fill, dark] = diffColor(n.delta, this.g.maxAbs);
 				else fill = n.p ? warm(n.name) : 'rgb(220,110,40)';
 				const chars = Math.floor((w - 6) / 7);
@@ -716,6 +718,11 @@
 			if (norm) {
 				cols.push({ k: 'norm_delta', label: 'norm. delta', v: (r) => r.norm_delta, f: (r) => sign(r.norm_delta) + fmtValue(Math.round(r.norm_delta), u), raw: true, color: true });
 				cols.push({ k: 'norm_pct', label: 'norm%', v: (r) => r.norm_pct ?? (r.after ? Infinity : 0), f: (r) => dp(r, 'norm_pct'), color: true });
+			}
+			if (this.opts.sig) { // the change of the self share, and its q-value (* significant)
+				const q = (r) => (r.self && r.self.tested ? r.self.q : 1);
+				cols.push({ k: 'share', label: 'share Δ', v: (r) => (r.self ? r.self.change : 0), f: (r) => (r.self ? sign(r.self.change) + (100 * r.self.change).toFixed(2) + 'pp' : ''), color: true });
+				cols.push({ k: 'q', label: 'q', v: q, f: (r) => (r.self && r.self.tested ? (r.self.q < 1e-4 ? '<0.0001' : r.self.q.toFixed(4)) + (r.self.significant ? ' *' : '') : '–') });
 			}
 			cols.push({ k: 'name', label: 'name', v: (r) => r.name, f: (r) => r.name, name: true });
 			return cols;
@@ -870,12 +877,22 @@
 			ui.topB.clear();
 			jobs.push(api('api/v1/diff', { ...diffParams(), format: 'json' }).then((d) => {
 				if (!cur()) return;
-				if (d.tree) ui.fgA.set(d.tree, { unit: d.unit, diff: true });
+				// the functions whose change was tested and is not significant (self nor total): grey
+				const tested = (r) => (r.self && r.self.tested) || (r.total && r.total.tested);
+				const sig = (r) => (r.self && r.self.significant) || (r.total && r.total.significant);
+				const rows = d.significance ? (d.rows || []) : [];
+				const chance = new Set(rows.filter((r) => tested(r) && !sig(r)).map((r) => r.name));
+				if (d.tree) ui.fgA.set(d.tree, { unit: d.unit, diff: true, chance });
 				else {
 					ui.fgA.clear('the server sent no diff tree');
 					showError('/api/v1/diff answered without a "tree" field');
 				}
-				ui.topA.set('diff', d.rows || [], { unit: d.unit, normalize: !!state.normalize });
+				ui.topA.set('diff', d.rows || [], { unit: d.unit, normalize: !!state.normalize, sig: rows.some(tested) });
+				if (rows.some(tested)) {
+					const g = d.significance;
+					ui.topA.note.textContent = g.significant + ' significant changes (q <= ' + g.alpha + ', ' + g.description +
+						', ' + g.before + ' before, ' + g.after + ' after); grey in the graph: chance';
+				}
 			}).catch((e) => { fail('diff', e, ui.fgA); if (cur()) ui.topA.clear(); }));
 		} else {
 			profile(ui.fgA, ui.topA, state.query, state.from, state.to);

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Benchmark (#19): does cprof diff know noise from change?  With known truth, from real recordings.
+#
+# bench/diff_workload.c spins in f1..f10, f1 weighted (10% of the CPU at weight 1, 13% at 1.345).
+# Each pair records it twice with `cprof record -F 99 -- CMD` (BENCH_SECONDS each, default 120:
+# 12 intervals of 10 s), into one store, labelled run=aN and run=bN, then `cprof diff -f json` of
+# the two.  A/A: both runs at weight 1; A/B: the second at 1.345 (f1 +3 points).  Counts, over
+# BENCH_PAIRS pairs (default 20): A/A pairs with any significant function (target: at most 1 of
+# 20), A/B pairs with f1 significant (target: at least 19 of 20) and, per other function, the pairs
+# where it was flagged (target: none in more than 1 of 20).  Default FDR 0.05.  The reference:
+# the same pairs compared as two files (the counts test, samples taken as independent).
+# Needs root.  usage: bench/diff_significance.sh BUILDDIR
+bench=diff_significance; . "$(dirname "$0")/lib.sh"
+export LC_ALL=C
+SECS=${BENCH_SECONDS:-120}
+PAIRS=${BENCH_PAIRS:-20}
+need_root "cprof record"
+need_tools jq
+${CC:-gcc} -O2 -fno-inline -o "$d/work" "$src/bench/diff_workload.c" || { echo "cannot build the workload"; exit 1; }
+rec() { "$b/cprof" record -q -F 99 --data "$d/store" -l run="$1" -- "$d/work" "$SECS" "$2" > /dev/null 2>> "$d/rec.err"; }
+echo "cprof diff over intervals: $PAIRS A/A and $PAIRS A/B pairs of ${SECS} s recordings at 99 Hz (f1 10% -> 13% in A/B)"
+aa_any=0 aa_files=0 ab_f1=0 ab_files_f1=0 i=0
+: > "$d/others"
+while [ "$i" -lt "$PAIRS" ]; do
+	i=$((i + 1))
+	for kind in aa ab; do
+		w=1; [ "$kind" = ab ] && w=1.345
+		rec "${kind}a$i" 1 && rec "${kind}b$i" "$w" || { echo "cprof record failed"; tail -3 "$d/rec.err"; exit 1; }
+		"$b/cprof" diff --data "$d/store" --since 24h -f json "{run=\"${kind}a$i\"}" "{run=\"${kind}b$i\"}" > "$d/d.json"
+		"$b/cprof" query --data "$d/store" --since 24h "{run=\"${kind}a$i\"}" -f pprof -o "$d/a.pb.gz"
+		"$b/cprof" query --data "$d/store" --since 24h "{run=\"${kind}b$i\"}" -f pprof -o "$d/b.pb.gz"
+		"$b/cprof" diff -f json "$d/a.pb.gz" "$d/b.pb.gz" > "$d/f.json"
+		n=$(jq '.significance.significant' "$d/d.json")
+		nf=$(jq '.significance.significant' "$d/f.json")
+		iv=$(jq -r '"\(.significance.before)+\(.significance.after)"' "$d/d.json")
+		if [ "$kind" = aa ]; then
+			[ "$n" -gt 0 ] && aa_any=$((aa_any + 1))
+			[ "$nf" -gt 0 ] && aa_files=$((aa_files + 1))
+			echo "  A/A pair $i: $n significant over $iv intervals ($(jq -r '[.rows[] | select(.self.significant or .total.significant) | .name] | join(" ")' "$d/d.json")); as files $nf"
+		else
+			f1=$(jq -r '[.rows[] | select(.name == "f1") | .self.significant] | any' "$d/d.json")
+			[ "$f1" = true ] && ab_f1=$((ab_f1 + 1))
+			[ "$(jq -r '[.rows[] | select(.name == "f1") | .self.significant] | any' "$d/f.json")" = true ] && ab_files_f1=$((ab_files_f1 + 1))
+			jq -r '.rows[] | select(.name != "f1" and (.self.significant or .total.significant)) | .name' "$d/d.json" >> "$d/others"
+			echo "  A/B pair $i: f1 $(jq -r '.rows[] | select(.name == "f1") | "\(.self.change * 100 | . * 100 | round / 100)pp q \(.self.q)"' "$d/d.json") significant $f1; others flagged: $(jq -r '[.rows[] | select(.name != "f1" and (.self.significant or .total.significant)) | .name] | join(" ")' "$d/d.json")"
+		fi
+	done
+done
+worst=$(sort "$d/others" | uniq -c | sort -rn | head -n 1 | awk '{ print $2 " in " $1 }')
+wn=$(printf '%s\n' "$worst" | awk '{ print $NF + 0 }')
+echo
+echo "  A/A: $aa_any of $PAIRS pairs with any function flagged (the counts test on the same pairs as files: $aa_files)"
+echo "  A/B: f1 flagged in $ab_f1 of $PAIRS pairs (as files: $ab_files_f1); the other function flagged most: ${worst:-none}${worst:+ pairs}"
+echo "$(verdict '<=' "$aa_any" "$(( (PAIRS + 19) / 20 ))"): A/A false positives: $aa_any of $PAIRS pairs (target <= 1 in 20)"
+echo "$(verdict '>=' "$ab_f1" "$(( (PAIRS * 19 + 19) / 20 ))"): A/B detection: $ab_f1 of $PAIRS pairs (target >= 19 in 20)"
+echo "$(verdict '<=' "$wn" "$(( (PAIRS + 19) / 20 ))"): A/B, other functions: at most $wn of $PAIRS pairs each (target <= 1 in 20)"

@@ -621,7 +621,7 @@ static int comment_add(struct cp_profile *p, uint32_t c)
 		if (p->comments[j] == c)
 			return 0;
 	if (!(nc = realloc(p->comments, (p->ncomments + 1) * sizeof(*nc))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory adding a comment");
 	p->comments = nc;
 	nc[p->ncomments++] = c;
 	return 0;

@@ -93,7 +93,7 @@ static int sig_comments(struct cp_profile *p, const struct cp_fn_table *ft, cons
 	int err;
 
 	if (!order)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory ordering the changes");
 	snprintf(line, sizeof(line), "cprof diff: %s, %zu %s before, %zu after; %u significant changes at FDR %g",
 		 cp_diffstat_method_name(ds), ds->n[0], ds->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "samples",
 		 ds->n[1], ds->nsignificant, ds->alpha);

@@ -73,7 +73,7 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 {
 	/* shares[(row * 2 + kind) * (n0 + n1) + column]: the intervals of side 0, then of side 1 */
 	double *shares = NULL;
-	size_t cols = 0, used[2] = { 0, 0 };
+	size_t cols = 0, used[2] = { 0, 0 }, ntested = 0;
 	int err = start(t, alpha, CP_DIFFSTAT_INTERVALS, d);
 
 	if (err)
@@ -131,7 +131,13 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 			st->share[0] = sa / (double)used[0];
 			st->share[1] = sb / (double)used[1];
 			st->tested = cp_stats_welch(a, used[0], b, used[1], d->level, &st->t);
+			ntested += st->tested;
 		}
+	}
+	if (!ntested) { /* one interval a side, or all alike: the plain diff is all there is */
+		err = cp_error(EINVAL, "too few intervals with samples to test the changes (%zu before, %zu after)",
+			       used[0], used[1]);
+		goto out;
 	}
 	err = adjust(d);
 out:

@@ -20,7 +20,8 @@
  *
  * Ownership: a cp_diffstat owns its rows (cp_diffstat_release).  Errors:
  * -ENOMEM with the reason in cp_errmsg; -EINVAL when a side has no
- * intervals with samples. */
+ * intervals with samples, or no function could be tested (fewer than two
+ * intervals a side, or no variance). */
 #ifndef CP_RENDER_DIFFSTAT_H
 #define CP_RENDER_DIFFSTAT_H
 

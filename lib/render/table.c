@@ -163,7 +163,7 @@ static int stat_table(FILE *out, const struct cp_fn_table *t, const struct cp_di
 	char a[32], b[32], c[32], e[32], f[32], g[32], iv[72];
 
 	if (!order)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory rendering the table");
 	shown = o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
 	fprintf(out, "Before: %s total   After: %s total\n", cp_format_value(t->total[0], o->unit, a, sizeof(a)),
 		cp_format_value(t->total[1], o->unit, b, sizeof(b)));
@@ -202,7 +202,7 @@ int cp_render_diff_table(FILE *out, const struct cp_fn_table *t, const struct cp
 	int err;
 
 	if (o->stat)
-		return stat_table(out, t, o) == -ENOMEM ? cp_error(ENOMEM, "out of memory rendering the table") : cp_stream_check(out, NULL);
+		return stat_table(out, t, o);
 	order = sorted_rows(t, o->normalize ? 2 : 1, norm, &n);
 	if (!order)
 		return cp_error(ENOMEM, "out of memory rendering the table");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../error.h"
 #include "../util.h"
@@ -72,11 +73,39 @@ static int open_db(const char *path, bool write, const char *pragmas, sqlite3 **
 }
 
 /* A file shorter than the page count its SQLite header gives has lost its
- * end; SQLite would read the missing pages as empty and answer short. */
+ * end; SQLite would read the missing pages as empty and answer short.  But
+ * a checkpoint writes page 1 (the new count) before the pages that grow the
+ * file: while another process checkpoints, the file looks short for a
+ * moment.  So a file with a write-ahead log is looked at again, for up to
+ * 300 ms, and only one that stays short is corrupt (a reader once called a
+ * healthy store corrupt, in test-store-crash). */
+static int truncated_once(const char *path, struct stat *st, uint32_t *psize, uint32_t *pages);
+
 static int check_truncated(const char *path)
 {
+	char wal[4096];
+	struct stat st, ws;
+	uint32_t psize, pages;
+	int err = truncated_once(path, &st, &psize, &pages);
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	for (int i = 0; err && i < 30 && stat(wal, &ws) == 0 && ws.st_size > 0; i++) {
+		struct timespec ten_ms = { 0, 10000000 };
+
+		nanosleep(&ten_ms, NULL);
+		err = truncated_once(path, &st, &psize, &pages);
+	}
+	if (err)
+		return cp_error(EBADMSG, "%s: the store is corrupt (the file is truncated: %lld of %llu bytes);"
+				" restore it from a backup or move it away", path, (long long)st.st_size,
+				(unsigned long long)pages * psize);
+	return 0;
+}
+
+/* 1 when the file is shorter than its header says (st, psize and pages set), else 0 */
+static int truncated_once(const char *path, struct stat *st, uint32_t *psize_out, uint32_t *pages_out)
+{
 	unsigned char h[100];
-	struct stat st;
 	uint32_t psize, pages, counter, valid_for;
 	FILE *f = fopen(path, "rb");
 	size_t n;
@@ -84,7 +113,7 @@ static int check_truncated(const char *path)
 	if (!f)
 		return 0;
 	n = fread(h, 1, sizeof(h), f);
-	if (fstat(fileno(f), &st) < 0)
+	if (fstat(fileno(f), st) < 0)
 		n = 0;
 	fclose(f);
 	if (n < sizeof(h) || memcmp(h, "SQLite format 3", 16))
@@ -94,11 +123,9 @@ static int check_truncated(const char *path)
 	pages = (uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 | (uint32_t)h[30] << 8 | h[31];
 	counter = (uint32_t)h[24] << 24 | (uint32_t)h[25] << 16 | (uint32_t)h[26] << 8 | h[27];
 	valid_for = (uint32_t)h[92] << 24 | (uint32_t)h[93] << 16 | (uint32_t)h[94] << 8 | h[95];
-	if (pages && counter == valid_for && (uint64_t)st.st_size < (uint64_t)pages * psize)
-		return cp_error(EBADMSG, "%s: the store is corrupt (the file is truncated: %lld of %llu bytes);"
-				" restore it from a backup or move it away", path, (long long)st.st_size,
-				(unsigned long long)pages * psize);
-	return 0;
+	*psize_out = psize;
+	*pages_out = pages;
+	return pages && counter == valid_for && (uint64_t)st->st_size < (uint64_t)pages * psize;
 }
 
 /* The files this process has opened in SQLite (their device and inode).

@@ -8,6 +8,7 @@
 
 #include "profile.h"
 #include "sampling/offtotals.h"
+#include "testutil.h"
 
 static uint32_t stacks[3]; /* of the profile being filled */
 
@@ -121,18 +122,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("offtotals");
-	TCase *tc = tcase_create("offtotals");
-	SRunner *r;
-	int failed;
+	const TTest *const tests[] = { test_scale_per_thread, test_scale_one_profile, test_many_threads };
 
-	tcase_add_test(tc, test_scale_per_thread);
-	tcase_add_test(tc, test_scale_one_profile);
-	tcase_add_test(tc, test_many_threads);
-	suite_add_tcase(s, tc);
-	r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_tests("offtotals", tests, sizeof(tests) / sizeof(*tests));
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "stats.h"
+#include "testutil.h"
 
 START_TEST(test_t_closed_forms)
 {
@@ -102,20 +103,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("stats");
-	TCase *tc = tcase_create("stats");
-	SRunner *r;
-	int failed;
+	const TTest *const tests[] = { test_t_closed_forms, test_t_reference, test_welch, test_prop, test_bh };
 
-	tcase_add_test(tc, test_t_closed_forms);
-	tcase_add_test(tc, test_t_reference);
-	tcase_add_test(tc, test_welch);
-	tcase_add_test(tc, test_prop);
-	tcase_add_test(tc, test_bh);
-	suite_add_tcase(s, tc);
-	r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_tests("stats", tests, sizeof(tests) / sizeof(*tests));
 }

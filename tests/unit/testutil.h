@@ -3,10 +3,12 @@
 #ifndef CPROF_TESTUTIL_H
 #define CPROF_TESTUTIL_H
 
+#include <check.h>
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +37,24 @@ static inline void rm_rf(const char *path)
 	} else {
 		unlink(path);
 	}
+}
+
+/* Run the suite of one test case holding tests[0..n): the exit status of main. */
+static inline int run_tests(const char *name, const TTest *const *tests, size_t n)
+{
+	Suite *s = suite_create(name);
+	TCase *tc = tcase_create(name);
+	SRunner *r;
+	int failed;
+
+	for (size_t i = 0; i < n; i++)
+		tcase_add_test(tc, tests[i]);
+	suite_add_tcase(s, tc);
+	r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif

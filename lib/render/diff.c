@@ -115,6 +115,26 @@ static int sig_comments(struct cp_profile *p, const struct cp_fn_table *ft, cons
 	return err;
 }
 
+static bool wants_test(const struct cp_render_diff_opts *o)
+{
+	return o->significance || (o->niv[0] && o->niv[1]);
+}
+
+/* the function table of before (tb: as shown) and after, and the
+ * significance o asks for, of unscaled (before as it was) against after */
+static int table_and_test(const struct cp_profile *tb, const struct cp_profile *unscaled, int vb,
+			  const struct cp_profile *after, int va, const struct cp_render_diff_opts *o,
+			  struct cp_fn_table **ft, struct cp_diffstat *ds, bool *have)
+{
+	int err;
+
+	if (!(*ft = cp_fn_table_new()))
+		return cp_error(ENOMEM, "out of memory building the function table");
+	if ((err = cp_fn_table_add(*ft, tb, vb, 0)) || (err = cp_fn_table_add(*ft, after, va, 1)))
+		return err;
+	return significance(*ft, unscaled, vb, after, va, o, ds, have);
+}
+
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
 {
@@ -147,9 +167,7 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 	if (!strcmp(format, "table") || json) {
 		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes, NULL, false };
 
-		if (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
-		    (err = cp_fn_table_add(ft, after, va, 1)) ||
-		    (err = significance(ft, unscaled, vb, after, va, o, &ds, &have_stat)))
+		if ((err = table_and_test(before, unscaled, vb, after, va, o, &ft, &ds, &have_stat)))
 			goto out;
 		d.tree = o->with_tree ? t : NULL;
 		d.stat = have_stat ? &ds : NULL;
@@ -161,10 +179,7 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 		struct cp_flame_opts fo = { 0 };
 		struct sig_ctx sc = { NULL, &ds };
 
-		if ((o->significance || (o->niv[0] && o->niv[1])) &&
-		    (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, before, vb, 0)) ||
-		     (err = cp_fn_table_add(ft, after, va, 1)) ||
-		     (err = significance(ft, unscaled, vb, after, va, o, &ds, &have_stat))))
+		if (wants_test(o) && (err = table_and_test(before, unscaled, vb, after, va, o, &ft, &ds, &have_stat)))
 			goto out;
 		fo.title = o->title ? o->title : "Differential Flame Graph";
 		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
@@ -188,11 +203,8 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 		}
 		if ((err = cp_profile_merge(res, before, &mo)))
 			goto out;
-		if ((o->significance || (o->niv[0] && o->niv[1])) &&
-		    (!(ft = cp_fn_table_new()) || (err = cp_fn_table_add(ft, unscaled, vb, 0)) ||
-		     (err = cp_fn_table_add(ft, after, va, 1)) ||
-		     (err = significance(ft, unscaled, vb, after, va, o, &ds, &have_stat)) ||
-		     (have_stat && (err = sig_comments(res, ft, &ds)))))
+		if (wants_test(o) && ((err = table_and_test(unscaled, unscaled, vb, after, va, o, &ft, &ds, &have_stat)) ||
+				      (have_stat && (err = sig_comments(res, ft, &ds)))))
 			goto out;
 		if ((err = cp_pprof_encode(res, 1, &buf, &len)))
 			goto out;

@@ -2,9 +2,11 @@
 # Benchmark (#19): does cprof diff know noise from change?  With known truth, from real recordings.
 #
 # bench/diff_workload.c spins in f1..f10, f1 weighted (10% of the CPU at weight 1, 13% at 1.345).
-# Each pair records it twice with `cprof record -F 99 -- CMD` (BENCH_SECONDS each, default 120:
-# 12 intervals of 10 s), into one store, labelled run=aN and run=bN, then `cprof diff -f json` of
-# the two.  A/A: both runs at weight 1; A/B: the second at 1.345 (f1 +3 points).  Counts, over
+# Each pair records it twice, one run after the other, with `cprof record -F 99 -- CMD`
+# (BENCH_SECONDS each, default 120: 12 intervals of 10 s), into one store, labelled run=aN and
+# run=bN, then `cprof diff -f json` of the two.  The A/A pairs and the A/B pairs are two streams
+# that run side by side (each workload is one thread, so each stream has a core), with a store
+# each: 20 pairs take 2 x 20 x BENCH_SECONDS (80 minutes at the defaults), not twice that.  A/A: both runs at weight 1; A/B: the second at 1.345 (f1 +3 points).  Counts, over
 # BENCH_PAIRS pairs (default 20): A/A pairs with any significant function (target: at most 1 of
 # 20), A/B pairs with f1 significant (target: at least 19 of 20) and, per other function, the pairs
 # where it was flagged (target: none in more than 1 of 20).  Default FDR 0.05.  The reference:
@@ -17,18 +19,30 @@ PAIRS=${BENCH_PAIRS:-20}
 need_root "cprof record"
 need_tools jq
 ${CC:-gcc} -O2 -fno-inline -o "$d/work" "$src/bench/diff_workload.c" || { echo "cannot build the workload"; exit 1; }
-rec() { "$b/cprof" record -q -F 99 --data "$d/store" -l run="$1" -- "$d/work" "$SECS" "$2" > /dev/null 2>> "$d/rec.err"; }
+rec() { "$b/cprof" record -q -F 99 --data "$d/store-$1" -l run="$2" -- "$d/work" "$SECS" "$3" > /dev/null 2>> "$d/rec-$1.err"; }
+# one stream: PAIRS pairs of KIND, recorded one after the other
+stream() {
+	j=0
+	while [ "$j" -lt "$PAIRS" ]; do
+		j=$((j + 1))
+		w=1; [ "$1" = ab ] && w=1.345
+		rec "$1" "a$j" 1 && rec "$1" "b$j" "$w" || { echo "cprof record failed" >> "$d/rec-$1.err"; return 1; }
+	done
+}
 echo "cprof diff over intervals: $PAIRS A/A and $PAIRS A/B pairs of ${SECS} s recordings at 99 Hz (f1 10% -> 13% in A/B)"
+stream aa & pa=$!
+stream ab & pb=$!
+wait "$pa" || { echo "cprof record failed (A/A)"; tail -3 "$d/rec-aa.err"; exit 1; }
+wait "$pb" || { echo "cprof record failed (A/B)"; tail -3 "$d/rec-ab.err"; exit 1; }
 aa_any=0 aa_files=0 ab_f1=0 ab_files_f1=0 i=0
 : > "$d/others"
 while [ "$i" -lt "$PAIRS" ]; do
 	i=$((i + 1))
 	for kind in aa ab; do
-		w=1; [ "$kind" = ab ] && w=1.345
-		rec "${kind}a$i" 1 && rec "${kind}b$i" "$w" || { echo "cprof record failed"; tail -3 "$d/rec.err"; exit 1; }
-		"$b/cprof" diff --data "$d/store" --since 24h -f json "{run=\"${kind}a$i\"}" "{run=\"${kind}b$i\"}" > "$d/d.json"
-		"$b/cprof" query --data "$d/store" --since 24h "{run=\"${kind}a$i\"}" -f pprof -o "$d/a.pb.gz"
-		"$b/cprof" query --data "$d/store" --since 24h "{run=\"${kind}b$i\"}" -f pprof -o "$d/b.pb.gz"
+		st="$d/store-$kind"
+		"$b/cprof" diff --data "$st" --since 24h -f json "{run=\"a$i\"}" "{run=\"b$i\"}" > "$d/d.json"
+		"$b/cprof" query --data "$st" --since 24h "{run=\"a$i\"}" -f pprof -o "$d/a.pb.gz"
+		"$b/cprof" query --data "$st" --since 24h "{run=\"b$i\"}" -f pprof -o "$d/b.pb.gz"
 		"$b/cprof" diff -f json "$d/a.pb.gz" "$d/b.pb.gz" > "$d/f.json"
 		n=$(jq '.significance.significant' "$d/d.json")
 		nf=$(jq '.significance.significant' "$d/f.json")

@@ -146,7 +146,7 @@ for t in ('top', 'top2'):
         if tr.tag == 'tr' and 'data-name' in tr.a:
             tds = [n for n in tr.kids if isinstance(n, N) and n.tag == 'td']
             emit('row', t, tr.a['data-name'], '|'.join(n.txt() for n in tds), '|'.join(n.a.get('data-v', '') for n in tds))
-for i in ('download-pprof', 'download-svg'):
+for i in ('download-pprof', 'download-svg', 'download-json'):
     if i in ids:
         emit('link', i, ids[i].a.get('href', ''))
 for i in ('top-note', 'top2-note'):
@@ -542,6 +542,57 @@ for f in f2 f3 f4 f5 f6 f7 f8 f9 f10; do
 done
 like "$f1fill" '^rgb\(255,' "diff with intervals: f1's frame is red ($f1fill)"
 is "$grey" 9 "diff with intervals: the nine frames whose change is chance are grey"
+
+# regressions (#19): each service's last hour against the same hour a day before; rg1's f1 grew
+# from 10% to 14%, rg2 did not change.  The page lists what the API lists, and a row opens the diff
+# of that service, baseline before and recent after.
+: > "$T/rgpush"
+for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	for g in rg1 rg2; do
+		p1=0.10; [ $g = rg1 ] && p1=0.14
+		draw $((500 + k)) 0.10 | curl -s -o /dev/null -w '%{http_code}\n' --data-binary @- \
+			"$url/api/v1/push?name=cpu&service=$g&time=now-$((86400 + 300 - 10 * k))s" >> "$T/rgpush"
+		draw $((520 + k)) $p1 | curl -s -o /dev/null -w '%{http_code}\n' --data-binary @- \
+			"$url/api/v1/push?name=cpu&service=$g&time=now-$((300 - 10 * k))s" >> "$T/rgpush"
+	done
+done
+is "$(sort -u "$T/rgpush")" 200 "48 folded pushes, a day ago and now, for two services"
+RQ=$(enc 'cpu{service=~"rg.*"}')
+curl -s "$url/api/v1/regressions?query=$RQ&range=1h&baseline=1d&by=service" > "$T/rg.json"
+is "$(jq -r '[.groups, .compared, (.regressions | length), .regressions[0].group, .regressions[0].function] | join(" ")' "$T/rg.json")" \
+	"2 2 1 rg1 f1" "the API: one regression, rg1's f1"
+page a "$url/?query=$RQ&mode=regress&by=service" regress
+is "$(field regress state 1)" ready "regressions: the page renders"
+is "$(field regress error 1)" hidden "regressions: no error"
+like "$(field regress class 2)" 'regress' "regressions: the table is a regressions table"
+is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/regress.txt")" "service,grew,before,after,change,95% interval,q,function" \
+	"regressions: its columns"
+is "$(awk -F'\t' '$1 == "row" && $2 == "top" { print $3 }' "$T/regress.txt" | tr '\n' ' ')" "$(jq -r '.regressions[].function' "$T/rg.json" | tr '\n' ' ')" \
+	"regressions: the API's rows, in its order"
+is "$(row regress top f1 | cut -f1 | cut -d'|' -f1,2,5)" "$(jq -r '.regressions[0] | "\(.group)|\(.kind)|\(.change * 100)"' "$T/rg.json" | awk -F'|' '{ printf "%s|%s|%+.2fpp", $1, $2, $3 }')" \
+	"regressions: rg1, what grew and by how much, as the API has them"
+like "$(get regress note)" 'top-note	1 significant growths in 2 of 2 groups compared \(q <= 0.05, Welch' "regressions: the note counts and names the test"
+like "$(get regress link)" 'download-json	api/v1/regressions\?query=.*range=1h&baseline=1d&by=service' "regressions: the JSON link"
+cat > "$T/regress.js" << 'JSEOF'
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const until = async (fn) => { for (let i = 0; i < 400; i++) { try { const v = fn(); if (v) return v; } catch (e) {} await sleep(25); } return null; };
+const tr = await until(() => document.querySelector('#top.regress tbody tr'));
+if (!tr) return 'no row';
+tr.click();
+await until(() => document.body.dataset.mode === 'diff' && document.body.dataset.state === 'ready' && document.querySelector('#top.diff:not(.regress) tbody tr'));
+const p = new URLSearchParams(location.search);
+const f1 = [...document.querySelectorAll('#top tbody tr')].find((r) => r.dataset.name === 'f1');
+return ['mode', 'query', 'from', 'to', 'cfrom', 'search'].map((k) => k + '\t' + p.get(k)).concat(['f1\t' + (f1 ? [...f1.children].map((c) => c.textContent).join('|') : '')]).join('\n');
+JSEOF
+drive g "$url/?query=$RQ&mode=regress&by=service" "$T/regress.js" > "$T/rgdrive.txt"
+rg() { awk -F'\t' -v k="$1" '$1 == k { print $2; exit }' "$T/rgdrive.txt"; }
+is "$(rg mode) $(rg query) $(rg from) $(rg to) $(rg cfrom)" 'diff cpu{service="rg1"} now-90000s now-86400s now-1h' \
+	"a regression's row opens the diff of its service: the baseline hour before, the last hour after"
+is "$(rg search)" '^f1$' "... with its function searched"
+like "$(rg f1)" '\+[0-9.]+pp\|(<0\.0001|0\.0[0-4][0-9]*) \*\|f1$' "... where f1's growth is significant"
+page a "$url/?query=$RQ&mode=regress&from=now-2h&to=now-1h" rgbad
+is "$(field rgbad state 1)" error "regressions of a range that does not end now: the page says it failed"
+like "$(field rgbad error 2)" 'a range that ends now' "... and why"
 
 # errors: the API's message in a banner, never a blank page
 bad='cpu:cpu{service='

@@ -127,7 +127,7 @@
 
 	// ----------------------------------------------------------------- state
 	const PRESETS = ['5m', '15m', '1h', '6h', '24h', '7d'];
-	const DEFAULTS = { query: '', from: 'now-1h', to: 'now', mode: 'single', view: 'icicle', compare: '', cfrom: '', cto: '', search: '', normalize: '' };
+	const DEFAULTS = { query: '', from: 'now-1h', to: 'now', mode: 'single', view: 'icicle', compare: '', cfrom: '', cto: '', search: '', normalize: '', baseline: '1d', by: 'comm' };
 	let state = { ...DEFAULTS };
 	function readState() {
 		const p = new URLSearchParams(location.search);
@@ -138,7 +138,9 @@
 		const s = { ...DEFAULTS };
 		for (const k of Object.keys(DEFAULTS)) if (p.has(k)) s[k] = p.get(k);
 		if (p.has('range') && PRESETS.includes(p.get('range'))) { s.from = 'now-' + p.get('range'); s.to = 'now'; }
-		if (!['single', 'compare', 'diff'].includes(s.mode)) s.mode = 'single';
+		if (!['single', 'compare', 'diff', 'regress'].includes(s.mode)) s.mode = 'single';
+		if (!/^\d+[smhdw]$/.test(s.baseline)) s.baseline = DEFAULTS.baseline;
+		if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(s.by)) s.by = DEFAULTS.by;
 		if (!['icicle', 'flame'].includes(s.view)) s.view = 'icicle';
 		if (!s.from) s.from = DEFAULTS.from;
 		if (!s.to) s.to = DEFAULTS.to;
@@ -679,7 +681,8 @@
 					return;
 				}
 				const tr = e.target.closest('tbody tr');
-				if (tr && this.onRow) this.onRow(tr.dataset.name);
+				if (tr && this.kind === 'regress') { if (this.onRegress) this.onRegress(tr.dataset.group, tr.dataset.name); }
+				else if (tr && this.onRow) this.onRow(tr.dataset.name);
 			});
 		}
 		set(kind, rows, opts) {
@@ -697,6 +700,20 @@
 		}
 		cols() {
 			const u = this.opts.unit, tot = this.opts.total;
+			if (this.kind === 'regress') { // /api/v1/regressions: shares before (baseline) and after (recent)
+				const pp = (x) => (100 * x).toFixed(2) + '%';
+				const sp = (x) => (x > 0 ? '+' : '') + (100 * x).toFixed(2) + 'pp';
+				return [
+					{ k: 'group', label: this.opts.by, v: (r) => r.group, f: (r) => r.group || '(none)' },
+					{ k: 'kind', label: 'grew', v: (r) => r.kind, f: (r) => r.kind },
+					{ k: 'share_before', label: 'before', v: (r) => r.share_before, f: (r) => pp(r.share_before) },
+					{ k: 'share_after', label: 'after', v: (r) => r.share_after, f: (r) => pp(r.share_after) },
+					{ k: 'change', label: 'change', v: (r) => r.change, f: (r) => sp(r.change), color: true },
+					{ k: 'interval', label: '95% interval', v: (r) => r.interval[0], f: (r) => sp(r.interval[0]) + ' … ' + sp(r.interval[1]) },
+					{ k: 'q', label: 'q', v: (r) => r.q, f: (r) => (r.q < 1e-4 ? '<0.0001' : r.q.toFixed(4)) },
+					{ k: 'name', label: 'function', v: (r) => r.name, f: (r) => r.name, name: true },
+				];
+			}
 			if (this.kind === 'top') {
 				return [
 					{ k: 'flat', label: 'flat', v: (r) => r.flat, f: (r) => fmtValue(r.flat, u), raw: true },
@@ -739,24 +756,25 @@
 				});
 			}
 			const shown = rows.slice(0, LIMIT);
-			this.el.className = this.kind === 'top' ? 'top' : 'top diff';
+			this.el.className = this.kind === 'top' ? 'top' : this.kind === 'regress' ? 'top diff regress' : 'top diff';
 			let s = '<thead><tr>' + cols.map((c) => {
 				const on = this.sort && this.sort.k === c.k;
 				return '<th data-k="' + c.k + '"' + (c.name ? ' class="name"' : '') + ' aria-sort="' + (on ? (this.sort.desc ? 'descending' : 'ascending') : 'none') +
 					'" title="sort by ' + c.label + '">' + esc(c.label) + (on ? (this.sort.desc ? ' ▼' : ' ▲') : '') + '</th>';
 			}).join('') + '</tr></thead><tbody>';
 			for (const r of shown) {
-				s += '<tr data-name="' + esc(r.name) + '"' + (r.file ? ' title="' + esc(r.file) + '"' : '') + '>';
+				s += '<tr data-name="' + esc(r.name) + '"' + (r.group !== undefined ? ' data-group="' + esc(r.group) + '" title="open the diff of this ' +
+					esc(this.opts.by) + ' against its baseline"' : '') + (r.file ? ' title="' + esc(r.file) + '"' : '') + '>';
 				for (const c of cols) {
 					let cls = c.name ? 'name' : 'num';
-					if (c.color) { const d = r.delta; cls += d > 0 ? ' up' : d < 0 ? ' down' : ''; }
+					if (c.color) { const d = r.delta ?? r.change; cls += d > 0 ? ' up' : d < 0 ? ' down' : ''; }
 					s += '<td class="' + cls + '"' + (c.raw ? ' data-v="' + esc(c.v(r)) + '"' : '') + '>' + esc(c.f(r)) + '</td>';
 				}
 				s += '</tr>';
 			}
 			this.el.innerHTML = s + '</tbody>';
 			this.note.textContent = rows.length > LIMIT ? 'showing ' + LIMIT + ' of ' + rows.length + ' functions' :
-				rows.length ? '' : 'no functions';
+				rows.length || this.kind === 'regress' ? '' : 'no functions';
 		}
 	}
 
@@ -783,6 +801,9 @@
 		$('cfrom').placeholder = state.from;
 		$('cto').placeholder = state.to;
 		$('normalize').checked = !!state.normalize;
+		$('baseline').value = state.baseline;
+		if (![...$('by').options].some((o) => o.value === state.by)) $('by').add(new Option(state.by, state.by));
+		$('by').value = state.by;
 		$('search').value = state.search;
 		syncButtons();
 		const t = $('types'), type = state.query.split('{')[0].trim();
@@ -791,8 +812,12 @@
 	function syncButtons() {
 		for (const b of $('mode').querySelectorAll('button')) b.setAttribute('aria-pressed', b.dataset.v === state.mode);
 		for (const b of $('view').querySelectorAll('button')) b.setAttribute('aria-pressed', b.dataset.v === state.view);
-		const cmp = state.mode !== 'single';
+		const cmp = state.mode === 'compare' || state.mode === 'diff', reg = state.mode === 'regress';
 		$('compare-bar').hidden = !cmp;
+		$('regress-bar').hidden = !reg;
+		$('row-graph').hidden = reg;
+		$('download-pprof').hidden = $('download-svg').hidden = reg;
+		$('download-json').hidden = !reg;
 		$('col-timeline-b').hidden = !cmp;
 		$('col-graph-b').hidden = state.mode !== 'compare';
 		$('col-top-b').hidden = state.mode !== 'compare';
@@ -808,9 +833,13 @@
 		state.cfrom = $('cfrom').value.trim();
 		state.cto = $('cto').value.trim();
 		state.normalize = $('normalize').checked ? '1' : '';
+		state.baseline = $('baseline').value || DEFAULTS.baseline;
+		state.by = $('by').value || DEFAULTS.by;
 	}
 	function updateLinks() {
 		const pp = $('download-pprof'), svg = $('download-svg');
+		const rp = regressParams();
+		$('download-json').href = rp ? apiUrl('api/v1/regressions', rp) : '#';
 		if (state.mode === 'diff') {
 			const p = diffParams();
 			pp.href = apiUrl('api/v1/diff', { ...p, format: 'pprof' });
@@ -833,6 +862,32 @@
 			normalize: state.normalize ? '1' : undefined,
 		};
 	}
+	// The regressions' parameters: the range must end now (its length is compared with the same length
+	// a baseline before); null when it does not
+	function regressParams() {
+		const m = /^now-(\d+[smhdw])$/.exec(state.from);
+		if (!m || state.to !== 'now') return null;
+		return { query: state.query || undefined, range: m[1], baseline: state.baseline, by: state.by };
+	}
+	// seconds in a duration the regressions take (5m, 1h, 1d, 1w)
+	const SECS = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
+	const secondsOf = (d) => parseInt(d, 10) * SECS[d.slice(-1)];
+	// A regression's row opens the diff of its group: the baseline range before, the recent range after.
+	function openRegression(group, fn) {
+		const p = regressParams();
+		if (!p) return;
+		const r = secondsOf(p.range), b = secondsOf(p.baseline);
+		state.query = withMatcher(state.query || 'cpu', (l) => l === p.by, p.by, group);
+		state.compare = '';
+		state.cfrom = state.from;
+		state.cto = 'now';
+		state.from = 'now-' + (r + b) + 's';
+		state.to = 'now-' + b + 's';
+		state.mode = 'diff';
+		state.search = '^' + reEscape(fn) + '$';
+		saveState(true);
+		load();
+	}
 	const MAX_NODES = 8000;
 	let loadSeq = 0;
 	async function load() {
@@ -849,7 +904,7 @@
 			if (e.status !== 401) showError(e.message);
 			if (target) target.clear(what + ': ' + (e.status === 404 ? 'no data' : 'failed'));
 		};
-		const cmp = state.mode !== 'single';
+		const cmp = state.mode === 'compare' || state.mode === 'diff';
 		const csel = state.compare || state.query;
 		const cf = state.cfrom || state.from, ct = state.cto || state.to;
 		$('title-a').textContent = (state.mode === 'diff' ? 'before: ' : '') + describe(state.query, state.from, state.to);
@@ -872,7 +927,25 @@
 		timeline(ui.tlA, state.query, state.from, state.to);
 		if (cmp) timeline(ui.tlB, csel, cf, ct);
 		else ui.tlB.clear();
-		if (state.mode === 'diff') {
+		if (state.mode === 'regress') {
+			ui.fgA.clear();
+			ui.fgB.clear();
+			ui.topB.clear();
+			const p = regressParams();
+			if (!p) {
+				failed++;
+				showError('regressions compare a range that ends now (the last hour, the last 6 hours, …): pick one');
+				ui.topA.clear();
+			} else {
+				$('title-a').textContent = describe(state.query, state.from, state.to) + '  ·  against ' + p.baseline + ' before, by ' + p.by;
+				jobs.push(api('api/v1/regressions', p).then((d) => {
+					if (!cur()) return;
+					ui.topA.set('regress', (d.regressions || []).map((x) => ({ ...x, name: x.function })), { by: d.by });
+					ui.topA.note.textContent = (d.regressions || []).length + ' significant growths in ' + d.compared + ' of ' + d.groups +
+						' groups compared (q <= ' + d.alpha + ', ' + d.method + '); a row opens its diff';
+				}).catch((e) => { fail('regressions', e, null); if (cur()) ui.topA.clear(); }));
+			}
+		} else if (state.mode === 'diff') {
 			ui.fgB.clear();
 			ui.topB.clear();
 			jobs.push(api('api/v1/diff', { ...diffParams(), format: 'json' }).then((d) => {
@@ -948,15 +1021,18 @@
 		}
 		return '';
 	}
+	// The selector without the matchers of the labels drop() is true of, and with label="value" first
+	// (when label is given).
+	function withMatcher(q, drop, label, value) {
+		const s = splitSelector(q);
+		const items = s.items.filter((it) => { const m = /^([A-Za-z_][A-Za-z0-9_.]*)\s*[=!]/.exec(it); return !m || !drop(m[1]); });
+		if (label) items.unshift(label + '="' + value.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"');
+		return s.type + (items.length ? '{' + items.join(', ') + '}' : '');
+	}
 	// The selector with its service matchers replaced by label="value" (none for '').
 	function withService(q, pick) {
-		const s = splitSelector(q);
-		const items = s.items.filter((it) => { const m = /^([A-Za-z_][A-Za-z0-9_.]*)\s*[=!]/.exec(it); return !m || !SERVICE_LABELS.includes(m[1]); });
-		if (pick) {
-			const i = pick.indexOf('=');
-			items.unshift(pick.slice(0, i) + '="' + pick.slice(i + 1).replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"');
-		}
-		return s.type + (items.length ? '{' + items.join(', ') + '}' : '');
+		const i = pick ? pick.indexOf('=') : -1;
+		return withMatcher(q, (l) => SERVICE_LABELS.includes(l), pick ? pick.slice(0, i) : '', pick ? pick.slice(i + 1) : '');
 	}
 	let servicesOf = null; // the type the picker's options are of
 	async function loadServices(type) {
@@ -1024,6 +1100,7 @@
 			ui.fgB.render();
 		};
 		ui.topA = new Table($('top'), $('top-note'), pick);
+		ui.topA.onRegress = openRegression;
 		ui.topB = new Table($('top2'), $('top2-note'), pick);
 		new Completer($('selector'), () => run());
 		new Completer($('compare-selector'), () => run());
@@ -1052,12 +1129,14 @@
 			$(id).addEventListener('input', () => { $(id[0] === 'c' ? 'compare-range' : 'range').value = 'custom'; });
 		}
 		$('normalize').addEventListener('change', () => run());
+		$('baseline').addEventListener('change', () => run());
+		$('by').addEventListener('change', () => run());
 		$('mode').addEventListener('click', (e) => {
 			const b = e.target.closest('button');
 			if (!b || b.dataset.v === state.mode) return;
 			readInputs();
 			state.mode = b.dataset.v;
-			if (state.mode !== 'single' && !state.compare) state.compare = state.query;
+			if ((state.mode === 'compare' || state.mode === 'diff') && !state.compare) state.compare = state.query;
 			saveState(true);
 			load();
 		});

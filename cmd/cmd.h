@@ -93,6 +93,35 @@ enum { OPT_DATA = 1000, OPT_SINCE, OPT_FROM, OPT_TO, OPT_REMOTE, OPT_TOKEN_FILE 
 	"                        of the local one (default: $CPROF_REMOTE)\n"                      \
 	"      --token-file FILE the server's token (default: $CPROF_TOKEN_FILE)\n"
 
+/* How record, scrape and import push to a server (--remote): cprof's API
+ * or Pyroscope's /ingest (lib/store/remote.h, cp_store_remote_set_push). */
+enum { OPT_REMOTE_API = 1100, OPT_TENANT, OPT_BASIC_USER, OPT_SERVICE_LABEL };
+#define PUSH_OPTIONS                                                   \
+	{ "remote-api", required_argument, NULL, OPT_REMOTE_API },     \
+	{ "tenant", required_argument, NULL, OPT_TENANT },             \
+	{ "basic-auth-user", required_argument, NULL, OPT_BASIC_USER }, \
+	{ "service-label", required_argument, NULL, OPT_SERVICE_LABEL }
+#define PUSH_USAGE                                                                                 \
+	"      --remote-api API    cprof (default) or pyroscope: push to Pyroscope's /ingest\n"      \
+	"      --service-label L   pyroscope: the label that names the service (default comm)\n"    \
+	"      --tenant ID         pyroscope: the tenant (X-Scope-OrgID header)\n"                   \
+	"      --basic-auth-user U send --token-file's secret as U's password (basic auth)\n"
+struct push_args {
+	const char *api, *tenant, *basic_user, *service_label;
+	bool given; /* one of them on the command line (not only in the configuration file) */
+};
+/* Takes OPT_REMOTE_API..OPT_SERVICE_LABEL; true when opt was one of them. */
+bool push_option(struct push_args *a, int opt, const char *arg);
+/* Checks them against --remote (url, NULL: none; then the configuration
+ * file's are dropped, the command line's are an error): EXIT_OK or a usage
+ * error (printed). */
+int push_check(const char *verb, const char *url, struct push_args *a);
+/* The server settings in effect, for --print-config: remote, token-file,
+ * push's, and (with a remote) spool and spool-size, the spool's default in
+ * data/spool. */
+void print_remote_config(FILE *f, const char *remote, const char *token_file, const struct push_args *push,
+			 const char *spool, size_t spool_size, const char *data);
+
 struct store_args {
 	const char *data, *since, *from, *to, *remote, *token_file;
 	struct cp_store *store; /* opened on first use */
@@ -127,10 +156,11 @@ int read_token(const char *verb, const char *token_file, char **token);
  * away (at most spool_size bytes; NULL: none, a push that cannot be
  * delivered fails), and with a spool the server is asked now (GET /healthz)
  * so that a wrong URL or token fails at once: *away (may be NULL) tells
- * that it did not answer yet, which only delays the pushes.  NULL after
+ * that it did not answer yet, which only delays the pushes.  push (may be
+ * NULL: cprof's API) says how to push.  NULL after
  * printing the error. */
 struct cp_store *store_open_write(const char *verb, const char *dir, const char *remote, const char *token_file,
-				  const char *spool, size_t spool_size, bool *away);
+				  const struct push_args *push, const char *spool, size_t spool_size, bool *away);
 /* Opens the store for reading (once), the local one or a server's; NULL
  * after printing the error. */
 struct cp_store *store_get(const char *verb, struct store_args *a);

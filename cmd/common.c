@@ -238,7 +238,7 @@ int read_token(const char *verb, const char *token_file, char **token)
 }
 
 struct cp_store *store_open_write(const char *verb, const char *dir, const char *remote, const char *token_file,
-				  const char *spool, size_t spool_size, bool *away)
+				  const struct push_args *push, const char *spool, size_t spool_size, bool *away)
 {
 	struct cp_store *s;
 	char *token = NULL;
@@ -253,11 +253,27 @@ struct cp_store *store_open_write(const char *verb, const char *dir, const char 
 	}
 	if (read_token(verb, token_file, &token))
 		return NULL;
+	if (push && push->basic_user && !token) {
+		fail(verb, "--basic-auth-user: give the password in --token-file");
+		return NULL;
+	}
 	s = cp_store_open_remote(remote, token, spool, spool_size);
 	free(token);
 	if (!s) {
 		fail(verb, "%s", cp_errmsg(errno));
 		return NULL;
+	}
+	if (push) {
+		struct cp_remote_push o = { .pyroscope = push->api && !strcmp(push->api, "pyroscope"),
+					    .service_label = push->service_label,
+					    .tenant = push->tenant,
+					    .basic_user = push->basic_user };
+
+		if ((err = cp_store_remote_set_push(s, &o))) {
+			fail(verb, "%s", cp_errmsg(err));
+			cp_store_close(s);
+			return NULL;
+		}
 	}
 	cp_error_clear(); /* a "try later" (1) says why only in the record: cp_error_code() */
 	if (spool && (err = cp_store_remote_ping(s)) < 0) {

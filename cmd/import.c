@@ -22,6 +22,7 @@ static const struct option options[] = {
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	REMOTE_OPTIONS,
+	PUSH_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -47,6 +48,7 @@ const struct cmd cmd_import = {
 	"      --max-store-size SIZE  then delete the oldest data to keep the store\n"
 	"                        under SIZE (e.g. 10G)\n"
 	REMOTE_USAGE
+	PUSH_USAGE
 	"  -h, --help            show this help\n",
 };
 
@@ -56,6 +58,7 @@ static int run_import(int argc, char **argv)
 	struct cp_labels labels = { 0 }, cfg_labels = { 0 }; /* -l: the options', the file's */
 	struct cp_store_append *batch = NULL;
 	struct cp_store *store = NULL;
+	struct push_args push = { 0 };
 	int64_t t = 0, keep = 0;
 	uint64_t max_store = 0;
 	bool cfg_retention = false, cfg_max_store = false;
@@ -88,7 +91,11 @@ static int run_import(int argc, char **argv)
 		case OPT_REMOTE: remote = optarg; break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case 'h': status = show_usage(&cmd_import); goto out;
-		default: status = EXIT_USAGE; goto out;
+		default:
+			if (push_option(&push, opt, optarg))
+				break;
+			status = EXIT_USAGE;
+			goto out;
 		}
 	}
 	if ((err = cp_labels_take_defaults(&labels, &cfg_labels))) {
@@ -111,7 +118,8 @@ static int run_import(int argc, char **argv)
 		status = usage_error("import", "no input: give the profile files to import");
 		goto out;
 	}
-	if ((status = remote_args("import", data, false, &remote, &token_file)))
+	if ((status = remote_args("import", data, false, &remote, &token_file)) ||
+	    (status = push_check("import", remote, &push)))
 		goto out;
 	if (!remote && (status = store_dir("import", data, dir, sizeof(dir))))
 		goto out;
@@ -152,7 +160,7 @@ static int run_import(int argc, char **argv)
 		batch[i].time_ns = t;
 	}
 	data = remote ? remote : dir;
-	if (!(store = store_open_write("import", dir, remote, token_file, NULL, 0, NULL))) {
+	if (!(store = store_open_write("import", dir, remote, token_file, &push, NULL, 0, NULL))) {
 		status = EXIT_FAIL;
 		goto out;
 	}

@@ -40,6 +40,7 @@ static const struct option options[] = {
 	{ "label", required_argument, NULL, OPT_LABEL },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	REMOTE_OPTIONS,
+	PUSH_OPTIONS,
 	{ "spool", required_argument, NULL, OPT_SPOOL },
 	{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
 	{ "idle", no_argument, NULL, OPT_IDLE },
@@ -89,6 +90,7 @@ const struct cmd cmd_record = {
 	"      --remote URL        push each interval to a cprof server, http(s)://HOST:PORT\n"
 	"                          (default: $CPROF_REMOTE), instead of the local store\n"
 	"      --token-file FILE   the server's token (default: $CPROF_TOKEN_FILE)\n"
+	PUSH_USAGE
 	"      --spool DIR         keep what the server cannot take here and send it\n"
 	"                          later (default: the store's directory + /spool)\n"
 	"      --spool-size SIZE   the spool's bound, e.g. 64M, 1G; beyond it the\n"
@@ -124,6 +126,7 @@ struct rec {
 	const char *cgroup, *output, *format, *data, *debuginfo;
 	struct debuginfod_opt dbgd;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
+	struct push_args push;
 	size_t spool_size;
 	int64_t duration, flush, retention;
 	uint64_t max_store_size, max_memory;
@@ -260,7 +263,9 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			break;
 		case 'q': cp_log_level = CP_LOG_WARN; break;
 		case 'h': return show_usage(&cmd_record) == EXIT_OK ? -1 : EXIT_FAIL;
-		default: return EXIT_USAGE;
+		default:
+			if (!push_option(&r->push, opt, optarg))
+				return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -305,7 +310,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "--label is for the store's series; not with -o/-f");
 	if (r->remote && (r->output || r->format))
 		return usage_error("record", "--remote pushes to a server; with -o/-f the profile goes to a file or stdout");
-	if ((err = remote_args("record", r->data, r->output || r->format, &r->remote, &r->token_file)))
+	if ((err = remote_args("record", r->data, r->output || r->format, &r->remote, &r->token_file)) ||
+	    (err = push_check("record", r->remote, &r->push)))
 		return err;
 	if (r->remote) { /* the file's store settings are for a local store */
 		if (r->cfg_store & CFG_RETENTION)
@@ -369,23 +375,11 @@ static int print_config(const struct rec *r)
 	} else {
 		fprintf(f, "  data: ");
 		cp_yaml_str(f, r->remote ? NULL : r->data);
-		fprintf(f, "\n  remote: ");
-		cp_yaml_str(f, r->remote);
-		fprintf(f, "\n  token-file: ");
-		cp_yaml_str(f, r->remote ? r->token_file : NULL);
-		fprintf(f, "\n  flush-interval: %s\n", cp_duration_text(r->flush, b, sizeof(b)));
+		print_remote_config(f, r->remote, r->token_file, &r->push, r->spool, r->spool_size, r->data);
+		fprintf(f, "  flush-interval: %s\n", cp_duration_text(r->flush, b, sizeof(b)));
 		fprintf(f, "  retention: %s\n", r->retention ? cp_duration_text(r->retention, b, sizeof(b)) : "null");
 		fprintf(f, "  max-store-size: %s\n",
 			r->max_store_size ? cp_size_text(r->max_store_size, b, sizeof(b)) : "null");
-		if (r->remote) {
-			fprintf(f, "  spool: ");
-			if (r->spool)
-				cp_yaml_str(f, r->spool);
-			else
-				fprintf(f, "\"%s/spool\"", r->data ? r->data : "");
-			fprintf(f, "\n  spool-size: %s\n",
-				cp_size_text(r->spool_size ? r->spool_size : (size_t)256 << 20, b, sizeof(b)));
-		}
 		fprintf(f, "  label: {");
 		for (size_t i = 0; i < r->labels.n; i++) {
 			fprintf(f, "%s%s: ", i ? ", " : "", r->labels.kv[i].name);
@@ -460,7 +454,7 @@ static int run_record(int argc, char **argv)
 		r.data = r.remote; /* where the profiles go, in messages */
 		/* a wrong token or URL fails now, not at the first flush; a
 		 * server that is down only delays the pushes */
-		if (!(r.store = store_open_write("record", NULL, r.remote, r.token_file, r.spool, r.spool_size, &away))) {
+		if (!(r.store = store_open_write("record", NULL, r.remote, r.token_file, &r.push, r.spool, r.spool_size, &away))) {
 			status = EXIT_FAIL;
 			goto out;
 		}
@@ -496,7 +490,7 @@ static int run_record(int argc, char **argv)
 		goto out;
 	}
 	/* the store after the sampler: a run that cannot sample creates nothing */
-	if (!r.remote && ro.per_process && !(r.store = store_open_write("record", r.data, NULL, NULL, NULL, 0, NULL))) {
+	if (!r.remote && ro.per_process && !(r.store = store_open_write("record", r.data, NULL, NULL, NULL, NULL, 0, NULL))) {
 		status = EXIT_FAIL;
 		goto out;
 	}

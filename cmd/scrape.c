@@ -35,6 +35,7 @@ static const struct option options[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "data", required_argument, NULL, OPT_DATA },
 	REMOTE_OPTIONS,
+	PUSH_OPTIONS,
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -75,6 +76,7 @@ const struct cmd cmd_scrape = {
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
 	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
 	REMOTE_USAGE
+	PUSH_USAGE
 	"      --retention DUR   delete stored data older than DUR as it goes\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting its\n"
 	"                        oldest data, checked every minute\n"
@@ -93,6 +95,7 @@ struct scrape_opts {
 	bool once, targets, quiet;
 	struct cp_labels labels, cfg_labels; /* -l: the options', the configuration file's */
 	bool cfg_retention, cfg_max_store;
+	struct push_args push;
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -178,7 +181,7 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 	if (o->remote && (err = cp_mkdirs(dir, 0755)))
 		return fail("scrape", "%s", cp_errmsg(err));
 	/* a refused token or not a cprof server: said now, not as failing targets */
-	if (!(k->store = store_open_write("scrape", dir, o->remote, o->token_file, spool, 256u << 20, NULL)))
+	if (!(k->store = store_open_write("scrape", dir, o->remote, o->token_file, &o->push, spool, 256u << 20, NULL)))
 		return EXIT_FAIL;
 	k->upkeep.verb = "scrape";
 	k->upkeep.retention = o->keep;
@@ -437,7 +440,9 @@ static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 			cp_log_level = CP_LOG_WARN;
 			break;
 		case 'h': return show_usage(&cmd_scrape);
-		default: return EXIT_USAGE;
+		default:
+			if (!push_option(&o->push, opt, optarg))
+				return EXIT_USAGE;
 		}
 	}
 	/* the configuration file's store settings and labels, where they do not apply */
@@ -464,7 +469,8 @@ static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 		return usage_error("scrape", "--format goes with --targets");
 	if (o->once && o->targets)
 		return usage_error("scrape", "--once goes with --config, not --targets");
-	if ((status = remote_args("scrape", o->data ? o->data : o->output, o->targets, &o->remote, &o->token_file)))
+	if ((status = remote_args("scrape", o->data ? o->data : o->output, o->targets, &o->remote, &o->token_file)) ||
+	    (status = push_check("scrape", o->targets ? NULL : o->remote, &o->push)))
 		return status;
 	if (o->remote) { /* the file's store settings are for a local store */
 		if (o->cfg_retention)

@@ -146,6 +146,7 @@ _cprof_takes_arg()
 		-l | --label | --time | --name | --retention | \
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --debuginfod | --remote | --spool | --spool-size | \
+		--remote-api | --service-label | --tenant | --basic-auth-user | \
 		--max-store-size | --max-memory | --log-level | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | --max-decompressed | \
 		-c | --profile | --seconds | --timeout | \
@@ -229,6 +230,7 @@ _cprof()
 		-i | --input | -o | --output) _cprof_files ;;
 		-c | --config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # record, serve, scrape, --remote
 		--log-level) _cprof_reply "$_cprof_log_levels" ;; # record, serve, scrape
+		--remote-api) _cprof_reply $'cprof\npyroscope' ;;   # record, scrape, import
 		--data | --cgroup | --debuginfo-path | --spool) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
 		--profile) _cprof_reply "$_cprof_scrape_profiles" ;;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -47,6 +48,41 @@ int cp_pyro_label_name(char *name)
 	for (i = 0; name[i]; i++)
 		if (name[i] == '.')
 			name[i] = '_';
+	return 0;
+}
+
+/* s with Pyroscope's name syntax characters replaced, appended to f */
+static void pyro_put(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(strchr(",{}", *s) ? '_' : *s, f);
+}
+
+int cp_pyro_name_format(const char *app, const struct cp_kv *labels, size_t n, char **out)
+{
+	size_t len = 0;
+	FILE *f;
+
+	*out = NULL;
+	if (!(f = open_memstream(out, &len)))
+		return cp_error(ENOMEM, "out of memory");
+	pyro_put(f, app);
+	fputs("{service_name=", f);
+	pyro_put(f, app);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(labels[i].name, "service_name"))
+			continue;
+		fputc(',', f);
+		pyro_put(f, labels[i].name);
+		fputc('=', f);
+		pyro_put(f, labels[i].value);
+	}
+	fputc('}', f);
+	if (fclose(f) || !*out) {
+		free(*out);
+		*out = NULL;
+		return cp_error(ENOMEM, "out of memory");
+	}
 	return 0;
 }
 

@@ -22,6 +22,16 @@ struct cp_pyro_name {
 int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out);
 void cp_pyro_name_release(struct cp_pyro_name *n);
 
+/* The other way: the name= of a push to Pyroscope's /ingest for a series
+ * of service `app` with labels (n of them): "app{service_name=app,k=v,...}",
+ * service_name first and given explicitly (an app name with a dot would
+ * otherwise lose its last part to the type suffix), a label of the same
+ * name left out.  Pyroscope's name syntax has no escapes: ',', '{' and '}'
+ * in a value (and in app) become '_'.  Label names must be ones
+ * cp_pyro_label_name takes (series label names are).  *out malloc'ed; 0 or
+ * -ENOMEM. */
+int cp_pyro_name_format(const char *app, const struct cp_kv *labels, size_t n, char **out);
+
 /* The profile type a suffix and units give: name, sample type/unit, period
  * type/unit, and whether values are samples to multiply by 1e9/sampleRate. */
 struct cp_pyro_type {

@@ -1228,6 +1228,7 @@ static const struct cp_route routes[] = {
 	{ "GET", "/ui/", "ui", h_ui, false },
 	{ "GET", "/login", "login", h_login, true },
 	{ "GET", "/healthz", "healthz", h_healthz, false },
+	{ "GET", "/ready", "ready", h_healthz, false }, /* Pyroscope's name for it */
 	{ "GET", "/metrics", "metrics", h_metrics, false },
 	{ "GET", "/api/v1/types", "types", h_types, false },
 	{ "GET", "/api/v1/labels", "labels", h_labels, false },

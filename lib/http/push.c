@@ -44,6 +44,7 @@ struct cp_pusher {
 	struct cp_pusher_stats st;
 	char *last_error;
 	int last_errno;
+	char *headers[5]; /* NULL-terminated */
 };
 
 
@@ -197,7 +198,23 @@ void cp_pusher_free(struct cp_pusher *p)
 	free(p->e);
 	free(p->dir);
 	free(p->last_error);
+	for (size_t i = 0; p->headers[i]; i++)
+		free(p->headers[i]);
 	free(p);
+}
+
+int cp_pusher_set_headers(struct cp_pusher *p, const char *const *headers, size_t n)
+{
+	if (n >= sizeof(p->headers) / sizeof(p->headers[0]))
+		return cp_error(E2BIG, "at most %zu extra headers", sizeof(p->headers) / sizeof(p->headers[0]) - 1);
+	for (size_t i = 0; p->headers[i]; i++) {
+		free(p->headers[i]);
+		p->headers[i] = NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(p->headers[i] = strdup(headers[i])))
+			return cp_error(ENOMEM, "out of memory");
+	return 0;
 }
 
 /* 0: stored; 1: try again later (the reason in last_error); -errno: the
@@ -208,9 +225,9 @@ static int send_one(struct cp_pusher *p, const char *query, const void *body, si
 	char *path = NULL;
 	int err;
 
-	if (asprintf(&path, "/api/v1/push%s%s", *query ? "?" : "", query) < 0)
+	if (*query == '/' ? !(path = strdup(query)) : asprintf(&path, "/api/v1/push%s%s", *query ? "?" : "", query) < 0)
 		return cp_error(ENOMEM, "out of memory");
-	err = cp_http_request(p->c, "POST", path, NULL, body, len, &r);
+	err = cp_http_request(p->c, "POST", path, (const char *const *)p->headers, body, len, &r);
 	free(path);
 	if (err) { /* no answer */
 		set_last_error(p, err);

@@ -33,12 +33,19 @@ struct cp_pusher *cp_pusher_new(const char *url, const char *token, const char *
 void cp_pusher_free(struct cp_pusher *p);
 
 /* POST /api/v1/push?QUERY with body (query: "name=cpu&time=...&comm=x",
- * already URL-encoded).  Spooled entries go first (unless the server failed
+ * already URL-encoded), or, when query starts with '/', POST to that path
+ * and query as they are ("/ingest?name=...": another server's push API).
+ * A spooled entry keeps its target.  Spooled entries go first (unless the server failed
  * less than a back-off delay ago: then this push is spooled behind them).
  * 0: the server stored it; CP_PUSH_SPOOLED: it waits in the spool (why in
  * cp_pusher_last_error()); -errno with a message: the server refused it for
  * good (4xx), or it could be neither sent nor spooled. */
 int cp_pusher_push(struct cp_pusher *p, const char *query, const void *body, size_t len);
+
+/* Extra headers sent with every push ("Name: value", at most 4; e.g.
+ * X-Scope-OrgID, or an Authorization of its own when the pusher was made
+ * without a token).  Copied.  0 or -ENOMEM, -E2BIG. */
+int cp_pusher_set_headers(struct cp_pusher *p, const char *const *headers, size_t n);
 
 /* Sends what is spooled, oldest first, now (no back-off), until the spool
  * is empty or the server fails.  0: the spool is empty; CP_PUSH_SPOOLED:

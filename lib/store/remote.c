@@ -13,6 +13,7 @@
 
 #include "../error.h"
 #include "../http/client.h"
+#include "../ingest.h"
 #include "../pprof.h"
 #include "../util.h"
 #include "backend.h"
@@ -23,6 +24,10 @@ struct cp_remote {
 	char *url, *token, *spool_dir;
 	size_t spool_max;
 	struct cp_pusher *pusher; /* on first use */
+	bool pyroscope;
+	char *service_label, *spy_name;
+	char *headers[3]; /* the push's and the ping's extra headers, NULL-terminated */
+	size_t nheaders;
 };
 
 static const struct cp_store_ops remote_ops;
@@ -60,6 +65,10 @@ static void remote_free(struct cp_remote *r)
 	free(r->url);
 	free(r->token);
 	free(r->spool_dir);
+	free(r->service_label);
+	free(r->spy_name);
+	for (size_t i = 0; i < r->nheaders; i++)
+		free(r->headers[i]);
 	free(r);
 }
 
@@ -68,7 +77,9 @@ static int pusher(struct cp_remote *r)
 	if (r->pusher)
 		return 0;
 	r->pusher = cp_pusher_new(r->url, r->token, r->spool_dir, r->spool_max);
-	return r->pusher ? 0 : -errno;
+	if (!r->pusher)
+		return -errno;
+	return cp_pusher_set_headers(r->pusher, (const char *const *)r->headers, r->nheaders);
 }
 
 /* ---- requests ---- */
@@ -467,7 +478,8 @@ static int remote_ping(struct cp_remote *r)
 	int err;
 
 	cp_http_client_set_timeout(r->c, CP_PUSH_TIMEOUT_MS);
-	err = cp_http_request(r->c, "GET", "/healthz", NULL, NULL, 0, &resp);
+	err = cp_http_request(r->c, "GET", r->pyroscope ? "/ready" : "/healthz", (const char *const *)r->headers, NULL, 0,
+			      &resp);
 	cp_http_client_set_timeout(r->c, CP_REMOTE_TIMEOUT_MS);
 	if (err)
 		return 1; /* no answer */
@@ -508,6 +520,86 @@ static int push_query(const struct cp_store_append *a, char **q)
 	return 0;
 }
 
+static const char *label_of(const struct cp_store_append *a, const char *name)
+{
+	for (size_t i = 0; name && i < a->nlabels; i++)
+		if (!strcmp(a->labels[i].name, name))
+			return a->labels[i].value;
+	return NULL;
+}
+
+/* Pyroscope's /ingest, as its clients call it (cp_store_remote_set_push) */
+static int pyroscope_target(const struct cp_remote *r, const struct cp_store_append *a, char **q)
+{
+	static const char *const fallback[] = { "service_name", "job", "comm" };
+	const char *service = label_of(a, r->service_label ? r->service_label : "comm"), *skip;
+	int64_t t = a->time_ns ? a->time_ns : a->profile->time_nanos ? a->profile->time_nanos : cp_now_ns();
+	int64_t d = a->profile->duration_nanos;
+	/* from and until: the interval in unix seconds, until at least a second after from */
+	int64_t from = t / 1000000000, until = (t + (d > 0 ? d : 0) + 999999999) / 1000000000;
+	struct cp_kv *tags;
+	char *name = NULL, num[32];
+	size_t n = 0;
+	int err;
+
+	for (size_t i = 0; !service && i < sizeof(fallback) / sizeof(fallback[0]); i++)
+		service = label_of(a, fallback[i]);
+	if (!service || !*service)
+		service = "cprof";
+	skip = r->service_label ? r->service_label : "comm";
+	if (until <= from)
+		until = from + 1;
+	if (!(tags = calloc(a->nlabels + 1, sizeof(*tags))))
+		return cp_error(ENOMEM, "out of memory");
+	for (size_t i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i].name, skip))
+			tags[n++] = a->labels[i];
+	err = cp_pyro_name_format(service, tags, n, &name);
+	free(tags);
+	/* the arguments in the order the official Node.js client sends them */
+	*q = NULL;
+	if (!err)
+		err = add_arg(q, "format", "pprof");
+	if (!err) {
+		snprintf(num, sizeof(num), "%" PRId64, from);
+		err = add_arg(q, "from", num);
+	}
+	if (!err)
+		err = add_arg(q, "name", name);
+	if (!err)
+		err = add_arg(q, "spyName", r->spy_name ? r->spy_name : "cprof");
+	if (!err) {
+		snprintf(num, sizeof(num), "%" PRId64, until);
+		err = add_arg(q, "until", num);
+	}
+	if (!err && a->profile->period > 0 &&
+	    !strcmp(cp_profile_string(a->profile, a->profile->period_type.unit), "nanoseconds")) {
+		snprintf(num, sizeof(num), "%" PRId64, (int64_t)((1000000000 + a->profile->period / 2) / a->profile->period));
+		err = add_arg(q, "sampleRate", num);
+	}
+	if (!err) {
+		char *full = NULL;
+
+		if (asprintf(&full, "/ingest?%s", *q) < 0)
+			err = cp_error(ENOMEM, "out of memory");
+		else {
+			free(*q);
+			*q = full;
+		}
+	}
+	free(name);
+	if (err) {
+		free(*q);
+		*q = NULL;
+	}
+	return err;
+}
+
+static int push_target(const struct cp_remote *r, const struct cp_store_append *a, char **q)
+{
+	return r->pyroscope ? pyroscope_target(r, a, q) : push_query(a, q);
+}
+
 static int remote_append(struct cp_remote *r, const struct cp_store_append *a, size_t n)
 {
 	bool spooled = false;
@@ -518,7 +610,7 @@ static int remote_append(struct cp_remote *r, const struct cp_store_append *a, s
 	for (i = 0; i < n; i++) {
 		char *q = NULL;
 
-		err = push_query(&a[i], &q);
+		err = push_target(r, &a[i], &q);
 		free(q);
 		if (err)
 			return err;
@@ -530,7 +622,7 @@ static int remote_append(struct cp_remote *r, const struct cp_store_append *a, s
 		size_t len = 0;
 		char *q = NULL;
 
-		if ((err = push_query(&a[i], &q)) || (err = cp_pprof_encode(a[i].profile, 1, &body, &len))) {
+		if ((err = push_target(r, &a[i], &q)) || (err = cp_pprof_encode(a[i].profile, 1, &body, &len))) {
 			free(q);
 			break;
 		}
@@ -665,6 +757,59 @@ static struct cp_remote *as_remote(const struct cp_store *s)
 bool cp_store_is_remote(const struct cp_store *s)
 {
 	return as_remote(s) != NULL;
+}
+
+int cp_store_remote_set_push(struct cp_store *s, const struct cp_remote_push *o)
+{
+	struct cp_remote *r = as_remote(s);
+	char *h = NULL;
+
+	if (!r)
+		return 0;
+	r->pyroscope = o->pyroscope;
+	free(r->service_label);
+	free(r->spy_name);
+	r->service_label = o->service_label ? strdup(o->service_label) : NULL;
+	r->spy_name = o->spy_name ? strdup(o->spy_name) : NULL;
+	if ((o->service_label && !r->service_label) || (o->spy_name && !r->spy_name))
+		return cp_error(ENOMEM, "out of memory");
+	for (; r->nheaders; r->nheaders--)
+		free(r->headers[r->nheaders - 1]), r->headers[r->nheaders - 1] = NULL;
+	if (o->tenant) {
+		if (strpbrk(o->tenant, "\r\n"))
+			return cp_error(EINVAL, "the tenant has a line break");
+		if (asprintf(&h, "X-Scope-OrgID: %s", o->tenant) < 0)
+			return cp_error(ENOMEM, "out of memory");
+		r->headers[r->nheaders++] = h;
+	}
+	if (o->basic_user) {
+		char *pair = NULL, *b64 = NULL;
+		size_t len = 0;
+		int err;
+
+		if (strpbrk(o->basic_user, "\r\n:"))
+			return cp_error(EINVAL, "the basic auth user has a ':' or a line break");
+		if (asprintf(&pair, "%s:%s", o->basic_user, r->token ? r->token : "") < 0)
+			return cp_error(ENOMEM, "out of memory");
+		err = cp_base64_encode((const uint8_t *)pair, strlen(pair), &b64, &len);
+		free(pair);
+		if (err)
+			return err;
+		h = NULL;
+		if (asprintf(&h, "Authorization: Basic %s", b64) < 0)
+			h = NULL;
+		free(b64);
+		if (!h)
+			return cp_error(ENOMEM, "out of memory");
+		r->headers[r->nheaders++] = h;
+		/* the token is the password now, not a bearer token */
+		free(r->token);
+		r->token = NULL;
+		cp_http_client_free(r->c);
+		if (!(r->c = cp_http_client_new(r->url, NULL, CP_REMOTE_TIMEOUT_MS)))
+			return -errno;
+	}
+	return 0;
 }
 
 int cp_store_remote_ping(struct cp_store *s)

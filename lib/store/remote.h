@@ -29,6 +29,27 @@
  * appends.  Nothing is sent yet.  NULL + errno (EINVAL: a bad URL). */
 struct cp_store *cp_store_open_remote(const char *url, const char *token, const char *spool_dir, size_t spool_max);
 
+/* How appends are pushed; set before the first append (default: cprof's own
+ * /api/v1/push).  With pyroscope, each profile goes to Pyroscope's POST
+ * /ingest as its official clients send it: format=pprof, from and until
+ * (unix seconds: the interval), name=SERVICE{service_name=SERVICE,k=v,...}
+ * (cp_pyro_name_format: SERVICE is the value of service_label, else of
+ * service_name, job or comm, else "cprof"; the other series labels are
+ * tags), spyName, sampleRate (for a profile with a period), the body the
+ * gzipped pprof as application/octet-stream; the server names the types
+ * from the pprof's sample types.  Then the ping asks GET /ready.  tenant
+ * goes as X-Scope-OrgID; basic_user sends the token as the password of HTTP
+ * basic auth instead of as a bearer token.  Strings are copied.  0 or
+ * -ENOMEM, -EINVAL (a header value with a line break). */
+struct cp_remote_push {
+	bool pyroscope;
+	const char *service_label; /* NULL: comm */
+	const char *spy_name;      /* NULL: cprof */
+	const char *tenant;        /* NULL: none */
+	const char *basic_user;    /* NULL: a bearer token */
+};
+int cp_store_remote_set_push(struct cp_store *s, const struct cp_remote_push *o);
+
 /* Is the store a server's?  The calls below do nothing on a local one. */
 bool cp_store_is_remote(const struct cp_store *s);
 /* Checks that the server answers and takes the token (GET /healthz): 0;

@@ -92,6 +92,29 @@ START_TEST(test_name_with_otel_labels)
 }
 END_TEST
 
+/* the names cprof pushes to Pyroscope read back as they were sent: the
+ * service (dots and all), the tags, service_name given once */
+START_TEST(test_name_format)
+{
+	const struct cp_kv tags[] = { { "pid", "42" }, { "exe", "/usr/bin/a,b{c}" }, { "service_name", "other" } };
+	struct cp_pyro_name n;
+	char *s = NULL;
+
+	ck_assert_int_eq(cp_pyro_name_format("python3.11", tags, 3, &s), 0);
+	ck_assert_str_eq(s, "python3.11{service_name=python3.11,pid=42,exe=/usr/bin/a_b_c_}");
+	ck_assert_int_eq(cp_pyro_name_parse(s, &n), 0);
+	ck_assert_str_eq(label(&n, "service_name"), "python3.11");
+	ck_assert_str_eq(label(&n, "pid"), "42");
+	ck_assert_str_eq(label(&n, "exe"), "/usr/bin/a_b_c_");
+	ck_assert_int_eq(n.labels.n, 3);
+	cp_pyro_name_release(&n);
+	free(s);
+	ck_assert_int_eq(cp_pyro_name_format("a{b}", NULL, 0, &s), 0);
+	ck_assert_str_eq(s, "a_b_{service_name=a_b_}");
+	free(s);
+}
+END_TEST
+
 /* ---- pprof pushes ---- */
 
 /* A profile of these sample types (type/unit pairs) and period type, one
@@ -414,6 +437,7 @@ static Suite *ingest_suite(void)
 
 	tcase_add_test(tc, test_label_names);
 	tcase_add_test(tc, test_name_with_otel_labels);
+	tcase_add_test(tc, test_name_format);
 	tcase_add_test(tc, test_split_node_wall);
 	tcase_add_test(tc, test_split_others);
 	tcase_add_test(tc, test_labels_limits);

@@ -35,6 +35,7 @@ static int requests;       /* pushes the handler saw */
 static char got[64][256];  /* "query|body" of each push stored (2xx) */
 static int ngot;
 static char auth[256];     /* the Authorization header of the last request */
+static char tenant[256];   /* its X-Scope-OrgID */
 
 static int add_arg(void *ctx, const char *name, const char *value)
 {
@@ -45,21 +46,23 @@ static int add_arg(void *ctx, const char *name, const char *value)
 	return 0;
 }
 
-static void h_push(struct cp_req *r, struct cp_resp *out, void *arg)
+/* prefix: what is stored starts with it ("ingest:" for Pyroscope's path) */
+static void take_push(struct cp_req *r, struct cp_resp *out, const char *prefix)
 {
-	char q[200] = "";
+	char args[200] = "", q[220];
 	const uint8_t *body;
-	const char *a = cp_req_header(r, "Authorization");
+	const char *a = cp_req_header(r, "Authorization"), *t = cp_req_header(r, "X-Scope-OrgID");
 	size_t len;
 	int status;
 
-	(void)arg;
 	body = cp_req_body(r, &len);
-	cp_req_args(r, add_arg, q);
+	cp_req_args(r, add_arg, args);
+	snprintf(q, sizeof(q), "%s%s", prefix, args);
 	pthread_mutex_lock(&lock);
 	requests++;
 	status = answer;
 	snprintf(auth, sizeof(auth), "%s", a ? a : "");
+	snprintf(tenant, sizeof(tenant), "%s", t ? t : "");
 	if (status / 100 == 2 && ngot < 64)
 		snprintf(got[ngot++], sizeof(got[0]), "%s|%.*s", q, (int)len, (const char *)body);
 	pthread_mutex_unlock(&lock);
@@ -69,8 +72,21 @@ static void h_push(struct cp_req *r, struct cp_resp *out, void *arg)
 		cp_resp_error(out, status, "the test answers %d", status);
 }
 
+static void h_push(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	(void)arg;
+	take_push(r, out, "");
+}
+
+static void h_ingest(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	(void)arg;
+	take_push(r, out, "ingest:");
+}
+
 static const struct cp_route routes[] = {
 	{ "POST", "/api/v1/push", "push", h_push, false },
+	{ "POST", "/ingest", "ingest", h_ingest, false },
 };
 
 static struct cp_server *srv;
@@ -100,7 +116,7 @@ static void setup(void)
 
 	o.listen = "127.0.0.1:0";
 	o.routes = routes;
-	o.nroutes = 1;
+	o.nroutes = sizeof(routes) / sizeof(routes[0]);
 	srv = cp_server_start(&o);
 	ck_assert_msg(srv != NULL, "cannot start the test server: %s", cp_errmsg(errno));
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", cp_server_port(srv));
@@ -233,6 +249,35 @@ START_TEST(test_resend_in_order)
 	ck_assert_int_eq(st.sent, 4);
 	ck_assert_int_eq(st.pending, 0);
 	ck_assert_int_eq(st.pending_bytes, 0);
+	cp_pusher_free(p);
+}
+END_TEST
+
+/* a push to another path (Pyroscope's /ingest) keeps its path in the spool,
+ * and the extra headers go with it when it is sent again */
+START_TEST(test_spool_keeps_target)
+{
+	struct cp_pusher *p = cp_pusher_new(url, NULL, spool, 1 << 20);
+	const char *h[] = { "X-Scope-OrgID: team-a", "Authorization: Basic dTpw" };
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(cp_pusher_set_headers(p, h, 2), 0);
+	set_answer(503);
+	ck_assert_int_eq(cp_pusher_push(p, "/ingest?name=app&format=pprof", "b1", 2), CP_PUSH_SPOOLED);
+	ck_assert_int_eq(cp_pusher_push(p, "name=cpu&seq=2", "body2", 5), CP_PUSH_SPOOLED);
+	cp_pusher_free(p);
+	/* another process takes the spool over */
+	p = cp_pusher_new(url, NULL, spool, 1 << 20);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(cp_pusher_set_headers(p, h, 2), 0);
+	set_answer(200);
+	ck_assert_int_eq(cp_pusher_flush(p), 0);
+	ck_assert_int_eq(ngot, 2);
+	ck_assert_str_eq(got[0], "ingest:name=app&format=pprof|b1");
+	expect_got(1, 2);
+	ck_assert_str_eq(tenant, "team-a");
+	ck_assert_str_eq(auth, "Authorization: Basic dTpw" + 15);
+	ck_assert_int_eq(cp_pusher_set_headers(p, h, 5), -E2BIG);
 	cp_pusher_free(p);
 }
 END_TEST
@@ -573,6 +618,7 @@ static Suite *push_suite(void)
 	tcase_add_test(p, test_spool_when_unreachable);
 	tcase_add_test(p, test_resend_in_order);
 	tcase_add_test(p, test_spool_goes_first);
+	tcase_add_test(p, test_spool_keeps_target);
 	tcase_add_test(p, test_retry_waits_for_backoff);
 	tcase_add_test(p, test_permanent_errors);
 	tcase_add_test(p, test_spooled_refused);

@@ -8,10 +8,15 @@
  * them); the 50 profiles go to the store as one cp_store_append batch, as
  * record does, and each is also written as a gzipped pprof file, the way the
  * same data is kept without a store.  Deterministic (fixed seed).
- * usage: store_gen STOREDIR PPROFDIR [--hours H] */
+ * --hosts N simulates N such hosts (node=host-000...; each host's 50
+ * profiles of an interval are one append, as each host's agent pushes its
+ * own), --cpus C busy CPUs per host (default 8), PPROFDIR "-" writes no
+ * pprof files (bench/serve_scaling.sh).
+ * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C] */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,21 +288,32 @@ int main(int argc, char **argv)
 	struct cp_profile *prof[NPROC];
 	struct cp_store_append batch[NPROC];
 	struct cp_kv labels[NPROC][3];
-	char pids[NPROC][16], path[4096];
+	char pids[NPROC][16], node[32], path[4096];
 	size_t ndrawn[NPROC], nb;
 	double proc_cdf[NPROC], sum = 0, t_append = 0, t_pprof = 0, t0, t1, start_s = now_s();
-	int64_t start, samples = 0, pprof_bytes = 0, nfiles = 0, nint, k;
+	int64_t start, samples = 0, pprof_bytes = 0, nfiles = 0, nappends = 0, nint, k;
 	double hours = 1;
+	int hosts = 1, cpus = NCPU, h;
+	bool files;
 	struct cp_store *st;
 	struct cp_store_stats stats;
 	int i;
 
-	if (argc == 5 && !strcmp(argv[3], "--hours"))
-		hours = atof(argv[4]);
-	if ((argc != 3 && argc != 5) || (argc == 5 && strcmp(argv[3], "--hours")) || hours <= 0) {
-		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR [--hours H]\n");
+	for (i = 3; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--hours"))
+			hours = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--hosts"))
+			hosts = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--cpus"))
+			cpus = atoi(argv[i + 1]);
+		else
+			break;
+	}
+	if (argc < 3 || i != argc || hours <= 0 || hosts < 1 || cpus < 1 || cpus > NCPU) {
+		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C (1-%d)]\n", NCPU);
 		return 2;
 	}
+	files = strcmp(argv[2], "-") != 0;
 	if (!(st = cp_store_open(argv[1], CP_STORE_WRITE))) {
 		fprintf(stderr, "store_gen: %s\n", cp_errmsg(errno));
 		return 1;
@@ -315,7 +331,7 @@ int main(int argc, char **argv)
 		snprintf(pids[i], sizeof(pids[i]), "%d", 1000 + i * 37);
 		labels[i][0] = (struct cp_kv){ "comm", prog_names[i / PER_PROG] };
 		labels[i][1] = (struct cp_kv){ "pid", pids[i] };
-		labels[i][2] = (struct cp_kv){ "node", "bench" };
+		labels[i][2] = (struct cp_kv){ "node", node };
 	}
 	for (i = 0; i < NPROC; i++)
 		proc_cdf[i] = sum += proc_cdf[i];
@@ -324,51 +340,60 @@ int main(int argc, char **argv)
 
 	nint = (int64_t)(hours * 3600 / INTERVAL);
 	start = (cp_now_ns() / 1000000000LL - nint * INTERVAL) / INTERVAL * INTERVAL * 1000000000LL;
-	for (k = 0; k < nint; k++) {
-		int64_t t = start + k * INTERVAL * 1000000000LL;
+	for (k = 0; k < nint; k++)
+		for (h = 0; h < hosts; h++) {
+			int64_t t = start + k * INTERVAL * 1000000000LL;
 
-		memset(ndrawn, 0, sizeof(ndrawn));
-		for (i = 0; i < HZ * NCPU * INTERVAL; i++) {
-			uint32_t pr = pick(proc_cdf, NPROC);
+			/* one host: its node name and pids */
+			snprintf(node, sizeof(node), hosts == 1 ? "bench" : "host-%03d", h);
+			for (i = 0; i < NPROC; i++)
+				snprintf(pids[i], sizeof(pids[i]), "%d", 1000 + i * 37 + h * 7919);
+			memset(ndrawn, 0, sizeof(ndrawn));
+			for (i = 0; i < HZ * cpus * INTERVAL; i++) {
+				uint32_t pr = pick(proc_cdf, NPROC);
 
-			drawn[pr][ndrawn[pr]++] = pick(progs[pr / PER_PROG].cdf, NSTACKS);
-		}
-		for (i = 0, nb = 0; i < NPROC; i++) {
-			if (!ndrawn[i])
-				continue; /* no sample: an agent sends nothing */
-			if (!(prof[nb] = build(i / PER_PROG, drawn[i], ndrawn[i], t))) {
-				fprintf(stderr, "store_gen: out of memory\n");
+				drawn[pr][ndrawn[pr]++] = pick(progs[pr / PER_PROG].cdf, NSTACKS);
+			}
+			for (i = 0, nb = 0; i < NPROC; i++) {
+				if (!ndrawn[i])
+					continue; /* no sample: an agent sends nothing */
+				if (!(prof[nb] = build(i / PER_PROG, drawn[i], ndrawn[i], t))) {
+					fprintf(stderr, "store_gen: out of memory\n");
+					return 1;
+				}
+				batch[nb] = (struct cp_store_append){ prof[nb], "cpu", labels[i], 3, 0 };
+				samples += (int64_t)ndrawn[i];
+				nb++;
+			}
+			t0 = now_s();
+			if (cp_store_append(st, batch, nb)) {
+				fprintf(stderr, "store_gen: %s\n", cp_errmsg(errno));
 				return 1;
 			}
-			batch[nb] = (struct cp_store_append){ prof[nb], "cpu", labels[i], 3, 0 };
-			samples += (int64_t)ndrawn[i];
-			nb++;
-		}
-		t0 = now_s();
-		if (cp_store_append(st, batch, nb)) {
-			fprintf(stderr, "store_gen: %s\n", cp_errmsg(errno));
-			return 1;
-		}
-		t1 = now_s();
-		t_append += t1 - t0;
-		for (size_t b = 0; b < nb; b++) {
-			uint8_t *buf = NULL;
-			size_t len = 0;
-			int err;
+			t1 = now_s();
+			t_append += t1 - t0;
+			nappends++;
+			for (size_t b = 0; b < nb; b++) {
+				uint8_t *buf = NULL;
+				size_t len = 0;
+				int err;
 
-			snprintf(path, sizeof(path), "%s/%s-%s-%06" PRId64 ".pb.gz", argv[2], batch[b].labels[0].value,
-				 batch[b].labels[1].value, k);
-			if ((err = cp_pprof_encode(prof[b], 1, &buf, &len)) || (err = cp_write_file_atomic(path, buf, len))) {
-				fprintf(stderr, "store_gen: %s: %s\n", path, cp_errmsg(-err));
-				return 1;
+				if (files) {
+					snprintf(path, sizeof(path), "%s/%s-%s-%06" PRId64 ".pb.gz", argv[2],
+						 batch[b].labels[0].value, batch[b].labels[1].value, k);
+					if ((err = cp_pprof_encode(prof[b], 1, &buf, &len)) ||
+					    (err = cp_write_file_atomic(path, buf, len))) {
+						fprintf(stderr, "store_gen: %s: %s\n", path, cp_errmsg(-err));
+						return 1;
+					}
+					pprof_bytes += (int64_t)len;
+					nfiles++;
+					free(buf);
+				}
+				cp_profile_free(prof[b]);
 			}
-			pprof_bytes += (int64_t)len;
-			nfiles++;
-			free(buf);
-			cp_profile_free(prof[b]);
+			t_pprof += now_s() - t1;
 		}
-		t_pprof += now_s() - t1;
-	}
 	cp_store_close(st);
 	/* figures from a fresh read-only open: the WAL files are checkpointed away */
 	if (!(st = cp_store_open(argv[1], CP_STORE_READ)) || cp_store_stats(st, &stats)) {
@@ -376,10 +401,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cp_store_close(st);
-	printf("simulated: %.4g h, %d processes of %d programs, %d Hz x %d CPUs, %" PRId64 " intervals of %d s\n",
-	       hours, NPROC, NPROG, HZ, NCPU, nint, INTERVAL);
+	printf("simulated: %.4g h, %d host%s of %d processes of %d programs, %d Hz x %d CPUs, %" PRId64
+	       " intervals of %d s\n",
+	       hours, hosts, hosts == 1 ? "" : "s", NPROC, NPROG, HZ, cpus, nint, INTERVAL);
 	printf("samples: %" PRId64 "\n", samples);
-	printf("batches: %" PRId64 " appends of up to %d profiles (%" PRId64 " in all)\n", nint, NPROC, nfiles);
+	printf("batches: %" PRId64 " appends of up to %d profiles (%" PRId64 " files)\n", nappends, NPROC, nfiles);
 	printf("store: %" PRId64 " series, %" PRId64 " stacks, %" PRId64 " locations, %" PRId64 " functions, %" PRId64
 	       " blocks, %" PRId64 " entries, %" PRId64 " bytes\n",
 	       stats.series, stats.stacks, stats.locations, stats.functions, stats.blocks, stats.entries, stats.bytes);

@@ -1,0 +1,70 @@
+#!/bin/sh
+# Benchmark (#21): how far one `cprof serve` goes as the fleet grows, for docs/SCALING.md.
+# For each HOSTS:HOURS of BENCH_SCALE (default "1:24 10:24 100:2"), bench/store_gen builds a
+# store of HOSTS simulated hosts (node=host-NNN, each 50 processes of 5 programs, 19 Hz on
+# BENCH_SCALE_CPUS (1) busy CPUs: a host one CPU busy on average) over HOURS ending now, each
+# host's interval one append, as its agent pushes it.  Then `cprof serve` on that store answers
+# 2 clients (bench/serve_load.go, keep-alive) BENCH_SCALE_N (20) times per query: the profile of
+# one host and of the whole fleet over the last hour and, when the store holds a day, the last
+# day.  Reported per size: samples, bytes on disk and per host-day, the store's own append rate
+# (no HTTP: bench/serve_ingest.sh measures pushes over HTTP), p50/p99 of each query, and the
+# server's peak RSS.  No target: figures for docs/SCALING.md, with the command.
+# usage: bench/serve_scaling.sh BUILDDIR
+bench=serve_scaling; . "$(dirname "$0")/lib.sh"
+SCALE=${BENCH_SCALE:-1:24 10:24 100:2}
+CPUS=${BENCH_SCALE_CPUS:-1}
+N=${BENCH_SCALE_N:-20}
+GO=${GO:-go}
+uri() { jq -rn --arg s "$1" '$s | @uri'; }
+need_tools jq curl
+if ! GOCACHE=${TMPDIR:-/tmp}/gocache GO111MODULE=off "$GO" build -o "$d/serve_load" "$src/bench/serve_load.go" \
+	2> "$d/go.err"; then
+	echo "serve_scaling: cannot build bench/serve_load.go with $GO:"; tail -5 "$d/go.err"; exit 1
+fi
+echo "one cprof serve, stores of simulated hosts at 19 Hz x $CPUS busy CPU(s) each (50 processes, 5 programs);"
+echo "$N requests per query, 2 clients, keep-alive; $(getconf _NPROCESSORS_ONLN) CPUs for everything"
+echo
+printf '%-6s %-6s %12s %12s %14s %12s  %-28s %9s %9s %9s\n' hosts hours samples "disk bytes" "bytes/host-day" \
+	"append/s" query "p50 ms" "p99 ms" "RSS MB"
+for hh in $SCALE; do
+	hosts=${hh%%:*} hours=${hh#*:}
+	rm -rf "$d/store"
+	t_end=$(date +%s)
+	"$b/bench/store_gen" "$d/store" - --hours "$hours" --hosts "$hosts" --cpus "$CPUS" > "$d/gen.out" ||
+		{ echo "store_gen failed"; exit 1; }
+	samples=$(sed -n 's/^samples: //p' "$d/gen.out")
+	rate=$(sed -n 's/^ingest rate: \([0-9]*\).*/\1/p' "$d/gen.out")
+	bytes=$(du -sb "$d/store" | cut -f1)
+	per=$(awk -v b="$bytes" -v h="$hosts" -v t="$hours" 'BEGIN { printf "%.0f", b / h / (t / 24) }')
+	one=host-000; [ "$hosts" = 1 ] && one=bench
+	to=$((t_end + 3600)) hour=$((t_end - 3600)) day=$((t_end - 86400))
+	set -- "1h, one host|/api/v1/profile?format=json&query=$(uri "cpu:cpu{node=\"$one\"}")&from=$hour&to=$to" \
+		"1h, all hosts|/api/v1/profile?format=json&query=$(uri 'cpu:cpu')&from=$hour&to=$to"
+	if [ "$hours" -ge 24 ]; then
+		set -- "$@" "24h, one host|/api/v1/profile?format=json&query=$(uri "cpu:cpu{node=\"$one\"}")&from=$day&to=$to" \
+			"24h, all hosts|/api/v1/profile?format=json&query=$(uri 'cpu:cpu')&from=$day&to=$to"
+	fi
+	serve_start --data "$d/store"
+	first=1
+	for q; do
+		name=${q%%|*} path=${q#*|}
+		code=$(curl -s -o "$d/one" -w '%{http_code}' "$url$path")
+		[ "$code" = 200 ] || { echo "$name: answered $code: $(head -c 300 "$d/one")"; exit 1; }
+		"$d/serve_load" -mode query -url "$url" -clients 2 -n "$N" "$path" > "$d/load.json" ||
+			{ echo "serve_load failed"; exit 1; }
+		rss=$(peak_rss_mb "$spid")
+		if [ "$first" = 1 ]; then
+			printf '%-6s %-6s %12s %12s %14s %12s  %-28s %9s %9s %9s\n' "$hosts" "$hours" "$samples" "$bytes" "$per" \
+				"$rate" "$name" "$(jq .p50_ms "$d/load.json")" "$(jq .p99_ms "$d/load.json")" "$rss"
+			first=0
+		else
+			printf '%-6s %-6s %12s %12s %14s %12s  %-28s %9s %9s %9s\n' "" "" "" "" "" "" "$name" \
+				"$(jq .p50_ms "$d/load.json")" "$(jq .p99_ms "$d/load.json")" "$rss"
+		fi
+		[ "$(jq .errors "$d/load.json")" = 0 ] || echo "  errors: $(jq -r .first_error "$d/load.json")"
+	done
+	kill "$spid"; wait "$spid" 2> /dev/null || true; spid=
+done
+echo
+echo "(bytes/host-day: the store's size over hosts x hours/24; append/s: samples/s of cp_store_append alone;"
+echo " RSS: the server's peak (VmHWM) after the query; the json answer holds at most 20000 tree nodes)"

@@ -563,6 +563,15 @@ is "$(get /api/v1/series -G --data-urlencode 'query=memory{job="pushed"}' | jq -
 c=$(get /api/v1/profile -G --data-urlencode "query=goroutine{job=\"pushed\",instance=\"$G2\"}" --data-urlencode from=now-1h -d format=json |
 	jq --arg f main.parked '[.top[] | select(.name == $f) | .cum] | add // 0')
 ok "G2's 13 parked goroutines per pushed scrape ($c)" test "$((c % 13))" = 0 -a "$c" -ge 13
+# ---- --remote-api pyroscope: the same scrapes pushed to the server's Pyroscope /ingest ----
+run "$CPROF" scrape --config "$T/remote.yaml" --remote "$URL" --token-file "$T/token" --remote-api pyroscope --once
+is "$rc" 0 "scrape --once --remote-api pyroscope: exit 0"
+is "$(get /api/v1/series -G --data-urlencode 'query=goroutines{service_name="pushed"}' | jq -r '[.[].type] | join(" ")')" \
+	"goroutines:goroutine:count:goroutine:count" "pushed to /ingest: the job names the service, the goroutines named as Pyroscope names them"
+is "$(get /api/v1/series -G --data-urlencode 'query=goroutines{service_name="pushed"}' | jq -r '.[0].labels.instance')" "$G2" \
+	"and the instance is a tag"
+like "$(get /api/v1/series -G --data-urlencode 'query=memory{service_name="pushed"}' | jq -r '[.[].type] | sort | join(" ")')" \
+	'memory:inuse_space:bytes:space:bytes' "the heap as memory:inuse_space:bytes:space:bytes"
 kill -TERM "$srvpid"
 wait "$srvpid"
 is "$?" 0 "the server stops on SIGTERM with exit 0"

@@ -71,6 +71,9 @@ echo "cprof serve:         $pushes pushes in $(js '.seconds * 10 | floor / 10') 
 echo "                     latency p50 $(js .p50_ms) ms, p99 $(js .p99_ms) ms;" \
 	"server CPU $cpu_s s ($(awk -v c="$cpu_s" -v n="$pushes" 'BEGIN { printf "%.2f", (n ? c * 1000 / n : 0) }') ms per push)"
 [ "$errors" = 0 ] || echo "                     first error: $(js .first_error)"
+spb=$(for f in "$@"; do "$b/cprof" query -i "$f" -t samples -f json | jq .total; done | awk '{ s += $1 } END { printf "%.0f", s / NR }')
+echo "                     $(awk -v r="$rate" -v s="$spb" 'BEGIN { printf "%.0f", r * s }') samples/s ingested" \
+	"(a body holds $spb samples on average)"
 curl -s "$url/api/v1/stats" > "$d/stats.json" || :
 echo "                     the store after the run: $(jq .bytes "$d/stats.json") bytes on disk," \
 	"$(jq .entries "$d/stats.json") entries, $(jq .series "$d/stats.json") series"

@@ -8,7 +8,9 @@
 # one host and of the whole fleet over the last hour and, when the store holds a day, the last
 # day.  Reported per size: samples, bytes on disk and per host-day, the store's own append rate
 # (no HTTP: bench/serve_ingest.sh measures pushes over HTTP), p50/p99 of each query, and the
-# server's peak RSS.  No target: figures for docs/SCALING.md, with the command.
+# server's peak RSS.  First, as root, what one real agent sends: `cprof record --all -F 19` on
+# this machine for BENCH_SCALE_AGENT (60) seconds pushing to a `cprof serve` (its /metrics:
+# pushes, bytes and samples per flush interval).  No target: figures for docs/SCALING.md.
 # usage: bench/serve_scaling.sh BUILDDIR
 bench=serve_scaling; . "$(dirname "$0")/lib.sh"
 SCALE=${BENCH_SCALE:-1:24 10:24 100:2}
@@ -20,6 +22,19 @@ need_tools jq curl
 if ! GOCACHE=${TMPDIR:-/tmp}/gocache GO111MODULE=off "$GO" build -o "$d/serve_load" "$src/bench/serve_load.go" \
 	2> "$d/go.err"; then
 	echo "serve_scaling: cannot build bench/serve_load.go with $GO:"; tail -5 "$d/go.err"; exit 1
+fi
+AGENT=${BENCH_SCALE_AGENT:-60}
+metric() { curl -s "$url/metrics" | awk -v m="$1{api=\"native\"}" '$1 == m { print $2 }'; }
+if [ "$(id -u)" = 0 ]; then
+	serve_start --data "$d/agent-store"
+	"$b/cprof" record -q --all -F 19 -d "$AGENT" --remote "$url" --spool "$d/spool" 2> "$d/agent.err" ||
+		{ echo "cprof record failed: $(tail -2 "$d/agent.err")"; exit 1; }
+	p=$(metric cprof_ingest_profiles_total) by=$(metric cprof_ingest_bytes_total) sa=$(metric cprof_ingest_samples_total)
+	echo "one real agent (cprof record --all -F 19 on this machine, $AGENT s, flush every 10 s): $p pushes," \
+		"$by bytes, $sa stored entries (distinct stacks per profile)"
+	awk -v p="$p" -v b="$by" -v s="$sa" -v t="$AGENT" 'BEGIN { printf "  = %.2f pushes/s, %.0f bytes/push, %.1f entries/s, %.0f bytes/s\n", p / t, (p ? b / p : 0), s / t, b / t }'
+	kill "$spid"; wait "$spid" 2> /dev/null || true; spid=
+	echo
 fi
 echo "one cprof serve, stores of simulated hosts at 19 Hz x $CPUS busy CPU(s) each (50 processes, 5 programs);"
 echo "$N requests per query, 2 clients, keep-alive; $(getconf _NPROCESSORS_ONLN) CPUs for everything"

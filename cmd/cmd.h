@@ -102,10 +102,11 @@ enum { OPT_REMOTE_API = 1100, OPT_TENANT, OPT_BASIC_USER, OPT_SERVICE_LABEL };
 	{ "basic-auth-user", required_argument, NULL, OPT_BASIC_USER }, \
 	{ "service-label", required_argument, NULL, OPT_SERVICE_LABEL }
 #define PUSH_USAGE                                                                                 \
-	"      --remote-api API    cprof (default) or pyroscope: push to Pyroscope's /ingest\n"      \
-	"      --service-label L   pyroscope: the label that names the service (default comm)\n"    \
-	"      --tenant ID         pyroscope: the tenant (X-Scope-OrgID header)\n"                   \
-	"      --basic-auth-user U send --token-file's secret as U's password (basic auth)\n"
+	"      --remote-api API  cprof (default) or pyroscope: push to Pyroscope's /ingest\n"        \
+	"      --service-label L pyroscope: the label that names the service (default comm)\n"      \
+	"      --tenant ID       pyroscope: the tenant (X-Scope-OrgID header)\n"                     \
+	"      --basic-auth-user USER  send --token-file's secret as USER's password\n"             \
+	"                        (HTTP basic auth) instead of as a bearer token\n"
 struct push_args {
 	const char *api, *tenant, *basic_user, *service_label;
 	bool given; /* one of them on the command line (not only in the configuration file) */

@@ -90,7 +90,11 @@ const struct cmd cmd_record = {
 	"      --remote URL        push each interval to a cprof server, http(s)://HOST:PORT\n"
 	"                          (default: $CPROF_REMOTE), instead of the local store\n"
 	"      --token-file FILE   the server's token (default: $CPROF_TOKEN_FILE)\n"
-	PUSH_USAGE
+	"      --remote-api API    cprof (default) or pyroscope: push to Pyroscope's /ingest\n"
+	"      --service-label L   pyroscope: the label that names the service (default comm)\n"
+	"      --tenant ID         pyroscope: the tenant (X-Scope-OrgID header)\n"
+	"      --basic-auth-user USER  send --token-file's secret as USER's password\n"
+	"                          (HTTP basic auth) instead of as a bearer token\n"
 	"      --spool DIR         keep what the server cannot take here and send it\n"
 	"                          later (default: the store's directory + /spool)\n"
 	"      --spool-size SIZE   the spool's bound, e.g. 64M, 1G; beyond it the\n"

@@ -11,6 +11,8 @@
 # 20), A/B pairs with f1 significant (target: at least 19 of 20) and, per other function, the pairs
 # where it was flagged (target: none in more than 1 of 20).  Default FDR 0.05.  The reference:
 # the same pairs compared as two files (the counts test, samples taken as independent).
+# BENCH_STORES=DIR analyses the recordings kept in DIR/store-aa and DIR/store-ab (BENCH_KEEP of
+# an earlier run) again instead of recording: the same data under another method.
 # Needs root.  usage: bench/diff_significance.sh BUILDDIR
 bench=diff_significance; . "$(dirname "$0")/lib.sh"
 export LC_ALL=C
@@ -30,10 +32,15 @@ stream() {
 	done
 }
 echo "cprof diff over intervals: $PAIRS A/A and $PAIRS A/B pairs of ${SECS} s recordings at 99 Hz (f1 10% -> 13% in A/B)"
-stream aa & pa=$!
-stream ab & pb=$!
-wait "$pa" || { echo "cprof record failed (A/A)"; tail -3 "$d/rec-aa.err"; exit 1; }
-wait "$pb" || { echo "cprof record failed (A/B)"; tail -3 "$d/rec-ab.err"; exit 1; }
+if [ -n "${BENCH_STORES:-}" ]; then
+	echo "(the recordings kept in $BENCH_STORES, analysed again)"
+	cp -a "$BENCH_STORES/store-aa" "$BENCH_STORES/store-ab" "$d/"
+else
+	stream aa & pa=$!
+	stream ab & pb=$!
+	wait "$pa" || { echo "cprof record failed (A/A)"; tail -3 "$d/rec-aa.err"; exit 1; }
+	wait "$pb" || { echo "cprof record failed (A/B)"; tail -3 "$d/rec-ab.err"; exit 1; }
+fi
 aa_any=0 aa_files=0 ab_f1=0 ab_files_f1=0 i=0
 : > "$d/others"
 while [ "$i" -lt "$PAIRS" ]; do

@@ -111,32 +111,45 @@ static double norm_isf(double p)
 	return (lo + hi) / 2;
 }
 
-static void mean_var(const double *v, size_t n, double *mean, double *var)
+/* the weighted mean of v and the variance of that mean (cp_stats_welch_w) */
+static void mean_var(const double *v, const double *w, size_t n, double *mean, double *var)
 {
-	double m = 0, s = 0;
+	double m = 0, s = 0, W = 0;
 
-	for (size_t i = 0; i < n; i++)
-		m += v[i];
-	m /= (double)n;
-	for (size_t i = 0; i < n; i++)
-		s += (v[i] - m) * (v[i] - m);
+	for (size_t i = 0; i < n; i++) {
+		W += w ? w[i] : 1;
+		m += (w ? w[i] : 1) * v[i];
+	}
+	m /= W;
+	for (size_t i = 0; i < n; i++) {
+		double f = (w ? w[i] : 1) / W;
+
+		s += f * f * (v[i] - m) * (v[i] - m);
+	}
 	*mean = m;
-	*var = n > 1 ? s / (double)(n - 1) : 0;
+	*var = n > 1 ? s * (double)n / (double)(n - 1) : 0;
 }
 
-bool cp_stats_welch(const double *a, size_t na, const double *b, size_t nb, double level, struct cp_stats_test *out)
+static bool weights_ok(const double *w, size_t n)
 {
-	double ma, va, mb, vb, sa, sb, tq;
+	for (size_t i = 0; w && i < n; i++)
+		if (!(w[i] > 0))
+			return false;
+	return true;
+}
+
+bool cp_stats_welch_w(const double *a, const double *wa, size_t na, const double *b, const double *wb, size_t nb,
+		      double level, struct cp_stats_test *out)
+{
+	double ma, sa, mb, sb, tq;
 
 	out->delta = out->se = out->df = out->lo = out->hi = 0;
 	out->p = 1;
-	if (na < 2 || nb < 2)
+	if (na < 2 || nb < 2 || !weights_ok(wa, na) || !weights_ok(wb, nb))
 		return false;
-	mean_var(a, na, &ma, &va);
-	mean_var(b, nb, &mb, &vb);
+	mean_var(a, wa, na, &ma, &sa);
+	mean_var(b, wb, nb, &mb, &sb);
 	out->delta = out->lo = out->hi = mb - ma;
-	sa = va / (double)na;
-	sb = vb / (double)nb;
 	if (!(sa + sb > 0))
 		return false; /* no variance: nothing says how far chance goes */
 	out->se = sqrt(sa + sb);
@@ -148,6 +161,11 @@ bool cp_stats_welch(const double *a, size_t na, const double *b, size_t nb, doub
 	out->lo = out->delta - tq * out->se;
 	out->hi = out->delta + tq * out->se;
 	return true;
+}
+
+bool cp_stats_welch(const double *a, size_t na, const double *b, size_t nb, double level, struct cp_stats_test *out)
+{
+	return cp_stats_welch_w(a, NULL, na, b, NULL, nb, level, out);
 }
 
 bool cp_stats_prop(double xa, double na, double xb, double nb, double level, struct cp_stats_test *out)

@@ -33,6 +33,16 @@ struct cp_stats_test {
 /* Welch's t test of mean(b) - mean(a), values a[0..na) and b[0..nb), with
  * a confidence interval at `level` (e.g. 0.95). */
 bool cp_stats_welch(const double *a, size_t na, const double *b, size_t nb, double level, struct cp_stats_test *out);
+/* The same with a weight per value (wa, wb > 0; NULL: all 1), for shares of
+ * clusters of unequal size (an interval's share, weighted by its samples):
+ * each side's mean is the weighted one, sum(w x) / sum(w), and its variance
+ * the ratio estimator's of cluster sampling, m / (m - 1) * sum((w_i / W)^2
+ * (x_i - mean)^2) for m values of total weight W, which is s^2 / m when the
+ * weights are equal; Welch-Satterthwaite degrees of freedom with m - 1 a
+ * side.  A small cluster moves the mean and the variance in proportion to
+ * its weight, not as much as a whole one. */
+bool cp_stats_welch_w(const double *a, const double *wa, size_t na, const double *b, const double *wb, size_t nb,
+		      double level, struct cp_stats_test *out);
 
 /* The two-proportion z test of xb/nb - xa/na (pooled variance for the
  * p-value, unpooled for the interval). */

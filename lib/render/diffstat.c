@@ -71,15 +71,17 @@ static int start(const struct cp_fn_table *t, double alpha, enum cp_diffstat_met
 int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const *const iv[2], const size_t n[2],
 			  const int vidx[2], double alpha, struct cp_diffstat *d)
 {
-	/* shares[(row * 2 + kind) * (n0 + n1) + column]: the intervals of side 0, then of side 1 */
-	double *shares = NULL;
+	/* shares[(row * 2 + kind) * (n0 + n1) + column]: the intervals of side 0, then of side 1;
+	 * weight[column]: the interval's samples */
+	double *shares = NULL, *weight = NULL;
 	size_t cols = 0, used[2] = { 0, 0 }, ntested = 0;
 	int err = start(t, alpha, CP_DIFFSTAT_INTERVALS, d);
 
 	if (err)
 		return err;
 	cols = n[0] + n[1];
-	if (t->nrows && cols && !(shares = calloc((size_t)t->nrows * 2 * cols, sizeof(*shares)))) {
+	if (cols && (!(weight = calloc(cols, sizeof(*weight))) ||
+		     (t->nrows && !(shares = calloc((size_t)t->nrows * 2 * cols, sizeof(*shares)))))) {
 		err = nomem();
 		goto out;
 	}
@@ -106,6 +108,7 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 				shares[((size_t)row * 2 + 0) * cols + col] = (double)it->rows[r].flat[0] / (double)it->total[0];
 				shares[((size_t)row * 2 + 1) * cols + col] = (double)it->rows[r].cum[0] / (double)it->total[0];
 			}
+			weight[col] = (double)it->total[0];
 			used[s]++;
 			cp_fn_table_free(it);
 		}
@@ -121,16 +124,21 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 		for (int j = 0; j < 2; j++) {
 			const double *a = &shares[((size_t)r * 2 + (size_t)j) * cols], *b = a + n[0];
 			struct cp_fn_stat *st = &d->rows[r][j];
-			double sa = 0, sb = 0;
+			double sa = 0, sb = 0, wa = 0, wb = 0;
 
-			/* side 1's intervals start at column n[0], whatever side 0 kept */
-			for (size_t k = 0; k < used[0]; k++)
-				sa += a[k];
-			for (size_t k = 0; k < used[1]; k++)
-				sb += b[k];
-			st->share[0] = sa / (double)used[0];
-			st->share[1] = sb / (double)used[1];
-			st->tested = cp_stats_welch(a, used[0], b, used[1], d->level, &st->t);
+			/* side 1's intervals start at column n[0], whatever side 0 kept; each
+			 * interval weighs its samples (a short one moves the test little) */
+			for (size_t k = 0; k < used[0]; k++) {
+				sa += weight[k] * a[k];
+				wa += weight[k];
+			}
+			for (size_t k = 0; k < used[1]; k++) {
+				sb += weight[n[0] + k] * b[k];
+				wb += weight[n[0] + k];
+			}
+			st->share[0] = sa / wa;
+			st->share[1] = sb / wb;
+			st->tested = cp_stats_welch_w(a, weight, used[0], b, weight + n[0], used[1], d->level, &st->t);
 			ntested += st->tested;
 		}
 	}
@@ -142,6 +150,7 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 	err = adjust(d);
 out:
 	free(shares);
+	free(weight);
 	if (err)
 		cp_diffstat_release(d);
 	return err;
@@ -186,7 +195,7 @@ void cp_diffstat_release(struct cp_diffstat *d)
 
 const char *cp_diffstat_method_name(const struct cp_diffstat *d)
 {
-	return d->method == CP_DIFFSTAT_INTERVALS ? "Welch's t test over the intervals"
+	return d->method == CP_DIFFSTAT_INTERVALS ? "Welch's t test over the intervals, weighted by their samples"
 						  : "a test of sample counts (samples assumed independent)";
 }
 

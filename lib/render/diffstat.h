@@ -67,7 +67,7 @@ void cp_diffstat_release(struct cp_diffstat *d);
  * memory; *n rows. */
 uint32_t *cp_diffstat_order(const struct cp_diffstat *d, bool only_significant, uint32_t *n);
 
-/* "Welch's t test over the intervals" or "a test of sample counts (samples
+/* "Welch's t test over the intervals, weighted by their samples" or "a test of sample counts (samples
  * assumed independent)" */
 const char *cp_diffstat_method_name(const struct cp_diffstat *d);
 

@@ -292,7 +292,7 @@ static int render_json(FILE *out, const struct cp_regressions *r)
 	}
 	root = json_pack("{s:s,s:s,s:s,s:s,s:f,s:s,s:I,s:I,s:o}", "by", r->by, "from", utc(r->from, a, sizeof(a)),
 			 "to", utc(r->to, b, sizeof(b)), "baseline", span(r->baseline, c, sizeof(c)), "alpha", r->alpha,
-			 "method", "Welch's t test over the intervals, Benjamini-Hochberg over all the groups", "groups",
+			 "method", "Welch's t test over the intervals (weighted by their samples), Benjamini-Hochberg over all the groups", "groups",
 			 (json_int_t)r->ngroups, "compared", (json_int_t)r->ncompared, "regressions", rows);
 	if (!root)
 		return nomem();
@@ -312,7 +312,7 @@ int cp_render_regressions(FILE *out, const struct cp_regressions *r, bool json)
 		return render_json(out, r);
 	fprintf(out, "Regressions: %s to %s against the same %s %s before, by %s\n", utc(r->from, a, sizeof(a)),
 		utc(r->to, b, sizeof(b)), span(r->to - r->from, c, sizeof(c)), span(r->baseline, d, sizeof(d)), r->by);
-	fprintf(out, "Welch's t test over the intervals; significant: q <= %g over all the groups' tests "
+	fprintf(out, "Welch's t test over the intervals, weighted by their samples; significant: q <= %g over all the groups' tests "
 		     "(Benjamini-Hochberg)\n", r->alpha);
 	fprintf(out, "%zu significant growths in %zu of %zu groups compared (%zu seen)\n", r->nrows,
 		groups_with_rows(r), r->ncompared, r->ngroups);

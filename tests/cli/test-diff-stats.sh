@@ -39,7 +39,7 @@ d() { "$CPROF" diff --data "$S" --since 1h "$@"; }
 # A/B
 run d '{run="a1"}' '{run="b"}'
 is "$rc" 0 "diff of two stored runs exits 0"
-like "$out" "Significance: Welch's t test over the intervals \(12 intervals before, 12 after\)" \
+like "$out" "Significance: Welch's t test over the intervals, weighted by their samples \(12 intervals before, 12 after\)" \
 	"the header names the test and the intervals of each side"
 sig=$(printf '%s\n' "$out" | awk '/ name$/ { f = 1; next } f && / \* / { print $NF }' | tr '\n' ' ')
 is "$sig" "f1 " "A/B: f1 (10% -> 13%) is the one significant change"
@@ -69,7 +69,7 @@ unlike "$(fill "$T/ab2.svg" f9)" '221,221,221' "flame graph --no-significance: n
 d -f pprof -o "$T/ab.pb.gz" '{run="a1"}' '{run="b"}'
 if [ -n "$GO" ]; then
 	c=$(HOME=$T "$GO" tool pprof -comments "$T/ab.pb.gz" 2> /dev/null)
-	like "$c" "cprof diff: Welch's t test over the intervals, 12 intervals before, 12 after; 1 significant" \
+	like "$c" "cprof diff: Welch's t test over the intervals, weighted by their samples, 12 intervals before, 12 after; 1 significant" \
 		"pprof: a comment names the test (go tool pprof -comments)"
 	like "$c" 'cprof diff: f1 self \+[0-9.]+pp \(' "pprof: and one per significant change"
 else

@@ -63,6 +63,37 @@ START_TEST(test_welch)
 }
 END_TEST
 
+/* weighted: a = .1, .2, .5 weighing 10, 10, 1 (mean 3.5/21, variance of the
+ * mean 3/2 * sum((w/21)^2 (x - mean)^2) = 0.0022675737), b = .3, .35 weighing
+ * 5, 5 (0.325, 0.000625): delta 0.1583333, se 0.0537827, df 2.8251846 (by
+ * hand); equal weights are the unweighted test */
+START_TEST(test_welch_weighted)
+{
+	static const double a[] = { 0.1, 0.2, 0.5 }, wa[] = { 10, 10, 1 }, b[] = { 0.3, 0.35 }, wb[] = { 5, 5 };
+	static const double x[] = { 1, 2, 3, 4, 5 }, y[] = { 2, 4, 6, 8, 10 }, w7[] = { 7, 7, 7, 7, 7 };
+	static const double wbad[] = { 10, 0, 1 };
+	struct cp_stats_test r, u;
+
+	ck_assert(cp_stats_welch_w(a, wa, 3, b, wb, 2, 0.95, &r));
+	ck_assert_double_eq_tol(r.delta, 0.15833333333333335, 1e-12);
+	ck_assert_double_eq_tol(r.se, 0.05378265237179293, 1e-12);
+	ck_assert_double_eq_tol(r.df, 2.825184590374511, 1e-9);
+	ck_assert_double_eq_tol(r.p, 2 * cp_stats_t_sf(r.delta / r.se, r.df), 1e-12);
+	/* the small interval (weight 1, share .5) moves the mean by a 21st of its distance */
+	ck_assert(cp_stats_welch(a, 3, b, 2, 0.95, &u));
+	ck_assert(u.se > 2 * r.se);
+	ck_assert(cp_stats_welch_w(x, w7, 5, y, w7, 5, 0.95, &r));
+	ck_assert(cp_stats_welch(x, 5, y, 5, 0.95, &u));
+	ck_assert_double_eq_tol(r.delta, u.delta, 1e-12);
+	ck_assert_double_eq_tol(r.se, u.se, 1e-12);
+	ck_assert_double_eq_tol(r.df, u.df, 1e-9);
+	ck_assert_double_eq_tol(r.p, u.p, 1e-12);
+	/* a weight that is not positive: nothing to test */
+	ck_assert(!cp_stats_welch_w(a, wbad, 3, b, wb, 2, 0.95, &r));
+	ck_assert_double_eq(r.p, 1);
+}
+END_TEST
+
 START_TEST(test_prop)
 {
 	/* 40/100 against 60/100: pooled 0.5, se0 = sqrt(0.5 * 0.5 * 0.02) = 0.0707107,
@@ -103,7 +134,7 @@ END_TEST
 
 int main(void)
 {
-	const TTest *const tests[] = { test_t_closed_forms, test_t_reference, test_welch, test_prop, test_bh };
+	const TTest *const tests[] = { test_t_closed_forms, test_t_reference, test_welch, test_welch_weighted, test_prop, test_bh };
 
 	return run_tests("stats", tests, sizeof(tests) / sizeof(*tests));
 }

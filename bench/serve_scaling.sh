@@ -2,8 +2,9 @@
 # Benchmark (#21): how far one `cprof serve` goes as the fleet grows, for docs/SCALING.md.
 # For each HOSTS:HOURS of BENCH_SCALE (default "1:24 10:24 100:2"), bench/store_gen builds a
 # store of HOSTS simulated hosts (node=host-NNN, each 50 processes of 5 programs, 19 Hz on
-# BENCH_SCALE_CPUS (1) busy CPUs: a host one CPU busy on average) over HOURS ending now, each
-# host's interval one append, as its agent pushes it.  Then `cprof serve` on that store answers
+# BENCH_SCALE_CPUS (1) busy CPUs: a host one CPU busy on average) over HOURS ending now, all
+# the hosts' profiles of an interval one append (--group: as the server's group commit takes the
+# pushes that arrive together).  Then `cprof serve` on that store answers
 # 2 clients (bench/serve_load.go, keep-alive) BENCH_SCALE_N (20) times per query: the profile of
 # one host and of the whole fleet over the last hour and, when the store holds a day, the last
 # day.  Reported per size: samples, bytes on disk and per host-day, the store's own append rate
@@ -45,7 +46,7 @@ for hh in $SCALE; do
 	hosts=${hh%%:*} hours=${hh#*:}
 	rm -rf "$d/store"
 	t_end=$(date +%s)
-	"$b/bench/store_gen" "$d/store" - --hours "$hours" --hosts "$hosts" --cpus "$CPUS" > "$d/gen.out" ||
+	"$b/bench/store_gen" "$d/store" - --hours "$hours" --hosts "$hosts" --cpus "$CPUS" --group > "$d/gen.out" ||
 		{ echo "store_gen failed"; exit 1; }
 	samples=$(sed -n 's/^samples: //p' "$d/gen.out")
 	rate=$(sed -n 's/^ingest rate: \([0-9]*\).*/\1/p' "$d/gen.out")

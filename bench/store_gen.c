@@ -10,9 +10,11 @@
  * same data is kept without a store.  Deterministic (fixed seed).
  * --hosts N simulates N such hosts (node=host-000...; each host's 50
  * profiles of an interval are one append, as each host's agent pushes its
- * own), --cpus C busy CPUs per host (default 8), PPROFDIR "-" writes no
- * pprof files (bench/serve_scaling.sh).
- * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C] */
+ * own, or with --group all the hosts' profiles of an interval are one append,
+ * as a server's group commit takes the pushes that arrive together),
+ * --cpus C busy CPUs per host (default 8), PPROFDIR "-" writes no pprof
+ * files (bench/serve_scaling.sh).
+ * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C] [--group] */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -285,22 +287,27 @@ fail:
 int main(int argc, char **argv)
 {
 	static uint32_t drawn[NPROC][HZ * NCPU * INTERVAL];
-	struct cp_profile *prof[NPROC];
-	struct cp_store_append batch[NPROC];
-	struct cp_kv labels[NPROC][3];
-	char pids[NPROC][16], node[32], path[4096];
-	size_t ndrawn[NPROC], nb;
+	struct cp_profile **prof;
+	struct cp_store_append *batch;
+	struct cp_kv (*labels)[NPROC][3];
+	char (*pids)[NPROC][16], (*node)[32], path[4096];
+	size_t ndrawn[NPROC], nb = 0;
 	double proc_cdf[NPROC], sum = 0, t_append = 0, t_pprof = 0, t0, t1, start_s = now_s();
 	int64_t start, samples = 0, pprof_bytes = 0, nfiles = 0, nappends = 0, nint, k;
 	double hours = 1;
 	int hosts = 1, cpus = NCPU, h;
-	bool files;
+	bool files, group = false;
 	struct cp_store *st;
 	struct cp_store_stats stats;
 	int i;
 
-	for (i = 3; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--hours"))
+	for (i = 3; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--group")) {
+			group = true;
+			i--;
+		} else if (i + 1 >= argc)
+			break;
+		else if (!strcmp(argv[i], "--hours"))
 			hours = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--hosts"))
 			hosts = atoi(argv[i + 1]);
@@ -310,8 +317,18 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (argc < 3 || i != argc || hours <= 0 || hosts < 1 || cpus < 1 || cpus > NCPU) {
-		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C (1-%d)]\n", NCPU);
+		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C (1-%d)] [--group]\n",
+			NCPU);
 		return 2;
+	}
+	prof = calloc((size_t)NPROC * (size_t)hosts, sizeof(*prof));
+	batch = calloc((size_t)NPROC * (size_t)hosts, sizeof(*batch));
+	labels = calloc((size_t)hosts, sizeof(*labels));
+	pids = calloc((size_t)hosts, sizeof(*pids));
+	node = calloc((size_t)hosts, sizeof(*node));
+	if (!prof || !batch || !labels || !pids || !node) {
+		fprintf(stderr, "store_gen: out of memory\n");
+		return 1;
 	}
 	files = strcmp(argv[2], "-") != 0;
 	if (!(st = cp_store_open(argv[1], CP_STORE_WRITE))) {
@@ -328,10 +345,16 @@ int main(int argc, char **argv)
 
 		proc_cdf[i] = proc_cdf[j];
 		proc_cdf[j] = 1.0 / pow(i + 1, 0.8);
-		snprintf(pids[i], sizeof(pids[i]), "%d", 1000 + i * 37);
-		labels[i][0] = (struct cp_kv){ "comm", prog_names[i / PER_PROG] };
-		labels[i][1] = (struct cp_kv){ "pid", pids[i] };
-		labels[i][2] = (struct cp_kv){ "node", node };
+	}
+	/* each host: its node name and pids */
+	for (h = 0; h < hosts; h++) {
+		snprintf(node[h], sizeof(node[h]), hosts == 1 ? "bench" : "host-%03d", h);
+		for (i = 0; i < NPROC; i++) {
+			snprintf(pids[h][i], sizeof(pids[h][i]), "%d", 1000 + i * 37 + h * 7919);
+			labels[h][i][0] = (struct cp_kv){ "comm", prog_names[i / PER_PROG] };
+			labels[h][i][1] = (struct cp_kv){ "pid", pids[h][i] };
+			labels[h][i][2] = (struct cp_kv){ "node", node[h] };
+		}
 	}
 	for (i = 0; i < NPROC; i++)
 		proc_cdf[i] = sum += proc_cdf[i];
@@ -344,27 +367,25 @@ int main(int argc, char **argv)
 		for (h = 0; h < hosts; h++) {
 			int64_t t = start + k * INTERVAL * 1000000000LL;
 
-			/* one host: its node name and pids */
-			snprintf(node, sizeof(node), hosts == 1 ? "bench" : "host-%03d", h);
-			for (i = 0; i < NPROC; i++)
-				snprintf(pids[i], sizeof(pids[i]), "%d", 1000 + i * 37 + h * 7919);
 			memset(ndrawn, 0, sizeof(ndrawn));
 			for (i = 0; i < HZ * cpus * INTERVAL; i++) {
 				uint32_t pr = pick(proc_cdf, NPROC);
 
 				drawn[pr][ndrawn[pr]++] = pick(progs[pr / PER_PROG].cdf, NSTACKS);
 			}
-			for (i = 0, nb = 0; i < NPROC; i++) {
+			for (i = 0; i < NPROC; i++) {
 				if (!ndrawn[i])
 					continue; /* no sample: an agent sends nothing */
 				if (!(prof[nb] = build(i / PER_PROG, drawn[i], ndrawn[i], t))) {
 					fprintf(stderr, "store_gen: out of memory\n");
 					return 1;
 				}
-				batch[nb] = (struct cp_store_append){ prof[nb], "cpu", labels[i], 3, 0 };
+				batch[nb] = (struct cp_store_append){ prof[nb], "cpu", labels[h][i], 3, 0 };
 				samples += (int64_t)ndrawn[i];
 				nb++;
 			}
+			if (group && h + 1 < hosts)
+				continue; /* the interval's other hosts join this append */
 			t0 = now_s();
 			if (cp_store_append(st, batch, nb)) {
 				fprintf(stderr, "store_gen: %s\n", cp_errmsg(errno));
@@ -392,6 +413,7 @@ int main(int argc, char **argv)
 				}
 				cp_profile_free(prof[b]);
 			}
+			nb = 0;
 			t_pprof += now_s() - t1;
 		}
 	cp_store_close(st);
@@ -405,7 +427,8 @@ int main(int argc, char **argv)
 	       " intervals of %d s\n",
 	       hours, hosts, hosts == 1 ? "" : "s", NPROC, NPROG, HZ, cpus, nint, INTERVAL);
 	printf("samples: %" PRId64 "\n", samples);
-	printf("batches: %" PRId64 " appends of up to %d profiles (%" PRId64 " files)\n", nappends, NPROC, nfiles);
+	printf("batches: %" PRId64 " appends of up to %d profiles (%" PRId64 " files)\n", nappends,
+	       group ? NPROC * hosts : NPROC, nfiles);
 	printf("store: %" PRId64 " series, %" PRId64 " stacks, %" PRId64 " locations, %" PRId64 " functions, %" PRId64
 	       " blocks, %" PRId64 " entries, %" PRId64 " bytes\n",
 	       stats.series, stats.stacks, stats.locations, stats.functions, stats.blocks, stats.entries, stats.bytes);

@@ -26,7 +26,7 @@ if ! GOCACHE=${TMPDIR:-/tmp}/gocache GO111MODULE=off "$GO" build -o "$d/serve_lo
 fi
 AGENT=${BENCH_SCALE_AGENT:-60}
 metric() { curl -s "$url/metrics" | awk -v m="$1{api=\"native\"}" '$1 == m { print $2 }'; }
-if [ "$(id -u)" = 0 ]; then
+if [ "$(id -u)" = 0 ] && [ -z "${BENCH_SCALE_BUILD_ONLY:-}" ]; then
 	serve_start --data "$d/agent-store"
 	"$b/cprof" record -q --all -F 19 -d "$AGENT" --remote "$url" --spool "$d/spool" 2> "$d/agent.err" ||
 		{ echo "cprof record failed: $(tail -2 "$d/agent.err")"; exit 1; }
@@ -44,13 +44,22 @@ printf '%-6s %-6s %12s %12s %14s %12s  %-28s %9s %9s %9s\n' hosts hours samples 
 	"append/s" query "p50 ms" "p99 ms" "RSS MB"
 for hh in $SCALE; do
 	hosts=${hh%%:*} hours=${hh#*:}
-	rm -rf "$d/store"
-	t_end=$(date +%s)
-	"$b/bench/store_gen" "$d/store" - --hours "$hours" --hosts "$hosts" --cpus "$CPUS" --group > "$d/gen.out" ||
-		{ echo "store_gen failed"; exit 1; }
+	st="$d/store"
+	[ -z "${BENCH_SCALE_STORES:-}" ] || st="$BENCH_SCALE_STORES/$hosts-$hours-$CPUS"
+	if ! [ -f "$st/gen.out" ]; then
+		rm -rf "$st"
+		mkdir -p "$st"
+		date +%s > "$st/t_end"
+		"$b/bench/store_gen" "$st/store" - --hours "$hours" --hosts "$hosts" --cpus "$CPUS" --group > "$st/gen.tmp" ||
+			{ echo "store_gen failed"; exit 1; }
+		mv "$st/gen.tmp" "$st/gen.out"
+	fi
+	[ -z "${BENCH_SCALE_BUILD_ONLY:-}" ] || continue
+	t_end=$(cat "$st/t_end")
+	cp "$st/gen.out" "$d/gen.out"
 	samples=$(sed -n 's/^samples: //p' "$d/gen.out")
 	rate=$(sed -n 's/^ingest rate: \([0-9]*\).*/\1/p' "$d/gen.out")
-	bytes=$(du -sb "$d/store" | cut -f1)
+	bytes=$(du -sb "$st/store" | cut -f1)
 	per=$(awk -v b="$bytes" -v h="$hosts" -v t="$hours" 'BEGIN { printf "%.0f", b / h / (t / 24) }')
 	one=host-000; [ "$hosts" = 1 ] && one=bench
 	to=$((t_end + 3600)) hour=$((t_end - 3600)) day=$((t_end - 86400))
@@ -60,7 +69,7 @@ for hh in $SCALE; do
 		set -- "$@" "24h, one host|/api/v1/profile?format=json&query=$(uri "cpu:cpu{node=\"$one\"}")&from=$day&to=$to" \
 			"24h, all hosts|/api/v1/profile?format=json&query=$(uri 'cpu:cpu')&from=$day&to=$to"
 	fi
-	serve_start --data "$d/store"
+	serve_start --data "$st/store"
 	first=1
 	for q; do
 		name=${q%%|*} path=${q#*|}

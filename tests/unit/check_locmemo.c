@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "sampling/locmemo.h"
+#include "testutil.h"
 
 START_TEST(test_get_put)
 {
@@ -79,19 +80,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("locmemo");
-	TCase *tc = tcase_create("locmemo");
-	SRunner *r;
-	int failed;
+	const TTest *const tests[] = { test_get_put, test_clear, test_bounded };
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_get_put);
-	tcase_add_test(tc, test_clear);
-	tcase_add_test(tc, test_bounded);
-	suite_add_tcase(s, tc);
-	r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_tests_timeout("locmemo", tests, sizeof(tests) / sizeof(tests[0]), 120);
 }

@@ -39,14 +39,17 @@ static inline void rm_rf(const char *path)
 	}
 }
 
-/* Run the suite of one test case holding tests[0..n): the exit status of main. */
-static inline int run_tests(const char *name, const TTest *const *tests, size_t n)
+/* Run the suite of one test case holding tests[0..n), each given timeout
+ * seconds (0: Check's default): the exit status of main. */
+static inline int run_tests_timeout(const char *name, const TTest *const *tests, size_t n, double timeout)
 {
 	Suite *s = suite_create(name);
 	TCase *tc = tcase_create(name);
 	SRunner *r;
 	int failed;
 
+	if (timeout > 0)
+		tcase_set_timeout(tc, timeout);
 	for (size_t i = 0; i < n; i++)
 		tcase_add_test(tc, tests[i]);
 	suite_add_tcase(s, tc);
@@ -55,6 +58,11 @@ static inline int run_tests(const char *name, const TTest *const *tests, size_t 
 	failed = srunner_ntests_failed(r);
 	srunner_free(r);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static inline int run_tests(const char *name, const TTest *const *tests, size_t n)
+{
+	return run_tests_timeout(name, tests, n, 0);
 }
 
 #endif

@@ -65,7 +65,7 @@ const struct cmd cmd_diff = {
 	"      --before-range R  the time range of BEFORE, FROM..TO (e.g. now-2h..now-1h)\n"
 	"      --after-range R   the time range of AFTER (e.g. now-1h..now)\n"
 	"      --significant     only the changes that are significant\n"
-	"      --fdr Q           the false discovery rate of those (default 0.05)\n"
+	"      --fdr Q           the false discovery rate of those (default 0.01)\n"
 	"      --no-significance the plain subtraction, sorted by |delta|\n"
 	"      --baseline DUR    regressions: the last --range of every program (SELECTOR,\n"
 	"                        default cpu) against the same range DUR before (e.g. 1d, 1w):\n"

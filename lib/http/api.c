@@ -560,7 +560,7 @@ static void h_regressions(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_selector *sel = NULL;
 	struct cp_regressions reg;
 	int64_t base = 86400 * (int64_t)1000000000, range = 3600 * (int64_t)1000000000;
-	double fdr = 0.05;
+	double fdr = 0; /* cp_regressions_find's default */
 	struct cp_store *st;
 	struct mem m;
 	bool table;

@@ -58,7 +58,7 @@ static int start(const struct cp_fn_table *t, double alpha, enum cp_diffstat_met
 {
 	memset(d, 0, sizeof(*d));
 	d->method = m;
-	d->alpha = alpha > 0 && alpha < 1 ? alpha : 0.05;
+	d->alpha = alpha > 0 && alpha < 1 ? alpha : CP_DIFF_FDR;
 	d->level = 1 - d->alpha;
 	d->nrows = t->nrows;
 	if (t->nrows && !(d->rows = calloc(t->nrows, sizeof(*d->rows))))

@@ -144,7 +144,7 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 	out->from = to - range;
 	out->to = to;
 	out->baseline = baseline;
-	out->alpha = alpha > 0 && alpha < 1 ? alpha : 0.05;
+	out->alpha = alpha > 0 && alpha < 1 ? alpha : CP_DIFF_FDR;
 	if (range <= 0 || baseline <= 0)
 		return cp_error(EINVAL, "the range and the baseline must be positive");
 	if ((err = load_side(s, sel, by, to - range - baseline, to - baseline, 0, &gs)) ||

@@ -70,7 +70,7 @@ struct cp_render_diff_opts {
 	uint32_t max_nodes; /* of that tree */
 	/* significance (diffstat.h): with intervals (niv[0] and niv[1] > 0)
 	 * Welch's test over them, else with `significance` the test of sample
-	 * counts; alpha the false discovery rate (0: 0.05) */
+	 * counts; alpha the false discovery rate (0: CP_DIFF_FDR) */
 	bool significance, only_significant;
 	double alpha;
 	struct cp_profile *const *iv[2];

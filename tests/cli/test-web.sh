@@ -533,8 +533,8 @@ page a "$url/?query=$IB&mode=diff&compare=$IA" ivdiff
 is "$(field ivdiff state 1)" ready "diff with intervals: the page renders"
 is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/ivdiff.txt")" "before,after,delta,delta%,share Δ,q,name" \
 	"diff with intervals: the change of share and its q-value are columns"
-like "$(row ivdiff top f1 | cut -f1)" '\+[0-9.]+pp\|(<0\.0001|0\.0[0-4][0-9]*) \*\|f1$' "diff with intervals: f1's change is significant (*)"
-like "$(get ivdiff note)" 'significant changes \(q <= 0.05, Welch' "diff with intervals: the note names the test"
+like "$(row ivdiff top f1 | cut -f1)" '\+[0-9.]+pp\|(<0\.0001|0\.00[0-9]*|0\.0100) \*\|f1$' "diff with intervals: f1's change is significant (*)"
+like "$(get ivdiff note)" 'significant changes \(q <= 0.01, Welch' "diff with intervals: the note names the test"
 f1fill=$(awk -F'\t' '$1 == "frame" && $2 == "graph" && $3 == "f1" { print $7; exit }' "$T/ivdiff.txt")
 grey=0
 for f in f2 f3 f4 f5 f6 f7 f8 f9 f10; do
@@ -565,13 +565,13 @@ page a "$url/?query=$RQ&mode=regress&by=service" regress
 is "$(field regress state 1)" ready "regressions: the page renders"
 is "$(field regress error 1)" hidden "regressions: no error"
 like "$(field regress class 2)" 'regress' "regressions: the table is a regressions table"
-is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/regress.txt")" "service,grew,before,after,change,95% interval,q,function" \
+is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/regress.txt")" "service,grew,before,after,change,99% interval,q,function" \
 	"regressions: its columns"
 is "$(awk -F'\t' '$1 == "row" && $2 == "top" { print $3 }' "$T/regress.txt" | tr '\n' ' ')" "$(jq -r '.regressions[].function' "$T/rg.json" | tr '\n' ' ')" \
 	"regressions: the API's rows, in its order"
 is "$(row regress top f1 | cut -f1 | cut -d'|' -f1,2,5)" "$(jq -r '.regressions[0] | "\(.group)|\(.kind)|\(.change * 100)"' "$T/rg.json" | awk -F'|' '{ printf "%s|%s|%+.2fpp", $1, $2, $3 }')" \
 	"regressions: rg1, what grew and by how much, as the API has them"
-like "$(get regress note)" 'top-note	1 significant growths in 2 of 2 groups compared \(q <= 0.05, Welch' "regressions: the note counts and names the test"
+like "$(get regress note)" 'top-note	1 significant growths in 2 of 2 groups compared \(q <= 0.01, Welch' "regressions: the note counts and names the test"
 like "$(get regress link)" 'download-json	api/v1/regressions\?query=.*range=1h&baseline=1d&by=service' "regressions: the JSON link"
 cat > "$T/regress.js" << 'JSEOF'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -589,7 +589,7 @@ rg() { awk -F'\t' -v k="$1" '$1 == k { print $2; exit }' "$T/rgdrive.txt"; }
 is "$(rg mode) $(rg query) $(rg from) $(rg to) $(rg cfrom)" 'diff cpu{service="rg1"} now-90000s now-86400s now-1h' \
 	"a regression's row opens the diff of its service: the baseline hour before, the last hour after"
 is "$(rg search)" '^f1$' "... with its function searched"
-like "$(rg f1)" '\+[0-9.]+pp\|(<0\.0001|0\.0[0-4][0-9]*) \*\|f1$' "... where f1's growth is significant"
+like "$(rg f1)" '\+[0-9.]+pp\|(<0\.0001|0\.00[0-9]*|0\.0100) \*\|f1$' "... where f1's growth is significant"
 page a "$url/?query=$RQ&mode=regress&from=now-2h&to=now-1h" rgbad
 is "$(field rgbad state 1)" error "regressions of a range that does not end now: the page says it failed"
 like "$(field rgbad error 2)" 'a range that ends now' "... and why"

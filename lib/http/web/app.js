@@ -709,7 +709,7 @@
 					{ k: 'share_before', label: 'before', v: (r) => r.share_before, f: (r) => pp(r.share_before) },
 					{ k: 'share_after', label: 'after', v: (r) => r.share_after, f: (r) => pp(r.share_after) },
 					{ k: 'change', label: 'change', v: (r) => r.change, f: (r) => sp(r.change), color: true },
-					{ k: 'interval', label: '95% interval', v: (r) => r.interval[0], f: (r) => sp(r.interval[0]) + ' … ' + sp(r.interval[1]) },
+					{ k: 'interval', label: +(100 * (1 - this.opts.alpha)).toFixed(2) + '% interval', v: (r) => r.interval[0], f: (r) => sp(r.interval[0]) + ' … ' + sp(r.interval[1]) },
 					{ k: 'q', label: 'q', v: (r) => r.q, f: (r) => (r.q < 1e-4 ? '<0.0001' : r.q.toFixed(4)) },
 					{ k: 'name', label: 'function', v: (r) => r.name, f: (r) => r.name, name: true },
 				];
@@ -940,7 +940,7 @@
 				$('title-a').textContent = describe(state.query, state.from, state.to) + '  ·  against ' + p.baseline + ' before, by ' + p.by;
 				jobs.push(api('api/v1/regressions', p).then((d) => {
 					if (!cur()) return;
-					ui.topA.set('regress', (d.regressions || []).map((x) => ({ ...x, name: x.function })), { by: d.by });
+					ui.topA.set('regress', (d.regressions || []).map((x) => ({ ...x, name: x.function })), { by: d.by, alpha: d.alpha });
 					ui.topA.note.textContent = (d.regressions || []).length + ' significant growths in ' + d.compared + ' of ' + d.groups +
 						' groups compared (q <= ' + d.alpha + ', ' + d.method + '); a row opens its diff';
 				}).catch((e) => { fail('regressions', e, null); if (cur()) ui.topA.clear(); }));

@@ -37,6 +37,7 @@ measure() {
 	"$@" > /dev/null &
 	wl=$!
 	sleep 1
+	: > "$d/$name.err" # before the job: its own redirection may come after the first grep below
 	"$b/cprof" record -p "$wl" -F 99 -d "${SECS}s" --data "$d/store-$name" --log-level info 2> "$d/$name.err" &
 	rec=$!
 	i=0

@@ -1,17 +1,26 @@
-/* Two threads ping-pong one byte over two pipes for SECONDS (argv[1]), as
- * fast as the scheduler lets them: a context-switch storm, for
- * bench/offcpu_cost.sh.  Prints the round trips, the wall time from the
- * second thread's start to its end and the two threads' CPU time (ns): the
- * exact off-CPU time of the two is 2 x wall - CPU. */
+/* Two threads ping-pong one byte over two pipes for SECONDS (argv[1]): a
+ * context-switch storm, for bench/offcpu_cost.sh.  With RATE (argv[2], > 0)
+ * the storm is paced to about RATE context switches a second by the two
+ * threads (each round trip is one switch of each): after each round trip the
+ * first thread spins until the time of the next, so both keep waiting only on
+ * each other, as in the unpaced storm; without, as fast as the scheduler lets
+ * them (which on a guest moves tenfold with the machine's other load).
+ * Prints the round trips, the wall time from the second thread's start to
+ * its end, the two threads' CPU time (ns) and their context switches
+ * (voluntary and involuntary, as getrusage counts them): the exact off-CPU
+ * time of the two is 2 x wall - CPU. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 static int ab[2], ba[2];
 static int64_t pong_cpu;
+static long pong_sw;
 
 static int64_t ns(clockid_t id)
 {
@@ -19,6 +28,13 @@ static int64_t ns(clockid_t id)
 
 	clock_gettime(id, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static long switches(void)
+{
+	struct rusage u;
+
+	return getrusage(RUSAGE_THREAD, &u) ? 0 : u.ru_nvcsw + u.ru_nivcsw;
 }
 
 static void *pong(void *arg)
@@ -30,13 +46,16 @@ static void *pong(void *arg)
 		if (write(ba[1], &c, 1) != 1)
 			break;
 	pong_cpu = ns(CLOCK_THREAD_CPUTIME_ID);
+	pong_sw = switches();
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	int64_t secs = (int64_t)((argc > 1 ? atof(argv[1]) : 10) * 1e9), t0, t1, cpu0;
+	double rate = argc > 2 ? atof(argv[2]) : 0, trip = rate > 0 ? 2e9 / rate : 0; /* ns a round trip */
 	unsigned long n = 0;
+	long sw0;
 	pthread_t th;
 	char c = 1;
 
@@ -45,17 +64,21 @@ int main(int argc, char **argv)
 	/* both threads' lives: from before the second starts to after it ends */
 	t0 = ns(CLOCK_MONOTONIC);
 	cpu0 = ns(CLOCK_THREAD_CPUTIME_ID);
+	sw0 = switches();
 	if (pthread_create(&th, NULL, pong, NULL))
 		return 1;
 	do {
-		for (int i = 0; i < 1000; i++, n++)
+		for (int i = 0; i < 64; i++, n++) {
 			if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
 				return 1;
+			while (trip > 0 && ns(CLOCK_MONOTONIC) - t0 < (int64_t)((double)(n + 1) * trip))
+				;
+		}
 	} while (ns(CLOCK_MONOTONIC) - t0 < secs);
 	close(ab[1]);
 	pthread_join(th, NULL);
 	t1 = ns(CLOCK_MONOTONIC);
-	printf("%lu %lld %lld\n", n, (long long)(t1 - t0),
-	       (long long)(ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 + pong_cpu));
+	printf("%lu %lld %lld %ld\n", n, (long long)(t1 - t0),
+	       (long long)(ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 + pong_cpu), switches() - sw0 + pong_sw);
 	return 0;
 }

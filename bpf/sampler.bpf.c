@@ -78,7 +78,7 @@ struct {
  * per CPU: it comes back on another one) */
 struct offcpu_task {
 	__u64 start; /* when it left the CPU; 0: on it */
-	__u64 pred;  /* the length of its waits, predicted */
+	__u64 pred[3]; /* the length of its waits, predicted, by kind (pred_of) */
 	__u32 seq;   /* its waits, numbered */
 	__u32 state; /* CP_OFFCPU_* of the wait */
 	__u32 sent;  /* the wait's stacks were sent */
@@ -365,6 +365,33 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* A thread's waits of one kind are alike, and kinds differ: a thread that
+ * sleeps on a pipe for microseconds is preempted now and then for
+ * milliseconds.  One prediction for both would follow each preemption up and
+ * send stacks for the short sleeps after it, so each kind has its own. */
+static __always_inline __u32 pred_of(__u32 state)
+{
+	return state == CP_OFFCPU_RUNQ ? 0 : state == CP_OFFCPU_DISK ? 1 : 2;
+}
+
+/* The time of a switch, in ns: the run queue's clock (sched_clock), which
+ * __schedule has just brought up to date, read through the task's CFS run
+ * queue (3 loads) instead of bpf_ktime_get_ns, which costs a third of this
+ * program on a guest (44 of about 140 ns here).  Waits end on other CPUs
+ * than they start: the run queues' clocks are one clock (sched_clock_cpu)
+ * while it is stable; a wait whose end reads before its start counts 0.
+ * Without CFS groups (no cfs_rq->rq) the monotonic clock; 0: none. */
+static __always_inline __u64 switch_clock(struct task_struct *t)
+{
+	if (bpf_core_field_exists(((struct cfs_rq *)0)->rq)) {
+		struct cfs_rq *cfs = t->se.cfs_rq;
+		struct rq *rq = cfs ? cfs->rq : NULL;
+
+		return rq ? rq->clock : 0;
+	}
+	return bpf_ktime_get_ns();
+}
+
 /* Off-CPU: at every switch (tp_btf/sched_switch, current is prev), two things.
  *
  * next is back on a CPU: if its wait was chosen (its stacks were sent when
@@ -373,19 +400,20 @@ int cp_sample(struct bpf_perf_event_data *ctx)
  *
  * prev is leaving: it may wait long or not at all, which is not known yet, so
  * its stacks (which only it can read: its user memory is current's) are sent
- * now with a probability p chosen from its last waits, and user space weights
+ * now with a probability p chosen from its last waits of the same kind (a
+ * sleep, I/O, or preempted: pred_of), and user space weights
  * the wait by its length / p when it ends.  Sending lengthens the wait, so
  * that alone is biased: every wait's length is also added up (acc) and goes
  * with the next end sent, and user space scales the thread's values to
  * those exact sums (lib/sampling/offtotals.h).  p = min(1,
  * predicted / offcpu_period_ns), at least 1/4096, and 1 for a thread's first
- * four waits; the prediction follows a longer wait at once and a shorter one
+ * wait of each kind; the prediction follows a longer wait at once and a shorter one
  * by a quarter: a thread that waits long (a daemon's sleep) is caught every
  * time, a context-switch storm of 10 us waits costs a stack in a thousand. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns(), thr;
+	__u64 now, thr, pred, k0;
 	__u32 tgid, tid, zero = 0;
 	struct cp_sampler_stats *st;
 	struct offcpu_task *o;
@@ -393,18 +421,22 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 	/* (every context switch of the machine comes here: the common path
 	 * is two storage lookups and no helper it can do without) */
+	now = switch_clock(next);
+	if (!now)
+		return 0;
 	if (next->pid != 0 && (o = bpf_task_storage_get(&offcpu_tasks, next, 0, 0)) && o->start) {
-		__u64 d = now - o->start;
+		__u64 d = now > o->start ? now - o->start : 0;
+		__u64 *pk = &o->pred[pred_of(o->state)];
 		struct cp_sample_rec *r;
 
 		o->start = 0;
 		/* the prediction: up to a longer wait at once, down by a quarter
 		 * of the way to a shorter one */
-		o->pred = d >= o->pred ? d : o->pred - o->pred / 4 + d / 4;
+		*pk = d >= *pk ? d : *pk - *pk / 4 + d / 4;
 		if (d >= offcpu_min_ns)
 			o->acc += d;
 		if (o->sent && (r = bpf_map_lookup_elem(&scratch, &zero)) && (st = bpf_map_lookup_elem(&stats, &zero))) {
-			r->time_ns = now;
+			r->time_ns = bpf_ktime_get_ns(); /* user space orders records by it */
 			r->cgroup_id = 0;
 			r->pid = next->tgid;
 			r->tid = next->pid;
@@ -436,12 +468,13 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 	o->state = preempt || state == 0 /* TASK_RUNNING: yielded */ ? CP_OFFCPU_RUNQ
 		 : state & 2 /* TASK_UNINTERRUPTIBLE */ ? CP_OFFCPU_DISK : CP_OFFCPU_SLEEP;
 	o->seq++;
-	/* the probability, in 2^-32: 0 stands for 1 (a thread's first waits,
-	 * while its prediction is still young, are all sent) */
-	if (o->seq <= 4 || o->pred >= offcpu_period_ns) {
+	pred = o->pred[pred_of(o->state)];
+	/* the probability, in 2^-32: 0 stands for 1 (a thread's first wait of
+	 * a kind, with nothing to predict it from, is sent) */
+	if (pred == 0 || pred >= offcpu_period_ns) {
 		thr = 0;
 	} else {
-		thr = o->pred * offcpu_thr_per_ns; /* < 2^32 */
+		thr = pred * offcpu_thr_per_ns; /* < 2^32 */
 		if (thr < (1ull << 20))
 			thr = 1ull << 20; /* 1/4096 */
 		if (bpf_get_prandom_u32() >= thr)
@@ -452,11 +485,13 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	o->sent = 1;
 	st->offcpu_sent++;
+	k0 = bpf_ktime_get_ns();
 	send(ctx, st, tgid, tid, CP_SAMPLE_OFFCPU, o->seq, (__u32)thr, o->state, 0);
 	/* the wait starts after the copy: tens of microseconds here, which
 	 * would otherwise be charged to the waits chosen (and, a ping-pong's
-	 * partner waiting on this thread meanwhile, lengthen them) */
-	o->start = bpf_ktime_get_ns();
+	 * partner waiting on this thread meanwhile, lengthen them); the copy
+	 * is timed with the monotonic clock, the waits with the run queue's */
+	o->start = now + (bpf_ktime_get_ns() - k0);
 	return 0;
 }
 

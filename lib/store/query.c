@@ -56,8 +56,8 @@ static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, in
 }
 
 /* Visits every entry of the wanted series (want[i]: series id, sorted) in
- * [from, to]; fn returns 0 to go on. */
-typedef int (*visit_fn)(void *ctx, size_t series_index, int64_t t, uint32_t stack, uint32_t labels, int64_t v);
+ * [from, to); fn returns 0 to go on (query.h's cp_local_visit_fn). */
+typedef cp_local_visit_fn visit_fn;
 
 static long find_series(const int64_t *want, size_t n, int64_t id)
 {
@@ -425,6 +425,16 @@ out:
 	free(want);
 	cp_store_series_free(ser, nser);
 	return err;
+}
+
+int cp_local_scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to,
+		  cp_local_visit_fn fn, void *ctx)
+{
+	int err;
+
+	if ((err = cp_dict_load(&s->dict)))
+		return err;
+	return scan(s, want, nwant, from, to, fn, ctx);
 }
 
 int cp_local_stats(struct cp_local *s, struct cp_store_stats *st)

@@ -24,6 +24,17 @@ struct cp_local;
 int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       struct cp_buckets *b, char **type);
+/* The raw entries of the series want[0..nwant) (ids, sorted ascending) with
+ * times in [from, to), for the SQL tables (sqlvtab.h): only the partitions
+ * and blocks whose time bounds overlap the range are read, and a block none
+ * of whose series is wanted is skipped before it is inflated.  fn gets the
+ * index into want of each entry's series, its time, stack and label set ids
+ * (in the dictionary, s->dict, loaded first) and value; a non-zero return
+ * stops the scan and is returned. */
+typedef int (*cp_local_visit_fn)(void *ctx, size_t series_index, int64_t t, uint32_t stack, uint32_t labels,
+				 int64_t v);
+int cp_local_scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to,
+		  cp_local_visit_fn fn, void *ctx);
 int cp_local_stats(struct cp_local *s, struct cp_store_stats *st);
 
 #endif

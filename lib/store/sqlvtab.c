@@ -170,6 +170,8 @@ static int vt_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
 		char op = op_char(c->op);
 		bool take;
 
+		if (!c->usable && !t->frames && c->iColumn == S_SELECTOR)
+			goto refuse; /* only a plan that hands the selector over can answer */
 		if (!c->usable || !op)
 			continue;
 		if (t->frames)
@@ -214,6 +216,9 @@ static int vt_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
 	info->estimatedCost = cost;
 	info->estimatedRows = (sqlite3_int64)rows;
 	return SQLITE_OK;
+refuse:
+	sqlite3_free(s);
+	return SQLITE_CONSTRAINT;
 }
 
 /* ---- the cursor ---- */
@@ -330,7 +335,8 @@ static int series_cmp(const void *a, const void *b)
 
 static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int argc, sqlite3_value **argv)
 {
-	struct cp_selector *sel = NULL;
+	struct cp_selector *sel[8] = { 0 };
+	size_t nsel = 0;
 	const char *type = NULL, *label[NLABELCOLS] = { 0 };
 	int64_t from = INT64_MIN, to = INT64_MAX, series = -1, *want = NULL;
 	bool none = false;
@@ -342,6 +348,7 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 		int col = idx[2 * k + 1] - 'a';
 		sqlite3_value *v = argv[k];
 		int64_t b;
+		int nt;
 
 		if (sqlite3_value_type(v) == SQLITE_NULL) { /* matches nothing */
 			none = true;
@@ -349,6 +356,9 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 		}
 		switch (col) {
 		case S_TIME:
+			nt = sqlite3_value_numeric_type(v);
+			if (nt != SQLITE_INTEGER && nt != SQLITE_FLOAT)
+				break; /* text that is no number: SQLite compares */
 			if (op == '>' || op == ']' || op == '=') {
 				b = bound(v, op == '>');
 				from = b > from ? b : from;
@@ -359,18 +369,18 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 			}
 			break;
 		case S_TYPE: type = (const char *)sqlite3_value_text(v); break;
-		case S_SERIES:
-			if (sqlite3_value_type(v) != SQLITE_INTEGER)
-				none = true;
-			series = sqlite3_value_int64(v);
+		case S_SERIES: /* else SQLite compares */
+			if (sqlite3_value_numeric_type(v) == SQLITE_INTEGER)
+				series = sqlite3_value_int64(v);
 			break;
-		case S_SELECTOR:
-			if (sel) { /* two selectors: both must match */
-				none = true;
-				break;
-			}
-			if ((err = cp_selector_parse((const char *)sqlite3_value_text(v), &sel)))
+		case S_SELECTOR: /* several: every one must match */
+			if (nsel == sizeof(sel) / sizeof(sel[0])) {
+				err = cp_error(EINVAL, "more than %zu selectors", nsel);
 				goto out;
+			}
+			if ((err = cp_selector_parse((const char *)sqlite3_value_text(v), &sel[nsel])))
+				goto out;
+			nsel++;
 			break;
 		default:
 			if (col >= S_COMM && col <= S_POD)
@@ -379,7 +389,7 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 	}
 	if (none || from >= to)
 		goto out;
-	if ((err = cp_store_series(t->store, sel, &c->all, &c->nall)))
+	if ((err = cp_store_series(t->store, sel[0], &c->all, &c->nall)))
 		goto out;
 	if (!(c->ser = calloc(c->nall + 1, sizeof(*c->ser))) || !(want = calloc(c->nall + 1, sizeof(*want)))) {
 		err = cp_error(ENOMEM, "out of memory reading series");
@@ -389,6 +399,21 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 		const struct cp_store_series *s = &c->all[i];
 		struct ser *x = &c->ser[c->nser];
 		bool keep = (!type || !strcmp(type, s->type)) && (series < 0 || s->id == series);
+
+		for (j = 1; keep && j < nsel; j++) {
+			int hit;
+
+			cp_selector_begin(sel[j]);
+			hit = !cp_selector_match_type(sel[j], s->type) ?
+				      0 :
+				      cp_selector_match_labels(sel[j], (const char *const *)s->names,
+							       (const char *const *)s->values, s->nlabels);
+			if (hit < 0) {
+				err = hit;
+				goto out;
+			}
+			keep = hit;
+		}
 
 		memset(x, 0, sizeof(*x));
 		x->s = s;
@@ -423,7 +448,8 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 		goto out;
 out:
 	free(want);
-	cp_selector_free(sel);
+	for (i = 0; i < nsel; i++)
+		cp_selector_free(sel[i]);
 	return err ? vtab_error(t, err, NULL) : SQLITE_OK;
 }
 

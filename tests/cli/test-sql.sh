@@ -47,6 +47,14 @@ run "$CPROF" sql --data "$D" -f csv "SELECT sum(value) FROM samples
 	WHERE selector = 'process_cpu:cpu{comm=\"db\"}' AND time > now() - 3600e9"
 theirs=$("$CPROF" query --data "$D" --since 1h -f folded 'process_cpu:cpu{comm="db"}' | awk '{ s += $NF } END { printf "%.0f\n", s }')
 is "$(printf '%s\n' "$out" | csv_pairs)" "$theirs" "selector = '...': the same total as cprof query SELECTOR"
+run "$CPROF" sql --data "$D" -f csv "SELECT count(*) FROM samples WHERE selector = 'process_cpu:cpu{comm=\"db\"}'"
+direct=$(printf '%s\n' "$out" | csv_pairs)
+run "$CPROF" sql --data "$D" -f csv "SELECT count(*) FROM (SELECT 'process_cpu:cpu{comm=\"db\"}' AS x) q
+	JOIN samples s ON s.selector = q.x"
+is "$(printf '%s\n' "$out" | csv_pairs)" "$direct" "a selector from another table (a join): the plan hands it over"
+run "$CPROF" sql --data "$D" -f csv "SELECT (SELECT count(*) FROM samples WHERE series = 1) = (SELECT count(*) FROM samples WHERE series = '1'),
+	(SELECT count(*) FROM samples WHERE time < 'soon') = (SELECT count(*) FROM samples)"
+is "$(printf '%s\n' "$out" | tr -d '\r' | sed -n 2p)" "1,1" "text compared with series and time: as SQLite compares (nothing lost by the pushdown)"
 run "$CPROF" sql --data "$D" -f csv "SELECT count(DISTINCT comm), min(node), max(node) FROM samples WHERE node = 'n2'"
 is "$(printf '%s\n' "$out" | csv_pairs)" "1 n2 n2" "node = 'n2': only its series"
 

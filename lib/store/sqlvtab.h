@@ -22,7 +22,7 @@
  * decoded; a label column also keeps the series that lack the label, as the
  * value may be a sample label: SQLite checks every constraint again).
  * frames pushes down stack = N.  Reading materialises the matching entries
- * of one scan in memory (24 bytes each).
+ * of one scan in memory (32 bytes each).
  *
  * Also registers now(): the current time in nanoseconds since the epoch.
  *

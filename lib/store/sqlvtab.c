@@ -187,8 +187,11 @@ static int vt_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
 		s[2 * n + 1] = (char)('a' + c->iColumn);
 		n++;
 		info->aConstraintUsage[i].argvIndex = n;
-		/* the selector is ours alone; the others SQLite checks again */
-		info->aConstraintUsage[i].omit = !t->frames && c->iColumn == S_SELECTOR;
+		/* the selector is ours alone; time and type the scan answers
+		 * exactly (xFilter); a label, which may be the samples', and the
+		 * others SQLite checks again */
+		info->aConstraintUsage[i].omit =
+			!t->frames && (c->iColumn == S_SELECTOR || c->iColumn == S_TIME || c->iColumn == S_TYPE);
 		if (t->frames) {
 			cost = 10;
 			rows = 10;
@@ -357,8 +360,12 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 		switch (col) {
 		case S_TIME:
 			nt = sqlite3_value_numeric_type(v);
-			if (nt != SQLITE_INTEGER && nt != SQLITE_FLOAT)
-				break; /* text that is no number: SQLite compares */
+			if (nt != SQLITE_INTEGER && nt != SQLITE_FLOAT) {
+				/* text that is no number (or a blob): more than any
+				 * number, as SQLite compares them */
+				none |= op == '>' || op == ']' || op == '=';
+				break;
+			}
 			if (op == '>' || op == ']' || op == '=') {
 				b = bound(v, op == '>');
 				from = b > from ? b : from;
@@ -712,6 +719,9 @@ int cp_sql_register(sqlite3 *db)
 	int rc = sqlite3_create_module(db, "cprof", &cprof_module, NULL);
 
 	if (rc == SQLITE_OK)
-		rc = sqlite3_create_function(db, "now", 0, SQLITE_UTF8, NULL, now_fn, NULL, NULL);
+		/* "deterministic": SQLite evaluates now() once per statement
+		 * (a constant factored out of the loop), so that every row of a
+		 * statement sees the same now */
+		rc = sqlite3_create_function(db, "now", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, now_fn, NULL, NULL);
 	return rc;
 }

@@ -24,7 +24,8 @@
  * frames pushes down stack = N.  Reading materialises the matching entries
  * of one scan in memory (32 bytes each).
  *
- * Also registers now(): the current time in nanoseconds since the epoch.
+ * Also registers now(): the current time in nanoseconds since the epoch
+ * (deterministic to SQLite: evaluated once per statement).
  *
  * Built twice: into libcprof (cprof sql, linked with SQLite) and, with
  * CP_SQL_EXT defined, into the loadable extension cprof_sql.so (sqlext.c),

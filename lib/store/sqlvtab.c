@@ -226,11 +226,6 @@ refuse:
 
 /* ---- the cursor ---- */
 
-struct entry {
-	int64_t t, value;
-	uint32_t series, stack, labels; /* series: index into cur->ser */
-};
-
 /* a series of the scan, with what its rows show */
 struct ser {
 	const struct cp_store_series *s;
@@ -246,8 +241,10 @@ struct cursor {
 	size_t nall;
 	struct ser *ser;
 	size_t nser;
-	struct entry *e;
-	size_t n, cap, i;
+	struct cp_local_scanner *it;
+	struct cp_local_entry e; /* the row; e.series: index into ser */
+	bool eof;
+	int64_t rowid;
 	uint32_t leaf_stack; /* the stack whose leaf is in leaf (UINT32_MAX: none) */
 	char leaf[512];
 	/* frames */
@@ -281,7 +278,10 @@ static void cursor_reset(struct cursor *c)
 	cp_store_series_free(c->all, c->nall);
 	c->all = NULL;
 	c->nall = 0;
-	c->n = c->i = 0;
+	cp_local_scan_close(c->it);
+	c->it = NULL;
+	c->eof = true;
+	c->rowid = 0;
 	c->leaf_stack = UINT32_MAX;
 	c->nfr = c->depth = 0;
 }
@@ -291,21 +291,10 @@ static int vt_close(sqlite3_vtab_cursor *cur)
 	struct cursor *c = (struct cursor *)cur;
 
 	cursor_reset(c);
-	free(c->e);
 	free(c->fr);
 	free(c->tmp);
 	sqlite3_free(c);
 	return SQLITE_OK;
-}
-
-static int collect(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
-{
-	struct cursor *c = ctx;
-
-	if (cp_grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e)))
-		return cp_error(ENOMEM, "out of memory reading samples");
-	c->e[c->n++] = (struct entry){ t, v, (uint32_t)si, stack, labels };
-	return 0;
 }
 
 /* a time bound from an SQL value: the nanoseconds t with t > v (gt), or t >= v */
@@ -451,8 +440,11 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 	cp_qsort(c->ser, c->nser, sizeof(*c->ser), series_cmp);
 	for (i = 0; i < c->nser; i++)
 		want[i] = c->ser[i].s->id;
-	if (c->nser && (err = cp_local_scan(t->local, want, c->nser, from, to, collect, c)))
-		goto out;
+	if (c->nser && !(err = cp_local_scan_open(t->local, want, c->nser, from, to, &c->it)) &&
+	    (err = cp_local_scan_next(c->it, &c->e)) > 0) {
+		c->eof = false;
+		err = 0;
+	}
 out:
 	free(want);
 	for (i = 0; i < nsel; i++)
@@ -526,7 +518,10 @@ static int vt_next(sqlite3_vtab_cursor *cur)
 	int err;
 
 	if (!t->frames) {
-		c->i++;
+		if ((err = cp_local_scan_next(c->it, &c->e)) < 0)
+			return vtab_error(t, err, NULL);
+		c->eof = !err;
+		c->rowid++;
 		return SQLITE_OK;
 	}
 	if (++c->depth < c->nfr)
@@ -543,7 +538,7 @@ static int vt_eof(sqlite3_vtab_cursor *cur)
 
 	if (((struct vtab *)cur->pVtab)->frames)
 		return c->stack >= c->stack_end;
-	return c->i >= c->n;
+	return c->eof;
 }
 
 /* a JSON string of text */
@@ -596,7 +591,7 @@ static const char *sample_label(const struct cp_profile *p, uint32_t id, const c
 
 static int samples_column(struct cursor *c, sqlite3_context *ctx, int col)
 {
-	const struct entry *e = &c->e[c->i];
+	const struct cp_local_entry *e = &c->e;
 	const struct ser *s = &c->ser[e->series];
 	const struct cp_profile *p = dict(c);
 	const char *v;
@@ -687,7 +682,7 @@ static int vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
 	if (((struct vtab *)cur->pVtab)->frames)
 		*rowid = ((sqlite3_int64)c->stack << 16) | (sqlite3_int64)c->depth;
 	else
-		*rowid = (sqlite3_int64)c->i;
+		*rowid = c->rowid;
 	return SQLITE_OK;
 }
 

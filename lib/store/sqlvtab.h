@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SQL over a local store: an SQLite virtual table module, "cprof", whose
  * tables read the store's samples and stacks through the local backend's
- * read path (cp_local_scan, the dictionary), never its files directly.
+ * read path (cp_local_scan_open, the dictionary), never its files directly.
  *
  *   CREATE VIRTUAL TABLE temp.samples USING cprof(DIR);          -- or (DIR, samples)
  *   CREATE VIRTUAL TABLE temp.frames USING cprof(DIR, frames);
@@ -21,8 +21,8 @@
  * series, selector and the label columns (only the matching series are
  * decoded; a label column also keeps the series that lack the label, as the
  * value may be a sample label: SQLite checks every constraint again).
- * frames pushes down stack = N.  Reading materialises the matching entries
- * of one scan in memory (32 bytes each).
+ * frames pushes down stack = N.  Rows are read a block at a time
+ * (cp_local_scan_open): memory is one block's entries, whatever the range.
  *
  * Also registers now(): the current time in nanoseconds since the epoch
  * (deterministic to SQLite: evaluated once per statement).

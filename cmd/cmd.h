@@ -29,7 +29,8 @@ struct cmd {
 /* NULL-terminated, in the order help lists them */
 extern const struct cmd *const commands[];
 const struct cmd *find_cmd(const char *name);
-extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import, cmd_record, cmd_serve, cmd_scrape, cmd_top;
+extern const struct cmd cmd_query, cmd_merge, cmd_diff, cmd_import, cmd_record, cmd_serve, cmd_scrape, cmd_top,
+	cmd_sql;
 
 /* "cprof VERB: message" on stderr; return EXIT_FAIL. */
 int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

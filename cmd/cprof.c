@@ -23,7 +23,7 @@ static const struct cmd cmd_help = {
 };
 
 const struct cmd *const commands[] = {
-	&cmd_record, &cmd_serve, &cmd_scrape, &cmd_import, &cmd_query, &cmd_merge, &cmd_diff, &cmd_top, &cmd_help, NULL,
+	&cmd_record, &cmd_serve, &cmd_scrape, &cmd_import, &cmd_query, &cmd_merge, &cmd_diff, &cmd_sql, &cmd_top, &cmd_help, NULL,
 };
 
 static const char main_usage[] =

@@ -49,7 +49,7 @@ _cprof_words()
 	if [[ $? -ne 0 || -z $words ]]; then
 		# no usable cprof: do not cache, so that a later TAB tries again
 		if [[ $# -eq 0 ]]; then
-			words=$'record\nserve\nscrape\nimport\nquery\nmerge\ndiff\ntop\nhelp'
+			words=$'record\nserve\nscrape\nimport\nquery\nmerge\ndiff\nsql\ntop\nhelp'
 		else
 			words=$'-h\n--help'
 		fi
@@ -122,6 +122,7 @@ _cprof_formats()
 	record) printf '%s\n' pprof folded ;;
 	query) printf '%s\n' top folded flamegraph json pprof ;;
 	merge) printf '%s\n' pprof folded json top flamegraph ;;
+	sql) printf '%s\n' table csv json ;;
 	diff) printf '%s\n' table flamegraph folded json pprof ;;
 	scrape) printf '%s\n' table json ;;
 	esac

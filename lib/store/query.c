@@ -56,7 +56,7 @@ static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, in
 }
 
 /* Visits every entry of the wanted series (want[i]: series id, sorted) in
- * [from, to]; fn returns 0 to go on. */
+ * [from, to); fn returns 0 to go on. */
 typedef int (*visit_fn)(void *ctx, size_t series_index, int64_t t, uint32_t stack, uint32_t labels, int64_t v);
 
 static long find_series(const int64_t *want, size_t n, int64_t id)
@@ -101,83 +101,202 @@ static int scan_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t c,
 	return sc->fn(sc->ctx, (size_t)sc->idx[k], t, (uint32_t)stack, (uint32_t)c, v);
 }
 
-static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx)
+/* The names of the partitions that overlap [from, to], into *names (malloc'ed).
+ * No statement of the index stays open afterwards (nor during a scan), so
+ * that cp_dict_load() sees what writers committed since. */
+static int list_parts(struct cp_local *s, int64_t from, int64_t to, char (**names)[16], size_t *n)
 {
-	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
-	struct cp_block_reader rd = { 0 };
-	sqlite3_stmt *pst = NULL, *bst = NULL;
-	char (*names)[16] = NULL;
-	size_t nnames = 0, namecap = 0, pi;
-	int err = 0, rc;
+	sqlite3_stmt *pst = NULL;
+	size_t cap = 0;
+	int err, rc;
 
-	/* the partitions first: no statement of the index stays open during the
-	 * scan, so that cp_dict_load() sees what writers committed since */
+	*names = NULL;
+	*n = 0;
 	if ((err = cp_db_prepare(s->db, "SELECT name FROM partitions WHERE t_max >= ? AND t_min <= ? ORDER BY name", &pst)))
 		return err;
 	sqlite3_bind_int64(pst, 1, from);
 	sqlite3_bind_int64(pst, 2, to);
 	while ((rc = sqlite3_step(pst)) == SQLITE_ROW) {
-		if (cp_grow((void **)&names, &namecap, nnames + 1, sizeof(*names))) {
+		if (cp_grow((void **)names, &cap, *n + 1, sizeof(**names))) {
 			err = cp_error(ENOMEM, "out of memory reading the store");
 			break;
 		}
-		snprintf(names[nnames++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(pst, 0));
+		snprintf((*names)[(*n)++], sizeof((*names)[0]), "%s", (const char *)sqlite3_column_text(pst, 0));
 	}
 	if (!err && rc != SQLITE_DONE)
 		err = cp_db_error(s->db, "reading partitions");
 	sqlite3_finalize(pst);
+	return err;
+}
+
+/* The blocks of partition name that overlap [from, to], in *bst; 1 when the
+ * partition is gone (removed by retention since it was listed). */
+static int open_blocks(struct cp_local *s, const char *name, int64_t from, int64_t to, sqlite3_stmt **bst)
+{
+	sqlite3 *db;
+	int err;
+
+	if ((err = cp_parts_open(&s->parts, name, &db)))
+		return err == -ENOENT ? 1 : err;
+	if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE t_max >= ? AND t_min <= ?"
+				  " ORDER BY id", bst)))
+		return err;
+	sqlite3_bind_int64(*bst, 1, from);
+	sqlite3_bind_int64(*bst, 2, to);
+	return 0;
+}
+
+/* The entries of the wanted series in the block of bst's current row to
+ * sc->fn; a block none of whose series is wanted is skipped before it is
+ * inflated. */
+static int scan_block(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3_stmt *bst, const int64_t *want,
+		      size_t nwant)
+{
+	int64_t *ids = NULL;
+	long *idx = NULL;
+	unsigned char *wanted = NULL;
+	bool any = false;
+	size_t ns = 0, i;
+	int err;
+
+	if ((err = cp_block_series(sqlite3_column_blob(bst, 1), (size_t)sqlite3_column_bytes(bst, 1), &ids, &ns)))
+		return err;
+	idx = calloc(ns + 1, sizeof(*idx));
+	wanted = calloc(ns + 1, 1);
+	if (!idx || !wanted) {
+		err = cp_error(ENOMEM, "out of memory reading samples");
+	} else {
+		for (i = 0; i < ns; i++) {
+			idx[i] = find_series(want, nwant, ids[i]);
+			wanted[i] = idx[i] >= 0;
+			any |= idx[i] >= 0;
+		}
+		sc->idx = idx;
+		if (any)
+			err = cp_block_decode(rd, sqlite3_column_blob(bst, 2), (size_t)sqlite3_column_bytes(bst, 2),
+					      (uint64_t)sqlite3_column_int64(bst, 0), sqlite3_column_int64(bst, 3), wanted, ns,
+					      scan_entry, sc);
+	}
+	free(ids);
+	free(idx);
+	free(wanted);
+	return err;
+}
+
+static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx)
+{
+	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
+	struct cp_block_reader rd = { 0 };
+	sqlite3_stmt *bst = NULL;
+	char (*names)[16] = NULL;
+	size_t nnames = 0, pi;
+	int err, rc;
+
+	err = list_parts(s, from, to, &names, &nnames);
 	for (pi = 0; !err && pi < nnames; pi++) {
-		sqlite3 *db;
-
-		if ((err = cp_parts_open(&s->parts, names[pi], &db))) {
-			if (err == -ENOENT) { /* removed by retention since we listed it */
-				err = 0;
-				continue;
-			}
-			break;
+		if ((err = open_blocks(s, names[pi], from, to, &bst)) == 1) {
+			err = 0;
+			continue;
 		}
-		if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE t_max >= ? AND t_min <= ?"
-					  " ORDER BY id", &bst)))
+		if (err)
 			break;
-		sqlite3_bind_int64(bst, 1, from);
-		sqlite3_bind_int64(bst, 2, to);
-		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW) {
-			int64_t *ids = NULL;
-			long *idx = NULL;
-			unsigned char *wanted = NULL;
-			bool any = false;
-			size_t ns = 0, i;
-
-			if ((err = cp_block_series(sqlite3_column_blob(bst, 1), (size_t)sqlite3_column_bytes(bst, 1), &ids, &ns)))
-				break;
-			idx = calloc(ns + 1, sizeof(*idx));
-			wanted = calloc(ns + 1, 1);
-			if (!idx || !wanted) {
-				err = cp_error(ENOMEM, "out of memory reading samples");
-			} else {
-				for (i = 0; i < ns; i++) {
-					idx[i] = find_series(want, nwant, ids[i]);
-					wanted[i] = idx[i] >= 0;
-					any |= idx[i] >= 0;
-				}
-				sc.idx = idx;
-				if (any) /* else the block is skipped before it is inflated */
-					err = cp_block_decode(&rd, sqlite3_column_blob(bst, 2), (size_t)sqlite3_column_bytes(bst, 2),
-							      (uint64_t)sqlite3_column_int64(bst, 0), sqlite3_column_int64(bst, 3),
-							      wanted, ns, scan_entry, &sc);
-			}
-			free(ids);
-			free(idx);
-			free(wanted);
-		}
+		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW)
+			err = scan_block(&sc, &rd, bst, want, nwant);
 		if (!err && rc != SQLITE_DONE)
-			err = cp_db_error(db, "reading samples");
+			err = cp_db_error(sqlite3_db_handle(bst), "reading samples");
 		sqlite3_finalize(bst);
 		bst = NULL;
 	}
 	free(names);
 	cp_block_reader_release(&rd);
 	return err;
+}
+
+/* ---- the scan as an iterator (query.h), a block at a time ---- */
+
+struct cp_local_scanner {
+	struct cp_local *s;
+	int64_t *want;
+	size_t nwant;
+	struct scan_ctx sc;
+	struct cp_block_reader rd;
+	char (*names)[16];
+	size_t nnames, pi;
+	sqlite3_stmt *bst; /* the blocks of names[pi - 1] */
+	struct cp_local_entry *e; /* the current block's entries */
+	size_t n, cap, i;
+};
+
+static int collect_entry(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
+{
+	struct cp_local_scanner *it = ctx;
+
+	if (cp_grow((void **)&it->e, &it->cap, it->n + 1, sizeof(*it->e)))
+		return cp_error(ENOMEM, "out of memory reading samples");
+	it->e[it->n++] = (struct cp_local_entry){ t, v, (uint32_t)si, stack, labels };
+	return 0;
+}
+
+int cp_local_scan_open(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to,
+		       struct cp_local_scanner **out)
+{
+	struct cp_local_scanner *it = calloc(1, sizeof(*it));
+	int err;
+
+	*out = NULL;
+	if (!it || !(it->want = malloc((nwant + 1) * sizeof(*want)))) {
+		free(it);
+		return cp_error(ENOMEM, "out of memory reading samples");
+	}
+	memcpy(it->want, want, nwant * sizeof(*want));
+	it->s = s;
+	it->nwant = nwant;
+	it->sc = (struct scan_ctx){ s, NULL, from, to, collect_entry, it };
+	if ((err = cp_dict_load(&s->dict)) || (err = list_parts(s, from, to, &it->names, &it->nnames))) {
+		cp_local_scan_close(it);
+		return err;
+	}
+	*out = it;
+	return 0;
+}
+
+int cp_local_scan_next(struct cp_local_scanner *it, struct cp_local_entry *e)
+{
+	int err, rc;
+
+	while (it->i >= it->n) {
+		it->n = it->i = 0;
+		if (it->bst && (rc = sqlite3_step(it->bst)) == SQLITE_ROW) {
+			if ((err = scan_block(&it->sc, &it->rd, it->bst, it->want, it->nwant)))
+				return err;
+			continue;
+		}
+		if (it->bst) {
+			err = rc == SQLITE_DONE ? 0 : cp_db_error(sqlite3_db_handle(it->bst), "reading samples");
+			sqlite3_finalize(it->bst);
+			it->bst = NULL;
+			if (err)
+				return err;
+		}
+		if (it->pi >= it->nnames)
+			return 0;
+		if ((err = open_blocks(it->s, it->names[it->pi++], it->sc.from, it->sc.to, &it->bst)) < 0)
+			return err;
+	}
+	*e = it->e[it->i++];
+	return 1;
+}
+
+void cp_local_scan_close(struct cp_local_scanner *it)
+{
+	if (!it)
+		return;
+	sqlite3_finalize(it->bst);
+	cp_block_reader_release(&it->rd);
+	free(it->names);
+	free(it->e);
+	free(it->want);
+	free(it);
 }
 
 #define BY_SAMPLE SIZE_MAX

@@ -24,6 +24,25 @@ struct cp_local;
 int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       struct cp_buckets *b, char **type);
+/* The raw entries of the series want[0..nwant) (ids, sorted ascending) with
+ * times in [from, to), for the SQL tables (sqlvtab.h), as an iterator: only
+ * the partitions and blocks whose time bounds overlap the range are read, a
+ * block none of whose series is wanted is skipped before it is inflated, and
+ * the entries are decoded a block at a time (memory: one block's entries).
+ * open, then next gives 1 and an entry (the index into want of its series,
+ * its time, value, stack and label set ids in the dictionary s->dict) until 0
+ * at the end, or -errno with the message recorded; close takes NULL.  The
+ * dictionary is loaded by open, and again when a block needs newer entries. */
+struct cp_local_entry {
+	int64_t t, value;
+	uint32_t series; /* index into want */
+	uint32_t stack, labels;
+};
+struct cp_local_scanner;
+int cp_local_scan_open(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to,
+		       struct cp_local_scanner **out);
+int cp_local_scan_next(struct cp_local_scanner *it, struct cp_local_entry *e);
+void cp_local_scan_close(struct cp_local_scanner *it);
 int cp_local_stats(struct cp_local *s, struct cp_store_stats *st);
 
 #endif

@@ -11,7 +11,7 @@ like "$out" 'query' "no command lists the commands"
 
 run "$CPROF" help
 is "$rc" 0 "help exits 0"
-for c in record serve scrape import query merge diff top help; do
+for c in record serve scrape import query merge diff sql top help; do
 	like "$out" "^   $c " "help lists $c"
 done
 
@@ -22,7 +22,7 @@ like "$out" '^usage: cprof query' "help query shows the query usage"
 run "$CPROF" help nosuch
 is "$rc" 2 "help of an unknown command is a usage error"
 
-for c in record import query merge diff top help; do
+for c in record import query merge diff sql top help; do
 	run "$CPROF" "$c" -h
 	is "$rc" 0 "$c -h exits 0"
 	like "$out" "^usage: cprof $c" "$c -h prints its usage"
@@ -100,7 +100,7 @@ is "$rc" 2 "a missing option value is a usage error"
 like "$err" "needs a value" "the error says a value is needed"
 
 run "$CPROF" --list-commands
-is "$(echo "$out" | tr '\n' ' ')" "record serve scrape import query merge diff top help " "--list-commands prints every command"
+is "$(echo "$out" | tr '\n' ' ')" "record serve scrape import query merge diff sql top help " "--list-commands prints every command"
 run "$CPROF" --list-options query
 like "$out" '^--focus$' "--list-options lists long options"
 like "$out" '^-i$' "--list-options lists short options"

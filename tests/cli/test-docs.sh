@@ -8,7 +8,7 @@ command -v groff >/dev/null 2>&1 || skip_all "groff is not installed (apt-get in
 
 MAN=$(cd "$srcdir/man" && pwd)
 COMPL=$(cd "$srcdir/completions" && pwd)
-CMDS="record serve scrape import query merge diff top" # the commands that have a manual page
+CMDS="record serve scrape import query merge diff sql top" # the commands that have a manual page
 
 # render PAGE: the page as plain text, in lines long enough not to be broken
 render() { groff -man -Tascii -P-c -P-b -P-u -rLL=250n "$1" 2>/dev/null; }

@@ -200,7 +200,7 @@ static bool get_series(struct cp_api *s, struct cp_req *r, struct cp_resp *out, 
 static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
 			    int64_t to, const char *group_by, struct cp_store_result **res, size_t *n)
 {
-	struct cp_store_query q = { sel, from, to, group_by };
+	struct cp_store_query q = { sel, from, to, group_by, NULL };
 	struct cp_store *st = cp_shared_reader(s->store);
 	int err;
 
@@ -222,7 +222,7 @@ static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct 
 static bool select_intervals(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
 			     int64_t to, struct cp_filter *filter, struct cp_profile ***iv, size_t *n)
 {
-	struct cp_store_query q = { sel, from, to, NULL };
+	struct cp_store_query q = { sel, from, to, NULL, NULL };
 	struct cp_store *st = cp_shared_reader(s->store);
 	int64_t step;
 	int err;

@@ -101,17 +101,14 @@ static int scan_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t c,
 	return sc->fn(sc->ctx, (size_t)sc->idx[k], t, (uint32_t)stack, (uint32_t)c, v);
 }
 
-static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx)
+/* The names of the partitions that overlap [from, to], in order. */
+static int list_parts(struct cp_local *s, int64_t from, int64_t to, char (**out)[16], size_t *n)
 {
-	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
-	struct cp_block_reader rd = { 0 };
-	sqlite3_stmt *pst = NULL, *bst = NULL;
+	sqlite3_stmt *pst = NULL;
 	char (*names)[16] = NULL;
-	size_t nnames = 0, namecap = 0, pi;
+	size_t nnames = 0, namecap = 0;
 	int err = 0, rc;
 
-	/* the partitions first: no statement of the index stays open during the
-	 * scan, so that cp_dict_load() sees what writers committed since */
 	if ((err = cp_db_prepare(s->db, "SELECT name FROM partitions WHERE t_max >= ? AND t_min <= ? ORDER BY name", &pst)))
 		return err;
 	sqlite3_bind_int64(pst, 1, from);
@@ -126,6 +123,62 @@ static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t f
 	if (!err && rc != SQLITE_DONE)
 		err = cp_db_error(s->db, "reading partitions");
 	sqlite3_finalize(pst);
+	if (err)
+		free(names);
+	else
+		*out = names, *n = nnames;
+	return err;
+}
+
+/* The coarsest step (ns, 0: raw) of the blocks that overlap [from, to]. */
+static int range_step(struct cp_local *s, int64_t from, int64_t to, int64_t *step)
+{
+	char (*names)[16] = NULL;
+	size_t n = 0, i;
+	int err;
+
+	*step = 0;
+	if ((err = list_parts(s, from, to, &names, &n)))
+		return err;
+	for (i = 0; i < n; i++) {
+		sqlite3_stmt *st = NULL;
+		sqlite3 *db;
+
+		if ((err = cp_parts_open(&s->parts, names[i], &db))) {
+			if (err == -ENOENT) {
+				err = 0;
+				continue;
+			}
+			break;
+		}
+		if (!cp_part_has_step(db)) /* written before downsampling: raw */
+			continue;
+		if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0) FROM blocks WHERE t_max >= ? AND t_min <= ?", &st)))
+			break;
+		sqlite3_bind_int64(st, 1, from);
+		sqlite3_bind_int64(st, 2, to);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > *step)
+			*step = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	free(names);
+	return err;
+}
+
+static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx,
+		int64_t *res)
+{
+	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
+	struct cp_block_reader rd = { 0 };
+	sqlite3_stmt *bst = NULL;
+	char (*names)[16] = NULL;
+	size_t nnames = 0, pi;
+	int err = 0, rc = SQLITE_DONE;
+
+	/* the partitions first: no statement of the index stays open during the
+	 * scan, so that cp_dict_load() sees what writers committed since */
+	if ((err = list_parts(s, from, to, &names, &nnames)))
+		return err;
 	for (pi = 0; !err && pi < nnames; pi++) {
 		sqlite3 *db;
 
@@ -136,7 +189,12 @@ static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t f
 			}
 			break;
 		}
-		if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE t_max >= ? AND t_min <= ?"
+		/* blocks.step: the block's resolution (files written before
+		 * downsampling have none: raw) */
+		if ((err = cp_db_prepare(db, cp_part_has_step(db) ?
+					  "SELECT rawlen, series, data, t_min, step FROM blocks WHERE t_max >= ? AND t_min <= ?"
+					  " ORDER BY id" :
+					  "SELECT rawlen, series, data, t_min, 0 FROM blocks WHERE t_max >= ? AND t_min <= ?"
 					  " ORDER BY id", &bst)))
 			break;
 		sqlite3_bind_int64(bst, 1, from);
@@ -161,6 +219,8 @@ static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t f
 					any |= idx[i] >= 0;
 				}
 				sc.idx = idx;
+				if (any && res && sqlite3_column_int64(bst, 4) > *res)
+					*res = sqlite3_column_int64(bst, 4);
 				if (any) /* else the block is skipped before it is inflated */
 					err = cp_block_decode(&rd, sqlite3_column_blob(bst, 2), (size_t)sqlite3_column_bytes(bst, 2),
 							      (uint64_t)sqlite3_column_int64(bst, 0), sqlite3_column_int64(bst, 3),
@@ -329,7 +389,9 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 		want[i] = pairs[i].id;
 		c.group_of[i] = pairs[i].group;
 	}
-	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c)))
+	if (q->resolution)
+		*q->resolution = 0;
+	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c, q->resolution)))
 		goto out;
 	if (!c.ngroups && nser && (err = group_index(&c, "", &j))) /* no sample: one empty profile */
 		goto out;
@@ -398,6 +460,15 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 	size_t nser = 0, i;
 	int err;
 
+	int64_t res = 0;
+
+	/* never finer than the data: steps of whole multiples of its resolution */
+	if ((err = range_step(s, q->from, q->to, &res)))
+		return err;
+	if (res > 0 && step % res)
+		step = step < INT64_MAX - res ? (step / res + 1) * res : step;
+	if (q->resolution)
+		*q->resolution = res;
 	if ((err = cp_buckets_align(q->from, q->to, step, &c.b)))
 		return err;
 	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
@@ -412,7 +483,7 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 		want[i] = ser[i].id;
 	cp_qsort(want, nser, sizeof(*want), id_cmp);
 	/* whole buckets: from the first one's start to the last one's end */
-	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c))) {
+	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c, NULL))) {
 		free(*type);
 		*type = NULL;
 		goto out;

@@ -235,7 +235,7 @@ static int try_select(struct cp_store *s, const char *sel_text, int64_t from, in
 		      struct cp_store_result **res, size_t *n)
 {
 	struct cp_selector *sel = sel_of(sel_text);
-	struct cp_store_query q = { sel, from, to, group_by };
+	struct cp_store_query q = { sel, from, to, group_by, NULL };
 	int r;
 
 	cp_error_clear();
@@ -521,7 +521,7 @@ START_TEST(test_select_errors)
 
 	{
 		struct cp_selector *sel = sel_of("process_cpu");
-		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL };
+		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL, NULL };
 		struct cp_buckets b;
 
 		/* two types of one name: its main type, as Pyroscope shows it (process_cpu:cpu) */
@@ -640,7 +640,7 @@ START_TEST(test_over_time)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
 	struct cp_buckets b;
 	int64_t *totals = NULL;
 	char *type = NULL;
@@ -1611,7 +1611,7 @@ START_TEST(test_limit_days)
 	int64_t tot[4 * PER], want[4] = { 0 }, freed;
 	uint64_t size0, size, bound;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0, T0 + DAY, NULL };
+	struct cp_store_query q = { sel, T0, T0 + DAY, NULL, NULL };
 	struct cp_store_result *res;
 	struct cp_store_stats st;
 	char path[PATH_MAX + 32];
@@ -2128,7 +2128,7 @@ static void *race_reader(void *arg)
 	struct race *rc = arg;
 	struct cp_store *r = NULL;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL };
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL, NULL };
 	int64_t last = 0;
 	bool done;
 
@@ -2232,7 +2232,7 @@ START_TEST(test_int64_values)
 	struct cp_kv kv[] = { { "comm", "a" } };
 	struct cp_store_append twice[] = { { big, NULL, kv, 1, T0 }, { big, NULL, kv, 1, T0 } };
 	struct cp_selector *sel = sel_of("process_cpu:samples{comm=\"a\"}");
-	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
 	struct cp_buckets b;
 	struct cp_store_stats st;
 	int64_t *totals = NULL;

@@ -478,6 +478,13 @@ int parse_max_store_size(const char *verb, const char *arg, uint64_t *out)
 	return parse_size_option(verb, "--max-store-size", "want a size such as 512M or 10G", arg, UINT64_MAX, out);
 }
 
+int parse_downsample(const char *verb, const char *arg, struct cp_downsample *out)
+{
+	int err = cp_downsample_parse(arg ? arg : CP_DOWNSAMPLE_DEFAULT, out);
+
+	return err ? usage_error(verb, "--downsample: %s", cp_errmsg(err)) : EXIT_OK;
+}
+
 int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out)
 {
 	int64_t v;

@@ -32,8 +32,23 @@ static void limit(struct cp_upkeep *u, struct cp_store *s)
 	}
 }
 
+/* --downsample: cp_store_compact, and what it did in the log */
+static void compact(struct cp_upkeep *u, struct cp_store *s, int64_t now)
+{
+	struct cp_compact_stats st;
+	int n = cp_store_compact(s, &u->downsample, now, &st);
+
+	if (n < 0)
+		cp_log(u->verb, CP_LOG_WARN, "downsampling: %s", cp_errmsg(-n));
+	else if (n > 0)
+		cp_log(u->verb, CP_LOG_INFO, "downsampled %d day%s: %lld blocks of %lld entries into %lld blocks of %lld entries",
+		       n, n == 1 ? "" : "s", (long long)st.blocks_before, (long long)st.entries_before,
+		       (long long)st.blocks_after, (long long)st.entries_after);
+}
+
 void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)
 {
+	int64_t t = now ? now : cp_now_ns();
 	int err;
 
 	if (u->max_size && (!now || !u->last_limit || now - u->last_limit >= MINUTE)) {
@@ -44,5 +59,9 @@ void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)
 		u->last_retain = now;
 		if ((err = cp_store_retain(s, u->retention)) < 0)
 			cp_log(u->verb, CP_LOG_WARN, "retention: %s", cp_errmsg(-err));
+	}
+	if (u->downsample.n && (!u->last_compact || t - u->last_compact >= 60 * MINUTE)) {
+		u->last_compact = t;
+		compact(u, s, t);
 	}
 }

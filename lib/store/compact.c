@@ -242,7 +242,7 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 		int64_t tmax;
 	} *days = NULL;
 	size_t n = 0, cap = 0, i;
-	int err = 0, rc, done = 0;
+	int err = 0, rc, done = 0, last = 0;
 
 	st = st ? st : &none;
 	memset(st, 0, sizeof(*st));
@@ -263,14 +263,19 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 	if (!err && rc != SQLITE_DONE)
 		err = cp_db_error(s->db, "listing partitions to downsample");
 	sqlite3_finalize(q);
+	/* a day that fails (a corrupt block) does not keep the others from
+	 * being done: the last error is returned (with its message) */
 	for (i = 0; !err && i < n; i++) {
 		int64_t step = cp_downsample_step(p, cp_sub_sat(now, days[i].tmax));
+		int r = step > 0 ? compact_day(s, days[i].name, step, st) : 0;
 
-		if (step > 0 && (err = compact_day(s, days[i].name, step, st)) > 0) {
+		if (r > 0)
 			done++;
-			err = 0;
-		}
+		else if (r < 0)
+			last = r;
+		if (r == -ENOMEM || r == -ENOSPC || r == -EPERM)
+			err = r; /* the next days would fail the same way */
 	}
 	free(days);
-	return err < 0 ? err : done;
+	return last ? last : done;
 }

@@ -124,7 +124,8 @@ struct cp_compact_stats {
  * in one transaction on that day's file (the old blocks or the new, never
  * both), then its free pages go back to the file system.  Totals stay exact.
  * st (may be NULL) says what was done.  Returns how many days were compacted
- * or -errno; -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one
+ * or -errno (a day that fails, e.g. with a corrupt block, leaves it as it was
+ * and the other days are still done; the last failure is returned); -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one
  * (the server downsamples its own). */
 int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st);
 

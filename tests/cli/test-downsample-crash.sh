@@ -8,9 +8,11 @@ policy=raw=2d,1m=14d,10m
 # a profile with many stacks (folded), so that a day takes a while to compact
 awk 'BEGIN { for (i = 0; i < 4000; i++) printf "main;serve%d;handle%d;work%d %d\n", i % 97, i % 389, i, 1 + i % 13 }' \
 	>"$T/many.folded"
+# noon (UTC) 20 days ago (to 10m steps) and 6 days ago (to 1m), 40 batches each
+now=$(date +%s)
 for i in $(seq 0 39); do
-	"$CPROF" import --data "$D" -l host=a --time "now-$((20 * day + i * 61))s" "$T/many.folded" >/dev/null
-	"$CPROF" import --data "$D" -l host=b --time "now-$((6 * day + i * 59))s" "$T/many.folded" >/dev/null
+	"$CPROF" import --data "$D" -l host=a --time "$(((now / day - 20) * day + day / 2 + i * 61))" "$T/many.folded" >/dev/null
+	"$CPROF" import --data "$D" -l host=b --time "$(((now / day - 6) * day + day / 2 + i * 59))" "$T/many.folded" >/dev/null
 done
 q() { "$CPROF" query --data "$1" --since 30d "${2:-samples}" -f folded 2>"$T/err" | sort | md5sum; }
 sel=$("$CPROF" query --data "$D" --types | head -n 1)

@@ -11,10 +11,14 @@ policy=raw=2d,1m=14d,10m
 folded() { "$CPROF" query --data "$D" --since 30d process_cpu:cpu -f folded | sort; }
 blocks() { for p in "$D"/parts/*.db; do sqlite3 "$p" 'SELECT count(*) FROM blocks'; done | awk '{ n += $1 } END { print n }'; }
 
-# 20 days ago (10m), 5 days ago (1m), the last hour (raw): a few batches each, seconds apart
+# noon (UTC) 20 days ago (10m) and 5 days ago (1m), the last hour (raw): a few batches each, seconds
+# apart, never across midnight
+now=$(date +%s)
+t20=$(((now / day - 20) * day + day / 2))
+t5=$(((now / day - 5) * day + day / 2))
 for i in 0 1 2 3 4 5; do
-	"$CPROF" import --data "$D" -l host=a --time "now-$((20 * day + i * 37))s" "$b" "$a" >/dev/null
-	"$CPROF" import --data "$D" -l host=b --time "now-$((5 * day + i * 23))s" "$b" >/dev/null
+	"$CPROF" import --data "$D" -l host=a --time "$((t20 + i * 37))" "$b" "$a" >/dev/null
+	"$CPROF" import --data "$D" -l host=b --time "$((t5 + i * 23))" "$b" >/dev/null
 done
 "$CPROF" import --data "$D" -l host=a --time now-50m "$a" >/dev/null
 "$CPROF" import --data "$D" -l host=a --time now-10m "$b" >/dev/null
@@ -37,8 +41,8 @@ is "$(folded)" "$before" "every stack keeps its exact total (folded, whole range
 is "$("$CPROF" query --data "$D" --since 30d process_cpu:cpu -f json | jq .total)" "$total" "the total is the same"
 na=$(blocks)
 ok "the blocks shrank in number ($nb -> $na)" test "$na" -lt "$nb"
-d20=$(date -u -d "@$(($(date +%s) - 20 * day))" +%Y%m%d)
-d5=$(date -u -d "@$(($(date +%s) - 5 * day))" +%Y%m%d)
+d20=$(date -u -d "@$t20" +%Y%m%d)
+d5=$(date -u -d "@$t5" +%Y%m%d)
 is "$(sqlite3 "$D/parts/$d20.db" 'SELECT DISTINCT step FROM blocks')" 600000000000 "20 days ago is at 10m steps"
 is "$(sqlite3 "$D/parts/$d5.db" 'SELECT DISTINCT step FROM blocks')" 60000000000 "5 days ago is at 1m steps"
 is "$(sqlite3 "$D/parts/$d20.db" 'SELECT count(*) FROM blocks WHERE t_min % 600000000000 != 0')" 0 \
@@ -48,7 +52,7 @@ run "$CPROF" query --data "$D" --since 30d process_cpu:cpu
 like "$out" '^Resolution: 10m$' "a query of the whole range says it read 10m data"
 run "$CPROF" query --data "$D" --since 30d process_cpu:cpu -f json
 is "$(printf '%s' "$out" | jq -r .resolution)" 10m "and so does its JSON"
-run "$CPROF" query --data "$D" --from "now-$((5 * day + 3600))s" --to "now-$((5 * day - 3600))s" process_cpu:cpu -f json
+run "$CPROF" query --data "$D" --from "$((t5 - 3600))" --to "$((t5 + 3600))" process_cpu:cpu -f json
 is "$(printf '%s' "$out" | jq -r .resolution)" 1m "a query of 5 days ago reads 1m data"
 run "$CPROF" query --data "$D" --since 1h process_cpu:cpu -f json
 is "$(printf '%s' "$out" | jq -r .resolution)" raw "the last hour is raw"
@@ -67,7 +71,7 @@ run "$CPROF" import --data "$D" --downsample "$policy"
 like "$out" '^downsampled 0 days' "downsampling again finds nothing to do"
 is "$(folded)" "$before" "and changes nothing"
 # raw data arriving late in a downsampled day is merged on the next run
-"$CPROF" import --data "$D" -l host=a --time "now-$((20 * day + 100))s" "$b" >/dev/null
+"$CPROF" import --data "$D" -l host=a --time "$((t20 + 1000))" "$b" >/dev/null
 before=$(folded)
 run "$CPROF" import --data "$D" --downsample "$policy"
 like "$out" '^downsampled 1 day in ' "a late batch in a downsampled day is merged next time"
@@ -76,7 +80,7 @@ is "$(sqlite3 "$D/parts/$d20.db" 'SELECT count(*) FROM blocks WHERE step != 6000
 
 # a partition written before downsampling (no blocks.step) reads as raw and is converted
 D2=$T/old
-"$CPROF" import --data "$D2" --time "now-$((20 * day))s" "$b" >/dev/null
+"$CPROF" import --data "$D2" --time "$t20" "$b" >/dev/null
 sqlite3 "$D2/parts/$d20.db" 'DROP INDEX blocks_time; ALTER TABLE blocks DROP COLUMN step; CREATE INDEX blocks_time ON blocks(t_max, t_min)'
 run "$CPROF" query --data "$D2" --since 30d process_cpu:cpu -f json
 is "$rc" 0 "a partition without blocks.step is read"

@@ -678,6 +678,7 @@ int cp_view_history_open(struct cp_view *v, struct cp_store *store, const char *
 	if ((err = cp_store_over_time(store, &q, window, &v->totals, &b, &tname)))
 		return err;
 	free(tname);
+	v->window = b.step; /* raised to the store's resolution of the range when finer */
 	v->from = b.start;
 	v->nwin = b.n;
 	v->win = v->nwin - 1;

@@ -457,10 +457,9 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 	struct cp_store_series *ser = NULL;
 	struct over_ctx c = { { 0, 0, 0 }, NULL };
 	int64_t *want = NULL;
+	int64_t res = 0;
 	size_t nser = 0, i;
 	int err;
-
-	int64_t res = 0;
 
 	/* never finer than the data: steps of whole multiples of its resolution */
 	if ((err = range_step(s, q->from, q->to, &res)))

@@ -31,6 +31,14 @@ like "$out" '^Resolution: raw$' "before downsampling, a query says it read raw d
 run "$CPROF" import --data "$D" --downsample bogus
 is "$rc" 2 "a bad --downsample policy is a usage error"
 like "$err" "^cprof import: --downsample: " "and says so"
+run "$CPROF" serve --data "$T/none" --downsample 7m
+is "$rc" 2 "cprof serve refuses a bad --downsample"
+like "$err" "^cprof serve: --downsample: " "and says so"
+run "$CPROF" scrape --data "$T/none" --downsample 7m http://127.0.0.1:9/
+is "$rc" 2 "so does cprof scrape"
+like "$err" "^cprof scrape: --downsample: " "and says so"
+run "$CPROF" scrape --remote http://127.0.0.1:9 --downsample 1m http://127.0.0.1:9/
+like "$err" "^cprof scrape: --downsample applies to the local store" "--downsample is for a local store"
 run "$CPROF" import --data "$D" --downsample raw=2d,7m=14d
 is "$rc" 2 "a step that does not divide a day is refused"
 

@@ -9,7 +9,7 @@
 # day two weeks ago and of the last hour on both, with their totals compared.
 # Sizes and the whole-range query scale with the hours per day: the figures
 # for whole days are extrapolated (the dictionary, index.db, does not grow
-# with time and is counted once).
+# with time and is counted once), pessimistically for steps longer than H.
 # A second, coarser policy (BENCH_DS_ALT, default raw=2d,10m=14d,1h) is
 # measured for size too.
 # Targets: the downsampled store <= 1/5 of the raw one; the whole-range query

@@ -78,7 +78,8 @@ struct query_opts {
 	struct store_args store;
 };
 
-/* resolution: the store's, for top and json (NULL: none) */
+/* resolution: the store's when it read downsampled data, for top and json
+ * (NULL: raw data, or none said) */
 static int render(struct output *out, const struct query_opts *o, const struct cp_profile *p, int vidx,
 		  const char *resolution)
 {
@@ -131,7 +132,7 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 	ot.from = b.start;
 	ot.to = cp_buckets_end(&b);
 	ot.step = b.step;
-	ot.resolution = res >= 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
+	ot.resolution = res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
 	ot.totals = totals;
 	ot.n = b.n;
 	err = !strcmp(o->format, "json") ? cp_render_over_time_json(out->f, &ot) : cp_render_over_time(out->f, &ot);
@@ -167,7 +168,7 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 			snprintf(root, sizeof(root), "%s=%s", o->group_by, r[i].group);
 			err = cp_folded_write_rooted(out->f, p, 0, o->invert, root);
 		} else {
-			err = render(out, o, p, 0, res >= 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL);
+			err = render(out, o, p, 0, res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL);
 		}
 		cp_profile_free(p);
 	}

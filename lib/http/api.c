@@ -351,7 +351,7 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	ot.from = b.start;
 	ot.to = cp_buckets_end(&b);
 	ot.step = b.step;
-	ot.resolution = res >= 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
+	ot.resolution = res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
 	ot.totals = totals;
 	ot.n = b.n;
 	if (!mem_open(&m, out))
@@ -394,7 +394,7 @@ static int render_profile(FILE *f, const char *format, struct cp_profile *p, str
 	struct cp_render_opts o = { 0 };
 	char rbuf[32];
 
-	o.resolution = resolution >= 0 ? cp_resolution_text(resolution, rbuf, sizeof(rbuf)) : NULL;
+	o.resolution = resolution > 0 ? cp_resolution_text(resolution, rbuf, sizeof(rbuf)) : NULL;
 	o.invert = flag(r, "invert");
 	o.limit = (int)limit;
 	o.max_nodes = (uint32_t)max_nodes;

@@ -26,7 +26,9 @@ before=$(folded)
 total=$("$CPROF" query --data "$D" --since 30d process_cpu:cpu -f json | jq .total)
 nb=$(blocks)
 run "$CPROF" query --data "$D" --since 30d process_cpu:cpu
-like "$out" '^Resolution: raw$' "before downsampling, a query says it read raw data"
+unlike "$out" '^Resolution:' "before downsampling, a query reads raw data and says no resolution"
+run "$CPROF" query --data "$D" --since 30d process_cpu:cpu -f json
+is "$(printf '%s' "$out" | jq -r '.resolution // "none"')" none "nor does its JSON"
 
 run "$CPROF" import --data "$D" --downsample bogus
 is "$rc" 2 "a bad --downsample policy is a usage error"
@@ -63,7 +65,7 @@ is "$(printf '%s' "$out" | jq -r .resolution)" 10m "and so does its JSON"
 run "$CPROF" query --data "$D" --from "$((t5 - 3600))" --to "$((t5 + 3600))" process_cpu:cpu -f json
 is "$(printf '%s' "$out" | jq -r .resolution)" 1m "a query of 5 days ago reads 1m data"
 run "$CPROF" query --data "$D" --since 1h process_cpu:cpu -f json
-is "$(printf '%s' "$out" | jq -r .resolution)" raw "the last hour is raw"
+is "$(printf '%s' "$out" | jq -r '.resolution // "raw"')" raw "the last hour is raw"
 
 run "$CPROF" query --data "$D" --since 30d process_cpu:cpu --over-time --step 1m -f json
 is "$(printf '%s' "$out" | jq .step)" 600000000000 "--over-time steps finer than the data go up to its resolution"
@@ -74,6 +76,15 @@ is "$(printf '%s' "$out" | jq .step)" 1200000000000 "a step between multiples go
 run "$CPROF" query --data "$D" --since 30d process_cpu:cpu --over-time --step 1d
 like "$out" '^Resolution: 10m$' "--over-time's header names the resolution"
 like "$out" ', step 24hrs,' "and keeps a step coarser than it"
+
+# a server of the downsampled store says the resolution in its JSON, and cprof query --remote takes its steps
+serve_start srv --listen 127.0.0.1:0 --data "$D" --downsample off
+run "$CPROF" query --remote "$URL" --since 30d process_cpu:cpu --over-time --step 1m -f json
+is "$(printf '%s' "$out" | jq -c '[.step, .resolution, ([.points[].value] | add)]')" "[600000000000,\"10m\",$total]" \
+	"query --remote --over-time: the server's 10m steps, and the same total"
+http GET "/api/v1/profile?query=process_cpu:cpu&from=now-30d&to=now"
+is "$(printf '%s' "$body" | jq -r .resolution)" 10m "the server's /api/v1/profile says 10m"
+kill "$SPID"; wait "$SPID" 2>/dev/null
 
 run "$CPROF" import --data "$D" --downsample "$policy"
 like "$out" '^downsampled 0 days' "downsampling again finds nothing to do"
@@ -92,7 +103,7 @@ D2=$T/old
 sqlite3 "$D2/parts/$d20.db" 'DROP INDEX blocks_time; ALTER TABLE blocks DROP COLUMN step; CREATE INDEX blocks_time ON blocks(t_max, t_min)'
 run "$CPROF" query --data "$D2" --since 30d process_cpu:cpu -f json
 is "$rc" 0 "a partition without blocks.step is read"
-is "$(printf '%s' "$out" | jq -r .resolution)" raw "as raw"
+is "$(printf '%s' "$out" | jq -r '.resolution // "raw"')" raw "as raw"
 run "$CPROF" import --data "$D2" --downsample "$policy"
 like "$out" '^downsampled 1 day' "and downsampled"
 run "$CPROF" query --data "$D2" --since 30d process_cpu:cpu -f json

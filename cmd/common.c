@@ -485,6 +485,29 @@ int parse_downsample(const char *verb, const char *arg, struct cp_downsample *ou
 	return err ? usage_error(verb, "--downsample: %s", cp_errmsg(err)) : EXIT_OK;
 }
 
+int downsample_option(const char *verb, const char *arg, bool from_file, bool remote, bool no_store,
+		      struct cp_downsample *out)
+{
+	memset(out, 0, sizeof(*out));
+	if ((remote || no_store) && arg && !from_file)
+		return usage_error(verb, remote ? "--downsample is for the local store: a server downsamples its own "
+						  "(cprof serve --downsample)" :
+						  "--downsample is for the store, not -o/-f");
+	if (remote || no_store) /* the configuration file's is for a local store */
+		return EXIT_OK;
+	return parse_downsample(verb, arg, out);
+}
+
+void print_store_settings(FILE *f, int64_t retention, uint64_t max_store, const struct cp_downsample *p)
+{
+	char b[256];
+
+	fprintf(f, "  retention: %s\n", retention ? cp_duration_text(retention, b, sizeof(b)) : "null");
+	fprintf(f, "  max-store-size: %s\n", max_store ? cp_size_text(max_store, b, sizeof(b)) : "null");
+	if (p)
+		fprintf(f, "  downsample: %s\n", cp_downsample_text(p, b, sizeof(b)));
+}
+
 int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out)
 {
 	int64_t v;

@@ -112,8 +112,7 @@ const struct cmd cmd_record = {
 	"                          (default: $DEBUGINFOD_URLS); --no-debuginfod: none\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting\n"
 	"                          its oldest data as it goes\n"
-	"      --downsample POLICY keep older days at coarser steps, merged hourly\n"
-	"                          (default " CP_DOWNSAMPLE_DEFAULT "; off: all raw)\n"
+	"      --downsample POLICY older days at coarser steps (" CP_DOWNSAMPLE_DEFAULT "; off)\n"
 	"      --max-memory SIZE   keep cprof's resident memory under SIZE by evicting\n"
 	"                          cached binaries and symbols (default 64M)\n"
 	"      --log-level LEVEL   error, warn, info (default) or debug\n"
@@ -136,7 +135,7 @@ struct rec {
 	struct push_args push;
 	size_t spool_size;
 	int64_t duration, flush, retention;
-	const char *downsample;          /* --downsample (NULL: the default) */
+	const char *downsample;      /* --downsample (NULL: the default), parsed into policy */
 	struct cp_downsample policy;
 	uint64_t max_store_size, max_memory;
 	struct cp_labels labels, cfg_labels; /* -l: the options', the file's */
@@ -221,10 +220,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 						   optarg);
 			cfg_mark(r, CFG_FLUSH);
 			break;
-		case OPT_DOWNSAMPLE:
-			r->downsample = optarg;
-			cfg_mark(r, CFG_DOWNSAMPLE);
-			break;
+		case OPT_DOWNSAMPLE: r->downsample = optarg; cfg_mark(r, CFG_DOWNSAMPLE); break;
 		case OPT_RETENTION:
 			if ((err = cp_parse_duration(optarg, &r->retention)) || r->retention <= 0)
 				return usage_error("record", "bad --retention '%s': want e.g. 15d", optarg);
@@ -297,8 +293,6 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			r->flush = 0;
 		if (r->cfg_store & CFG_RETENTION)
 			r->retention = 0;
-		if (r->cfg_store & CFG_DOWNSAMPLE)
-			r->downsample = NULL;
 		if (r->cfg_store & CFG_SPOOL)
 			r->spool = NULL;
 		if (r->cfg_store & CFG_SPOOL_SIZE)
@@ -319,8 +313,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "--data is for the store; with -o/-f the profile goes to a file or stdout");
 	if (r->format && !r->output && !strcmp(r->format, "pprof"))
 		return usage_error("record", "-f pprof needs -o FILE (pprof is binary)");
-	if ((r->output || r->format) && (r->flush || r->retention || r->downsample))
-		return usage_error("record", "--flush-interval, --retention and --downsample are for the store, not -o/-f");
+	if ((r->output || r->format) && (r->flush || r->retention))
+		return usage_error("record", "--flush-interval and --retention are for the store, not -o/-f");
 	if (r->labels.n && (r->output || r->format))
 		return usage_error("record", "--label is for the store's series; not with -o/-f");
 	if (r->remote && (r->output || r->format))
@@ -333,8 +327,6 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			r->retention = 0;
 		if (r->cfg_store & CFG_MAX_STORE)
 			r->max_store_size = 0;
-		if (r->cfg_store & CFG_DOWNSAMPLE)
-			r->downsample = NULL;
 	} else { /* and its spool for a server */
 		if (r->cfg_store & CFG_SPOOL)
 			r->spool = NULL;
@@ -344,10 +336,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 	if (r->remote && r->retention)
 		return usage_error("record", "--retention is for the local store: a server applies its own "
 					     "(cprof serve --retention)");
-	if (r->remote && r->downsample)
-		return usage_error("record", "--downsample is for the local store: a server downsamples its own "
-					     "(cprof serve --downsample)");
-	if (!r->remote && !r->output && !r->format && (err = parse_downsample("record", r->downsample, &r->policy)))
+	if ((err = downsample_option("record", r->downsample, r->cfg_store & CFG_DOWNSAMPLE, r->remote, r->output || r->format, &r->policy)))
 		return err;
 	if (r->remote && r->max_store_size)
 		return usage_error("record", "--max-store-size is for the local store: a server applies its own "
@@ -399,14 +388,7 @@ static int print_config(const struct rec *r)
 		cp_yaml_str(f, r->remote ? NULL : r->data);
 		print_remote_config(f, r->remote, r->token_file, &r->push, r->spool, r->spool_size, r->data);
 		fprintf(f, "  flush-interval: %s\n", cp_duration_text(r->flush, b, sizeof(b)));
-		fprintf(f, "  retention: %s\n", r->retention ? cp_duration_text(r->retention, b, sizeof(b)) : "null");
-		fprintf(f, "  max-store-size: %s\n",
-			r->max_store_size ? cp_size_text(r->max_store_size, b, sizeof(b)) : "null");
-		if (!r->remote) {
-			char ds[256];
-
-			fprintf(f, "  downsample: %s\n", cp_downsample_text(&r->policy, ds, sizeof(ds)));
-		}
+		print_store_settings(f, r->retention, r->max_store_size, r->remote ? NULL : &r->policy);
 		fprintf(f, "  label: {");
 		for (size_t i = 0; i < r->labels.n; i++) {
 			fprintf(f, "%s%s: ", i ? ", " : "", r->labels.kv[i].name);

@@ -190,7 +190,7 @@ static int run_import(int argc, char **argv)
 		goto out;
 	}
 	if (!nfiles) { /* --downsample alone: store upkeep */
-		if ((err = cp_store_compact(store, &policy, cp_now_ns(), &cst)) < 0) {
+		if ((err = cp_store_compact(store, &policy, cp_now_ns(), 0, &cst)) < 0) {
 			status = fail("import", "%s", cp_errmsg(err));
 			goto out;
 		}
@@ -217,7 +217,7 @@ static int run_import(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (downsample && (err = cp_store_compact(store, &policy, cp_now_ns(), NULL)) < 0) {
+	if (downsample && (err = cp_store_compact(store, &policy, cp_now_ns(), 0, NULL)) < 0) {
 		status = fail("import", "imported, but downsampling failed: %s", cp_errmsg(err));
 		goto out;
 	}

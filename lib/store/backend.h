@@ -42,7 +42,8 @@ struct cp_store_ops {
 			 struct cp_buckets *b, char **type);
 	int (*stats)(struct cp_store *s, struct cp_store_stats *st);
 	/* NULL: not supported (-EOPNOTSUPP) */
-	int (*compact)(struct cp_store *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st);
+	int (*compact)(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		       struct cp_compact_stats *st);
 	void (*close)(struct cp_store *s);
 };
 

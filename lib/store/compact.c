@@ -240,7 +240,8 @@ out:
 	return err ? cp_error_ctx(err, "downsampling %s", name) : 1;
 }
 
-int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st)
+int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t now, int max_days,
+		     struct cp_compact_stats *st)
 {
 	struct cp_compact_stats none;
 	sqlite3_stmt *q = NULL;
@@ -272,7 +273,7 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 	sqlite3_finalize(q);
 	/* a day that fails (a corrupt block) does not keep the others from
 	 * being done: the last error is returned (with its message) */
-	for (i = 0; !err && i < n; i++) {
+	for (i = 0; !err && i < n && (!max_days || done < max_days); i++) {
 		int64_t step = cp_downsample_step(p, cp_sub_sat(now, days[i].tmax));
 		int r = step > 0 ? compact_day(s, days[i].name, step, st) : 0;
 

@@ -20,6 +20,7 @@
 
 struct cp_local;
 
-int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st);
+int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t now, int max_days,
+		     struct cp_compact_stats *st);
 
 #endif

@@ -429,9 +429,10 @@ static int op_stats(struct cp_store *s, struct cp_store_stats *st)
 	return cp_local_stats(L(s), st);
 }
 
-static int op_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st)
+static int op_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		      struct cp_compact_stats *st)
 {
-	return cp_local_compact(L(s), p, now, st);
+	return cp_local_compact(L(s), p, now, max_days, st);
 }
 
 static void op_close(struct cp_store *s)

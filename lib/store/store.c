@@ -35,11 +35,12 @@ int64_t cp_store_limit(struct cp_store *s, uint64_t max_bytes)
 	return s->ops->limit(s, max_bytes);
 }
 
-int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st)
+int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		     struct cp_compact_stats *st)
 {
 	if (!s->ops->compact)
 		return cp_error(EOPNOTSUPP, "downsampling is for the local store: a server downsamples its own");
-	return s->ops->compact(s, p, now, st);
+	return s->ops->compact(s, p, now, max_days, st);
 }
 
 #define DAY_NS (86400 * 1000000000LL)

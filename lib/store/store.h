@@ -123,11 +123,14 @@ struct cp_compact_stats {
  * time rounded down to a multiple of the step) into new blocks of that step,
  * in one transaction on that day's file (the old blocks or the new, never
  * both), then its free pages go back to the file system.  Totals stay exact.
+ * At most max_days days are done (0: all; the oldest due first), so that a
+ * writer's upkeep does a day at a time between its batches.
  * st (may be NULL) says what was done.  Returns how many days were compacted
  * or -errno (a day that fails, e.g. with a corrupt block, leaves it as it was
  * and the other days are still done; the last failure is returned); -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one
  * (the server downsamples its own). */
-int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st);
+int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		     struct cp_compact_stats *st);
 
 /* The store's size on disk in bytes (every file: index.db, partitions, WAL):
  * the sizes of DIR/index.db and DIR/parts/YYYYMMDD.db with their -wal and -shm

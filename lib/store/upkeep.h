@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Store upkeep for the commands that write continuously (record, scrape,
  * serve): retention (--retention) hourly, downsampling (--downsample) hourly
- * after it, and the size bound (--max-store-size) every minute, each run when
+ * after it (a day at a time: every minute while days are due), and the size bound (--max-store-size) every minute, each run when
  * due.  Failures and what was
  * deleted are logged (lib/log.h) under the caller's verb; nothing here stops
  * the caller.  The struct is the caller's; one thread uses it at a time. */
@@ -21,10 +21,11 @@ struct cp_upkeep {
 	/* state, zero at first */
 	int64_t last_retain, last_limit, last_compact;
 	bool warned; /* the "still over the bound" warning was given */
+	bool compacting; /* the last downsampling did a day: more may be due */
 };
 
 /* Runs what is due at now (ns since the epoch), or everything when now is 0
- * (downsampling even then at most hourly: it reads every day's file). */
+ * (downsampling even then on its own schedule: a day takes seconds). */
 void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now);
 
 #endif

@@ -972,8 +972,8 @@ START_TEST(test_downsample_totals)
 		append_at(s, p, T0 + i * 20 * NS, i % 2 ? "comm=a" : "comm=b");
 	before = select1(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS);
 	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
-	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + DAY_NS, &st), 0); /* a day old: raw */
-	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, &st), 1);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + DAY_NS, 0, &st), 0); /* a day old: raw */
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, &st), 1);
 	ck_assert_int_eq(st.days, 1);
 	ck_assert_int_eq(st.blocks_before, 30);
 	ck_assert_int_le(st.blocks_after, 2);
@@ -988,7 +988,7 @@ START_TEST(test_downsample_totals)
 	for (size_t k = 0; k < b.n; k++)
 		sum += totals[k];
 	ck_assert_int_eq(sum, 30 * 6);
-	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, &st), 0);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, &st), 0);
 	free(totals);
 	free(type);
 	cp_selector_free(sel);
@@ -998,7 +998,7 @@ START_TEST(test_downsample_totals)
 	cp_store_close(s);
 	/* read-only: refused */
 	s = open_store(CP_STORE_READ);
-	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, NULL), -EPERM);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, NULL), -EPERM);
 	cp_store_close(s);
 }
 END_TEST

@@ -14,7 +14,11 @@
  * as a server's group commit takes the pushes that arrive together),
  * --cpus C busy CPUs per host (default 8), PPROFDIR "-" writes no pprof
  * files (bench/serve_scaling.sh).
- * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C] [--group] */
+ * --days D simulates D days ending now, each its last H hours (--hours, 24
+ * by default with --days: whole days), for the downsampling benchmark
+ * (bench/downsample.sh): the days 2 and 14 days ago are the ones the default
+ * policy turns coarser.
+ * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--days D] [--hosts N] [--cpus C] [--group] */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -294,8 +298,9 @@ int main(int argc, char **argv)
 	size_t ndrawn[NPROC], nb = 0;
 	double proc_cdf[NPROC], sum = 0, t_append = 0, t_pprof = 0, t0, t1, start_s = now_s();
 	int64_t start, samples = 0, pprof_bytes = 0, nfiles = 0, nappends = 0, nint, k;
-	double hours = 1;
-	int hosts = 1, cpus = NCPU, h;
+	double hours = 0;
+	int hosts = 1, cpus = NCPU, h, days = 0;
+	int64_t nper;
 	bool files, group = false;
 	struct cp_store *st;
 	struct cp_store_stats stats;
@@ -309,6 +314,8 @@ int main(int argc, char **argv)
 			break;
 		else if (!strcmp(argv[i], "--hours"))
 			hours = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--days"))
+			days = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--hosts"))
 			hosts = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--cpus"))
@@ -316,11 +323,14 @@ int main(int argc, char **argv)
 		else
 			break;
 	}
-	if (argc < 3 || i != argc || hours <= 0 || hosts < 1 || cpus < 1 || cpus > NCPU) {
-		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--hosts N] [--cpus C (1-%d)] [--group]\n",
-			NCPU);
+	hours = hours ? hours : days ? 24 : 1;
+	if (argc < 3 || i != argc || hours <= 0 || hosts < 1 || cpus < 1 || cpus > NCPU || days < 0 ||
+	    (days && hours > 24)) {
+		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--days D] [--hosts N] [--cpus C (1-%d)]"
+			" [--group]\n", NCPU);
 		return 2;
 	}
+	days = days ? days : 1;
 	prof = calloc((size_t)NPROC * (size_t)hosts, sizeof(*prof));
 	batch = calloc((size_t)NPROC * (size_t)hosts, sizeof(*batch));
 	labels = calloc((size_t)hosts, sizeof(*labels));
@@ -361,11 +371,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < NPROC; i++)
 		proc_cdf[i] /= sum;
 
-	nint = (int64_t)(hours * 3600 / INTERVAL);
-	start = (cp_now_ns() / 1000000000LL - nint * INTERVAL) / INTERVAL * INTERVAL * 1000000000LL;
+	/* each day's last nper intervals, the oldest day first; the last ends now */
+	nper = (int64_t)(hours * 3600 / INTERVAL);
+	nint = nper * days;
+	start = (cp_now_ns() / 1000000000LL - nper * INTERVAL) / INTERVAL * INTERVAL * 1000000000LL;
 	for (k = 0; k < nint; k++)
 		for (h = 0; h < hosts; h++) {
-			int64_t t = start + k * INTERVAL * 1000000000LL;
+			int64_t t = start - (days - 1 - k / nper) * 86400 * 1000000000LL + (k % nper) * INTERVAL * 1000000000LL;
 
 			memset(ndrawn, 0, sizeof(ndrawn));
 			for (i = 0; i < HZ * cpus * INTERVAL; i++) {
@@ -423,9 +435,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cp_store_close(st);
+	if (days > 1)
+		printf("days: %d, the last %.4g h of each\n", days, hours);
 	printf("simulated: %.4g h, %d host%s of %d processes of %d programs, %d Hz x %d CPUs, %" PRId64
 	       " intervals of %d s\n",
-	       hours, hosts, hosts == 1 ? "" : "s", NPROC, NPROG, HZ, cpus, nint, INTERVAL);
+	       hours * days, hosts, hosts == 1 ? "" : "s", NPROC, NPROG, HZ, cpus, nint, INTERVAL);
 	printf("samples: %" PRId64 "\n", samples);
 	printf("batches: %" PRId64 " appends of up to %d profiles (%" PRId64 " files)\n", nappends,
 	       group ? NPROC * hosts : NPROC, nfiles);

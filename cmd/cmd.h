@@ -189,6 +189,17 @@ int parse_size_option(const char *verb, const char *opt, const char *example, co
 		      uint64_t *out);
 /* --max-store-size SIZE: parse_size_option's, for every command that has it. */
 int parse_max_store_size(const char *verb, const char *arg, uint64_t *out);
+/* --downsample POLICY (NULL: CP_DOWNSAMPLE_DEFAULT) for the commands that
+ * write to a store: EXIT_OK or a usage error (printed). */
+int parse_downsample(const char *verb, const char *arg, struct cp_downsample *out);
+/* --downsample of a command that may also write to a server (remote) or a
+ * file (no_store): there, none (an arg from the command line, not from_file,
+ * is a usage error); else parse_downsample's. */
+int downsample_option(const char *verb, const char *arg, bool from_file, bool remote, bool no_store,
+		      struct cp_downsample *out);
+/* The local store's settings as lines of a --print-config section (p NULL:
+ * no downsample line). */
+void print_store_settings(FILE *f, int64_t retention, uint64_t max_store, const struct cp_downsample *p);
 /* --off-cpu-min DUR (0 or more) or, period set, --off-cpu-period DUR (1ms to
  * 1s), for the commands that sample: EXIT_OK or a usage error (printed). */
 int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out);

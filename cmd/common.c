@@ -360,7 +360,7 @@ bool is_file_arg(const char *arg)
 struct cp_profile *load_selection(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
 				  int *status)
 {
-	struct cp_store_query q = { NULL, from, to, NULL };
+	struct cp_store_query q = { NULL, from, to, NULL, NULL };
 	struct cp_store_result *res = NULL;
 	struct cp_selector *sel = NULL;
 	struct cp_profile *p = NULL;
@@ -392,7 +392,7 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 int load_intervals(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
 		   struct cp_profile ***out, size_t *n)
 {
-	struct cp_store_query q = { NULL, from, to, NULL };
+	struct cp_store_query q = { NULL, from, to, NULL, NULL };
 	struct cp_selector *sel = NULL;
 	int64_t step;
 	int err, status = EXIT_FAIL;
@@ -476,6 +476,36 @@ int parse_size_option(const char *verb, const char *opt, const char *example, co
 int parse_max_store_size(const char *verb, const char *arg, uint64_t *out)
 {
 	return parse_size_option(verb, "--max-store-size", "want a size such as 512M or 10G", arg, UINT64_MAX, out);
+}
+
+int parse_downsample(const char *verb, const char *arg, struct cp_downsample *out)
+{
+	int err = cp_downsample_parse(arg ? arg : CP_DOWNSAMPLE_DEFAULT, out);
+
+	return err ? usage_error(verb, "--downsample: %s", cp_errmsg(err)) : EXIT_OK;
+}
+
+int downsample_option(const char *verb, const char *arg, bool from_file, bool remote, bool no_store,
+		      struct cp_downsample *out)
+{
+	memset(out, 0, sizeof(*out));
+	if ((remote || no_store) && arg && !from_file)
+		return usage_error(verb, remote ? "--downsample is for the local store: a server downsamples its own "
+						  "(cprof serve --downsample)" :
+						  "--downsample is for the store, not -o/-f");
+	if (remote || no_store) /* the configuration file's is for a local store */
+		return EXIT_OK;
+	return parse_downsample(verb, arg, out);
+}
+
+void print_store_settings(FILE *f, int64_t retention, uint64_t max_store, const struct cp_downsample *p)
+{
+	char b[256];
+
+	fprintf(f, "  retention: %s\n", retention ? cp_duration_text(retention, b, sizeof(b)) : "null");
+	fprintf(f, "  max-store-size: %s\n", max_store ? cp_size_text(max_store, b, sizeof(b)) : "null");
+	if (p)
+		fprintf(f, "  downsample: %s\n", cp_downsample_text(p, b, sizeof(b)));
 }
 
 int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out)

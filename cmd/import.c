@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cprof import: load pprof and folded files into the store. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,7 @@
 #include "../lib/store/remote.h"
 #include "cmd.h"
 
-enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION, OPT_MAX_STORE };
+enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION, OPT_MAX_STORE, OPT_DOWNSAMPLE };
 
 static const struct option options[] = {
 	{ "data", required_argument, NULL, OPT_DATA },
@@ -21,6 +22,7 @@ static const struct option options[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "downsample", required_argument, NULL, OPT_DOWNSAMPLE },
 	REMOTE_OPTIONS,
 	PUSH_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
@@ -32,6 +34,7 @@ static int run_import(int argc, char **argv);
 const struct cmd cmd_import = {
 	"import", "load pprof and folded profiles into the store", run_import, options, "l:h",
 	"usage: cprof import [OPTIONS] FILE...\n"
+	"       cprof import [--data DIR] --downsample POLICY\n"
 	"\n"
 	"Store profiles (pprof, gzip or raw, and folded stacks) so that query,\n"
 	"merge and diff can select them by type, labels and time. All files are\n"
@@ -47,6 +50,8 @@ const struct cmd cmd_import = {
 	"      --retention DUR   then delete stored data older than DUR (e.g. 15d)\n"
 	"      --max-store-size SIZE  then delete the oldest data to keep the store\n"
 	"                        under SIZE (e.g. 10G)\n"
+	"      --downsample POLICY  then merge older days into coarser steps, e.g.\n"
+	"                        raw=2d,1m=14d,10m (off: none); without FILE, only that\n"
 	REMOTE_USAGE
 	PUSH_USAGE
 	"  -h, --help            show this help\n",
@@ -61,7 +66,10 @@ static int run_import(int argc, char **argv)
 	struct push_args push = { 0 };
 	int64_t t = 0, keep = 0;
 	uint64_t max_store = 0;
-	bool cfg_retention = false, cfg_max_store = false;
+	bool cfg_retention = false, cfg_max_store = false, cfg_downsample = false;
+	const char *downsample = NULL;
+	struct cp_downsample policy = { 0 };
+	struct cp_compact_stats cst;
 	size_t nfiles = 0, i;
 	int opt, status = EXIT_OK, err;
 	char dir[4096];
@@ -87,6 +95,10 @@ static int run_import(int argc, char **argv)
 			if ((status = parse_max_store_size("import", optarg, &max_store)) != EXIT_OK)
 				goto out;
 			cfg_max_store = from_config();
+			break;
+		case OPT_DOWNSAMPLE:
+			downsample = optarg;
+			cfg_downsample = from_config();
 			break;
 		case OPT_REMOTE: remote = optarg; break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
@@ -114,7 +126,13 @@ static int run_import(int argc, char **argv)
 		status = usage_error("import", "bad --name '%s': use letters, digits, '_', '.' and '-'", name);
 		goto out;
 	}
-	if (optind >= argc) {
+	if (downsample && (err = cp_downsample_parse(downsample, &policy))) {
+		status = usage_error("import", "--downsample: %s", cp_errmsg(err));
+		goto out;
+	}
+	/* --downsample alone (not the configuration file's: that applies to
+	 * imports) is store upkeep */
+	if (optind >= argc && (!downsample || cfg_downsample)) {
 		status = usage_error("import", "no input: give the profile files to import");
 		goto out;
 	}
@@ -128,6 +146,13 @@ static int run_import(int argc, char **argv)
 			retention = NULL;
 		if (cfg_max_store)
 			max_store = 0;
+		if (cfg_downsample)
+			downsample = NULL;
+	}
+	if (remote && downsample) {
+		status = usage_error("import", "--downsample is for the local store: a server downsamples its own "
+					       "(cprof serve --downsample)");
+		goto out;
 	}
 	if (remote && max_store) {
 		status = usage_error("import", "--max-store-size is for the local store: a server applies its own "
@@ -141,7 +166,7 @@ static int run_import(int argc, char **argv)
 	}
 	/* read everything first: a bad file stores nothing */
 	nfiles = (size_t)(argc - optind);
-	batch = calloc(nfiles, sizeof(*batch));
+	batch = calloc(nfiles + 1, sizeof(*batch));
 	if (!batch) {
 		status = fail("import", "out of memory");
 		goto out;
@@ -164,6 +189,17 @@ static int run_import(int argc, char **argv)
 		status = EXIT_FAIL;
 		goto out;
 	}
+	if (!nfiles) { /* --downsample alone: store upkeep */
+		if ((err = cp_store_compact(store, &policy, cp_now_ns(), 0, &cst)) < 0) {
+			status = fail("import", "%s", cp_errmsg(err));
+			goto out;
+		}
+		printf("downsampled %d day%s in %s: %" PRId64 " blocks of %" PRId64 " entries into %" PRId64
+		       " blocks of %" PRId64 " entries\n", err, err == 1 ? "" : "s", dir, cst.blocks_before,
+		       cst.entries_before, cst.blocks_after, cst.entries_after);
+		status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
+		goto out;
+	}
 	if ((err = cp_store_append(store, batch, nfiles)) < 0) {
 		/* a server takes the files one by one: the message says how many went */
 		status = fail("import", "%s%s", cp_errmsg(err), remote ? "" : " (nothing was imported)");
@@ -180,6 +216,10 @@ static int run_import(int argc, char **argv)
 			status = fail("import", "imported, but --max-store-size failed: %s", cp_errmsg((int)freed));
 			goto out;
 		}
+	}
+	if (downsample && (err = cp_store_compact(store, &policy, cp_now_ns(), 0, NULL)) < 0) {
+		status = fail("import", "imported, but downsampling failed: %s", cp_errmsg(err));
+		goto out;
 	}
 	printf("imported %zu profile%s into %s\n", nfiles, nfiles == 1 ? "" : "s", data);
 	status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);

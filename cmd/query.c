@@ -78,9 +78,12 @@ struct query_opts {
 	struct store_args store;
 };
 
-static int render(struct output *out, const struct query_opts *o, const struct cp_profile *p, int vidx)
+/* resolution: the store's when it read downsampled data, for top and json
+ * (NULL: raw data, or none said) */
+static int render(struct output *out, const struct query_opts *o, const struct cp_profile *p, int vidx,
+		  const char *resolution)
 {
-	struct cp_render_opts ro = { .invert = o->invert, .limit = o->limit, .title = o->title };
+	struct cp_render_opts ro = { .invert = o->invert, .limit = o->limit, .title = o->title, .resolution = resolution };
 
 	if (!strcmp(o->format, "pprof"))
 		return write_pprof(out, p); /* its write errors name the output file */
@@ -108,8 +111,10 @@ static int run_lists(struct output *out, const struct query_opts *o, struct cp_s
 static int run_over_time(struct output *out, const struct query_opts *o, struct cp_store *store,
 			 const struct cp_selector *sel)
 {
-	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL };
+	int64_t res = -1; /* a remote store does not say */
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL, &res };
 	struct cp_over_time ot = { 0 };
+	char rbuf[32];
 	struct cp_buckets b;
 	int64_t step, *totals = NULL;
 	char *type = NULL, unit[128];
@@ -127,6 +132,7 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 	ot.from = b.start;
 	ot.to = cp_buckets_end(&b);
 	ot.step = b.step;
+	ot.resolution = res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
 	ot.totals = totals;
 	ot.n = b.n;
 	err = !strcmp(o->format, "json") ? cp_render_over_time_json(out->f, &ot) : cp_render_over_time(out->f, &ot);
@@ -138,33 +144,35 @@ static int run_over_time(struct output *out, const struct query_opts *o, struct 
 static int run_select(struct output *out, const struct query_opts *o, struct cp_store *store,
 		      const struct cp_selector *sel, struct cp_filter *filter)
 {
-	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, o->group_by };
-	struct cp_store_result *res = NULL;
+	int64_t res = -1; /* a remote store does not say */
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, o->group_by, &res };
+	struct cp_store_result *r = NULL;
 	size_t n = 0, i;
-	int err = cp_store_select(store, &q, &res, &n);
+	char rbuf[32];
+	int err = cp_store_select(store, &q, &r, &n);
 
 	for (i = 0; !err && i < n; i++) {
-		struct cp_profile *p = res[i].profile;
+		struct cp_profile *p = r[i].profile;
 
-		res[i].profile = NULL;
+		r[i].profile = NULL;
 		if (!(p = cp_profile_filter(p, filter))) { /* printed by the caller */
 			err = -errno;
 			break;
 		}
 		if (o->group_by && !strcmp(o->format, "top"))
-			fprintf(out->f, "%s== %s=\"%s\"\n", i ? "\n" : "", o->group_by, res[i].group);
+			fprintf(out->f, "%s== %s=\"%s\"\n", i ? "\n" : "", o->group_by, r[i].group);
 		if (o->group_by && !strcmp(o->format, "folded")) {
 			/* the group is the root frame: a flame graph of groups */
 			char root[512];
 
-			snprintf(root, sizeof(root), "%s=%s", o->group_by, res[i].group);
+			snprintf(root, sizeof(root), "%s=%s", o->group_by, r[i].group);
 			err = cp_folded_write_rooted(out->f, p, 0, o->invert, root);
 		} else {
-			err = render(out, o, p, 0);
+			err = render(out, o, p, 0, res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL);
 		}
 		cp_profile_free(p);
 	}
-	cp_store_results_free(res, n);
+	cp_store_results_free(r, n);
 	return err;
 }
 
@@ -295,7 +303,7 @@ static int run_query(int argc, char **argv)
 	}
 	if ((status = output_open(&out, "query", o.output, !strcmp(o.format, "pprof"))))
 		goto out;
-	err = render(&out, &o, p, vidx);
+	err = render(&out, &o, p, vidx, NULL);
 	if (err)
 		status = fail("query", "%s", cp_errmsg(err));
 	status = output_close(&out, status);

@@ -25,7 +25,7 @@
 
 enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
        OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_MAX_MEMORY,
-       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD, OPT_OFFCPU, OPT_OFFCPU_MIN, OPT_OFFCPU_PERIOD };
+       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD, OPT_OFFCPU, OPT_OFFCPU_MIN, OPT_OFFCPU_PERIOD, OPT_DOWNSAMPLE };
 
 static const struct option options[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -52,6 +52,7 @@ static const struct option options[] = {
 	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
 	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "downsample", required_argument, NULL, OPT_DOWNSAMPLE },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -111,6 +112,7 @@ const struct cmd cmd_record = {
 	"                          (default: $DEBUGINFOD_URLS); --no-debuginfod: none\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting\n"
 	"                          its oldest data as it goes\n"
+	"      --downsample POLICY older days at coarser steps (" CP_DOWNSAMPLE_DEFAULT "; off)\n"
 	"      --max-memory SIZE   keep cprof's resident memory under SIZE by evicting\n"
 	"                          cached binaries and symbols (default 64M)\n"
 	"      --log-level LEVEL   error, warn, info (default) or debug\n"
@@ -133,6 +135,8 @@ struct rec {
 	struct push_args push;
 	size_t spool_size;
 	int64_t duration, flush, retention;
+	const char *downsample;      /* --downsample (NULL: the default), parsed into policy */
+	struct cp_downsample policy;
 	uint64_t max_store_size, max_memory;
 	struct cp_labels labels, cfg_labels; /* -l: the options', the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
@@ -147,7 +151,7 @@ struct rec {
 	int64_t wall_offset; /* realtime - monotonic */
 };
 
-enum { CFG_FLUSH = 1, CFG_RETENTION = 2, CFG_SPOOL = 4, CFG_SPOOL_SIZE = 8, CFG_MAX_STORE = 16 };
+enum { CFG_FLUSH = 1, CFG_RETENTION = 2, CFG_SPOOL = 4, CFG_SPOOL_SIZE = 8, CFG_MAX_STORE = 16, CFG_DOWNSAMPLE = 32 };
 
 static volatile sig_atomic_t stop_signal;
 
@@ -216,6 +220,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 						   optarg);
 			cfg_mark(r, CFG_FLUSH);
 			break;
+		case OPT_DOWNSAMPLE: r->downsample = optarg; cfg_mark(r, CFG_DOWNSAMPLE); break;
 		case OPT_RETENTION:
 			if ((err = cp_parse_duration(optarg, &r->retention)) || r->retention <= 0)
 				return usage_error("record", "bad --retention '%s': want e.g. 15d", optarg);
@@ -331,6 +336,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 	if (r->remote && r->retention)
 		return usage_error("record", "--retention is for the local store: a server applies its own "
 					     "(cprof serve --retention)");
+	if ((err = downsample_option("record", r->downsample, r->cfg_store & CFG_DOWNSAMPLE, r->remote, r->output || r->format, &r->policy)))
+		return err;
 	if (r->remote && r->max_store_size)
 		return usage_error("record", "--max-store-size is for the local store: a server applies its own "
 					     "(cprof serve --max-store-size)");
@@ -381,9 +388,7 @@ static int print_config(const struct rec *r)
 		cp_yaml_str(f, r->remote ? NULL : r->data);
 		print_remote_config(f, r->remote, r->token_file, &r->push, r->spool, r->spool_size, r->data);
 		fprintf(f, "  flush-interval: %s\n", cp_duration_text(r->flush, b, sizeof(b)));
-		fprintf(f, "  retention: %s\n", r->retention ? cp_duration_text(r->retention, b, sizeof(b)) : "null");
-		fprintf(f, "  max-store-size: %s\n",
-			r->max_store_size ? cp_size_text(r->max_store_size, b, sizeof(b)) : "null");
+		print_store_settings(f, r->retention, r->max_store_size, r->remote ? NULL : &r->policy);
 		fprintf(f, "  label: {");
 		for (size_t i = 0; i < r->labels.n; i++) {
 			fprintf(f, "%s%s: ", i ? ", " : "", r->labels.kv[i].name);
@@ -500,7 +505,7 @@ static int run_record(int argc, char **argv)
 	}
 	r.g = (struct cp_recording){ .rec = r.rec, .store = r.store, .verb = "record", .node = r.node,
 				     .labels = r.labels.kv, .nlabels = r.labels.n, .retention = r.retention,
-				     .max_store_size = r.max_store_size, .spool = r.spool, .spool_size = r.spool_size };
+				     .max_store_size = r.max_store_size, .downsample = r.policy, .spool = r.spool, .spool_size = r.spool_size };
 	if (r.store && (err = cp_recording_start(&r.g))) {
 		status = fail("record", "%s", cp_errmsg(err));
 		goto out;

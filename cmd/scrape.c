@@ -21,7 +21,8 @@
 #include "../lib/util.h"
 #include "cmd.h"
 
-enum { OPT_ONCE = 256, OPT_SECONDS, OPT_TIMEOUT, OPT_TARGETS, OPT_RETENTION, OPT_MAX_STORE, OPT_LOG_LEVEL };
+enum { OPT_ONCE = 256, OPT_SECONDS, OPT_TIMEOUT, OPT_TARGETS, OPT_RETENTION, OPT_MAX_STORE, OPT_LOG_LEVEL,
+       OPT_DOWNSAMPLE };
 
 static const struct option options[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -38,6 +39,7 @@ static const struct option options[] = {
 	PUSH_OPTIONS,
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "downsample", required_argument, NULL, OPT_DOWNSAMPLE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -80,6 +82,8 @@ const struct cmd cmd_scrape = {
 	"      --retention DUR   delete stored data older than DUR as it goes\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 10G), deleting its\n"
 	"                        oldest data, checked every minute\n"
+	"      --downsample POLICY  keep older days at coarser steps, merged hourly\n"
+	"                        (default " CP_DOWNSAMPLE_DEFAULT "; off: all raw)\n"
 	"      --log-level LEVEL error, warn, info (default) or debug\n"
 	"  -q, --quiet           no messages about targets going up and down\n"
 	"                        (--log-level warn)\n"
@@ -89,12 +93,13 @@ const struct cmd cmd_scrape = {
 #define STATE_FILE "scrape-targets.json"
 
 struct scrape_opts {
-	const char *config, *profile, *output, *format, *data, *remote, *token_file, *retention;
+	const char *config, *profile, *output, *format, *data, *remote, *token_file, *retention, *downsample;
+	struct cp_downsample policy;
 	int64_t seconds, timeout, keep;
 	uint64_t max_store;
 	bool once, targets, quiet;
 	struct cp_labels labels, cfg_labels; /* -l: the options', the configuration file's */
-	bool cfg_retention, cfg_max_store;
+	bool cfg_retention, cfg_max_store, cfg_downsample;
 	struct push_args push;
 };
 
@@ -186,6 +191,8 @@ static int open_sink(const struct scrape_opts *o, struct sink *k, char *dir, siz
 	k->upkeep.verb = "scrape";
 	k->upkeep.retention = o->keep;
 	k->upkeep.max_size = o->max_store;
+	if (!o->remote)
+		k->upkeep.downsample = o->policy;
 	return EXIT_OK;
 }
 
@@ -431,6 +438,10 @@ static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 				return err;
 			o->cfg_max_store = from_config();
 			break;
+		case OPT_DOWNSAMPLE:
+			o->downsample = optarg;
+			o->cfg_downsample = from_config();
+			break;
 		case OPT_LOG_LEVEL:
 			if ((err = parse_log_level("scrape", optarg)) != EXIT_OK)
 				return err;
@@ -478,6 +489,12 @@ static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 		if (o->cfg_max_store)
 			o->max_store = 0;
 	}
+	if (o->remote && o->cfg_downsample)
+		o->downsample = NULL;
+	if (o->remote && o->downsample)
+		return usage_error("scrape", "--downsample applies to the local store; the server downsamples its own");
+	if ((status = parse_downsample("scrape", o->downsample, &o->policy)))
+		return status;
 	if (o->remote && o->retention)
 		return usage_error("scrape", "--retention applies to the local store; the server keeps its own");
 	if (o->remote && o->max_store)

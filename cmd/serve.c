@@ -20,7 +20,7 @@
 #include "cmd.h"
 
 enum { OPT_LISTEN = 256, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_MAX_BODY, OPT_RETENTION, OPT_MAX_STORE,
-       OPT_LOG_LEVEL, OPT_HEADER_TIMEOUT, OPT_MAX_DECOMPRESSED };
+       OPT_LOG_LEVEL, OPT_HEADER_TIMEOUT, OPT_MAX_DECOMPRESSED, OPT_DOWNSAMPLE };
 
 static const struct option options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -33,6 +33,7 @@ static const struct option options[] = {
 	{ "max-decompressed", required_argument, NULL, OPT_MAX_DECOMPRESSED },
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
+	{ "downsample", required_argument, NULL, OPT_DOWNSAMPLE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
@@ -68,6 +69,8 @@ const struct cmd cmd_serve = {
 	"      --retention DUR    delete stored data older than DUR (e.g. 30d), hourly\n"
 	"      --max-store-size SIZE  keep the store under SIZE (e.g. 50G), deleting its\n"
 	"                         oldest data, checked every minute\n"
+	"      --downsample POLICY  keep older days at coarser steps, merged hourly\n"
+	"                         (default " CP_DOWNSAMPLE_DEFAULT "; off: all raw)\n"
 	"      --log-level LEVEL  error, warn, info (default) or debug\n"
 	"      --header-timeout DUR  close a connection whose request headers are not\n"
 	"                         in DUR after it opened (default 15s)\n"
@@ -119,9 +122,9 @@ static const char *pick(const char *opt, const char *cfg)
 static int run_serve(int argc, char **argv)
 {
 	const char *listen_o = NULL, *data_o = NULL, *config = NULL, *token_o = NULL, *cert_o = NULL, *key_o = NULL,
-		   *maxb_o = NULL, *ret_o = NULL, *maxd_o = NULL, *ht_o = NULL, *listen, *v;
+		   *maxb_o = NULL, *ret_o = NULL, *maxd_o = NULL, *ht_o = NULL, *ds_o = NULL, *listen, *v;
 	struct cp_config cfg = { 0 };
-	struct cp_upkeep upkeep = { "serve", 0, 0, 0, 0, false };
+	struct cp_upkeep upkeep = { .verb = "serve" };
 	struct cp_server_opts so = { 0 };
 	struct cp_shared *store = NULL;
 	struct cp_api *api = NULL;
@@ -146,6 +149,7 @@ static int run_serve(int argc, char **argv)
 		case OPT_MAX_BODY: maxb_o = optarg; break;
 		case OPT_MAX_DECOMPRESSED: maxd_o = optarg; break;
 		case OPT_RETENTION: ret_o = optarg; break;
+		case OPT_DOWNSAMPLE: ds_o = optarg; break;
 		case OPT_MAX_STORE:
 			if ((err = parse_max_store_size("serve", optarg, &upkeep.max_size)) != EXIT_OK)
 				return err;
@@ -192,6 +196,8 @@ static int run_serve(int argc, char **argv)
 		status = usage_error("serve", "--retention: %s", cp_errmsg(-err));
 		goto out;
 	}
+	if ((status = parse_downsample("serve", pick(ds_o, cfg.downsample), &upkeep.downsample)))
+		goto out;
 	if (!pick(cert_o, cfg.tls_cert) != !pick(key_o, cfg.tls_key)) {
 		status = usage_error("serve", "HTTPS wants both --tls-cert and --tls-key");
 		goto out;

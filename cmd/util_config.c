@@ -49,7 +49,7 @@ static const struct option *find_opt(const struct cmd *c, const char *key)
 static bool serve_reads(const char *key)
 {
 	static const char *const keys[] = { "listen", "data", "retention", "token-file", "tls-cert", "tls-key",
-					    "max-body", "max-decompressed", "header-timeout", NULL };
+					    "max-body", "max-decompressed", "header-timeout", "downsample", NULL };
 
 	for (size_t i = 0; keys[i]; i++)
 		if (!strcmp(keys[i], key))

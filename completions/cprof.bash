@@ -148,7 +148,7 @@ _cprof_takes_arg()
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --debuginfod | --remote | --spool | --spool-size | \
 		--remote-api | --service-label | --tenant | --basic-auth-user | \
-		--max-store-size | --max-memory | --log-level | \
+		--max-store-size | --max-memory | --log-level | --downsample | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | --max-decompressed | \
 		-c | --profile | --seconds | --timeout | \
 		--delay | --window | --iterations | --view | -s | --sort | \

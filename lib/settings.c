@@ -475,6 +475,7 @@ int cp_config_parse(const char *text, size_t len, const char *name, struct cp_co
 		{ "max_body", offsetof(struct cp_config, max_body) },
 		{ "max_decompressed", offsetof(struct cp_config, max_decompressed) },
 		{ "header_timeout", offsetof(struct cp_config, header_timeout) },
+		{ "downsample", offsetof(struct cp_config, downsample) },
 	};
 	struct walk w;
 	yaml_node_t *root, *k, *v, *item;
@@ -531,6 +532,7 @@ void cp_config_release(struct cp_config *c)
 	free(c->listen);
 	free(c->data);
 	free(c->retention);
+	free(c->downsample);
 	free(c->token_file);
 	free(c->tls_cert);
 	free(c->tls_key);

@@ -29,7 +29,7 @@
 
 struct cp_config {
 	char *listen, *data, *retention, *token_file, *tls_cert, *tls_key, *max_body, *max_decompressed,
-	     *header_timeout;
+	     *header_timeout, *downsample;
 	struct cp_scrape_config scrape;
 };
 

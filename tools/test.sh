@@ -18,7 +18,7 @@ set -- $(summary build); pass=$1; failed=$2
 # The tests about stored time again with the clock 400 days ahead (libfaketime; the monotonic clock is left
 # alone so that BPF timestamps still convert to the faked wall clock): no test may depend on how old a
 # committed fixture is.
-TIME_TESTS="tests/cli/test-store.sh tests/cli/test-query.sh tests/cli/test-sql.sh tests/cli/test-serve.sh tests/cli/test-pyroscope.sh tests/cli/test-remote.sh tests/cli/test-top.sh"
+TIME_TESTS="tests/cli/test-store.sh tests/cli/test-downsample.sh tests/cli/test-query.sh tests/cli/test-sql.sh tests/cli/test-serve.sh tests/cli/test-pyroscope.sh tests/cli/test-remote.sh tests/cli/test-top.sh"
 step "build/: the tests about stored time with the clock moved 400 days ahead (faketime)"
 (cd build && FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "+400d" \
 	make -s -j"$(nproc)" check TESTS="$TIME_TESTS" TEST_SUITE_LOG=test-suite-faketime.log) || status=1

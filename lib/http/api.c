@@ -196,11 +196,13 @@ static bool get_series(struct cp_api *s, struct cp_req *r, struct cp_resp *out, 
 	return true;
 }
 
-/* merged profiles for a selector and range; false after answering */
+/* merged profiles for a selector and range; false after answering.
+ * resolution (may be NULL): the store's resolution of the data read */
 static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
-			    int64_t to, const char *group_by, struct cp_store_result **res, size_t *n)
+			    int64_t to, const char *group_by, struct cp_store_result **res, size_t *n,
+			    int64_t *resolution)
 {
-	struct cp_store_query q = { sel, from, to, group_by };
+	struct cp_store_query q = { sel, from, to, group_by, resolution };
 	struct cp_store *st = cp_shared_reader(s->store);
 	int err;
 
@@ -222,7 +224,7 @@ static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct 
 static bool select_intervals(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
 			     int64_t to, struct cp_filter *filter, struct cp_profile ***iv, size_t *n)
 {
-	struct cp_store_query q = { sel, from, to, NULL };
+	struct cp_store_query q = { sel, from, to, NULL, NULL };
 	struct cp_store *st = cp_shared_reader(s->store);
 	int64_t step;
 	int err;
@@ -307,6 +309,8 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_selector *sel = NULL;
 	struct cp_store_query q = { 0 };
 	struct cp_over_time ot = { 0 };
+	int64_t res = -1;
+	char rbuf[32];
 	struct cp_buckets b;
 	int64_t from, to, step = 0, *totals = NULL;
 	const char *st_arg = cp_req_arg(r, "step");
@@ -335,6 +339,7 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	q.sel = sel;
 	q.from = from;
 	q.to = to;
+	q.resolution = &res;
 	err = cp_store_over_time(st, &q, step, &totals, &b, &type);
 	cp_shared_release(s->store, st);
 	if (err) {
@@ -346,6 +351,7 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	ot.from = b.start;
 	ot.to = cp_buckets_end(&b);
 	ot.step = b.step;
+	ot.resolution = res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
 	ot.totals = totals;
 	ot.n = b.n;
 	if (!mem_open(&m, out))
@@ -383,10 +389,12 @@ static void h_stats(struct cp_req *r, struct cp_resp *out, void *arg)
 
 /* one profile rendered in a query format (cp_render_profile's; the API calls flamegraph svg) */
 static int render_profile(FILE *f, const char *format, struct cp_profile *p, struct cp_req *r, long max_nodes,
-			  long limit)
+			  long limit, int64_t resolution)
 {
 	struct cp_render_opts o = { 0 };
+	char rbuf[32];
 
+	o.resolution = resolution > 0 ? cp_resolution_text(resolution, rbuf, sizeof(rbuf)) : NULL;
 	o.invert = flag(r, "invert");
 	o.limit = (int)limit;
 	o.max_nodes = (uint32_t)max_nodes;
@@ -439,7 +447,7 @@ static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_store_result *res = NULL;
 	struct cp_selector *sel = NULL;
 	struct cp_filter *filter = NULL;
-	int64_t from, to;
+	int64_t from, to, resolution = -1;
 	long max_nodes, limit;
 	size_t n = 0, i;
 	struct mem m;
@@ -460,7 +468,7 @@ static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 		group_by = NULL;
 	if (!get_selector(r, out, "query", false, &sel) || !get_range(r, out, "from", "to", 0, 0, &from, &to) ||
 	    !get_count(r, out, "max_nodes", 20000, &max_nodes) || !get_count(r, out, "limit", 0, &limit) ||
-	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sel, from, to, group_by, &res, &n))
+	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sel, from, to, group_by, &res, &n, &resolution))
 		goto out;
 	if (mem_open(&m, out))
 		goto out;
@@ -469,7 +477,7 @@ static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 	} else if (!(res[0].profile = cp_profile_filter(res[0].profile, filter))) {
 		err = -errno;
 	} else {
-		err = render_profile(m.f, format, res[0].profile, r, max_nodes, limit);
+		err = render_profile(m.f, format, res[0].profile, r, max_nodes, limit, resolution);
 	}
 	if (!strcmp(format, "pprof") && !err)
 		out->disposition = "attachment; filename=\"profile.pb.gz\"";
@@ -507,8 +515,8 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 	    !get_range(r, out, "before_from", "before_to", from, to, &bf, &bt) ||
 	    !get_range(r, out, "after_from", "after_to", from, to, &af, &at) ||
 	    !get_count(r, out, "max_nodes", 20000, &max_nodes) || !get_count(r, out, "limit", 0, &limit) ||
-	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sb, bf, bt, NULL, &rb, &nb) ||
-	    !select_profiles(arg, out, sa, af, at, NULL, &ra, &na))
+	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sb, bf, bt, NULL, &rb, &nb, NULL) ||
+	    !select_profiles(arg, out, sa, af, at, NULL, &ra, &na, NULL))
 		goto out;
 	if (!(rb[0].profile = cp_profile_filter(rb[0].profile, filter)) ||
 	    !(ra[0].profile = cp_profile_filter(ra[0].profile, filter))) {

@@ -140,7 +140,7 @@ static int dump(FILE *out, json_t *root)
 
 int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
 {
-	struct cp_json_opts o = { invert, 0 };
+	struct cp_json_opts o = { invert, 0, NULL };
 
 	return cp_render_json_opts(out, p, vidx, &o);
 }
@@ -199,6 +199,8 @@ int cp_render_json_opts(FILE *out, const struct cp_profile *p, int vidx, const s
 	types = NULL;
 	json_object_set_new(root, "time_nanos", json_integer(p->time_nanos));
 	json_object_set_new(root, "duration_nanos", json_integer(p->duration_nanos));
+	if (jo->resolution)
+		json_object_set_new(root, "resolution", json_string(jo->resolution));
 	json_object_set_new(root, "top", top);
 	top = NULL;
 	if ((err = set_tree(root, tree, false, jo->max_nodes)))

@@ -67,14 +67,14 @@ int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p,
 	if (!f)
 		return cp_error(EINVAL, "unknown format '%.32s' (choose " CP_RENDER_FORMAT_NAMES ")", format ? format : "");
 	if (!strcmp(f->name, "top")) {
-		struct cp_table_opts to = { o->limit };
+		struct cp_table_opts to = { o->limit, o->resolution };
 
 		return cp_render_table(out, p, vidx, &to);
 	}
 	if (!strcmp(f->name, "folded"))
 		return cp_folded_write(out, p, vidx, o->invert);
 	if (!strcmp(f->name, "json")) {
-		struct cp_json_opts jo = { o->invert, o->max_nodes };
+		struct cp_json_opts jo = { o->invert, o->max_nodes, o->resolution };
 
 		return cp_render_json_opts(out, p, vidx, &jo);
 	}

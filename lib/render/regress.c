@@ -77,7 +77,7 @@ static int load_side(struct cp_store *st, const struct cp_selector *sel, const c
 		step = MIN_STEP;
 	step = (step + MIN_STEP - 1) / MIN_STEP * MIN_STEP;
 	for (int64_t t0 = from / step * step; t0 < to; t0 += step) {
-		struct cp_store_query q = { sel, t0 > from ? t0 : from, t0 + step < to ? t0 + step : to, by };
+		struct cp_store_query q = { sel, t0 > from ? t0 : from, t0 + step < to ? t0 + step : to, by, NULL };
 		struct cp_store_result *res = NULL;
 		size_t nr = 0;
 		int err = cp_store_select(st, &q, &res, &nr);

@@ -18,6 +18,7 @@ const char *cp_format_value(int64_t v, const char *unit, char *buf, size_t len);
 
 struct cp_table_opts {
 	int limit; /* rows; 0 = all */
+	const char *resolution; /* "Resolution: " line after Time (NULL: none) */
 };
 /* pprof's top table (the format -f top): flat flat% sum% cum cum% name */
 int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struct cp_table_opts *o);
@@ -27,6 +28,7 @@ int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
 struct cp_json_opts {
 	bool invert;        /* leaf-first tree */
 	uint32_t max_nodes; /* keep the largest nodes of the tree (0: all); "truncated" says so */
+	const char *resolution; /* a store's downsampled resolution ("1m", "10m"): "resolution" (NULL: none) */
 };
 int cp_render_json_opts(FILE *out, const struct cp_profile *p, int vidx, const struct cp_json_opts *o);
 
@@ -99,6 +101,8 @@ struct cp_render_opts {
 	uint32_t max_nodes; /* json: keep the largest nodes of the tree (0: all) */
 	const char *title;  /* flamegraph (NULL: "Flame Graph") */
 	bool icicle;        /* flamegraph hanging down */
+	const char *resolution; /* top, json: the store resolution the profile was
+				 * selected at ("1m", "10m"; NULL: none said) */
 };
 /* Value vidx of p in format (a name cp_render_format_find knows; else
  * -EINVAL).  pprof is gzipped, with every value. */
@@ -108,6 +112,7 @@ int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p,
 struct cp_over_time {
 	const char *type, *unit;
 	int64_t from, to, step; /* nanoseconds; [from, to) */
+	const char *resolution; /* the store's resolution of the range ("1m", "10m"; NULL: none said) */
 	const int64_t *totals;
 	size_t n;
 };

@@ -95,6 +95,8 @@ int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struc
 		if (gmtime_r(&secs, &tm) && strftime(a, sizeof(a), "%Y-%m-%d %H:%M:%S UTC", &tm))
 			fprintf(out, "Time: %s\n", a);
 	}
+	if (o && o->resolution)
+		fprintf(out, "Resolution: %s\n", o->resolution);
 	if (p->duration_nanos && strcmp(unit, "nanoseconds"))
 		fprintf(out, "Duration: %s\n", cp_format_value(p->duration_nanos, "nanoseconds", a, sizeof(a)));
 	else if (p->duration_nanos)

@@ -38,6 +38,8 @@ int cp_render_over_time(FILE *out, const struct cp_over_time *o)
 	}
 	sc = cp_unit_scale_for(max, o->unit);
 	fprintf(out, "Type: %s\n", o->type);
+	if (o->resolution)
+		fprintf(out, "Resolution: %s\n", o->resolution);
 	fprintf(out, "From %s to %s UTC, step %s, total %s, peak %s\n", when(o->from, a, sizeof(a)),
 		when(o->to, b, sizeof(b)), cp_format_value(o->step, "nanoseconds", c, sizeof(c)),
 		cp_format_scaled(sum, sc, d, sizeof(d)), cp_format_scaled(max, sc, e, sizeof(e)));
@@ -83,6 +85,8 @@ int cp_render_over_time_json(FILE *out, const struct cp_over_time *o)
 	json_object_set_new(root, "from", json_integer(o->from));
 	json_object_set_new(root, "to", json_integer(o->to));
 	json_object_set_new(root, "step", json_integer(o->step));
+	if (o->resolution)
+		json_object_set_new(root, "resolution", json_string(o->resolution));
 	json_object_set_new(root, "points", points);
 	err = json_dumpf(root, out, JSON_INDENT(1)) ? cp_error(EIO, "cannot write JSON") : 0;
 	json_decref(root);

@@ -56,8 +56,10 @@ int cp_recording_start(struct cp_recording *g)
 	g->upkeep.verb = g->verb; /* after every flush, not on a schedule */
 	g->upkeep.retention = g->retention;
 	g->upkeep.max_size = g->max_store_size;
-	if (!cp_store_is_remote(g->store))
+	if (!cp_store_is_remote(g->store)) {
+		g->upkeep.downsample = g->downsample;
 		return 0;
+	}
 	/* takes the spool, and sends what a previous run left there */
 	if ((err = cp_store_remote_flush(g->store, true)) < 0)
 		return err;

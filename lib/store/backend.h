@@ -27,6 +27,8 @@ struct cp_store_query;
 struct cp_store_result;
 struct cp_store_series;
 struct cp_store_stats;
+struct cp_downsample;
+struct cp_compact_stats;
 
 struct cp_store_ops {
 	const char *name; /* "local", "remote" */
@@ -39,6 +41,9 @@ struct cp_store_ops {
 	int (*over_time)(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 			 struct cp_buckets *b, char **type);
 	int (*stats)(struct cp_store *s, struct cp_store_stats *st);
+	/* NULL: not supported (-EOPNOTSUPP) */
+	int (*compact)(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		       struct cp_compact_stats *st);
 	void (*close)(struct cp_store *s);
 };
 

@@ -125,7 +125,7 @@ static int truncate_wal(sqlite3 *db, bool *busy)
 /* Gives a partition's free pages back to the file system: incremental_vacuum
  * for files made with auto_vacuum=INCREMENTAL; files made before that are
  * converted to it by one VACUUM (only when they have free pages). */
-static int reclaim(sqlite3 *db, const char *name, bool *busy)
+int cp_part_reclaim(sqlite3 *db, const char *name, bool *busy)
 {
 	int err;
 
@@ -360,7 +360,7 @@ int64_t cp_local_limit(struct cp_local *s, uint64_t max_bytes)
 		snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, oldest);
 		if (!*oldest || ibusy || access(path, F_OK) < 0)
 			break;
-		if ((err = cp_parts_open(&s->parts, oldest, &pdb)) || (err = reclaim(pdb, oldest, &pbusy)) ||
+		if ((err = cp_parts_open(&s->parts, oldest, &pdb)) || (err = cp_part_reclaim(pdb, oldest, &pbusy)) ||
 		    (err = cp_local_size(s, &size)))
 			return err;
 		if (size <= max_bytes || pbusy)
@@ -373,7 +373,7 @@ int64_t cp_local_limit(struct cp_local *s, uint64_t max_bytes)
 			snprintf(empty, sizeof(empty), "%s", oldest);
 			continue;
 		}
-		if ((err = reclaim(pdb, oldest, &pbusy)) || (err = update_tmin(s, pdb, oldest)) ||
+		if ((err = cp_part_reclaim(pdb, oldest, &pbusy)) || (err = update_tmin(s, pdb, oldest)) ||
 		    (err = truncate_wal(s->db, &ibusy)))
 			return err;
 	}

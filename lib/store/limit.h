@@ -11,12 +11,18 @@
 #ifndef CP_STORE_LIMIT_H
 #define CP_STORE_LIMIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sqlite3.h>
 
 struct cp_local;
 
 int cp_local_size(struct cp_local *s, uint64_t *bytes);
 int cp_local_retain(struct cp_local *s, int64_t keep_ns);
 int64_t cp_local_limit(struct cp_local *s, uint64_t max_bytes);
+/* Gives partition db's free pages back to the file system (incremental_vacuum,
+ * or one VACUUM that turns auto_vacuum on for a file made without it) and
+ * truncates its WAL; *busy is set when a reader kept the WAL (it stays). */
+int cp_part_reclaim(sqlite3 *db, const char *name, bool *busy);
 
 #endif

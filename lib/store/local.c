@@ -17,6 +17,7 @@
 #include "../error.h"
 #include "../util.h"
 #include "blocks.h"
+#include "compact.h"
 #include "db.h"
 #include "limit.h"
 #include "query.h"
@@ -428,6 +429,12 @@ static int op_stats(struct cp_store *s, struct cp_store_stats *st)
 	return cp_local_stats(L(s), st);
 }
 
+static int op_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		      struct cp_compact_stats *st)
+{
+	return cp_local_compact(L(s), p, now, max_days, st);
+}
+
 static void op_close(struct cp_store *s)
 {
 	local_close(L(s));
@@ -443,5 +450,6 @@ static const struct cp_store_ops local_ops = {
 	.select = op_select,
 	.over_time = op_over_time,
 	.stats = op_stats,
+	.compact = op_compact,
 	.close = op_close,
 };

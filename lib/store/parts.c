@@ -19,8 +19,30 @@
 static const char part_schema[] =
 	"CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
 	" entries INTEGER NOT NULL, samples INTEGER NOT NULL, rawlen INTEGER NOT NULL, series BLOB NOT NULL,"
-	" data BLOB NOT NULL);"
+	" data BLOB NOT NULL, step INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS blocks_time ON blocks(t_max, t_min);";
+
+bool cp_part_has_step(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	bool has = sqlite3_prepare_v2(db, "SELECT step FROM blocks LIMIT 0", -1, &st, NULL) == SQLITE_OK;
+
+	sqlite3_finalize(st);
+	return has;
+}
+
+/* A file written before downsampling has no blocks.step: add it (every
+ * block of such a file is raw, 0).  Two writers may race to it: the loser's
+ * ALTER fails with the column there, which is fine. */
+static int add_step(sqlite3 *db, const char *path)
+{
+	int err;
+
+	if (cp_part_has_step(db))
+		return 0;
+	err = cp_db_exec(db, "ALTER TABLE blocks ADD COLUMN step INTEGER NOT NULL DEFAULT 0", path);
+	return err && !cp_part_has_step(db) ? err : 0;
+}
 
 void cp_part_name(int64_t t, char *buf, size_t len)
 {
@@ -86,7 +108,7 @@ int cp_parts_open(struct cp_parts *s, const char *name, sqlite3 **out)
 				fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
 				&s->v[slot].db)))
 		return err;
-	if ((s->write && (err = cp_db_exec(s->v[slot].db, part_schema, path))) ||
+	if ((s->write && ((err = cp_db_exec(s->v[slot].db, part_schema, path)) || (err = add_step(s->v[slot].db, path)))) ||
 	    (stat(path, &sb) < 0 && (err = cp_error(errno, "%s: %s", path, strerror(errno))))) {
 		sqlite3_close(s->v[slot].db);
 		s->v[slot].db = NULL;

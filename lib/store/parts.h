@@ -36,6 +36,9 @@ struct cp_parts {
 
 /* The partition name (YYYYMMDD, UTC) of time t (ns; before 1970: 19700101). */
 void cp_part_name(int64_t t, char *buf, size_t len);
+/* Whether partition db's blocks have a step column (files written before
+ * downsampling do not: their blocks are all raw; a writer adds it). */
+bool cp_part_has_step(sqlite3 *db);
 /* The handle of partition name (write: made with its schema if missing). */
 int cp_parts_open(struct cp_parts *ps, const char *name, sqlite3 **out);
 /* Closes name's handle, if open. */

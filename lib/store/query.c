@@ -129,6 +129,41 @@ static int list_parts(struct cp_local *s, int64_t from, int64_t to, char (**name
 	return err;
 }
 
+/* The coarsest step (ns, 0: raw) of the blocks that overlap [from, to]. */
+static int range_step(struct cp_local *s, int64_t from, int64_t to, int64_t *step)
+{
+	char (*names)[16] = NULL;
+	size_t n = 0, i;
+	int err;
+
+	*step = 0;
+	if ((err = list_parts(s, from, to, &names, &n)))
+		return err;
+	for (i = 0; i < n; i++) {
+		sqlite3_stmt *st = NULL;
+		sqlite3 *db;
+
+		if ((err = cp_parts_open(&s->parts, names[i], &db))) {
+			if (err == -ENOENT) {
+				err = 0;
+				continue;
+			}
+			break;
+		}
+		if (!cp_part_has_step(db)) /* written before downsampling: raw */
+			continue;
+		if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0) FROM blocks WHERE t_max >= ? AND t_min <= ?", &st)))
+			break;
+		sqlite3_bind_int64(st, 1, from);
+		sqlite3_bind_int64(st, 2, to);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > *step)
+			*step = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	free(names);
+	return err;
+}
+
 /* The blocks of partition name that overlap [from, to], in *bst; 1 when the
  * partition is gone (removed by retention since it was listed). */
 static int open_blocks(struct cp_local *s, const char *name, int64_t from, int64_t to, sqlite3_stmt **bst)
@@ -138,7 +173,12 @@ static int open_blocks(struct cp_local *s, const char *name, int64_t from, int64
 
 	if ((err = cp_parts_open(&s->parts, name, &db)))
 		return err == -ENOENT ? 1 : err;
-	if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE t_max >= ? AND t_min <= ?"
+	/* blocks.step: the block's resolution (files written before
+	 * downsampling have none: raw) */
+	if ((err = cp_db_prepare(db, cp_part_has_step(db) ?
+				  "SELECT rawlen, series, data, t_min, step FROM blocks WHERE t_max >= ? AND t_min <= ?"
+				  " ORDER BY id" :
+				  "SELECT rawlen, series, data, t_min, 0 FROM blocks WHERE t_max >= ? AND t_min <= ?"
 				  " ORDER BY id", bst)))
 		return err;
 	sqlite3_bind_int64(*bst, 1, from);
@@ -148,9 +188,9 @@ static int open_blocks(struct cp_local *s, const char *name, int64_t from, int64
 
 /* The entries of the wanted series in the block of bst's current row to
  * sc->fn; a block none of whose series is wanted is skipped before it is
- * inflated. */
+ * inflated.  With res, raised to the step of a block read. */
 static int scan_block(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3_stmt *bst, const int64_t *want,
-		      size_t nwant)
+		      size_t nwant, int64_t *res)
 {
 	int64_t *ids = NULL;
 	long *idx = NULL;
@@ -172,6 +212,8 @@ static int scan_block(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3_s
 			any |= idx[i] >= 0;
 		}
 		sc->idx = idx;
+		if (any && res && sqlite3_column_int64(bst, 4) > *res)
+			*res = sqlite3_column_int64(bst, 4);
 		if (any)
 			err = cp_block_decode(rd, sqlite3_column_blob(bst, 2), (size_t)sqlite3_column_bytes(bst, 2),
 					      (uint64_t)sqlite3_column_int64(bst, 0), sqlite3_column_int64(bst, 3), wanted, ns,
@@ -183,7 +225,8 @@ static int scan_block(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3_s
 	return err;
 }
 
-static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx)
+static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx,
+		int64_t *res)
 {
 	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
 	struct cp_block_reader rd = { 0 };
@@ -201,7 +244,7 @@ static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t f
 		if (err)
 			break;
 		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW)
-			err = scan_block(&sc, &rd, bst, want, nwant);
+			err = scan_block(&sc, &rd, bst, want, nwant, res);
 		if (!err && rc != SQLITE_DONE)
 			err = cp_db_error(sqlite3_db_handle(bst), "reading samples");
 		sqlite3_finalize(bst);
@@ -267,7 +310,7 @@ int cp_local_scan_next(struct cp_local_scanner *it, struct cp_local_entry *e)
 	while (it->i >= it->n) {
 		it->n = it->i = 0;
 		if (it->bst && (rc = sqlite3_step(it->bst)) == SQLITE_ROW) {
-			if ((err = scan_block(&it->sc, &it->rd, it->bst, it->want, it->nwant)))
+			if ((err = scan_block(&it->sc, &it->rd, it->bst, it->want, it->nwant, NULL)))
 				return err;
 			continue;
 		}
@@ -448,7 +491,9 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 		want[i] = pairs[i].id;
 		c.group_of[i] = pairs[i].group;
 	}
-	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c)))
+	if (q->resolution)
+		*q->resolution = 0;
+	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c, q->resolution)))
 		goto out;
 	if (!c.ngroups && nser && (err = group_index(&c, "", &j))) /* no sample: one empty profile */
 		goto out;
@@ -514,9 +559,17 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 	struct cp_store_series *ser = NULL;
 	struct over_ctx c = { { 0, 0, 0 }, NULL };
 	int64_t *want = NULL;
+	int64_t res = 0;
 	size_t nser = 0, i;
 	int err;
 
+	/* never finer than the data: steps of whole multiples of its resolution */
+	if ((err = range_step(s, q->from, q->to, &res)))
+		return err;
+	if (res > 0 && step % res)
+		step = step < INT64_MAX - res ? (step / res + 1) * res : step;
+	if (q->resolution)
+		*q->resolution = res;
 	if ((err = cp_buckets_align(q->from, q->to, step, &c.b)))
 		return err;
 	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
@@ -531,7 +584,7 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 		want[i] = ser[i].id;
 	cp_qsort(want, nser, sizeof(*want), id_cmp);
 	/* whole buckets: from the first one's start to the last one's end */
-	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c))) {
+	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c, NULL))) {
 		free(*type);
 		*type = NULL;
 		goto out;

@@ -3,7 +3,9 @@
  * the blocks of the days that overlap the range, skipping blocks without a
  * wanted series before inflating them, aggregated per (stack, label set) and
  * group, the result profiles holding only the dictionary entries their
- * samples use), totals over time, and the store's figures.  The contracts
+ * samples use), totals over time, and the store's figures.  Both report the
+ * resolution read (blocks.step, downsampling: compact.h) through
+ * q->resolution, and totals over time never step finer than it.  The contracts
  * are cp_store_select, cp_store_over_time and cp_store_stats's (store.h);
  * these are the local backend's.
  *

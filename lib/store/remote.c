@@ -386,7 +386,8 @@ static int remote_over_time(struct cp_remote *r, const struct cp_store_query *q,
 	static const char path[] = "/api/v1/range";
 	struct cp_buckets bk;
 	int64_t *tot = NULL;
-	json_t *j = NULL, *points, *jt;
+	json_t *j = NULL, *points, *jt, *res, *sv;
+	int64_t rstep;
 	char *args = NULL, stepbuf[32];
 	size_t i;
 	int err;
@@ -404,6 +405,16 @@ static int remote_over_time(struct cp_remote *r, const struct cp_store_query *q,
 	if (!json_is_string(jt) || !json_is_array(points)) {
 		err = bad_answer(r, path, "no \"type\" or \"points\"");
 		goto out;
+	}
+	/* a server whose store has the range downsampled steps no finer than
+	 * that, and says so: its grid */
+	if (json_is_string(res = json_object_get(j, "resolution")) &&
+	    !cp_parse_duration(json_string_value(res), &rstep) && rstep > 0) {
+		if (q->resolution)
+			*q->resolution = rstep;
+		if (json_is_integer(sv = json_object_get(j, "step")) && json_integer_value(sv) > step &&
+		    (err = cp_buckets_align(q->from, q->to, (int64_t)json_integer_value(sv), &bk)))
+			goto out;
 	}
 	if (!(tot = calloc(bk.n, sizeof(*tot)))) {
 		err = cp_error(ENOMEM, "out of memory");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../selector.h"
 #include "../util.h"
 #include "backend.h"
 
@@ -32,6 +33,89 @@ int cp_store_retain(struct cp_store *s, int64_t keep_ns)
 int64_t cp_store_limit(struct cp_store *s, uint64_t max_bytes)
 {
 	return s->ops->limit(s, max_bytes);
+}
+
+int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		     struct cp_compact_stats *st)
+{
+	if (!s->ops->compact)
+		return cp_error(EOPNOTSUPP, "downsampling is for the local store: a server downsamples its own");
+	return s->ops->compact(s, p, now, max_days, st);
+}
+
+#define DAY_NS (86400 * 1000000000LL)
+
+int cp_downsample_parse(const char *text, struct cp_downsample *p)
+{
+	char buf[256], *tok, *save = NULL, *eq;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (!strcmp(text, "off") || !strcmp(text, "none"))
+		return 0;
+	if (strlen(text) >= sizeof(buf))
+		return cp_error(EINVAL, "downsampling policy '%s' is too long", text);
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int64_t step = 0, keep = 0;
+		size_t i = p->n;
+
+		if (i == CP_DOWNSAMPLE_MAX)
+			return cp_error(EINVAL, "downsampling policy '%s': at most %d steps", text, CP_DOWNSAMPLE_MAX);
+		if (i && !p->keep[i - 1])
+			return cp_error(EINVAL, "downsampling policy '%s': only the last step goes without =AGE", text);
+		if ((eq = strchr(tok, '=')))
+			*eq = '\0';
+		if (strcmp(tok, "raw") && ((err = cp_parse_duration(tok, &step)) || step <= 0))
+			return cp_error(EINVAL, "downsampling policy '%s': bad step '%s': want raw or a duration (1m, 10m)",
+					text, tok);
+		if (step % 1000000000 || DAY_NS % (step ? step : 1))
+			return cp_error(EINVAL, "downsampling policy '%s': the step %s does not divide a day in whole seconds",
+					text, tok);
+		if (i && step <= p->step[i - 1])
+			return cp_error(EINVAL, "downsampling policy '%s': each step must be coarser than the one before", text);
+		if (eq && ((err = cp_parse_duration(eq + 1, &keep)) || keep <= 0 || (i && keep <= p->keep[i - 1])))
+			return cp_error(EINVAL, "downsampling policy '%s': bad age '%s': want a duration longer than the"
+						" one before (2d, 14d)", text, eq + 1);
+		p->step[i] = step;
+		p->keep[i] = keep;
+		p->n++;
+	}
+	if (!p->n)
+		return cp_error(EINVAL, "empty downsampling policy: want e.g. %s, or off", CP_DOWNSAMPLE_DEFAULT);
+	if (p->n == 1 && !p->step[0] && !p->keep[0]) /* "raw": off */
+		p->n = 0;
+	return 0;
+}
+
+const char *cp_downsample_text(const struct cp_downsample *p, char *buf, size_t len)
+{
+	size_t i, o = 0;
+	char a[32], b[32];
+
+	snprintf(buf, len, "off");
+	for (i = 0; i < p->n && o < len; i++) {
+		int w = snprintf(buf + o, len - o, "%s%s%s%s", i ? "," : "", cp_resolution_text(p->step[i], a, sizeof(a)),
+				 p->keep[i] ? "=" : "", p->keep[i] ? cp_duration_text(p->keep[i], b, sizeof(b)) : "");
+
+		o += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
+}
+
+int64_t cp_downsample_step(const struct cp_downsample *p, int64_t age)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (!p->keep[i] || age < p->keep[i])
+			return p->step[i];
+	return p->n ? p->step[p->n - 1] : 0;
+}
+
+const char *cp_resolution_text(int64_t step, char *buf, size_t len)
+{
+	return step > 0 ? cp_duration_text(step, buf, len) : (snprintf(buf, len, "raw"), buf);
 }
 
 int cp_store_size(struct cp_store *s, uint64_t *bytes)

@@ -93,6 +93,45 @@ int cp_store_retain(struct cp_store *s, int64_t keep_ns);
  * -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one (the
  * server applies its own limit). */
 int64_t cp_store_limit(struct cp_store *s, uint64_t max_bytes);
+/* Downsampling: which resolution the samples of a day are kept at, by the
+ * age of the day's newest sample (now - its t_max).  Tier i keeps data at
+ * step[i] (ns; 0: raw, as written) while the age is under keep[i]; the last
+ * tier's keep is 0: for ever (until --retention).  Steps grow from tier to
+ * tier and divide a day; keeps grow too.  n = 0: off. */
+#define CP_DOWNSAMPLE_MAX 4
+#define CP_DOWNSAMPLE_DEFAULT "raw=2d,1m=14d,10m"
+struct cp_downsample {
+	size_t n;
+	int64_t step[CP_DOWNSAMPLE_MAX], keep[CP_DOWNSAMPLE_MAX];
+};
+/* "off", or tiers "STEP=AGE,...,STEP" (STEP "raw" or a duration that divides
+ * a day, e.g. "raw=2d,1m=14d,10m"): 0, or -EINVAL with the message. */
+int cp_downsample_parse(const char *text, struct cp_downsample *p);
+/* The policy as cp_downsample_parse reads it back ("off" for none). */
+const char *cp_downsample_text(const struct cp_downsample *p, char *buf, size_t len);
+/* The step (ns, 0: raw) a day whose newest sample is age ns old is kept at. */
+int64_t cp_downsample_step(const struct cp_downsample *p, int64_t age);
+/* A resolution for people: "raw" for 0, else a duration ("1m", "10m"). */
+const char *cp_resolution_text(int64_t step, char *buf, size_t len);
+
+struct cp_compact_stats {
+	int64_t days, blocks_before, blocks_after, entries_before, entries_after;
+};
+/* Downsamples the days older than the policy's raw tier, at now (ns): each
+ * day due for a coarser step than some of its blocks have gets those blocks'
+ * entries summed per series, stack, label set and step-aligned time (the
+ * time rounded down to a multiple of the step) into new blocks of that step,
+ * in one transaction on that day's file (the old blocks or the new, never
+ * both), then its free pages go back to the file system.  Totals stay exact.
+ * At most max_days days are done (0: all; the oldest due first), so that a
+ * writer's upkeep does a day at a time between its batches.
+ * st (may be NULL) says what was done.  Returns how many days were compacted
+ * or -errno (a day that fails, e.g. with a corrupt block, leaves it as it was
+ * and the other days are still done; the last failure is returned); -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one
+ * (the server downsamples its own). */
+int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
+		     struct cp_compact_stats *st);
+
 /* The store's size on disk in bytes (every file: index.db, partitions, WAL):
  * the sizes of DIR/index.db and DIR/parts/YYYYMMDD.db with their -wal and -shm
  * files.  For a remote store, the server's figure. */
@@ -126,6 +165,9 @@ struct cp_store_query {
 	const struct cp_selector *sel;
 	int64_t from, to;     /* nanoseconds: [from, to) */
 	const char *group_by; /* NULL: one profile */
+	int64_t *resolution;  /* out, when not NULL: the coarsest step (ns) of the
+			       * blocks read, 0 raw (downsampling); the local
+			       * store sets it, a remote one leaves it */
 };
 
 struct cp_store_result {
@@ -139,7 +181,9 @@ int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct c
 void cp_store_results_free(struct cp_store_result *r, size_t n);
 
 /* Total value per bucket for the matching series (one type): the buckets
- * of step over [from, to] aligned to multiples of the step (cp_buckets_align),
+ * of step (raised to a multiple of the coarsest resolution of the blocks in
+ * the range, which q->resolution gets: a step finer than the data would show
+ * empty buckets between full ones) over [from, to] aligned to multiples of the step (cp_buckets_align),
  * whole, so that the same data gives the same totals whatever "now" is.
  * *totals has b->n entries. */
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,

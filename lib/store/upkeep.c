@@ -32,8 +32,26 @@ static void limit(struct cp_upkeep *u, struct cp_store *s)
 	}
 }
 
+/* --downsample: cp_store_compact of one day (a day takes seconds, and a
+ * server's writer waits meanwhile), and what it did in the log; 1 when it
+ * did one (more may be due) */
+static int compact(struct cp_upkeep *u, struct cp_store *s, int64_t now)
+{
+	struct cp_compact_stats st;
+	int n = cp_store_compact(s, &u->downsample, now, 1, &st);
+
+	if (n < 0)
+		cp_log(u->verb, CP_LOG_WARN, "downsampling: %s", cp_errmsg(-n));
+	else if (n > 0)
+		cp_log(u->verb, CP_LOG_INFO, "downsampled %d day%s: %lld blocks of %lld entries into %lld blocks of %lld entries",
+		       n, n == 1 ? "" : "s", (long long)st.blocks_before, (long long)st.entries_before,
+		       (long long)st.blocks_after, (long long)st.entries_after);
+	return n > 0;
+}
+
 void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)
 {
+	int64_t t = now ? now : cp_now_ns();
 	int err;
 
 	if (u->max_size && (!now || !u->last_limit || now - u->last_limit >= MINUTE)) {
@@ -44,5 +62,10 @@ void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)
 		u->last_retain = now;
 		if ((err = cp_store_retain(s, u->retention)) < 0)
 			cp_log(u->verb, CP_LOG_WARN, "retention: %s", cp_errmsg(-err));
+	}
+	/* hourly, and every minute while days are due (a day at a time) */
+	if (u->downsample.n && (!u->last_compact || t - u->last_compact >= (u->compacting ? MINUTE : 60 * MINUTE))) {
+		u->last_compact = t;
+		u->compacting = compact(u, s, t);
 	}
 }

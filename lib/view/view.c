@@ -586,7 +586,7 @@ int cp_view_live_clear(struct cp_view *v)
 /* The window's profiles, one per pid. */
 static int history_load(struct cp_view *v)
 {
-	struct cp_store_query q = { v->selector, v->from + (int64_t)v->win * v->window, 0, "pid" };
+	struct cp_store_query q = { v->selector, v->from + (int64_t)v->win * v->window, 0, "pid", NULL };
 	int err;
 
 	q.to = q.from + v->window;
@@ -674,10 +674,11 @@ int cp_view_history_open(struct cp_view *v, struct cp_store *store, const char *
 	v->window = window;
 	/* the windows are the buckets of --over-time: aligned to multiples of the
 	 * window since the epoch, the first holds from, the last to */
-	q = (struct cp_store_query){ v->selector, from, to, NULL };
+	q = (struct cp_store_query){ v->selector, from, to, NULL, NULL };
 	if ((err = cp_store_over_time(store, &q, window, &v->totals, &b, &tname)))
 		return err;
 	free(tname);
+	v->window = b.step; /* raised to the store's resolution of the range when finer */
 	v->from = b.start;
 	v->nwin = b.n;
 	v->win = v->nwin - 1;

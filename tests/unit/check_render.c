@@ -888,7 +888,7 @@ START_TEST(test_render_json_max_nodes)
 	FILE *f = open_memstream(&text, &len);
 	uint32_t rng = 12345;
 	struct cp_profile *p;
-	struct cp_json_opts o = { false, 0 };
+	struct cp_json_opts o = { false, 0, NULL };
 	struct capture c;
 	json_t *root, *full;
 	json_error_t jerr;

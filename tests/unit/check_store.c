@@ -235,7 +235,7 @@ static int try_select(struct cp_store *s, const char *sel_text, int64_t from, in
 		      struct cp_store_result **res, size_t *n)
 {
 	struct cp_selector *sel = sel_of(sel_text);
-	struct cp_store_query q = { sel, from, to, group_by };
+	struct cp_store_query q = { sel, from, to, group_by, NULL };
 	int r;
 
 	cp_error_clear();
@@ -521,7 +521,7 @@ START_TEST(test_select_errors)
 
 	{
 		struct cp_selector *sel = sel_of("process_cpu");
-		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL };
+		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL, NULL };
 		struct cp_buckets b;
 
 		/* two types of one name: its main type, as Pyroscope shows it (process_cpu:cpu) */
@@ -640,7 +640,7 @@ START_TEST(test_over_time)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
 	struct cp_buckets b;
 	int64_t *totals = NULL;
 	char *type = NULL;
@@ -918,6 +918,88 @@ START_TEST(test_concurrent_reader)
 	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 6 + wa.n);
 	cp_store_close(r);
 	cp_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_downsample_policy)
+{
+	struct cp_downsample p;
+	char buf[128];
+
+	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &p), 0);
+	ck_assert_uint_eq(p.n, 3);
+	ck_assert_str_eq(cp_downsample_text(&p, buf, sizeof(buf)), CP_DOWNSAMPLE_DEFAULT);
+	ck_assert_int_eq(cp_downsample_step(&p, 0), 0);
+	ck_assert_int_eq(cp_downsample_step(&p, 2 * DAY_NS - 1), 0);
+	ck_assert_int_eq(cp_downsample_step(&p, 2 * DAY_NS), 60 * NS);
+	ck_assert_int_eq(cp_downsample_step(&p, 14 * DAY_NS), 600 * NS);
+	ck_assert_int_eq(cp_downsample_step(&p, 400 * DAY_NS), 600 * NS);
+	ck_assert_int_eq(cp_downsample_parse("off", &p), 0);
+	ck_assert_uint_eq(p.n, 0);
+	ck_assert_str_eq(cp_downsample_text(&p, buf, sizeof(buf)), "off");
+	ck_assert_int_eq(cp_downsample_parse("raw", &p), 0);
+	ck_assert_uint_eq(p.n, 0);
+	ck_assert_int_eq(cp_downsample_parse("1h", &p), 0);
+	ck_assert_int_eq(cp_downsample_step(&p, 0), 3600 * NS);
+	/* steps must divide a day in whole seconds and grow; ages grow; only the last has none */
+	ck_assert_int_eq(cp_downsample_parse("raw=2d,7m", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("raw=2d,500ms", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("10m=2d,1m", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("raw=14d,1m=2d,10m", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("raw,1m", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("raw=2d,1m=x", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("", &p), -EINVAL);
+	ck_assert_int_eq(cp_downsample_parse("raw=1d,1m=2d,5m=3d,10m=4d,1h", &p), -EINVAL);
+}
+END_TEST
+
+/* A day merged into 10m steps keeps every stack's total; a query says 10m
+ * and over-time steps are raised to it; a second run does nothing. */
+START_TEST(test_downsample_totals)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *before, *after;
+	struct cp_compact_stats st;
+	struct cp_downsample pol;
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + DAY_NS, NULL, NULL };
+	struct cp_buckets b;
+	int64_t res = -1, *totals = NULL, sum = 0;
+	char *type = NULL;
+	int i;
+
+	for (i = 0; i < 30; i++) /* 30 batches 20 s apart: 10 minutes */
+		append_at(s, p, T0 + i * 20 * NS, i % 2 ? "comm=a" : "comm=b");
+	before = select1(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS);
+	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + DAY_NS, 0, &st), 0); /* a day old: raw */
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, &st), 1);
+	ck_assert_int_eq(st.days, 1);
+	ck_assert_int_eq(st.blocks_before, 30);
+	ck_assert_int_le(st.blocks_after, 2);
+	ck_assert_int_lt(st.entries_after, st.entries_before);
+	after = select1(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS);
+	assert_same_folded(before, 0, after, 0);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS), 30 * 6);
+	q.resolution = &res;
+	ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &b, &type), 0);
+	ck_assert_int_eq(res, 600 * NS);
+	ck_assert_int_eq(b.step, 600 * NS);
+	for (size_t k = 0; k < b.n; k++)
+		sum += totals[k];
+	ck_assert_int_eq(sum, 30 * 6);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, &st), 0);
+	free(totals);
+	free(type);
+	cp_selector_free(sel);
+	cp_profile_free(before);
+	cp_profile_free(after);
+	cp_profile_free(p);
+	cp_store_close(s);
+	/* read-only: refused */
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, NULL), -EPERM);
+	cp_store_close(s);
 }
 END_TEST
 
@@ -1611,7 +1693,7 @@ START_TEST(test_limit_days)
 	int64_t tot[4 * PER], want[4] = { 0 }, freed;
 	uint64_t size0, size, bound;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0, T0 + DAY, NULL };
+	struct cp_store_query q = { sel, T0, T0 + DAY, NULL, NULL };
 	struct cp_store_result *res;
 	struct cp_store_stats st;
 	char path[PATH_MAX + 32];
@@ -2128,7 +2210,7 @@ static void *race_reader(void *arg)
 	struct race *rc = arg;
 	struct cp_store *r = NULL;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL };
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL, NULL };
 	int64_t last = 0;
 	bool done;
 
@@ -2232,7 +2314,7 @@ START_TEST(test_int64_values)
 	struct cp_kv kv[] = { { "comm", "a" } };
 	struct cp_store_append twice[] = { { big, NULL, kv, 1, T0 }, { big, NULL, kv, 1, T0 } };
 	struct cp_selector *sel = sel_of("process_cpu:samples{comm=\"a\"}");
-	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL };
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
 	struct cp_buckets b;
 	struct cp_store_stats st;
 	int64_t *totals = NULL;
@@ -2367,6 +2449,8 @@ static Suite *store_suite(void)
 	tcase_add_checked_fixture(limit, dir_setup, dir_teardown);
 	tcase_set_timeout(limit, 120);
 	tcase_add_test(limit, test_limit_days);
+	tcase_add_test(limit, test_downsample_policy);
+	tcase_add_test(limit, test_downsample_totals);
 	tcase_add_test(limit, test_limit_trim);
 	tcase_add_test(limit, test_limit_trim_legacy);
 	tcase_add_test(limit, test_limit_dictionary);

@@ -430,6 +430,8 @@
 					'" y="' + yy.toFixed(1) + '" width="' + bw.toFixed(1) + '" height="' + Math.max(1, mt + ph - yy).toFixed(1) + '"/>';
 			}
 			if (!pts.some((p) => p.v)) s += '<text class="nodata" x="' + (ml + pw / 2) + '" y="' + (mt + ph / 2) + '" text-anchor="middle">no samples in this range</text>';
+			if (d.resolution && d.resolution !== 'raw') // the store's downsampled steps in this range
+				s += '<text class="ax" x="' + (W - mr) + '" y="' + (mt + 10) + '" text-anchor="end">' + esc(d.resolution) + ' resolution</text>';
 			s += '<rect class="selection" x="0" y="' + mt + '" width="0" height="' + ph + '" visibility="hidden"/></svg>';
 			this.el.innerHTML = s;
 			this.el.dataset.points = pts.length;

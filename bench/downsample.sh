@@ -1,0 +1,97 @@
+#!/bin/sh
+# Benchmark: downsampling (#20).  bench/store_gen writes BENCH_DS_DAYS days
+# (default 30) ending now of 50 processes at 19 Hz on 8 CPUs, the last
+# BENCH_DS_HOURS hours of each day (default 1; 24 for whole days, which takes
+# about 25 times longer to generate: some 2.5 hours on 2 busy cores).  A copy
+# is downsampled with the default policy (cprof import --downsample
+# raw=2d,1m=14d,10m); reported: bytes on disk of both, the time to compact,
+# and the wall time of `cprof query` (the top table, best of 3) of the whole range, of one
+# day two weeks ago and of the last hour on both, with their totals compared.
+# Sizes and the whole-range query scale with the hours per day: the figures
+# for whole days are extrapolated (the dictionary, index.db, does not grow
+# with time and is counted once), pessimistically for steps longer than H.
+# A second, coarser policy (BENCH_DS_ALT, default raw=2d,10m=14d,1h) is
+# measured for size too.
+# Targets: the downsampled store <= 1/5 of the raw one; the whole-range query
+# <= 1 s; the last hour as fast as without downsampling.
+# usage: bench/downsample.sh BUILDDIR   (run by `make bench`)
+bench=downsample; . "$(dirname "$0")/lib.sh"
+need_tools jq
+D=${BENCH_DS_DAYS:-30}
+H=${BENCH_DS_HOURS:-1}
+POLICY=${BENCH_DS_POLICY:-raw=2d,1m=14d,10m}
+C=$b/cprof
+
+"$b/bench/store_gen" "$d/raw" - --days "$D" --hours "$H" > "$d/gen.out"
+echo "load: $(sed -n 's/^simulated: //p' "$d/gen.out")"
+echo "      $(sed -n 's/^days: //p' "$d/gen.out") ($D days; BENCH_DS_DAYS, BENCH_DS_HOURS)"
+echo "      $(sed -n 's/^samples: //p' "$d/gen.out") samples, generated in $(sed -n 's/.*; total //p' "$d/gen.out")"
+
+cp -a "$d/raw" "$d/ds"
+$TIME -f '%e %M' -o "$d/t" "$C" import --data "$d/ds" --downsample "$POLICY" > "$d/ds.out"
+read -r compact_s compact_rss < "$d/t"
+echo "compaction:   $compact_s s, peak RSS $((compact_rss / 1024)) MB ($POLICY): $(sed 's/ in [^:]*:/:/' "$d/ds.out")"
+
+size() { du -sb "$1" | cut -f1; }
+raw_b=$(size "$d/raw"); ds_b=$(size "$d/ds"); idx_b=$(size "$d/raw/index.db")
+rawp=$((raw_b - idx_b)); dsp=$((ds_b - idx_b))
+awk -v r="$raw_b" -v s="$ds_b" -v i="$idx_b" -v rp="$rawp" -v sp="$dsp" -v h="$H" -v v="$(verdict '<=' \
+	"$(awk -v a="$ds_b" -v b="$raw_b" 'BEGIN { print a / b }')" 0.2)" 'BEGIN {
+	printf "on disk:      raw %d bytes, downsampled %d bytes = 1/%.2f (target <= 1/5: %s)\n", r, s, r / s, v
+	printf "              of which the dictionary (index.db) %d bytes; sample partitions raw %d, downsampled %d = 1/%.2f\n",
+		i, rp, sp, rp / sp
+	if (h < 24)
+		printf "              whole days (x%g partitions, one dictionary): raw %.0f, downsampled %.0f bytes = 1/%.2f\n",
+			24 / h, i + rp * 24 / h, i + sp * 24 / h, (i + rp * 24 / h) / (i + sp * 24 / h)
+}'
+
+# a coarser policy, for comparison (BENCH_DS_ALT; "off" to skip)
+ALT=${BENCH_DS_ALT:-raw=2d,10m=14d,1h}
+if [ "$ALT" != off ]; then
+	cp -a "$d/raw" "$d/alt"
+	"$C" import --data "$d/alt" --downsample "$ALT" > /dev/null
+	alt_b=$(size "$d/alt")
+	awk -v r="$raw_b" -v s="$alt_b" -v i="$idx_b" -v h="$H" -v p="$ALT" 'BEGIN {
+		printf "              with %s instead: %d bytes = 1/%.2f", p, s, r / s
+		if (h < 24)
+			printf "; whole days 1/%.2f", (i + (r - i) * 24 / h) / (i + (s - i) * 24 / h)
+		printf "\n" }'
+	rm -rf "$d/alt"
+fi
+
+# best of 3 wall times of a query (the top table, as a person runs it: -f json
+# spends seconds building the call tree of a 20000-stack profile, whatever
+# the store), then its total and resolution (-f json, not timed) into $qt $qr
+best3() {
+	best=
+	for _ in 1 2 3; do
+		$TIME -f '%e' -o "$d/t" "$C" query --data "$@" > "$d/q.top"
+		s=$(cat "$d/t")
+		if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
+	done
+	"$C" query --data "$@" -f json > "$d/q.json"
+	qt=$(jq .total "$d/q.json")
+	qr=$(jq -r '.resolution // "?"' "$d/q.json")
+}
+now=$(date +%s)
+two=$(((now / 86400 - 14) * 86400))
+for q in whole day last; do
+	case $q in
+	whole) args="--since $((D + 1))d"; what="the whole $D days" ;;
+	day) args="--from $two --to $((two + 86400))"; what="one day 2 weeks ago" ;;
+	last) args="--since 1h"; what="the last hour" ;;
+	esac
+	# shellcheck disable=SC2086
+	best3 "$d/raw" $args cpu:cpu; rs=$best; rt=$qt
+	# shellcheck disable=SC2086
+	best3 "$d/ds" $args cpu:cpu; ds=$best
+	case $q in
+	whole) target=" (target <= 1 s: $(verdict '<=' "$ds" 1))" ;;
+	last) target=" (target: as fast as raw: $(verdict '<=' "$ds" "$(awk -v a="$rs" 'BEGIN { print a * 1.1 + 0.02 }')"))" ;;
+	*) target= ;;
+	esac
+	printf 'query %-22s raw %5ss, downsampled %5ss at %s%s; totals %s\n' "$what:" "$rs" "$ds" "$qr" "$target" \
+		"$([ "$rt" = "$qt" ] && echo equal || echo "DIFFER ($rt, $qt)")"
+	[ "$rt" = "$qt" ] || exit 1
+done
+[ "$H" = 24 ] || echo "(the whole-range query reads about $(awk -v h="$H" 'BEGIN { print 24 / h }') times as many entries with whole days)"

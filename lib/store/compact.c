@@ -94,13 +94,7 @@ static int insert_block(sqlite3_stmt *ins, const struct cp_block_entry *e, size_
 
 	if ((err = cp_block_encode(e, n, &b)))
 		return err;
-	sqlite3_bind_int64(ins, 1, b.tmin);
-	sqlite3_bind_int64(ins, 2, b.tmax);
-	sqlite3_bind_int64(ins, 3, b.entries);
-	sqlite3_bind_int64(ins, 4, b.samples);
-	sqlite3_bind_int64(ins, 5, (int64_t)b.rawlen);
-	sqlite3_bind_blob(ins, 6, b.series, (int)b.series_len, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 7, b.data, (int)b.data_len, SQLITE_STATIC);
+	cp_part_bind_block(ins, &b);
 	sqlite3_bind_int64(ins, 8, step);
 	err = cp_db_step(ins, "writing downsampled samples");
 	cp_block_release(&b);

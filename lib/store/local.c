@@ -158,13 +158,7 @@ static int write_block(sqlite3 *db, const struct cp_block_entry *e, size_t n, sq
 	    (err = cp_db_prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data)"
 				  " VALUES(?, ?, ?, ?, ?, ?, ?)", &st)))
 		goto out;
-	sqlite3_bind_int64(st, 1, b.tmin);
-	sqlite3_bind_int64(st, 2, b.tmax);
-	sqlite3_bind_int64(st, 3, b.entries);
-	sqlite3_bind_int64(st, 4, b.samples);
-	sqlite3_bind_int64(st, 5, (int64_t)b.rawlen);
-	sqlite3_bind_blob(st, 6, b.series, (int)b.series_len, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 7, b.data, (int)b.data_len, SQLITE_STATIC);
+	cp_part_bind_block(st, &b);
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		err = cp_db_error(db, "writing samples");
 		goto out;

@@ -12,6 +12,7 @@
 
 #include "../error.h"
 #include "../util.h"
+#include "blocks.h"
 #include "db.h"
 
 #define NPARTS 8 /* partition handles kept open between calls */
@@ -183,4 +184,15 @@ void cp_parts_close(struct cp_parts *s)
 	free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
+}
+
+void cp_part_bind_block(sqlite3_stmt *st, const struct cp_block *b)
+{
+	sqlite3_bind_int64(st, 1, b->tmin);
+	sqlite3_bind_int64(st, 2, b->tmax);
+	sqlite3_bind_int64(st, 3, b->entries);
+	sqlite3_bind_int64(st, 4, b->samples);
+	sqlite3_bind_int64(st, 5, (int64_t)b->rawlen);
+	sqlite3_bind_blob(st, 6, b->series, (int)b->series_len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 7, b->data, (int)b->data_len, SQLITE_STATIC);
 }

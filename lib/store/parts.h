@@ -39,6 +39,11 @@ void cp_part_name(int64_t t, char *buf, size_t len);
 /* Whether partition db's blocks have a step column (files written before
  * downsampling do not: their blocks are all raw; a writer adds it). */
 bool cp_part_has_step(sqlite3 *db);
+struct cp_block;
+/* Binds block b's columns to parameters 1 to 7 of an INSERT INTO blocks(t_min,
+ * t_max, entries, samples, rawlen, series, data): the blobs are b's (static:
+ * b must outlive the statement's step). */
+void cp_part_bind_block(sqlite3_stmt *st, const struct cp_block *b);
 /* The handle of partition name (write: made with its schema if missing). */
 int cp_parts_open(struct cp_parts *ps, const char *name, sqlite3 **out);
 /* Closes name's handle, if open. */

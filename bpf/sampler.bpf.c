@@ -407,7 +407,7 @@ static __always_inline __u64 switch_clock(struct task_struct *t)
  * with the next end sent, and user space scales the thread's values to
  * those exact sums (lib/sampling/offtotals.h).  p = min(1,
  * predicted / offcpu_period_ns), at least 1/4096, and 1 for a thread's first
- * wait of each kind; the prediction follows a longer wait at once and a shorter one
+ * four waits and its first of each kind; the prediction follows a longer wait at once and a shorter one
  * by a quarter: a thread that waits long (a daemon's sleep) is caught every
  * time, a context-switch storm of 10 us waits costs a stack in a thousand. */
 SEC("tp_btf/sched_switch")
@@ -469,9 +469,10 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 		 : state & 2 /* TASK_UNINTERRUPTIBLE */ ? CP_OFFCPU_DISK : CP_OFFCPU_SLEEP;
 	o->seq++;
 	pred = o->pred[pred_of(o->state)];
-	/* the probability, in 2^-32: 0 stands for 1 (a thread's first wait of
-	 * a kind, with nothing to predict it from, is sent) */
-	if (pred == 0 || pred >= offcpu_period_ns) {
+	/* the probability, in 2^-32: 0 stands for 1 (a thread's first waits,
+	 * while its predictions are young, and its first of a kind, with
+	 * nothing to predict it from, are all sent) */
+	if (o->seq <= 4 || pred == 0 || pred >= offcpu_period_ns) {
 		thr = 0;
 	} else {
 		thr = pred * offcpu_thr_per_ns; /* < 2^32 */

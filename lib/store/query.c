@@ -408,8 +408,43 @@ static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_
 	return agg_add(&c->groups[g], stack, labels, v, t);
 }
 
-/* The profile of group g, of one type, into *out. */
-static int build(struct cp_local *s, const char *type, struct agg *g, struct cp_profile **out)
+/* pprof's readers take a profile's first mapping for its program (go tool
+ * pprof's and cprof query's "File:"), and a copy of the dictionary lists
+ * mappings in the order the samples reach them: with exe (the selected
+ * series' one program, their `exe` label), *p is made again with exe's
+ * mapping first. */
+static int main_first(struct cp_profile **p, const char *exe)
+{
+	struct cp_profile *q;
+	struct cp_mapping m;
+	int64_t f, b, r;
+	uint32_t k;
+	int err;
+
+	for (k = 0; k < (*p)->nmappings; k++)
+		if (!strcmp(cp_profile_string(*p, (*p)->mappings[k].filename), exe))
+			break;
+	if (k == 0 || k == (*p)->nmappings)
+		return 0;
+	if (!(q = cp_profile_new()))
+		return -ENOMEM;
+	m = (*p)->mappings[k];
+	f = cp_profile_str(q, cp_profile_string(*p, m.filename));
+	b = cp_profile_str(q, cp_profile_string(*p, m.build_id));
+	m.filename = (uint32_t)f;
+	m.build_id = (uint32_t)b;
+	if ((err = (int)(f < 0 ? f : b < 0 ? b : 0)) || (r = cp_profile_mapping(q, &m)) < 0 ||
+	    (err = cp_profile_merge(q, *p, NULL))) {
+		cp_profile_free(q);
+		return err ? err : (int)r;
+	}
+	cp_profile_free(*p);
+	*p = q;
+	return 0;
+}
+
+/* The profile of group g, of one type, into *out; exe: its program, or NULL. */
+static int build(struct cp_local *s, const char *type, struct agg *g, const char *exe, struct cp_profile **out)
 {
 	char st[128], su[128], pt[128], pu[128];
 	size_t i;
@@ -430,9 +465,32 @@ static int build(struct cp_local *s, const char *type, struct agg *g, struct cp_
 	}
 	*out = cp_profile_copy(s->dict.p, NULL); /* only what the samples use */
 	err = *out ? 0 : -errno;
+	if (!err && exe && (err = main_first(out, exe))) {
+		cp_profile_free(*out);
+		*out = NULL;
+	}
 out:
 	cp_profile_clear_samples(s->dict.p);
 	return cp_dict_error(err, "building the selected profile");
+}
+
+/* The value of label name that all n series have, or NULL. */
+static const char *common_label(const struct cp_store_series *ser, size_t n, const char *name)
+{
+	const char *v = NULL;
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		const char *w = NULL;
+
+		for (j = 0; j < ser[i].nlabels; j++)
+			if (!strcmp(ser[i].names[j], name))
+				w = ser[i].values[j];
+		if (!w || (v && strcmp(v, w)))
+			return NULL;
+		v = w;
+	}
+	return v;
 }
 
 struct series_group {
@@ -506,7 +564,7 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 		c.names[i] = NULL;
 	}
 	for (i = 0; i < c.ngroups; i++)
-		if ((err = build(s, nser ? ser[0].type : "", &c.groups[i], &res[i].profile)))
+		if ((err = build(s, nser ? ser[0].type : "", &c.groups[i], common_label(ser, nser, "exe"), &res[i].profile)))
 			goto out;
 	*out = res;
 	*n = c.ngroups;

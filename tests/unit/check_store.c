@@ -787,6 +787,60 @@ static struct cp_profile *other_profile(const char *fn)
 	return p;
 }
 
+/* A program's samples whose first frames are in a library: the selected
+ * profile lists the program's mapping first when the series name it (exe),
+ * as pprof's readers take the first mapping for the program. */
+static struct cp_profile *lib_first_profile(void)
+{
+	struct cp_profile *p = new_profile(10 * NS); /* mapping 1: /usr/bin/prog */
+	struct cp_mapping lib = { 0x7f0000000000, 0x7f0000100000, 0, 0, 0, true, true, true, false };
+	struct cp_function f = { str(p, "deflate"), str(p, "deflate"), str(p, "deflate.c"), 1 };
+	struct cp_line line = { 0, 0, 0 };
+	uint32_t locs[2];
+	int64_t fid, lid, sid, v[2] = { 3, 3 * PERIOD };
+
+	lib.filename = str(p, "/usr/lib/libz.so.1");
+	lib.build_id = str(p, "11b");
+	ck_assert_int_eq(cp_profile_mapping(p, &lib), 2);
+	fid = cp_profile_function(p, &f);
+	ck_assert_int_gt(fid, 0);
+	line.function = (uint32_t)fid;
+	lid = cp_profile_location(p, 2, 0x7f0000001000, &line, 1, false);
+	ck_assert_int_gt(lid, 0);
+	locs[0] = (uint32_t)lid; /* the leaf, in the library */
+	locs[1] = fn_loc(p, "main");
+	sid = cp_profile_stack(p, locs, 2);
+	ck_assert_int_ge(sid, 0);
+	ck_assert_int_eq(cp_profile_add_sample(p, (uint32_t)sid, 0, v), 0);
+	return p;
+}
+
+START_TEST(test_program_mapping_first)
+{
+	struct cp_store *w = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = lib_first_profile(), *q;
+
+	append_at(w, p, T0, "comm=prog,exe=/usr/bin/prog,pid=1");
+	append_at(w, p, T0, "comm=prog,exe=/usr/bin/prog,pid=2");
+	append_at(w, p, T0, "comm=other,exe=/usr/bin/other");
+	/* one program: its mapping first, the samples the same */
+	q = select1(w, "process_cpu:samples{comm=\"prog\"}", 0, INT64_MAX);
+	ck_assert_uint_eq(q->nmappings, 2);
+	ck_assert_str_eq(cp_profile_string(q, q->mappings[0].filename), "/usr/bin/prog");
+	ck_assert_str_eq(cp_profile_string(q, q->mappings[1].filename), "/usr/lib/libz.so.1");
+	ck_assert_int_eq(cp_profile_total(q, 0), 6);
+	ck_assert_str_eq(cp_profile_string(q, q->mappings[q->locations[0].mapping - 1].filename), "/usr/lib/libz.so.1");
+	cp_profile_free(q);
+	/* two programs: no one program, the order the samples reach them */
+	q = select1(w, "process_cpu:samples", 0, INT64_MAX);
+	ck_assert_str_eq(cp_profile_string(q, q->mappings[0].filename), "/usr/lib/libz.so.1");
+	ck_assert_int_eq(cp_profile_total(q, 0), 9);
+	cp_profile_free(q);
+	cp_profile_free(p);
+	cp_store_close(w);
+}
+END_TEST
+
 START_TEST(test_two_handles)
 {
 	struct cp_store *w = open_store(CP_STORE_WRITE), *r, *w2;
@@ -2433,6 +2487,7 @@ static Suite *store_suite(void)
 	tcase_add_test(life, test_dedup);
 	tcase_add_test(life, test_persistence);
 	tcase_add_test(life, test_two_handles);
+	tcase_add_test(life, test_program_mapping_first);
 	tcase_add_test(life, test_concurrent_reader);
 	tcase_add_test(life, test_retention);
 	tcase_add_test(life, test_many_partitions);

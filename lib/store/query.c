@@ -427,7 +427,7 @@ static int main_first(struct cp_profile **p, const char *exe)
 	if (k == 0 || k == (*p)->nmappings)
 		return 0;
 	if (!(q = cp_profile_new()))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory building the selected profile");
 	m = (*p)->mappings[k];
 	f = cp_profile_str(q, cp_profile_string(*p, m.filename));
 	b = cp_profile_str(q, cp_profile_string(*p, m.build_id));

@@ -18,7 +18,14 @@
 #include "limit.h"
 #include "parts.h"
 
-#define MINUTE_NS (60 * 1000000000LL)
+#define MINUTE_NS ((int64_t)60 * 1000000000)
+#define HOUR_NS ((int64_t)60 * MINUTE_NS)
+#define DAY_NS ((int64_t)24 * HOUR_NS)
+/* a summary's entries kept in memory before they go out as one row: a day
+ * of a server's thousands of series stays within about 100 MB */
+#define ROLLUP_ROW_MAX (2u << 20)
+/* hours are summarized while they are this recent (days always) */
+#define ROLLUP_HOURS_AGE (2 * DAY_NS)
 
 /* what one window's old blocks decode into */
 struct gather {
@@ -234,6 +241,8 @@ out:
 	return err ? cp_error_ctx(err, "downsampling %s", name) : 1;
 }
 
+static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_t now, struct cp_compact_stats *st);
+
 int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t now, int max_days,
 		     struct cp_compact_stats *st)
 {
@@ -244,7 +253,7 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 		int64_t tmax;
 	} *days = NULL;
 	size_t n = 0, cap = 0, i;
-	int err = 0, rc, done = 0, last = 0;
+	int err = 0, rc, done = 0, done_r, last = 0;
 
 	st = st ? st : &none;
 	memset(st, 0, sizeof(*st));
@@ -278,6 +287,201 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 		if (r == -ENOMEM || r == -ENOSPC || r == -EPERM)
 			err = r; /* the next days would fail the same way */
 	}
+	/* then the summaries, a day's at a time as well */
+	for (i = 0, done_r = 0; !err && i < n && (!max_days || done_r < max_days); i++) {
+		int64_t day0 = days[i].tmax - days[i].tmax % DAY_NS;
+		int r;
+
+		r = rollup_day(s, days[i].name, day0, now, st);
+		if (r > 0)
+			done_r++;
+		else if (r < 0)
+			last = r;
+		if (r == -ENOMEM || r == -ENOSPC || r == -EPERM)
+			err = r;
+	}
 	free(days);
 	return last ? last : done;
 }
+
+/* ---- summaries (rollups) ---- */
+
+/* Merges the sorted, merged runs a[0..na) and b[0..nb) into *out (sorted,
+ * merged, malloc'ed). */
+static int merge_runs(const struct cp_block_entry *a, size_t na, const struct cp_block_entry *b, size_t nb,
+		      struct cp_block_entry **out, size_t *nout)
+{
+	struct cp_block_entry *o = malloc((na + nb + 1) * sizeof(*o));
+	size_t i = 0, j = 0, n = 0;
+
+	if (!o)
+		return cp_error(ENOMEM, "out of memory summarizing samples");
+	while (i < na || j < nb) {
+		int c = i == na ? 1 : j == nb ? -1 : cp_block_entry_cmp(&a[i], &b[j]);
+
+		if (c < 0) {
+			o[n++] = a[i++];
+		} else if (c > 0) {
+			o[n++] = b[j++];
+		} else {
+			o[n] = a[i++];
+			o[n].value = cp_add_sat(o[n].value, b[j++].value);
+			n++;
+		}
+	}
+	*out = o;
+	*nout = n;
+	return 0;
+}
+
+/* Inserts e[0..n) as one summary row of [t0, t0 + len) at resolution res. */
+static int insert_rollup(sqlite3_stmt *ins, const struct cp_block_entry *e, size_t n, int64_t t0, int64_t len,
+			 int64_t res)
+{
+	struct cp_block b;
+	int err;
+
+	if ((err = cp_block_encode(e, n, &b)))
+		return err;
+	sqlite3_bind_int64(ins, 1, t0);
+	sqlite3_bind_int64(ins, 2, t0 + len - 1);
+	sqlite3_bind_int64(ins, 3, len);
+	sqlite3_bind_int64(ins, 4, res);
+	sqlite3_bind_int64(ins, 5, b.entries);
+	sqlite3_bind_int64(ins, 6, b.samples);
+	sqlite3_bind_int64(ins, 7, (int64_t)b.rawlen);
+	sqlite3_bind_blob(ins, 8, b.series, (int)b.series_len, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 9, b.data, (int)b.data_len, SQLITE_STATIC);
+	err = cp_db_step(ins, "writing summaries");
+	cp_block_release(&b);
+	return err;
+}
+
+/* Sums the entries of the blocks of db in [t0, t0 + len) per series, stack
+ * and label set, stamped t0, into rows of rollups (in the caller's
+ * transaction), an hour of blocks at a time.  A day also checks that it took
+ * every entry its blocks hold (they hold only the day's). */
+static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact_stats *st)
+{
+	struct gather g = { NULL, 0, len, 0, 0, 0, NULL, 0, 0 };
+	struct cp_block_entry *acc = NULL, *m = NULL;
+	size_t nacc = 0, nm = 0;
+	struct cp_block_reader rd = { 0 };
+	sqlite3_stmt *q = NULL, *ins = NULL, *meta = NULL;
+	int64_t res = 0, entries = 0, w;
+	int err;
+
+	if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0), coalesce(sum(entries), 0) FROM blocks"
+				  " WHERE t_max >= ?1 AND t_min < ?2", &meta)))
+		return err;
+	sqlite3_bind_int64(meta, 1, t0);
+	sqlite3_bind_int64(meta, 2, t0 + len);
+	if (sqlite3_step(meta) == SQLITE_ROW) {
+		res = sqlite3_column_int64(meta, 0);
+		entries = sqlite3_column_int64(meta, 1);
+	} else {
+		err = cp_db_error(db, "summarizing samples");
+	}
+	sqlite3_finalize(meta);
+	if (err)
+		return err;
+	if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
+				  " AND t_min < ?3 ORDER BY id", &q)) ||
+	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data)"
+				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &ins)))
+		goto out;
+	for (w = t0; !err && w < t0 + len; w += HOUR_NS) {
+		g.w0 = w;
+		g.w1 = w + HOUR_NS;
+		g.n = 0;
+		if ((err = gather_window(q, &rd, &g)))
+			break;
+		cp_qsort(g.e, g.n, sizeof(*g.e), cp_block_entry_cmp);
+		g.n = merge_entries(g.e, g.n);
+		if ((err = merge_runs(acc, nacc, g.e, g.n, &m, &nm)))
+			break;
+		free(acc);
+		acc = m;
+		nacc = nm;
+		/* a row when memory says so: rows of one time add up */
+		if (nacc >= ROLLUP_ROW_MAX) {
+			err = insert_rollup(ins, acc, nacc, t0, len, res);
+			nacc = 0;
+		}
+	}
+	if (!err && len == DAY_NS && g.taken != entries)
+		err = cp_error(EBADMSG, "a sample block is corrupt (%" PRId64 " entries where the blocks say %" PRId64
+					"): the day is not summarized", g.taken, entries);
+	if (!err && nacc)
+		err = insert_rollup(ins, acc, nacc, t0, len, res);
+	if (!err)
+		st->rollups++;
+out:
+	sqlite3_finalize(q);
+	sqlite3_finalize(ins);
+	cp_block_reader_release(&rd);
+	free(g.e);
+	free(acc);
+	return err;
+}
+
+/* Whether [t0, t0 + len) has blocks and no summary of len. */
+static bool rollup_due(sqlite3 *db, int64_t t0, int64_t len)
+{
+	char sql[192];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM rollups WHERE t_min = %" PRId64 " AND step = %" PRId64, t0, len);
+	if (cp_db_count(db, sql))
+		return false;
+	snprintf(sql, sizeof(sql), "SELECT EXISTS(SELECT 1 FROM blocks WHERE t_max >= %" PRId64 " AND t_min < %" PRId64 ")",
+		 t0, t0 + len);
+	return cp_db_count(db, sql) > 0;
+}
+
+/* The summaries due in partition name (its day starting at day0): the day
+ * once it is over, its hours while they are recent; each in a transaction
+ * of its own.  How many were made, or -errno. */
+static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_t now, struct cp_compact_stats *st)
+{
+	struct {
+		int64_t t0, len;
+	} due[25];
+	char path[PATH_MAX];
+	size_t n = 0, i;
+	sqlite3 *db;
+	int err = 0, made = 0;
+
+	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	if (access(path, F_OK) < 0)
+		return 0;
+	if ((err = cp_parts_open(&s->parts, name, &db)))
+		return err;
+	if (day0 + DAY_NS <= now && rollup_due(db, day0, DAY_NS))
+		due[n].t0 = day0, due[n++].len = DAY_NS;
+	for (int64_t h = day0; h < day0 + DAY_NS && h + HOUR_NS <= now; h += HOUR_NS)
+		if (h + HOUR_NS > now - ROLLUP_HOURS_AGE && rollup_due(db, h, HOUR_NS))
+			due[n].t0 = h, due[n++].len = HOUR_NS;
+	for (i = 0; !err && i < n; i++) {
+		if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "summarizing samples")) ||
+		    (err = rollup_period(db, due[i].t0, due[i].len, st)) ||
+		    (err = cp_db_exec(db, "COMMIT", "summarizing samples")))
+			break;
+		made++;
+	}
+	if (!sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	/* hours no longer recent: their day's summary serves */
+	if (!err) {
+		char cond[128], sql[160];
+
+		snprintf(cond, sizeof(cond), "FROM rollups WHERE step < %" PRId64 " AND t_max < %" PRId64, DAY_NS,
+			 now - ROLLUP_HOURS_AGE);
+		snprintf(sql, sizeof(sql), "SELECT count(*) %s", cond);
+		if (cp_db_count(db, sql)) {
+			snprintf(sql, sizeof(sql), "DELETE %s", cond);
+			err = cp_db_exec(db, sql, "summarizing samples");
+		}
+	}
+	return err ? cp_error_ctx(err, "summarizing %s", name) : made;
+}
+

@@ -6,7 +6,12 @@
  * stamped with the step (blocks.step), the old ones deleted, in one
  * transaction on the day's file: a crash leaves the old blocks or the new,
  * never both and never neither.  Then the file's free pages go back to the
- * file system.  The contract is cp_store_compact's (store.h).
+ * file system.  Then the summaries (rollups table, parts.c): for each day
+ * that is over, and each hour that is over and less than 2 days old, the sum
+ * of its entries per series, stack and label set, which queries read instead
+ * of the blocks when their range holds that day or hour whole (query.c); each
+ * in a transaction of its own, dropped by triggers when a block of its time
+ * is written.  The contract is cp_store_compact's (store.h).
  *
  * Ownership: nothing is kept.  Errors: -errno with the message recorded
  * (EPERM: a store opened read-only; EBADMSG: a corrupt block, blocks.h;

@@ -21,12 +21,35 @@ static const char part_schema[] =
 	"CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
 	" entries INTEGER NOT NULL, samples INTEGER NOT NULL, rawlen INTEGER NOT NULL, series BLOB NOT NULL,"
 	" data BLOB NOT NULL, step INTEGER NOT NULL DEFAULT 0);"
-	"CREATE INDEX IF NOT EXISTS blocks_time ON blocks(t_max, t_min);";
+	"CREATE INDEX IF NOT EXISTS blocks_time ON blocks(t_max, t_min);"
+	/* summaries of whole hours and days (compact.h); any write of blocks
+	 * drops those of the time it touches, in its own transaction, so that a
+	 * summary present is always the sum of the blocks it covers, whatever
+	 * version of cprof wrote them */
+	"CREATE TABLE IF NOT EXISTS rollups(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
+	" step INTEGER NOT NULL, res INTEGER NOT NULL, entries INTEGER NOT NULL, samples INTEGER NOT NULL,"
+	" rawlen INTEGER NOT NULL, series BLOB NOT NULL, data BLOB NOT NULL);"
+	"CREATE TRIGGER IF NOT EXISTS blocks_insert_rollups AFTER INSERT ON blocks BEGIN"
+	" DELETE FROM rollups WHERE t_max >= NEW.t_min AND t_min <= NEW.t_max; END;"
+	"CREATE TRIGGER IF NOT EXISTS blocks_delete_rollups AFTER DELETE ON blocks BEGIN"
+	" DELETE FROM rollups WHERE t_max >= OLD.t_min AND t_min <= OLD.t_max; END;"
+	"CREATE TRIGGER IF NOT EXISTS blocks_update_rollups AFTER UPDATE ON blocks BEGIN"
+	" DELETE FROM rollups WHERE (t_max >= OLD.t_min AND t_min <= OLD.t_max)"
+	" OR (t_max >= NEW.t_min AND t_min <= NEW.t_max); END;";
 
 bool cp_part_has_step(sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
 	bool has = sqlite3_prepare_v2(db, "SELECT step FROM blocks LIMIT 0", -1, &st, NULL) == SQLITE_OK;
+
+	sqlite3_finalize(st);
+	return has;
+}
+
+bool cp_part_has_rollups(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	bool has = sqlite3_prepare_v2(db, "SELECT res FROM rollups LIMIT 0", -1, &st, NULL) == SQLITE_OK;
 
 	sqlite3_finalize(st);
 	return has;

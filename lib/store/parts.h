@@ -39,6 +39,10 @@ void cp_part_name(int64_t t, char *buf, size_t len);
 /* Whether partition db's blocks have a step column (files written before
  * downsampling do not: their blocks are all raw; a writer adds it). */
 bool cp_part_has_step(sqlite3 *db);
+/* Whether partition db has the summaries table, rollups (compact.h: files
+ * written before have none; a writer adds it, with the triggers that keep it
+ * true to the blocks). */
+bool cp_part_has_rollups(sqlite3 *db);
 struct cp_block;
 /* Binds block b's columns to parameters 1 to 7 of an INSERT INTO blocks(t_min,
  * t_max, entries, samples, rawlen, series, data): the blobs are b's (static:

@@ -76,6 +76,11 @@ static long find_series(const int64_t *want, size_t n, int64_t id)
 	return -1;
 }
 
+/* a time a summary covers, [a, b] */
+struct cover {
+	int64_t a, b;
+};
+
 /* what scan() hands cp_block_decode's visitor */
 struct scan_ctx {
 	struct cp_local *s;
@@ -83,7 +88,26 @@ struct scan_ctx {
 	int64_t from, to;
 	visit_fn fn;
 	void *ctx;
+	const struct cover *cov; /* times read from summaries, sorted: blocks' entries there are skipped */
+	size_t ncov;
 };
+
+static bool covered(const struct cover *c, size_t n, int64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t < c[mid].a)
+			hi = mid;
+		else if (t > c[mid].b)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
 
 static int scan_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t c, int64_t v)
 {
@@ -96,7 +120,7 @@ static int scan_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t c,
 	if ((stack < 0 || (uint64_t)stack > d->nstack || c > d->nls) &&
 	    (stack < 0 || (err = cp_dict_load(d)) || (uint64_t)stack > d->nstack || c > d->nls))
 		return err ? err : cp_error(EBADMSG, "a sample block refers to a stack the store does not have");
-	if (t < sc->from || t >= sc->to)
+	if (t < sc->from || t >= sc->to || (sc->ncov && covered(sc->cov, sc->ncov, t)))
 		return 0;
 	return sc->fn(sc->ctx, (size_t)sc->idx[k], t, (uint32_t)stack, (uint32_t)c, v);
 }
@@ -176,9 +200,9 @@ static int open_blocks(struct cp_local *s, const char *name, int64_t from, int64
 	/* blocks.step: the block's resolution (files written before
 	 * downsampling have none: raw) */
 	if ((err = cp_db_prepare(db, cp_part_has_step(db) ?
-				  "SELECT rawlen, series, data, t_min, step FROM blocks WHERE t_max >= ? AND t_min <= ?"
+				  "SELECT rawlen, series, data, t_min, step, t_max FROM blocks WHERE t_max >= ? AND t_min <= ?"
 				  " ORDER BY id" :
-				  "SELECT rawlen, series, data, t_min, 0 FROM blocks WHERE t_max >= ? AND t_min <= ?"
+				  "SELECT rawlen, series, data, t_min, 0, t_max FROM blocks WHERE t_max >= ? AND t_min <= ?"
 				  " ORDER BY id", bst)))
 		return err;
 	sqlite3_bind_int64(*bst, 1, from);
@@ -225,14 +249,109 @@ static int scan_block(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3_s
 	return err;
 }
 
-static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx,
-		int64_t *res)
+/* Whether every time of [a, b] is in c[0..n) (sorted, disjoint). */
+static bool all_covered(const struct cover *c, size_t n, int64_t a, int64_t b)
 {
-	struct scan_ctx sc = { s, NULL, from, to, fn, ctx };
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first cover that ends at or after a */
+		size_t mid = (lo + hi) / 2;
+
+		if (c[mid].b < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n || c[lo].a > a)
+		return false;
+	while (c[lo].b < b) /* on through adjacent covers */
+		if (++lo == n || c[lo].a != c[lo - 1].b + 1)
+			return false;
+	return true;
+}
+
+/* Whether a summary of [a, b] can stand for its blocks in a scan of [from,
+ * to) into buckets bk (NULL: one): inside the range, and in one bucket. */
+static bool cover_fits(int64_t a, int64_t b, int64_t from, int64_t to, const struct cp_buckets *bk)
+{
+	return a >= from && b < to && (!bk || cp_buckets_index(bk, a) == cp_buckets_index(bk, b));
+}
+
+/* The summaries of partition db (compact.h) that a scan of [from, to) into
+ * buckets bk can read instead of blocks: the day's when it fits, else the
+ * hours that do.  Their times into *cov (sorted; malloc'ed), their entries
+ * to sc's visitor. */
+static int scan_rollups(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3 *db, const int64_t *want,
+			size_t nwant, const struct cp_buckets *bk, int64_t *res, struct cover **cov, size_t *ncov)
+{
+	sqlite3_stmt *list = NULL, *rows = NULL;
+	int64_t day = 0;
+	size_t cap = 0, i;
+	int err, rc;
+
+	*cov = NULL;
+	*ncov = 0;
+	if (!cp_part_has_rollups(db))
+		return 0;
+	if ((err = cp_db_prepare(db, "SELECT DISTINCT t_min, t_max, step FROM rollups WHERE t_min >= ?1 AND t_max < ?2"
+				  " ORDER BY step DESC, t_min", &list)))
+		return err;
+	sqlite3_bind_int64(list, 1, sc->from);
+	sqlite3_bind_int64(list, 2, sc->to);
+	while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
+		int64_t a = sqlite3_column_int64(list, 0), b = sqlite3_column_int64(list, 1), step = sqlite3_column_int64(list, 2);
+
+		if (day && step < day)
+			break; /* the day's serves */
+		/* (covers never overlap: one kind of summary is read) */
+		if (!cover_fits(a, b, sc->from, sc->to, bk) || (*ncov && a <= (*cov)[*ncov - 1].b))
+			continue;
+		if (cp_grow((void **)cov, &cap, *ncov + 1, sizeof(**cov))) {
+			err = cp_error(ENOMEM, "out of memory reading samples");
+			break;
+		}
+		(*cov)[(*ncov)++] = (struct cover){ a, b };
+		if (b - a + 1 >= 86400 * (int64_t)1000000000)
+			day = step;
+	}
+	if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		err = cp_db_error(db, "reading summaries");
+	sqlite3_finalize(list);
+	if (!err && *ncov &&
+	    !(err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min, res FROM rollups WHERE t_min = ?1 AND t_max = ?2"
+				   " ORDER BY id", &rows))) {
+		for (i = 0; !err && i < *ncov; i++) {
+			sqlite3_bind_int64(rows, 1, (*cov)[i].a);
+			sqlite3_bind_int64(rows, 2, (*cov)[i].b);
+			while (!err && (rc = sqlite3_step(rows)) == SQLITE_ROW)
+				err = scan_block(sc, rd, rows, want, nwant, res);
+			if (!err && rc != SQLITE_DONE)
+				err = cp_db_error(db, "reading summaries");
+			sqlite3_reset(rows);
+		}
+	}
+	sqlite3_finalize(rows);
+	if (err) {
+		free(*cov);
+		*cov = NULL;
+		*ncov = 0;
+	}
+	return err;
+}
+
+/* The entries of the series want[0..nwant) in [from, to) to fn: from the
+ * blocks of the partitions that overlap the range, or, for the hours and
+ * days that lie whole in the range (and in one of the buckets bk, when given),
+ * from their summaries.  With res, the coarsest step read. */
+static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn, void *ctx,
+		const struct cp_buckets *bk, int64_t *res)
+{
+	struct scan_ctx sc = { s, NULL, from, to, fn, ctx, NULL, 0 };
 	struct cp_block_reader rd = { 0 };
+	struct cover *cov = NULL;
 	sqlite3_stmt *bst = NULL;
 	char (*names)[16] = NULL;
-	size_t nnames = 0, pi;
+	size_t nnames = 0, ncov = 0, pi;
 	int err, rc;
 
 	err = list_parts(s, from, to, &names, &nnames);
@@ -243,12 +362,27 @@ static int scan(struct cp_local *s, const int64_t *want, size_t nwant, int64_t f
 		}
 		if (err)
 			break;
-		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW)
+		sc.ncov = 0;
+		if ((err = scan_rollups(&sc, &rd, sqlite3_db_handle(bst), want, nwant, bk, res, &cov, &ncov)))
+			goto next;
+		sc.cov = cov;
+		sc.ncov = ncov;
+		while (!err && (rc = sqlite3_step(bst)) == SQLITE_ROW) {
+			int64_t a = sqlite3_column_int64(bst, 3), b = sqlite3_column_int64(bst, 5);
+
+			/* a block whose times a summary covers whole: read there */
+			if (ncov && all_covered(cov, ncov, a, b))
+				continue;
 			err = scan_block(&sc, &rd, bst, want, nwant, res);
+		}
 		if (!err && rc != SQLITE_DONE)
 			err = cp_db_error(sqlite3_db_handle(bst), "reading samples");
+	next:
 		sqlite3_finalize(bst);
 		bst = NULL;
+		free(cov);
+		cov = NULL;
+		sc.ncov = 0;
 	}
 	free(names);
 	cp_block_reader_release(&rd);
@@ -294,7 +428,7 @@ int cp_local_scan_open(struct cp_local *s, const int64_t *want, size_t nwant, in
 	memcpy(it->want, want, nwant * sizeof(*want));
 	it->s = s;
 	it->nwant = nwant;
-	it->sc = (struct scan_ctx){ s, NULL, from, to, collect_entry, it };
+	it->sc = (struct scan_ctx){ s, NULL, from, to, collect_entry, it, NULL, 0 };
 	if ((err = cp_dict_load(&s->dict)) || (err = list_parts(s, from, to, &it->names, &it->nnames))) {
 		cp_local_scan_close(it);
 		return err;
@@ -551,7 +685,7 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 	}
 	if (q->resolution)
 		*q->resolution = 0;
-	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c, q->resolution)))
+	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c, NULL, q->resolution)))
 		goto out;
 	if (!c.ngroups && nser && (err = group_index(&c, "", &j))) /* no sample: one empty profile */
 		goto out;
@@ -642,7 +776,7 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 		want[i] = ser[i].id;
 	cp_qsort(want, nser, sizeof(*want), id_cmp);
 	/* whole buckets: from the first one's start to the last one's end */
-	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c, NULL))) {
+	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c, &c.b, NULL))) {
 		free(*type);
 		*type = NULL;
 		goto out;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading the local store: a selection (the matching series of one type,
- * the blocks of the days that overlap the range, skipping blocks without a
+ * the blocks of the days that overlap the range, or the summaries of the
+ * hours and days it holds whole (compact.h), skipping blocks without a
  * wanted series before inflating them, aggregated per (stack, label set) and
  * group, the result profiles holding only the dictionary entries their
  * samples use), totals over time, and the store's figures.  Both report the

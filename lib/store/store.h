@@ -116,6 +116,7 @@ const char *cp_resolution_text(int64_t step, char *buf, size_t len);
 
 struct cp_compact_stats {
 	int64_t days, blocks_before, blocks_after, entries_before, entries_after;
+	int64_t rollups; /* summaries made (of an hour or a day) */
 };
 /* Downsamples the days older than the policy's raw tier, at now (ns): each
  * day due for a coarser step than some of its blocks have gets those blocks'
@@ -124,7 +125,10 @@ struct cp_compact_stats {
  * in one transaction on that day's file (the old blocks or the new, never
  * both), then its free pages go back to the file system.  Totals stay exact.
  * At most max_days days are done (0: all; the oldest due first), so that a
- * writer's upkeep does a day at a time between its batches.
+ * writer's upkeep does a day at a time between its batches.  Then, as many
+ * days again, the summaries due (docs/STORE.md "Summaries": of every day that
+ * is over, of every hour over and less than 2 days old), counted in
+ * st->rollups; queries read them for the whole days and hours of their range.
  * st (may be NULL) says what was done.  Returns how many days were compacted
  * or -errno (a day that fails, e.g. with a corrupt block, leaves it as it was
  * and the other days are still done; the last failure is returned); -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one

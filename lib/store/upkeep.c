@@ -46,7 +46,9 @@ static int compact(struct cp_upkeep *u, struct cp_store *s, int64_t now)
 		cp_log(u->verb, CP_LOG_INFO, "downsampled %d day%s: %lld blocks of %lld entries into %lld blocks of %lld entries",
 		       n, n == 1 ? "" : "s", (long long)st.blocks_before, (long long)st.entries_before,
 		       (long long)st.blocks_after, (long long)st.entries_after);
-	return n > 0;
+	if (n >= 0 && st.rollups)
+		cp_log(u->verb, CP_LOG_DEBUG, "summarized samples: %lld hours or days", (long long)st.rollups);
+	return n > 0 || st.rollups > 0;
 }
 
 void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)

@@ -1057,6 +1057,104 @@ START_TEST(test_downsample_totals)
 }
 END_TEST
 
+static int64_t part_count(int64_t t, const char *sql)
+{
+	char path[PATH_MAX + 32];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	part_path(t, path, sizeof(path));
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Summaries of hours and days (compact.h): queries of whole hours and days
+ * read them and get what the blocks say, partial ones mix them with blocks,
+ * a late block drops the summaries of its time (a trigger) until the next
+ * compaction makes them again, and queries do read them (with the blocks
+ * deleted behind the trigger's back, their totals stay). */
+START_TEST(test_rollups)
+{
+	const int64_t H = 3600 * NS, D0 = T0 - T0 % DAY_NS;
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *before, *after;
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, D0, D0 + DAY_NS, NULL, NULL };
+	struct cp_compact_stats st;
+	struct cp_downsample pol;
+	struct cp_buckets b;
+	int64_t *totals = NULL, res = -1;
+	char *type = NULL, path[PATH_MAX + 32];
+	sqlite3 *db;
+	int h;
+
+	for (h = 0; h < 24; h++) /* 6 samples 5 minutes into every hour */
+		append_at(s, p, D0 + h * H + 300 * NS, h % 2 ? "comm=a" : "comm=b");
+	append_at(s, p, D0 + DAY_NS + 60 * NS, "comm=a"); /* the next day */
+	before = select1(s, "process_cpu:samples", D0, D0 + DAY_NS);
+	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
+	/* the next day's first two hours are over: the day and all its hours (recent) */
+	ck_assert_int_eq(cp_store_compact(s, &pol, D0 + DAY_NS + 2 * H, 0, &st), 0);
+	ck_assert_int_eq(st.rollups, 1 + 24 + 1);
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 86400000000000"), 1);
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 3600000000000"), 24);
+	ck_assert_int_eq(cp_store_compact(s, &pol, D0 + DAY_NS + 2 * H, 0, &st), 0);
+	ck_assert_int_eq(st.rollups, 0); /* nothing more due */
+	after = select1(s, "process_cpu:samples", D0, D0 + DAY_NS);
+	assert_same_folded(before, 0, after, 0);
+	cp_profile_free(after);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0, D0 + DAY_NS), 24 * 6);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 25 * 6);
+	/* hours 1-4 whole (summaries), hour 5's 5 minutes (a block) */
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0 + 1800 * NS, D0 + 5 * H + 600 * NS), 5 * 6);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0 + 1800 * NS, D0 + 5 * H + 200 * NS), 4 * 6);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{comm=\"a\"}", D0, D0 + DAY_NS), 12 * 6);
+	/* per hour over time: each summary in its bucket */
+	q.resolution = &res;
+	ck_assert_int_eq(cp_store_over_time(s, &q, H, &totals, &b, &type), 0);
+	ck_assert_int_eq(res, 0);
+	ck_assert_int_eq(b.start, D0);
+	ck_assert_uint_ge(b.n, 24); /* (and the bucket where the range ends) */
+	for (size_t k = 0; k < 24; k++)
+		ck_assert_int_eq(totals[k], 6);
+	free(totals);
+	free(type);
+	/* a late block in hour 3: the hour's and the day's summaries go */
+	append_at(s, p, D0 + 3 * H + 1800 * NS, "comm=a");
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 86400000000000"), 0);
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 3600000000000"), 23);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0, D0 + DAY_NS), 25 * 6);
+	ck_assert_int_eq(cp_store_compact(s, &pol, D0 + DAY_NS + 2 * H, 0, &st), 0);
+	ck_assert_int_eq(st.rollups, 2);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0, D0 + DAY_NS), 25 * 6);
+	/* hours fall out of the recent ones: only the day's summary is kept */
+	ck_assert_int_eq(cp_store_compact(s, &pol, D0 + DAY_NS + 50 * H, 0, &st), 2); /* and both days at 1m */
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 3600000000000"), 0);
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 86400000000000"), 1);
+	cp_store_close(s);
+	/* the blocks gone behind the trigger's back: whole days still add up (read
+	 * from the summary), parts of days do not */
+	part_path(D0, path, sizeof(path));
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER blocks_delete_rollups; DELETE FROM blocks", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0, D0 + DAY_NS), 25 * 6);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0, D0 + DAY_NS - 1), 0);
+	cp_store_close(s);
+	cp_selector_free(sel);
+	cp_profile_free(before);
+	cp_profile_free(p);
+}
+END_TEST
+
 START_TEST(test_retention)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
@@ -2506,6 +2604,7 @@ static Suite *store_suite(void)
 	tcase_add_test(limit, test_limit_days);
 	tcase_add_test(limit, test_downsample_policy);
 	tcase_add_test(limit, test_downsample_totals);
+	tcase_add_test(limit, test_rollups);
 	tcase_add_test(limit, test_limit_trim);
 	tcase_add_test(limit, test_limit_trim_legacy);
 	tcase_add_test(limit, test_limit_dictionary);

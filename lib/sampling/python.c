@@ -216,15 +216,19 @@ static void inspect(const struct cp_python *py, struct bin *b, int fd, const cha
 		       (unsigned)(version >> 24), (unsigned)((version >> 16) & 0xff));
 }
 
+/* The binary of mapping m, inspected once per build id and path: a copy of
+ * an interpreter patched in place keeps its build id, and must not pass for
+ * the original (nor the original for it) */
 static struct bin *bin_of(struct cp_python *py, struct cp_proc *p, struct cp_map *m)
 {
-	char kb[512];
-	const char *key = cp_map_key(m, p, kb, sizeof(kb));
+	char kb[512], key[4096 + 512];
+	const char *id = cp_map_key(m, p, kb, sizeof(kb));
 	struct bin *b;
 	int fd;
 
-	if (!key)
+	if (!id)
 		return NULL;
+	snprintf(key, sizeof(key), "%s %s", id, m->path);
 	for (size_t i = 0; i < py->nbins; i++)
 		if (!strcmp(py->bins[i].key, key))
 			return &py->bins[i];

@@ -9,7 +9,7 @@
 # each: 20 pairs take 2 x 20 x BENCH_SECONDS (80 minutes at the defaults), not twice that.  A/A: both runs at weight 1; A/B: the second at 1.345 (f1 +3 points).  Counts, over
 # BENCH_PAIRS pairs (default 20): A/A pairs with any significant function (target: at most 1 of
 # 20), A/B pairs with f1 significant (target: at least 19 of 20) and, per other function, the pairs
-# where it was flagged (target: none in more than 1 of 20).  Default FDR 0.05.  The reference:
+# where it was flagged (target: none in more than 1 of 20).  At the default FDR (0.01).  The reference:
 # the same pairs compared as two files (the counts test, samples taken as independent).
 # BENCH_STORES=DIR analyses the recordings kept in DIR/store-aa and DIR/store-ab (BENCH_KEEP of
 # an earlier run) again instead of recording: the same data under another method.

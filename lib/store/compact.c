@@ -21,9 +21,11 @@
 #define MINUTE_NS ((int64_t)60 * 1000000000)
 #define HOUR_NS ((int64_t)60 * MINUTE_NS)
 #define DAY_NS ((int64_t)24 * HOUR_NS)
-/* a summary's entries kept in memory before they go out as one row: a day
- * of a server's thousands of series stays within about 100 MB */
-#define ROLLUP_ROW_MAX (2u << 20)
+/* a summary's entries kept in memory before they go out as one row, and
+ * the entries gathered before they are summed into it: a day of a server's
+ * thousands of series is made in some 50 MB */
+#define ROLLUP_ROW_MAX (1u << 19)
+#define ROLLUP_FOLD_AT (1u << 19)
 /* hours are summarized while they are this recent (days always) */
 #define ROLLUP_HOURS_AGE (2 * DAY_NS)
 
@@ -35,6 +37,10 @@ struct gather {
 	int64_t taken;        /* entries taken, over all windows */
 	struct cp_block_entry *e;
 	size_t n, cap;
+	/* with fold: called when n reaches fold_at, to take e[0..n) away */
+	int (*fold)(struct gather *g);
+	size_t fold_at;
+	void *fold_ctx;
 };
 
 static int gather_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, int64_t v)
@@ -49,7 +55,7 @@ static int gather_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t 
 		return cp_error(ENOMEM, "out of memory downsampling");
 	g->taken++;
 	g->e[g->n++] = (struct cp_block_entry){ g->ids[k], t - t % g->step, (uint32_t)stack, (uint32_t)labels, v };
-	return 0;
+	return g->fold && g->n >= g->fold_at ? g->fold(g) : 0;
 }
 
 /* Decodes the blocks of db finer than step (in the caller's transaction)
@@ -140,7 +146,7 @@ static size_t merge_entries(struct cp_block_entry *e, size_t n)
 static int merge_day(sqlite3 *db, int64_t step, struct cp_compact_stats *st)
 {
 	int64_t win = 3 * step > 10 * MINUTE_NS ? 3 * step : 10 * MINUTE_NS, lo, hi, w;
-	struct gather g = { NULL, 0, step, 0, 0, 0, NULL, 0, 0 };
+	struct gather g = { NULL, 0, step, 0, 0, 0, NULL, 0, 0, NULL, 0, NULL };
 	int64_t entries;
 	struct cp_block_reader rd = { 0 };
 	sqlite3_stmt *q = NULL, *ins = NULL, *range = NULL;
@@ -357,18 +363,50 @@ static int insert_rollup(sqlite3_stmt *ins, const struct cp_block_entry *e, size
 	return err;
 }
 
+/* a summary being made: the sum so far (sorted, merged), and where its rows go */
+struct rollup {
+	struct cp_block_entry *acc;
+	size_t nacc;
+	sqlite3_stmt *ins;
+	int64_t t0, len, res;
+};
+
+/* gather's fold: the entries gathered so far summed into the summary; a row
+ * of it written when it grows past ROLLUP_ROW_MAX (rows of one time add up) */
+static int rollup_fold(struct gather *g)
+{
+	struct rollup *r = g->fold_ctx;
+	struct cp_block_entry *m = NULL;
+	size_t nm = 0;
+	int err;
+
+	cp_qsort(g->e, g->n, sizeof(*g->e), cp_block_entry_cmp);
+	g->n = merge_entries(g->e, g->n);
+	if ((err = merge_runs(r->acc, r->nacc, g->e, g->n, &m, &nm)))
+		return err;
+	free(r->acc);
+	r->acc = m;
+	r->nacc = nm;
+	g->n = 0;
+	if (r->nacc >= ROLLUP_ROW_MAX) {
+		err = insert_rollup(r->ins, r->acc, r->nacc, r->t0, r->len, r->res);
+		r->nacc = 0;
+	}
+	return err;
+}
+
 /* Sums the entries of the blocks of db in [t0, t0 + len) per series, stack
  * and label set, stamped t0, into rows of rollups (in the caller's
- * transaction), an hour of blocks at a time.  A day also checks that it took
- * every entry its blocks hold (they hold only the day's). */
+ * transaction).  Each block is decoded once; memory holds ROLLUP_FOLD_AT
+ * entries gathered and the sum so far.  A day also checks that it took every
+ * entry its blocks hold (they hold only the day's). */
 static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact_stats *st)
 {
-	struct gather g = { NULL, 0, len, 0, 0, 0, NULL, 0, 0 };
-	struct cp_block_entry *acc = NULL, *m = NULL;
-	size_t nacc = 0, nm = 0;
+	struct rollup r = { NULL, 0, NULL, t0, len, 0 };
+	struct gather g = { NULL, 0, len, t0, t0 + len, 0, NULL, 0, 0, rollup_fold, ROLLUP_FOLD_AT, &r };
 	struct cp_block_reader rd = { 0 };
-	sqlite3_stmt *q = NULL, *ins = NULL, *meta = NULL;
-	int64_t res = 0, entries = 0, w;
+	sqlite3_stmt *q = NULL, *meta = NULL;
+	int64_t entries = 0;
 	int err;
 
 	if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0), coalesce(sum(entries), 0) FROM blocks"
@@ -377,7 +415,7 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 	sqlite3_bind_int64(meta, 1, t0);
 	sqlite3_bind_int64(meta, 2, t0 + len);
 	if (sqlite3_step(meta) == SQLITE_ROW) {
-		res = sqlite3_column_int64(meta, 0);
+		r.res = sqlite3_column_int64(meta, 0);
 		entries = sqlite3_column_int64(meta, 1);
 	} else {
 		err = cp_db_error(db, "summarizing samples");
@@ -388,40 +426,22 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 	if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
 				  " AND t_min < ?3 ORDER BY id", &q)) ||
 	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data)"
-				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &ins)))
+				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
+	    (err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))
 		goto out;
-	for (w = t0; !err && w < t0 + len; w += HOUR_NS) {
-		g.w0 = w;
-		g.w1 = w + HOUR_NS;
-		g.n = 0;
-		if ((err = gather_window(q, &rd, &g)))
-			break;
-		cp_qsort(g.e, g.n, sizeof(*g.e), cp_block_entry_cmp);
-		g.n = merge_entries(g.e, g.n);
-		if ((err = merge_runs(acc, nacc, g.e, g.n, &m, &nm)))
-			break;
-		free(acc);
-		acc = m;
-		nacc = nm;
-		/* a row when memory says so: rows of one time add up */
-		if (nacc >= ROLLUP_ROW_MAX) {
-			err = insert_rollup(ins, acc, nacc, t0, len, res);
-			nacc = 0;
-		}
-	}
-	if (!err && len == DAY_NS && g.taken != entries)
+	if (len == DAY_NS && g.taken != entries)
 		err = cp_error(EBADMSG, "a sample block is corrupt (%" PRId64 " entries where the blocks say %" PRId64
 					"): the day is not summarized", g.taken, entries);
-	if (!err && nacc)
-		err = insert_rollup(ins, acc, nacc, t0, len, res);
+	if (!err && r.nacc)
+		err = insert_rollup(r.ins, r.acc, r.nacc, t0, len, r.res);
 	if (!err)
 		st->rollups++;
 out:
 	sqlite3_finalize(q);
-	sqlite3_finalize(ins);
+	sqlite3_finalize(r.ins);
 	cp_block_reader_release(&rd);
 	free(g.e);
-	free(acc);
+	free(r.acc);
 	return err;
 }
 

@@ -133,3 +133,37 @@ for q in whole day last; do
 	[ "$rt" = "$qt" ] || exit 1
 done
 [ "$H" = 24 ] || echo "(the whole-range query reads about $(awk -v h="$H" 'BEGIN { print 24 / h }') times as many entries with whole days)"
+
+# BENCH_DS_REAL=DIR: a store recorded from a real machine (e.g. `cprof record --all -F 19` during a
+# build and test run), its days downsampled as if they were 3 days old (1m) and 15 days old (10m)
+# under faketime: entries and bytes of the sample partitions per tier, against store_gen's above
+if [ -n "${BENCH_DS_REAL:-}" ]; then
+	need_tools faketime sqlite3
+	parts_stats() { # DIR: entries and bytes of its partitions
+		e=0
+		for f in "$1"/parts/*.db; do
+			e=$((e + $(sqlite3 "$f" "SELECT coalesce(sum(entries), 0) FROM blocks")))
+		done
+		echo "$e $(du -cb "$1"/parts/*.db | tail -1 | cut -f1)"
+	}
+	rm -rf "$d/real"
+	cp -a "$BENCH_DS_REAL" "$d/real"
+	# whole pages: the recorder's open WAL folded in first
+	for f in "$d"/real/parts/*.db; do sqlite3 "$f" "PRAGMA wal_checkpoint(TRUNCATE); VACUUM" > /dev/null; done
+	read -r re rb <<-EOT
+	$(parts_stats "$d/real")
+	EOT
+	echo "a real store ($BENCH_DS_REAL): raw $re entries, $rb bytes"
+	for age in 3 15; do
+		rm -rf "$d/real$age"
+		cp -a "$d/real" "$d/real$age"
+		faketime -f "+${age}d" "$C" import --data "$d/real$age" --downsample "$POLICY" > /dev/null
+		for f in "$d"/real$age/parts/*.db; do sqlite3 "$f" "VACUUM" > /dev/null; done
+		read -r e by <<-EOT
+		$(parts_stats "$d/real$age")
+		EOT
+		awk -v a="$age" -v e="$e" -v b="$by" -v re="$re" -v rb="$rb" 'BEGIN {
+			printf "  as if %2d days old: %d entries (1/%.2f), %d bytes (1/%.2f), summaries included\n",
+				a, e, re / e, b, rb / b }'
+	done
+fi

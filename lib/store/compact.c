@@ -363,6 +363,19 @@ static int insert_rollup(sqlite3_stmt *ins, const struct cp_block_entry *e, size
 	return err;
 }
 
+/* Whether [t0, t0 + len) has blocks and no summary of len. */
+static bool rollup_due(sqlite3 *db, int64_t t0, int64_t len)
+{
+	char sql[192];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM rollups WHERE t_min = %" PRId64 " AND step = %" PRId64, t0, len);
+	if (cp_db_count(db, sql))
+		return false;
+	snprintf(sql, sizeof(sql), "SELECT EXISTS(SELECT 1 FROM blocks WHERE t_max >= %" PRId64 " AND t_min < %" PRId64 ")",
+		 t0, t0 + len);
+	return cp_db_count(db, sql) > 0;
+}
+
 /* a summary being made: the sum so far (sorted, merged), and where its rows go */
 struct rollup {
 	struct cp_block_entry *acc;
@@ -407,6 +420,7 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 	struct cp_block_reader rd = { 0 };
 	sqlite3_stmt *q = NULL, *meta = NULL;
 	int64_t entries = 0;
+	bool from_hours;
 	int err;
 
 	if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0), coalesce(sum(entries), 0) FROM blocks"
@@ -423,13 +437,21 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 	sqlite3_finalize(meta);
 	if (err)
 		return err;
-	if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
+	/* a day whose every hour with blocks is summarized: the sum of those
+	 * (a few million entries where its blocks hold tens of millions) */
+	from_hours = len == DAY_NS;
+	for (int64_t h = t0; from_hours && h < t0 + len; h += HOUR_NS)
+		from_hours = !rollup_due(db, h, HOUR_NS);
+	if ((err = cp_db_prepare(db, from_hours ?
+				  "SELECT rawlen, series, data, t_min FROM rollups WHERE ?1 > 0 AND t_min >= ?2"
+				  " AND t_max < ?3 AND step = 3600000000000 ORDER BY id" :
+				  "SELECT rawlen, series, data, t_min FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
 				  " AND t_min < ?3 ORDER BY id", &q)) ||
 	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data)"
 				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
 	    (err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))
 		goto out;
-	if (len == DAY_NS && g.taken != entries)
+	if (len == DAY_NS && !from_hours && g.taken != entries)
 		err = cp_error(EBADMSG, "a sample block is corrupt (%" PRId64 " entries where the blocks say %" PRId64
 					"): the day is not summarized", g.taken, entries);
 	if (!err && r.nacc)
@@ -443,19 +465,6 @@ out:
 	free(g.e);
 	free(r.acc);
 	return err;
-}
-
-/* Whether [t0, t0 + len) has blocks and no summary of len. */
-static bool rollup_due(sqlite3 *db, int64_t t0, int64_t len)
-{
-	char sql[192];
-
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM rollups WHERE t_min = %" PRId64 " AND step = %" PRId64, t0, len);
-	if (cp_db_count(db, sql))
-		return false;
-	snprintf(sql, sizeof(sql), "SELECT EXISTS(SELECT 1 FROM blocks WHERE t_max >= %" PRId64 " AND t_min < %" PRId64 ")",
-		 t0, t0 + len);
-	return cp_db_count(db, sql) > 0;
 }
 
 /* The summaries due in partition name (its day starting at day0): the day
@@ -476,11 +485,12 @@ static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_
 		return 0;
 	if ((err = cp_parts_open(&s->parts, name, &db)))
 		return err;
-	if (day0 + DAY_NS <= now && rollup_due(db, day0, DAY_NS))
-		due[n].t0 = day0, due[n++].len = DAY_NS;
+	/* the hours first: a day whose hours are all summarized is summed from them */
 	for (int64_t h = day0; h < day0 + DAY_NS && h + HOUR_NS <= now; h += HOUR_NS)
 		if (h + HOUR_NS > now - ROLLUP_HOURS_AGE && rollup_due(db, h, HOUR_NS))
 			due[n].t0 = h, due[n++].len = HOUR_NS;
+	if (day0 + DAY_NS <= now && rollup_due(db, day0, DAY_NS))
+		due[n].t0 = day0, due[n++].len = DAY_NS;
 	for (i = 0; !err && i < n; i++) {
 		if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "summarizing samples")) ||
 		    (err = rollup_period(db, due[i].t0, due[i].len, st)) ||

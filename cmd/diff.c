@@ -11,7 +11,7 @@
 #include "cmd.h"
 
 enum { OPT_FOCUS = 256, OPT_IGNORE, OPT_NORMALIZE, OPT_TITLE, OPT_BEFORE_RANGE, OPT_AFTER_RANGE, OPT_SIGNIFICANT,
-       OPT_NO_SIGNIFICANCE, OPT_FDR, OPT_BASELINE, OPT_RANGE, OPT_BY };
+       OPT_NO_SIGNIFICANCE, OPT_FDR, OPT_BASELINE, OPT_RANGE, OPT_BY, OPT_MIN_CHANGE };
 
 static const struct option options[] = {
 	{ "format", required_argument, NULL, 'f' },
@@ -28,6 +28,7 @@ static const struct option options[] = {
 	{ "significant", no_argument, NULL, OPT_SIGNIFICANT },
 	{ "no-significance", no_argument, NULL, OPT_NO_SIGNIFICANCE },
 	{ "fdr", required_argument, NULL, OPT_FDR },
+	{ "min-change", required_argument, NULL, OPT_MIN_CHANGE },
 	{ "baseline", required_argument, NULL, OPT_BASELINE },
 	{ "range", required_argument, NULL, OPT_RANGE },
 	{ "by", required_argument, NULL, OPT_BY },
@@ -66,6 +67,8 @@ const struct cmd cmd_diff = {
 	"      --after-range R   the time range of AFTER (e.g. now-1h..now)\n"
 	"      --significant     only the changes that are significant\n"
 	"      --fdr Q           the false discovery rate of those (default 0.01)\n"
+	"      --min-change PP   no change of share under PP points is significant\n"
+	"                        (default 0.5; 0: any change)\n"
 	"      --no-significance the plain subtraction, sorted by |delta|\n"
 	"      --baseline DUR    regressions: the last --range of every program (SELECTOR,\n"
 	"                        default cpu) against the same range DUR before (e.g. 1d, 1w):\n"
@@ -79,7 +82,7 @@ struct diff_opts {
 	const char *format, *sample_type, *focus, *ignore, *title, *output, *before_range, *after_range, *baseline, *range,
 		*by;
 	bool normalize, significant, no_significance;
-	double fdr;
+	double fdr, min_change; /* min_change: a share, 0..1 (negative: the default) */
 	int limit;
 };
 
@@ -130,7 +133,8 @@ static int run_baseline(const struct diff_opts *o, struct store_args *sa, int na
 		return usage_error("diff", "bad selector '%s': %s", selarg, cp_errmsg(err));
 	status = EXIT_FAIL;
 	if (store_get("diff", sa)) {
-		err = cp_regressions_find(sa->store, sel, o->by ? o->by : "comm", cp_now_ns(), range, base, o->fdr, &r);
+		err = cp_regressions_find(sa->store, sel, o->by ? o->by : "comm", cp_now_ns(), range, base, o->fdr,
+					  o->min_change, &r);
 		if (err) {
 			status = fail("diff", "%s: %s", selarg, cp_errmsg(err));
 		} else {
@@ -149,7 +153,7 @@ static int run_baseline(const struct diff_opts *o, struct store_args *sa, int na
 static int run_diff(int argc, char **argv)
 {
 	static const char *formats[] = { "table", "flamegraph", "folded", "json", "pprof", NULL };
-	struct diff_opts o = { .format = "table" };
+	struct diff_opts o = { .format = "table", .min_change = -1 };
 	struct cp_profile *before = NULL, *after = NULL, **iv[2] = { NULL, NULL };
 	size_t niv[2] = { 0, 0 };
 	struct cp_filter *filter = NULL;
@@ -183,6 +187,16 @@ static int run_diff(int argc, char **argv)
 			o.fdr = strtod(optarg, &end);
 			if (end == optarg || *end || !(o.fdr > 0 && o.fdr < 1))
 				return usage_error("diff", "bad --fdr '%s': want a number between 0 and 1, e.g. 0.05", optarg);
+			break;
+		}
+		case OPT_MIN_CHANGE: {
+			char *end;
+			double pp = strtod(optarg, &end);
+
+			if (end == optarg || *end || !(pp >= 0 && pp < 100))
+				return usage_error("diff", "bad --min-change '%s': want percentage points from 0 to 100, e.g. 0.5",
+						   optarg);
+			o.min_change = pp / 100;
 			break;
 		}
 		case 'o': o.output = optarg; break;
@@ -257,7 +271,7 @@ static int run_diff(int argc, char **argv)
 		goto out;
 	{
 		struct cp_render_diff_opts ro = { o.limit, o.normalize, o.title, false, false, 0, !o.no_significance,
-						  o.significant, o.fdr, { iv[0], iv[1] }, { niv[0], niv[1] } };
+						  o.significant, o.fdr, { iv[0], iv[1] }, { niv[0], niv[1] }, o.min_change };
 
 		err = cp_render_diff(out.f, o.format, before, vb, after, va, &ro);
 	}

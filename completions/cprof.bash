@@ -143,7 +143,7 @@ _cprof_takes_arg()
 	-i | --input | -o | --output | -f | --format | -t | --sample-type | \
 		--focus | --ignore | -n | --limit | --title | \
 		--data | --since | --from | --to | --group-by | --values | --step | \
-		--before-range | --after-range | --fdr | --baseline | --range | --by | \
+		--before-range | --after-range | --fdr | --min-change | --baseline | --range | --by | \
 		-l | --label | --time | --name | --retention | \
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --debuginfod | --remote | --spool | --spool-size | \

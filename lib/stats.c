@@ -228,3 +228,18 @@ int cp_stats_bh(const double *p, size_t n, double *q)
 	free(s);
 	return 0;
 }
+
+double cp_stats_p_beyond(const struct cp_stats_test *t, double m)
+{
+	double x, p;
+
+	if (!(m > 0))
+		return t->p;
+	if (!(t->se > 0))
+		return fabs(t->delta) > m ? t->p : 1;
+	x = (fabs(t->delta) - m) / t->se;
+	if (x <= 0)
+		return 1;
+	p = 2 * (t->df > 0 ? cp_stats_t_sf(x, t->df) : cp_stats_norm_sf(x));
+	return p > 1 ? 1 : p;
+}

@@ -48,6 +48,12 @@ bool cp_stats_welch_w(const double *a, const double *wa, size_t na, const double
  * p-value, unpooled for the interval). */
 bool cp_stats_prop(double xa, double na, double xb, double nb, double level, struct cp_stats_test *out);
 
+/* The two-sided p-value of |delta| <= m against |delta| > m, from t's
+ * delta, se and df (df 0: normal): 2 P(T > (|delta| - m) / se), at most 1
+ * (1 when |delta| <= m); t->p itself when m is 0.  A test of a change of
+ * more than m, where t->p tests a change of anything. */
+double cp_stats_p_beyond(const struct cp_stats_test *t, double m);
+
 /* Benjamini-Hochberg adjusted p-values (q-values): q[i] <= alpha means test
  * i is a discovery at false discovery rate alpha.  q may be p. */
 int cp_stats_bh(const double *p, size_t n, double *q);

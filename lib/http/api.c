@@ -495,7 +495,7 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_store_result *rb = NULL, *ra = NULL;
 	struct cp_selector *sb = NULL, *sa = NULL;
 	struct cp_filter *filter = NULL;
-	struct cp_render_diff_opts o = { 0 };
+	struct cp_render_diff_opts o = { .min_change = -1 };
 	struct cp_profile **iv[2] = { NULL, NULL };
 	int64_t from, to, bf, bt, af, at;
 	size_t nb = 0, na = 0, i, niv[2] = { 0, 0 };
@@ -607,7 +607,7 @@ static void h_regressions(struct cp_req *r, struct cp_resp *out, void *arg)
 		cp_resp_error(out, 500, "%s", cp_errmsg(errno));
 		goto out;
 	}
-	err = cp_regressions_find(st, sel, by && *by ? by : "comm", cp_now_ns(), range, base, fdr, &reg);
+	err = cp_regressions_find(st, sel, by && *by ? by : "comm", cp_now_ns(), range, base, fdr, -1, &reg);
 	cp_shared_release(s->store, st);
 	if (err) {
 		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));

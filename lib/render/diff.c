@@ -44,11 +44,11 @@ static int significance(const struct cp_fn_table *ft, const struct cp_profile *b
 	if (o->niv[0] && o->niv[1]) {
 		const int vidx[2] = { vb, va };
 
-		err = cp_diffstat_intervals(ft, o->iv, o->niv, vidx, o->alpha, ds);
+		err = cp_diffstat_intervals(ft, o->iv, o->niv, vidx, o->alpha, o->min_change, ds);
 	} else if (o->significance) {
 		const double n[2] = { sample_count(before, vb), sample_count(after, va) };
 
-		err = cp_diffstat_counts(ft, n, o->alpha, ds);
+		err = cp_diffstat_counts(ft, n, o->alpha, o->min_change, ds);
 	} else {
 		return 0;
 	}
@@ -94,9 +94,9 @@ static int sig_comments(struct cp_profile *p, const struct cp_fn_table *ft, cons
 
 	if (!order)
 		return cp_error(ENOMEM, "out of memory ordering the changes");
-	snprintf(line, sizeof(line), "cprof diff: %s, %zu %s before, %zu after; %u significant changes at FDR %g",
+	snprintf(line, sizeof(line), "cprof diff: %s, %zu %s before, %zu after; %u significant changes of more than %gpp at FDR %g",
 		 cp_diffstat_method_name(ds), ds->n[0], ds->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "samples",
-		 ds->n[1], ds->nsignificant, ds->alpha);
+		 ds->n[1], ds->nsignificant, 100 * ds->min_change, ds->alpha);
 	err = cp_profile_add_comment(p, line);
 	for (uint32_t i = 0; !err && i < n; i++) {
 		for (int j = 0; !err && j < 2; j++) {

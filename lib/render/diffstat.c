@@ -54,11 +54,13 @@ static int adjust(struct cp_diffstat *d)
 	return 0;
 }
 
-static int start(const struct cp_fn_table *t, double alpha, enum cp_diffstat_method m, struct cp_diffstat *d)
+static int start(const struct cp_fn_table *t, double alpha, double min_change, enum cp_diffstat_method m,
+		 struct cp_diffstat *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->method = m;
 	d->alpha = alpha > 0 && alpha < 1 ? alpha : CP_DIFF_FDR;
+	d->min_change = min_change >= 0 && min_change < 1 ? min_change : CP_DIFF_MIN_CHANGE;
 	d->level = 1 - d->alpha;
 	d->nrows = t->nrows;
 	if (t->nrows && !(d->rows = calloc(t->nrows, sizeof(*d->rows))))
@@ -69,13 +71,13 @@ static int start(const struct cp_fn_table *t, double alpha, enum cp_diffstat_met
 }
 
 int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const *const iv[2], const size_t n[2],
-			  const int vidx[2], double alpha, struct cp_diffstat *d)
+			  const int vidx[2], double alpha, double min_change, struct cp_diffstat *d)
 {
 	/* shares[(row * 2 + kind) * (n0 + n1) + column]: the intervals of side 0, then of side 1;
 	 * weight[column]: the interval's samples */
 	double *shares = NULL, *weight = NULL;
 	size_t cols = 0, used[2] = { 0, 0 }, ntested = 0;
-	int err = start(t, alpha, CP_DIFFSTAT_INTERVALS, d);
+	int err = start(t, alpha, min_change, CP_DIFFSTAT_INTERVALS, d);
 
 	if (err)
 		return err;
@@ -139,6 +141,7 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 			st->share[0] = sa / wa;
 			st->share[1] = sb / wb;
 			st->tested = cp_stats_welch_w(a, weight, used[0], b, weight + n[0], used[1], d->level, &st->t);
+			st->t.p = cp_stats_p_beyond(&st->t, d->min_change);
 			ntested += st->tested;
 		}
 	}
@@ -156,9 +159,10 @@ out:
 	return err;
 }
 
-int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], double alpha, struct cp_diffstat *d)
+int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], double alpha, double min_change,
+		       struct cp_diffstat *d)
 {
-	int err = start(t, alpha, CP_DIFFSTAT_COUNTS, d);
+	int err = start(t, alpha, min_change, CP_DIFFSTAT_COUNTS, d);
 
 	if (err)
 		return err;
@@ -179,6 +183,7 @@ int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], dou
 			st->share[0] = x0;
 			st->share[1] = x1;
 			st->tested = cp_stats_prop(x0 * samples[0], samples[0], x1 * samples[1], samples[1], d->level, &st->t);
+			st->t.p = cp_stats_p_beyond(&st->t, d->min_change);
 		}
 	}
 	if ((err = adjust(d)))

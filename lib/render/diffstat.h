@@ -39,6 +39,17 @@
  * function over 2 minutes at 99 Hz is still found (docs/DIFF.md). */
 #define CP_DIFF_FDR 0.01
 
+/* The smallest change of a share called significant, however sure: half a
+ * percentage point.  Each side's intervals tell how much a share varies
+ * within a run, not between runs, and some shares move between two runs of
+ * the same program: the kernel's timer interrupt frames, whose share depends
+ * on the sampling clock's phase against the tick, which is fixed for a run,
+ * moved by 0.1 to 0.3 points between 2-minute runs of bench/diff_workload
+ * at 99 Hz, and were all that its A/A pairs flagged (docs/DIFF.md).  A change
+ * is then significant when the test rejects |change| <= this, not change = 0
+ * (cp_stats_p_beyond). */
+#define CP_DIFF_MIN_CHANGE 0.005
+
 enum cp_diffstat_method { CP_DIFFSTAT_INTERVALS, CP_DIFFSTAT_COUNTS };
 
 struct cp_fn_stat {
@@ -53,6 +64,7 @@ struct cp_diffstat {
 	enum cp_diffstat_method method;
 	size_t n[2];         /* intervals (counts: samples) per side */
 	double alpha, level; /* the FDR asked for; the intervals' confidence level (1 - alpha) */
+	double min_change;   /* the change of share tested against (0..1; CP_DIFF_MIN_CHANGE) */
 	uint32_t nrows;      /* the table's rows when made */
 	struct cp_fn_stat (*rows)[2]; /* rows[i][0]: self, rows[i][1]: total; i as in the table */
 	uint32_t nsignificant;        /* rows with either significant */
@@ -60,12 +72,15 @@ struct cp_diffstat {
 
 /* iv[s][0..n[s]): side s's interval profiles, value index vidx[s]; t is
  * the diff's table of the two sides' sums.  Intervals without samples are
- * left out. */
+ * left out.  min_change: the change of share below which nothing is
+ * significant (0 to 1; negative: CP_DIFF_MIN_CHANGE): each test's p is then
+ * that of |change| <= min_change (cp_stats_p_beyond). */
 int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const *const iv[2], const size_t n[2],
-			  const int vidx[2], double alpha, struct cp_diffstat *out);
+			  const int vidx[2], double alpha, double min_change, struct cp_diffstat *out);
 /* One profile a side: samples[s] the number of samples side s's total
  * stands for (the values are scaled to counts by samples / total). */
-int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], double alpha, struct cp_diffstat *out);
+int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], double alpha, double min_change,
+		       struct cp_diffstat *out);
 void cp_diffstat_release(struct cp_diffstat *d);
 
 /* The rows in the order a reader wants them: significant changes first,

@@ -269,11 +269,11 @@ int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_
 	free(order);
 	if (d)
 		json_object_set_new(root, "significance",
-				    json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:I}", "method",
+				    json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:I}", "method",
 					      d->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "counts", "description",
 					      cp_diffstat_method_name(d), "before", (json_int_t)d->n[0], "after",
-					      (json_int_t)d->n[1], "alpha", d->alpha, "level", d->level, "significant",
-					      (json_int_t)d->nsignificant));
+					      (json_int_t)d->n[1], "alpha", d->alpha, "level", d->level, "min_change",
+					      d->min_change, "significant", (json_int_t)d->nsignificant));
 	json_object_set_new(root, "unit", json_string(o->unit ? o->unit : ""));
 	json_object_set_new(root, "total_before", json_integer(t->total[0]));
 	json_object_set_new(root, "total_after", json_integer(t->total[1]));

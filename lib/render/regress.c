@@ -100,7 +100,7 @@ static int load_side(struct cp_store *st, const struct cp_selector *sel, const c
 }
 
 /* the group's test, as cprof diff's (its own q-values are redone over all groups) */
-static int compare(struct group *g, double alpha)
+static int compare(struct group *g, double alpha, double min_change)
 {
 	const int vidx[2] = { 0, 0 };
 	int err;
@@ -114,7 +114,7 @@ static int compare(struct group *g, double alpha)
 	if (g->ft->total[0] <= 0 || g->ft->total[1] <= 0)
 		return 0;
 	err = cp_diffstat_intervals(g->ft, (struct cp_profile *const *const[2]){ g->iv[0], g->iv[1] }, g->n, vidx,
-				    alpha, &g->ds);
+				    alpha, min_change, &g->ds);
 	if (err == -EINVAL)
 		return 0; /* a side without samples */
 	g->compared = !err;
@@ -132,7 +132,7 @@ static int by_change(const void *a, const void *b)
 }
 
 int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const char *by, int64_t to, int64_t range,
-			int64_t baseline, double alpha, struct cp_regressions *out)
+			int64_t baseline, double alpha, double min_change, struct cp_regressions *out)
 {
 	struct groups gs = { 0 };
 	double *p = NULL;
@@ -145,6 +145,7 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 	out->to = to;
 	out->baseline = baseline;
 	out->alpha = alpha > 0 && alpha < 1 ? alpha : CP_DIFF_FDR;
+	out->min_change = min_change >= 0 && min_change < 1 ? min_change : CP_DIFF_MIN_CHANGE;
 	if (range <= 0 || baseline <= 0)
 		return cp_error(EINVAL, "the range and the baseline must be positive");
 	if ((err = load_side(s, sel, by, to - range - baseline, to - baseline, 0, &gs)) ||
@@ -152,7 +153,7 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 		goto out;
 	out->ngroups = gs.n;
 	for (size_t i = 0; i < gs.n; i++) {
-		if ((err = compare(&gs.g[i], out->alpha)))
+		if ((err = compare(&gs.g[i], out->alpha, out->min_change)))
 			goto out;
 		if (!gs.g[i].compared)
 			continue;
@@ -290,8 +291,9 @@ static int render_json(FILE *out, const struct cp_regressions *r)
 						      x->st.t.p, "q", x->st.q, "intervals_before", (json_int_t)x->n[0],
 						      "intervals_after", (json_int_t)x->n[1]));
 	}
-	root = json_pack("{s:s,s:s,s:s,s:s,s:f,s:s,s:I,s:I,s:o}", "by", r->by, "from", utc(r->from, a, sizeof(a)),
+	root = json_pack("{s:s,s:s,s:s,s:s,s:f,s:f,s:s,s:I,s:I,s:o}", "by", r->by, "from", utc(r->from, a, sizeof(a)),
 			 "to", utc(r->to, b, sizeof(b)), "baseline", span(r->baseline, c, sizeof(c)), "alpha", r->alpha,
+			 "min_change", r->min_change,
 			 "method", "Welch's t test over the intervals (weighted by their samples), Benjamini-Hochberg over all the groups", "groups",
 			 (json_int_t)r->ngroups, "compared", (json_int_t)r->ncompared, "regressions", rows);
 	if (!root)
@@ -312,8 +314,8 @@ int cp_render_regressions(FILE *out, const struct cp_regressions *r, bool json)
 		return render_json(out, r);
 	fprintf(out, "Regressions: %s to %s against the same %s %s before, by %s\n", utc(r->from, a, sizeof(a)),
 		utc(r->to, b, sizeof(b)), span(r->to - r->from, c, sizeof(c)), span(r->baseline, d, sizeof(d)), r->by);
-	fprintf(out, "Welch's t test over the intervals, weighted by their samples; significant: q <= %g over all the groups' tests "
-		     "(Benjamini-Hochberg)\n", r->alpha);
+	fprintf(out, "Welch's t test over the intervals, weighted by their samples; significant: a change of more than %gpp "
+		     "at q <= %g over all the groups' tests (Benjamini-Hochberg)\n", 100 * r->min_change, r->alpha);
 	fprintf(out, "%zu significant growths in %zu of %zu groups compared (%zu seen)\n", r->nrows,
 		groups_with_rows(r), r->ncompared, r->ngroups);
 	if (!r->nrows)

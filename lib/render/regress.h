@@ -37,16 +37,18 @@ struct cp_regression { /* one per function that grew */
 struct cp_regressions {
 	const char *by;
 	int64_t from, to, baseline; /* the recent range [from, to); the baseline is baseline earlier */
-	double alpha;
+	double alpha, min_change;
 	size_t ngroups, ncompared;  /* groups seen, groups with samples on both sides */
 	struct cp_regression *rows; /* significant growths, largest change first */
 	size_t nrows;
 };
 
 /* The regressions of the series sel matches, grouped by label `by`, over
- * [to - range, to) against the same range `baseline` earlier. */
+ * [to - range, to) against the same range `baseline` earlier; alpha and
+ * min_change as cp_diffstat_intervals takes them (0 and negative: the
+ * defaults). */
 int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const char *by, int64_t to, int64_t range,
-			int64_t baseline, double alpha, struct cp_regressions *out);
+			int64_t baseline, double alpha, double min_change, struct cp_regressions *out);
 void cp_regressions_release(struct cp_regressions *r);
 
 /* A table (one row per regression, worst first) or JSON. */

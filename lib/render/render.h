@@ -72,11 +72,14 @@ struct cp_render_diff_opts {
 	uint32_t max_nodes; /* of that tree */
 	/* significance (diffstat.h): with intervals (niv[0] and niv[1] > 0)
 	 * Welch's test over them, else with `significance` the test of sample
-	 * counts; alpha the false discovery rate (0: CP_DIFF_FDR) */
+	 * counts; alpha the false discovery rate (0: CP_DIFF_FDR); min_change
+	 * the smallest change of share called significant (negative:
+	 * CP_DIFF_MIN_CHANGE) */
 	bool significance, only_significant;
 	double alpha;
 	struct cp_profile *const *iv[2];
 	size_t niv[2];
+	double min_change;
 };
 /* Compare before (value vb) with after (va) in format table, json, folded,
  * flamegraph or pprof (the -diff_base form, gzipped). */

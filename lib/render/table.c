@@ -169,10 +169,10 @@ static int stat_table(FILE *out, const struct cp_fn_table *t, const struct cp_di
 	shown = o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
 	fprintf(out, "Before: %s total   After: %s total\n", cp_format_value(t->total[0], o->unit, a, sizeof(a)),
 		cp_format_value(t->total[1], o->unit, b, sizeof(b)));
-	fprintf(out, "Significance: %s (%zu %s before, %zu after); significant (*): q <= %g, the false "
-		     "discovery rate (Benjamini-Hochberg); intervals at %g%%\n",
+	fprintf(out, "Significance: %s (%zu %s before, %zu after); significant (*): a change of more than %gpp "
+		     "at q <= %g, the false discovery rate (Benjamini-Hochberg); intervals at %g%%\n",
 		cp_diffstat_method_name(d), d->n[0], d->method == CP_DIFFSTAT_INTERVALS ? "intervals" : "samples", d->n[1],
-		d->alpha, 100 * d->level);
+		100 * d->min_change, d->alpha, 100 * d->level);
 	fprintf(out, "Significant changes: %u of %u functions%s\n", d->nsignificant, d->nrows,
 		o->only_significant ? " (only those shown)" : "");
 	if (shown < n)

@@ -53,6 +53,15 @@ is "$(printf '%s' "$j" | jq -r '.rows[] | select(.name == "f1") | .self | [.sign
 	"true true true true" "json: f1's self change is about +3 points, inside its interval, q < 0.05"
 is "$(printf '%s' "$j" | jq '[.rows[] | select(.name != "f1") | .self.significant] | any')" false \
 	"json: no other function's self change is significant (they shrink by a third of a point)"
+is "$(printf '%s' "$j" | jq -r '.significance | [.alpha, .min_change] | join(" ")')" "0.01 0.005" \
+	"json: the false discovery rate and the smallest change called significant"
+# the floor: f1's 3 points are not more than 5, however sure; a bad one is a usage error
+run d --min-change 5 '{run="a1"}' '{run="b"}'
+like "$out" 'Significant changes: 0 of ' "--min-change 5: f1's growth of 3 points is not significant"
+like "$out" 'a change of more than 5pp at q <= 0.01' "... and the header says the floor"
+run d --min-change -1 '{run="a1"}' '{run="b"}'
+is "$rc" 2 "--min-change -1: exit 2"
+like "$err" "bad --min-change '-1'" "... with a message"
 run d --significant -f json '{run="a1"}' '{run="b"}'
 is "$(printf '%s' "$out" | jq -r '[.rows[].name] | join(" ")')" "f1" "--significant keeps only f1"
 # the differential flame graph: a change that chance explains is grey
@@ -82,11 +91,15 @@ like "$out" 'Significant changes: 0 of ' "A/A (the same shares, other draws): no
 run d '{run="burst1"}' '{run="burst2"}'
 like "$out" 'Significant changes: 0 of ' "bursty intervals: nothing significant over the intervals"
 # ... where the test of counts, taking the samples as independent, is fooled (these draws: f1 -1.1
-# points, q 0.028: flagged at the usual 0.05, which the default 0.01 leaves out)
+# points, q 0.028: flagged at the usual 0.05 and any change, which the defaults, 0.01 and more
+# than half a point, leave out)
 "$CPROF" query --data "$S" --since 1h '{run="burst1"}' -f pprof -o "$T/u1.pb.gz"
 "$CPROF" query --data "$S" --since 1h '{run="burst2"}' -f pprof -o "$T/u2.pb.gz"
+run "$CPROF" diff --fdr 0.05 --min-change 0 "$T/u1.pb.gz" "$T/u2.pb.gz"
+like "$out" 'Significant changes: 1 of ' \
+	"the same bursty data as two files: the counts test flags a change that is chance (--fdr 0.05 --min-change 0)"
 run "$CPROF" diff --fdr 0.05 "$T/u1.pb.gz" "$T/u2.pb.gz"
-like "$out" 'Significant changes: 1 of ' "the same bursty data as two files: the counts test flags a change that is chance (--fdr 0.05)"
+like "$out" 'Significant changes: 0 of ' "... which the default floor of half a point leaves out"
 # one selector at two ranges is two sides too
 run d --before-range now-1000s..now-600s --after-range now-600s..now-300s '{run=~"a1|b"}'
 like "$out" '12 intervals before, 12 after' "one selector at two ranges: 12 intervals a side"

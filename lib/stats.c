@@ -231,15 +231,16 @@ int cp_stats_bh(const double *p, size_t n, double *q)
 
 double cp_stats_p_beyond(const struct cp_stats_test *t, double m)
 {
-	double x, p;
+	double x, y, p;
 
 	if (!(m > 0))
 		return t->p;
 	if (!(t->se > 0))
 		return fabs(t->delta) > m ? t->p : 1;
+	/* the least favourable null is the edge nearer the estimate, a change
+	 * of m its way: an estimate at least this far from it, either way */
 	x = (fabs(t->delta) - m) / t->se;
-	if (x <= 0)
-		return 1;
-	p = 2 * (t->df > 0 ? cp_stats_t_sf(x, t->df) : cp_stats_norm_sf(x));
+	y = (fabs(t->delta) + m) / t->se;
+	p = t->df > 0 ? cp_stats_t_sf(x, t->df) + cp_stats_t_sf(y, t->df) : cp_stats_norm_sf(x) + cp_stats_norm_sf(y);
 	return p > 1 ? 1 : p;
 }

@@ -48,10 +48,12 @@ bool cp_stats_welch_w(const double *a, const double *wa, size_t na, const double
  * p-value, unpooled for the interval). */
 bool cp_stats_prop(double xa, double na, double xb, double nb, double level, struct cp_stats_test *out);
 
-/* The two-sided p-value of |delta| <= m against |delta| > m, from t's
- * delta, se and df (df 0: normal): 2 P(T > (|delta| - m) / se), at most 1
- * (1 when |delta| <= m); t->p itself when m is 0.  A test of a change of
- * more than m, where t->p tests a change of anything. */
+/* The p-value of |delta| <= m against |delta| > m, from t's delta, se and
+ * df (df 0: normal): under the least favourable null, a true change of m
+ * towards the estimate, the chance of an estimate at least as far from it
+ * either way, P(T > (|delta| - m) / se) + P(T > (|delta| + m) / se), at
+ * most 1; t->p itself when m is 0 (where it is 2 P(T > |delta| / se)).  A
+ * test of a change of more than m, where t->p tests a change at all. */
 double cp_stats_p_beyond(const struct cp_stats_test *t, double m);
 
 /* Benjamini-Hochberg adjusted p-values (q-values): q[i] <= alpha means test

@@ -14,21 +14,26 @@ static int nomem(void)
 	return cp_error(ENOMEM, "out of memory testing the changes of the diff");
 }
 
-/* q-values over every tested row and kind; the significant ones marked */
+bool cp_diffstat_counted(const struct cp_diffstat *d, const struct cp_fn_stat *s)
+{
+	return s->tested && s->share[0] + s->share[1] >= d->min_change;
+}
+
+/* q-values over every counted row and kind; the significant ones marked */
 static int adjust(struct cp_diffstat *d)
 {
 	size_t n = 0, k = 0;
 	double *p;
 
 	for (uint32_t i = 0; i < d->nrows; i++)
-		n += (size_t)d->rows[i][0].tested + (size_t)d->rows[i][1].tested;
+		n += (size_t)cp_diffstat_counted(d, &d->rows[i][0]) + (size_t)cp_diffstat_counted(d, &d->rows[i][1]);
 	if (!n)
 		return 0;
 	if (!(p = malloc(n * sizeof(*p))))
 		return nomem();
 	for (uint32_t i = 0; i < d->nrows; i++)
 		for (int j = 0; j < 2; j++)
-			if (d->rows[i][j].tested)
+			if (cp_diffstat_counted(d, &d->rows[i][j]))
 				p[k++] = d->rows[i][j].t.p;
 	if (cp_stats_bh(p, n, p)) {
 		free(p);
@@ -42,7 +47,7 @@ static int adjust(struct cp_diffstat *d)
 		for (int j = 0; j < 2; j++) {
 			struct cp_fn_stat *s = &d->rows[i][j];
 
-			if (!s->tested)
+			if (!cp_diffstat_counted(d, s))
 				continue;
 			s->q = p[k++];
 			s->significant = s->q <= d->alpha;

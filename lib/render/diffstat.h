@@ -83,6 +83,13 @@ int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], dou
 		       struct cp_diffstat *out);
 void cp_diffstat_release(struct cp_diffstat *d);
 
+/* Whether test s counts among the diff's tests (Benjamini-Hochberg's n):
+ * tested, and the function's shares before and after add up to at least
+ * the smallest change, without which its change cannot exceed it (an
+ * independent filter: it looks at the sum, which does not tell where the
+ * change went).  The others keep q 1. */
+bool cp_diffstat_counted(const struct cp_diffstat *d, const struct cp_fn_stat *s);
+
 /* The rows in the order a reader wants them: significant changes first,
  * largest |change of share| (self, else total) first, then the rest by the
  * same; only the significant ones when only_significant.  NULL when out of

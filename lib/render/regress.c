@@ -159,7 +159,8 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 			continue;
 		out->ncompared++;
 		for (uint32_t r = 0; r < gs.g[i].ds.nrows; r++)
-			np += (size_t)gs.g[i].ds.rows[r][0].tested + (size_t)gs.g[i].ds.rows[r][1].tested;
+			np += (size_t)cp_diffstat_counted(&gs.g[i].ds, &gs.g[i].ds.rows[r][0]) +
+			      (size_t)cp_diffstat_counted(&gs.g[i].ds, &gs.g[i].ds.rows[r][1]);
 	}
 	/* one false discovery rate for the whole list */
 	if (np && !(p = malloc(np * sizeof(*p)))) {
@@ -169,7 +170,7 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 	for (size_t i = 0; i < gs.n; i++)
 		for (uint32_t r = 0; gs.g[i].compared && r < gs.g[i].ds.nrows; r++)
 			for (int j = 0; j < 2; j++)
-				if (gs.g[i].ds.rows[r][j].tested)
+				if (cp_diffstat_counted(&gs.g[i].ds, &gs.g[i].ds.rows[r][j]))
 					p[k++] = gs.g[i].ds.rows[r][j].t.p;
 	if (np && (err = cp_stats_bh(p, np, p)))
 		goto out;
@@ -185,7 +186,7 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 			for (int j = 0; j < 2; j++) {
 				st[j] = g->ds.rows[r][j];
 				grew[j] = false;
-				if (!st[j].tested)
+				if (!cp_diffstat_counted(&g->ds, &st[j]))
 					continue;
 				st[j].q = p[k++];
 				st[j].significant = st[j].q <= out->alpha;

@@ -593,7 +593,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->o = *o;
 	r->o.pids = NULL; /* the caller's: only read here, below */
 	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
-	r->offcpu_period = o->offcpu_period_ns ? o->offcpu_period_ns : 10000000;
+	r->offcpu_period = o->offcpu_period_ns ? o->offcpu_period_ns : cp_recorder_offcpu_period(o->freq);
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
 	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX + CP_PY_FRAMES_MAX, sizeof(*r->locs));
 	r->procs = cp_procs_new();
@@ -1073,4 +1073,11 @@ void cp_recorder_summary(struct cp_recorder *r, FILE *out, int64_t ns)
 		fprintf(out, " (%llu lost: ring buffer full)", (unsigned long long)c.dropped);
 	if (cp_log_enabled(CP_LOG_DEBUG))
 		cp_recorder_debug(r, out);
+}
+
+uint64_t cp_recorder_offcpu_period(int freq)
+{
+	uint64_t p = 1000000000ull / (uint64_t)(freq > 0 ? freq : 19) / 1000000 * 1000000; /* whole ms */
+
+	return p < 1000000 ? 1000000 : p > 1000000000 ? 1000000000 : p;
 }

@@ -43,8 +43,14 @@ struct cp_recorder_opts {
 	bool offcpu;          /* also the time threads spend off the CPU (sampler.h): per process, a
 			       * second profile of type "offcpu" (nanoseconds, labelled state S, D or
 			       * R); in the one profile, a third value, offcpu nanoseconds */
-	uint64_t offcpu_period_ns, offcpu_min_ns; /* sampler.h's */
+	uint64_t offcpu_period_ns, offcpu_min_ns; /* sampler.h's; period 0: cp_recorder_offcpu_period */
 };
+
+/* The off-CPU period when none is given: the sampling period, 1/freq (freq 0:
+ * the default 19 Hz), within 1 ms and 1 s, so that a thread's waits get about
+ * as many stacks per second of waiting as its CPU time gets samples per
+ * second of running (a wall-clock profile of the two is evenly sampled). */
+uint64_t cp_recorder_offcpu_period(int freq);
 
 /* Loads the symbol tables and starts sampling.  NULL + errno, with the
  * message (privileges, a kernel feature) in cp_errmsg(). */

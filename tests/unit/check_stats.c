@@ -132,21 +132,23 @@ START_TEST(test_bh)
 }
 END_TEST
 
-/* a change of more than m: 2 P(T > (|delta| - m) / se); with df 2,
- * P(T > x) = 1/2 - x / (2 sqrt(x^2 + 2)), so x = 2 gives 1 - 2 / sqrt(6);
- * the normal's P(Z > 2.5) = 0.0062096653 (tables) */
+/* a change of more than m: P(T > (|delta| - m) / se) + P(T > (|delta| +
+ * m) / se); with df 2, P(T > x) = 1/2 - x / (2 sqrt(x^2 + 2)): delta 3, se
+ * 1, m 1 gives x = 2 and 4, 1 - 1 / sqrt(6) - 2 / sqrt(18); m 3 gives 0 and
+ * 6, 1 - 3 / sqrt(38); the normal's P(Z > 2.5) = 0.0062096653 and P(Z >
+ * 3.5) = 0.0002326291 (tables) */
 START_TEST(test_p_beyond)
 {
 	struct cp_stats_test t = { 3, 1, 2, 0, 0, 0.123 };
 	struct cp_stats_test z = { -0.03, 0.01, 0, 0, 0, 0.0027 };
 
 	ck_assert_double_eq(cp_stats_p_beyond(&t, 0), 0.123); /* m 0: the test of 0 itself */
-	ck_assert_double_eq_tol(cp_stats_p_beyond(&t, 1), 1 - 2 / sqrt(6), 1e-12);
-	ck_assert_double_eq(cp_stats_p_beyond(&t, 3), 1);   /* |delta| <= m */
-	ck_assert_double_eq(cp_stats_p_beyond(&t, 3.5), 1);
+	ck_assert_double_eq_tol(cp_stats_p_beyond(&t, 1), 1 - 1 / sqrt(6) - 2 / sqrt(18), 1e-12);
+	ck_assert_double_eq_tol(cp_stats_p_beyond(&t, 3), 1 - 3 / sqrt(38), 1e-12); /* at the edge: about 1/2 */
+	ck_assert_double_gt(cp_stats_p_beyond(&t, 30), 0.99); /* well inside: about 1 */
 	t.delta = -3; /* either direction */
-	ck_assert_double_eq_tol(cp_stats_p_beyond(&t, 1), 1 - 2 / sqrt(6), 1e-12);
-	ck_assert_double_eq_tol(cp_stats_p_beyond(&z, 0.005), 2 * 0.0062096653, 1e-9);
+	ck_assert_double_eq_tol(cp_stats_p_beyond(&t, 1), 1 - 1 / sqrt(6) - 2 / sqrt(18), 1e-12);
+	ck_assert_double_eq_tol(cp_stats_p_beyond(&z, 0.005), 0.0062096653 + 0.0002326291, 1e-9);
 	/* a larger margin never makes a change more significant */
 	for (double m = 0.001, last = 0; m < 0.04; m += 0.001) {
 		double p = cp_stats_p_beyond(&z, m);

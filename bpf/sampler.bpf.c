@@ -82,7 +82,7 @@ struct offcpu_task {
 	__u32 seq;   /* its waits, numbered */
 	__u32 state; /* CP_OFFCPU_* of the wait */
 	__u32 sent;  /* the wait's stacks were sent */
-	__u32 pad;
+	__u32 rng;   /* xorshift32 state for the choice (0: not seeded yet) */
 	__u64 acc;   /* the length of its waits since the last end sent */
 };
 
@@ -475,10 +475,18 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (o->seq <= 4 || pred == 0 || pred >= offcpu_period_ns) {
 		thr = 0;
 	} else {
+		__u32 x = o->rng ? o->rng : bpf_get_prandom_u32() | 1;
+
 		thr = pred * offcpu_thr_per_ns; /* < 2^32 */
 		if (thr < (1ull << 20))
 			thr = 1ull << 20; /* 1/4096 */
-		if (bpf_get_prandom_u32() >= thr)
+		/* the thread's own generator (xorshift32, seeded from the
+		 * kernel's once): a helper call less on every switch */
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		o->rng = x;
+		if (x >= thr)
 			return 0;
 	}
 	st = bpf_map_lookup_elem(&stats, &zero);

@@ -105,7 +105,7 @@ const struct cmd cmd_record = {
 	"      --off-cpu           also where threads wait off the CPU (type offcpu, state\n"
 	"                          S sleep, D disk/uninterruptible, R waiting for a CPU)\n"
 	"      --off-cpu-min DUR   leave out waits shorter than DUR (default 0s)\n"
-	"      --off-cpu-period DUR  sample shorter waits in proportion (default 10ms)\n"
+	"      --off-cpu-period DUR  sample shorter waits in proportion (default 1/-F: 52ms)\n"
 	"      --debuginfo-path P  where separate debug files are looked for\n"
 	"                          (default: libdw's, /usr/lib/debug/.build-id)\n"
 	"      --debuginfod URLS   fetch missing debug files from these debuginfod servers\n"
@@ -360,6 +360,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 static int print_config(const struct rec *r)
 {
 	char b[64];
+	int64_t p = r->offcpu_period ? r->offcpu_period : (int64_t)cp_recorder_offcpu_period(r->freq); /* 0: 1/freq */
 	FILE *f = stdout;
 
 	fprintf(f, "# cprof record: the settings in effect (the configuration file: %s; then the options)\n",
@@ -399,7 +400,7 @@ static int print_config(const struct rec *r)
 	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
 	fprintf(f, "  off-cpu: %s\n  off-cpu-min: %s\n", r->offcpu ? "true" : "false",
 		r->offcpu_min ? cp_duration_text(r->offcpu_min, b, sizeof(b)) : "0s");
-	fprintf(f, "  off-cpu-period: %s\n", cp_duration_text(r->offcpu_period, b, sizeof(b)));
+	fprintf(f, "  off-cpu-period: %s\n", cp_duration_text(p, b, sizeof(b)));
 	fprintf(f, "  debuginfo-path: ");
 	cp_yaml_str(f, r->debuginfo);
 	fprintf(f, "\n  max-memory: %s", cp_size_text(r->max_memory, b, sizeof(b)));
@@ -425,7 +426,6 @@ static int run_record(int argc, char **argv)
 	cp_launch_init(&child);
 	r.freq = 19;
 	r.max_memory = CP_RECORD_MAX_MEMORY;
-	r.offcpu_period = 10000000;
 	debuginfod_env_take(&r.dbgd); /* fetched off the sampling path, by the recorder */
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {

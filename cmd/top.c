@@ -287,7 +287,7 @@ static int start_live(struct top *t)
 	ro.cgroup = t->cgroup;
 	ro.idle = t->idle;
 	ro.offcpu = t->offcpu;
-	ro.offcpu_period_ns = 10000000; /* record's default */
+	ro.offcpu_period_ns = 0; /* record's default: the sampling period */
 	ro.debuginfo = t->debuginfo;
 	ro.max_memory = t->max_memory;
 	ro.debuginfod = debuginfod_servers("top", &t->dbgd);

@@ -22,10 +22,10 @@
 #define HOUR_NS ((int64_t)60 * MINUTE_NS)
 #define DAY_NS ((int64_t)24 * HOUR_NS)
 /* a summary's entries kept in memory before they go out as one row, and
- * the entries gathered before they are summed into it: a day of a server's
- * thousands of series is made in some 50 MB */
-#define ROLLUP_ROW_MAX (1u << 19)
-#define ROLLUP_FOLD_AT (1u << 19)
+ * the entries gathered before they are summed into it (32 bytes each): a
+ * summary is made in some 20 MB, whatever the day holds */
+#define ROLLUP_ROW_MAX (1u << 17)
+#define ROLLUP_FOLD_AT (1u << 17)
 /* hours are summarized while they are this recent (days always) */
 #define ROLLUP_HOURS_AGE (2 * DAY_NS)
 

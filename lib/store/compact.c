@@ -21,10 +21,12 @@
 #define MINUTE_NS ((int64_t)60 * 1000000000)
 #define HOUR_NS ((int64_t)60 * MINUTE_NS)
 #define DAY_NS ((int64_t)24 * HOUR_NS)
-/* a summary's entries kept in memory before they go out as one row, and
- * the entries gathered before they are summed into it (32 bytes each): a
- * summary is made in some 20 MB, whatever the day holds */
-#define ROLLUP_ROW_MAX (1u << 17)
+/* a summary's entries kept in memory before they go out as one row (rows
+ * of one time add up, but a key in two rows is read twice: this must hold a
+ * day of a host's distinct entries, some 200 Ki on bench/store_gen's load),
+ * and the entries gathered before they are summed into it (32 bytes each):
+ * a summary is made in some 40 MB, whatever the day holds */
+#define ROLLUP_ROW_MAX (1u << 19)
 #define ROLLUP_FOLD_AT (1u << 17)
 /* hours are summarized while they are this recent (days always) */
 #define ROLLUP_HOURS_AGE (2 * DAY_NS)

@@ -19,8 +19,6 @@
 #include "parts.h"
 
 #define MINUTE_NS ((int64_t)60 * 1000000000)
-#define HOUR_NS ((int64_t)60 * MINUTE_NS)
-#define DAY_NS ((int64_t)24 * HOUR_NS)
 /* a summary's entries kept in memory before they go out as one row (rows
  * of one time add up, but a key in two rows is read twice: this must hold a
  * day of a host's distinct entries, some 200 Ki on bench/store_gen's load),
@@ -29,7 +27,7 @@
 #define ROLLUP_ROW_MAX (1u << 19)
 #define ROLLUP_FOLD_AT (1u << 17)
 /* hours are summarized while they are this recent (days always) */
-#define ROLLUP_HOURS_AGE (2 * DAY_NS)
+#define ROLLUP_HOURS_AGE (2 * CP_DAY_NS)
 
 /* what one window's old blocks decode into */
 struct gather {
@@ -297,7 +295,7 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 	}
 	/* then the summaries, a day's at a time as well */
 	for (i = 0, done_r = 0; !err && i < n && (!max_days || done_r < max_days); i++) {
-		int64_t day0 = days[i].tmax - days[i].tmax % DAY_NS;
+		int64_t day0 = days[i].tmax - days[i].tmax % CP_DAY_NS;
 		int r;
 
 		r = rollup_day(s, days[i].name, day0, now, st);
@@ -441,9 +439,9 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 		return err;
 	/* a day whose every hour with blocks is summarized: the sum of those
 	 * (a few million entries where its blocks hold tens of millions) */
-	from_hours = len == DAY_NS;
-	for (int64_t h = t0; from_hours && h < t0 + len; h += HOUR_NS)
-		from_hours = !rollup_due(db, h, HOUR_NS);
+	from_hours = len == CP_DAY_NS;
+	for (int64_t h = t0; from_hours && h < t0 + len; h += CP_HOUR_NS)
+		from_hours = !rollup_due(db, h, CP_HOUR_NS);
 	if ((err = cp_db_prepare(db, from_hours ?
 				  "SELECT rawlen, series, data, t_min FROM rollups WHERE ?1 > 0 AND t_min >= ?2"
 				  " AND t_max < ?3 AND step = 3600000000000 ORDER BY id" :
@@ -453,7 +451,7 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
 	    (err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))
 		goto out;
-	if (len == DAY_NS && !from_hours && g.taken != entries)
+	if (len == CP_DAY_NS && !from_hours && g.taken != entries)
 		err = cp_error(EBADMSG, "a sample block is corrupt (%" PRId64 " entries where the blocks say %" PRId64
 					"): the day is not summarized", g.taken, entries);
 	if (!err && r.nacc)
@@ -488,11 +486,11 @@ static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_
 	if ((err = cp_parts_open(&s->parts, name, &db)))
 		return err;
 	/* the hours first: a day whose hours are all summarized is summed from them */
-	for (int64_t h = day0; h < day0 + DAY_NS && h + HOUR_NS <= now; h += HOUR_NS)
-		if (h + HOUR_NS > now - ROLLUP_HOURS_AGE && rollup_due(db, h, HOUR_NS))
-			due[n].t0 = h, due[n++].len = HOUR_NS;
-	if (day0 + DAY_NS <= now && rollup_due(db, day0, DAY_NS))
-		due[n].t0 = day0, due[n++].len = DAY_NS;
+	for (int64_t h = day0; h < day0 + CP_DAY_NS && h + CP_HOUR_NS <= now; h += CP_HOUR_NS)
+		if (h + CP_HOUR_NS > now - ROLLUP_HOURS_AGE && rollup_due(db, h, CP_HOUR_NS))
+			due[n].t0 = h, due[n++].len = CP_HOUR_NS;
+	if (day0 + CP_DAY_NS <= now && rollup_due(db, day0, CP_DAY_NS))
+		due[n].t0 = day0, due[n++].len = CP_DAY_NS;
 	for (i = 0; !err && i < n; i++) {
 		if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "summarizing samples")) ||
 		    (err = rollup_period(db, due[i].t0, due[i].len, st)) ||
@@ -506,7 +504,7 @@ static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_
 	if (!err) {
 		char cond[128], sql[160];
 
-		snprintf(cond, sizeof(cond), "FROM rollups WHERE step < %" PRId64 " AND t_max < %" PRId64, DAY_NS,
+		snprintf(cond, sizeof(cond), "FROM rollups WHERE step < %" PRId64 " AND t_max < %" PRId64, CP_DAY_NS,
 			 now - ROLLUP_HOURS_AGE);
 		snprintf(sql, sizeof(sql), "SELECT count(*) %s", cond);
 		if (cp_db_count(db, sql)) {

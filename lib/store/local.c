@@ -23,7 +23,6 @@
 #include "query.h"
 
 #define SCHEMA_VERSION "2"
-#define DAY_NS (86400 * 1000000000LL)
 
 static const char index_schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -130,7 +129,7 @@ static void local_close(struct cp_local *s)
 /* the UTC day of t (>= 0): its partition */
 static int64_t day_of(int64_t t)
 {
-	return t / DAY_NS;
+	return t / CP_DAY_NS;
 }
 
 /* entries by day, then in the order of a block */

@@ -311,7 +311,7 @@ static int scan_rollups(struct scan_ctx *sc, struct cp_block_reader *rd, sqlite3
 			break;
 		}
 		(*cov)[(*ncov)++] = (struct cover){ a, b };
-		if (b - a + 1 >= 86400 * (int64_t)1000000000)
+		if (b - a + 1 >= CP_DAY_NS)
 			day = step;
 	}
 	if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)

@@ -43,7 +43,6 @@ int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t 
 	return s->ops->compact(s, p, now, max_days, st);
 }
 
-#define DAY_NS (86400 * 1000000000LL)
 
 int cp_downsample_parse(const char *text, struct cp_downsample *p)
 {
@@ -69,7 +68,7 @@ int cp_downsample_parse(const char *text, struct cp_downsample *p)
 		if (strcmp(tok, "raw") && ((err = cp_parse_duration(tok, &step)) || step <= 0))
 			return cp_error(EINVAL, "downsampling policy '%s': bad step '%s': want raw or a duration (1m, 10m)",
 					text, tok);
-		if (step % 1000000000 || DAY_NS % (step ? step : 1))
+		if (step % 1000000000 || CP_DAY_NS % (step ? step : 1))
 			return cp_error(EINVAL, "downsampling policy '%s': the step %s does not divide a day in whole seconds",
 					text, tok);
 		if (i && step <= p->step[i - 1])

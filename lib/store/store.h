@@ -99,6 +99,9 @@ int64_t cp_store_limit(struct cp_store *s, uint64_t max_bytes);
  * tier's keep is 0: for ever (until --retention).  Steps grow from tier to
  * tier and divide a day; keeps grow too.  n = 0: off. */
 #define CP_DOWNSAMPLE_MAX 4
+/* A partition's day and a summary's hour (compact.h), in ns */
+#define CP_DAY_NS (86400 * (int64_t)1000000000)
+#define CP_HOUR_NS (3600 * (int64_t)1000000000)
 #define CP_DOWNSAMPLE_DEFAULT "raw=2d,1m=14d,10m"
 struct cp_downsample {
 	size_t n;

@@ -249,17 +249,60 @@ out:
 
 static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_t now, struct cp_compact_stats *st);
 
+/* the partitions listed, with what a pass over them needs */
+struct day {
+	char name[16];
+	int64_t tmax;
+};
+typedef int (*day_fn)(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
+		      struct cp_compact_stats *st);
+
+static int downsample_one(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
+			  struct cp_compact_stats *st)
+{
+	int64_t step = cp_downsample_step(p, cp_sub_sat(now, d->tmax));
+
+	return step > 0 ? compact_day(s, d->name, step, st) : 0;
+}
+
+static int rollup_one(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
+		      struct cp_compact_stats *st)
+{
+	(void)p;
+	return rollup_day(s, d->name, d->tmax - d->tmax % CP_DAY_NS, now, st);
+}
+
+/* fn over days[0..n), until max_days (0: no limit) did something.  A day that
+ * fails (a corrupt block) does not keep the others from being done: the last
+ * error is kept in *last (with its message); out of memory or space, or no
+ * permission, ends the pass (the next days would fail the same way) and is
+ * returned.  The days done. */
+static int each_day(struct cp_local *s, const struct day *days, size_t n, int max_days, day_fn fn,
+		    const struct cp_downsample *p, int64_t now, struct cp_compact_stats *st, int *last)
+{
+	int done = 0;
+
+	for (size_t i = 0; i < n && (!max_days || done < max_days); i++) {
+		int r = fn(s, &days[i], p, now, st);
+
+		if (r > 0)
+			done++;
+		else if (r < 0)
+			*last = r;
+		if (r == -ENOMEM || r == -ENOSPC || r == -EPERM)
+			return r;
+	}
+	return done;
+}
+
 int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t now, int max_days,
 		     struct cp_compact_stats *st)
 {
 	struct cp_compact_stats none;
 	sqlite3_stmt *q = NULL;
-	struct day {
-		char name[16];
-		int64_t tmax;
-	} *days = NULL;
-	size_t n = 0, cap = 0, i;
-	int err = 0, rc, done = 0, done_r, last = 0;
+	struct day *days = NULL;
+	size_t n = 0, cap = 0;
+	int err = 0, rc, done = 0, last = 0;
 
 	st = st ? st : &none;
 	memset(st, 0, sizeof(*st));
@@ -280,33 +323,12 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 	if (!err && rc != SQLITE_DONE)
 		err = cp_db_error(s->db, "listing partitions to downsample");
 	sqlite3_finalize(q);
-	/* a day that fails (a corrupt block) does not keep the others from
-	 * being done: the last error is returned (with its message) */
-	for (i = 0; !err && i < n && (!max_days || done < max_days); i++) {
-		int64_t step = cp_downsample_step(p, cp_sub_sat(now, days[i].tmax));
-		int r = step > 0 ? compact_day(s, days[i].name, step, st) : 0;
-
-		if (r > 0)
-			done++;
-		else if (r < 0)
-			last = r;
-		if (r == -ENOMEM || r == -ENOSPC || r == -EPERM)
-			err = r; /* the next days would fail the same way */
-	}
-	/* then the summaries, a day's at a time as well */
-	for (i = 0, done_r = 0; !err && i < n && (!max_days || done_r < max_days); i++) {
-		int64_t day0 = days[i].tmax - days[i].tmax % CP_DAY_NS;
-		int r;
-
-		r = rollup_day(s, days[i].name, day0, now, st);
-		if (r > 0)
-			done_r++;
-		else if (r < 0)
-			last = r;
-		if (r == -ENOMEM || r == -ENOSPC || r == -EPERM)
-			err = r;
-	}
+	/* the days to downsample, then the summaries, a day's at a time as well */
+	if (!err && (done = each_day(s, days, n, max_days, downsample_one, p, now, st, &last)) >= 0)
+		err = each_day(s, days, n, max_days, rollup_one, p, now, st, &last);
 	free(days);
+	if (err < 0 || done < 0)
+		return err < 0 ? err : done;
 	return last ? last : done;
 }
 
@@ -444,9 +466,11 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 		from_hours = !rollup_due(db, h, CP_HOUR_NS);
 	if ((err = cp_db_prepare(db, from_hours ?
 				  "SELECT rawlen, series, data, t_min FROM rollups WHERE ?1 > 0 AND t_min >= ?2"
-				  " AND t_max < ?3 AND step = 3600000000000 ORDER BY id" :
+				  " AND t_max < ?3 AND step = ?4 ORDER BY id" :
 				  "SELECT rawlen, series, data, t_min FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
 				  " AND t_min < ?3 ORDER BY id", &q)) ||
+	    (from_hours && sqlite3_bind_int64(q, 4, CP_HOUR_NS) != SQLITE_OK &&
+	     (err = cp_db_error(db, "summarizing samples"))) ||
 	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data)"
 				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
 	    (err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))

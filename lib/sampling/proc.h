@@ -56,6 +56,7 @@ struct cp_proc {
 	bool proc_read;               /* /proc/PID was read (or tried) */
 	bool meta_read;
 	bool dead;
+	bool followed;                /* the recorder's: one of the -p processes or what they started */
 	uint64_t exit_time;           /* CLOCK_MONOTONIC ns of its exit record */
 	uint64_t exec_time;           /* of its last exec record (CLOCK_MONOTONIC ns), 0 unknown */
 	bool exe_from_mmap;           /* next file mapping after exec names the exe */

@@ -507,9 +507,10 @@ static void on_mmap(void *arg, const struct cp_mmap_event *e)
 		p->exe = strdup(e->path);
 		p->exe_from_mmap = false;
 	}
-	/* an interpreter (its exec, a dlopen of libpython): its frames from
-	 * its first samples, not from those after the first one is read */
-	if (cp_python_named(e->path))
+	/* an interpreter (its exec, a dlopen of libpython) that is sampled: its
+	 * frames from its first samples, not from those after the first one is
+	 * read (with -p or -- CMD, the other processes' are not looked at) */
+	if (cp_python_named(e->path) && (!r->o.npids || p->followed))
 		python_check(r, p);
 }
 
@@ -546,8 +547,12 @@ static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint64
 	child = cp_procs_get(r->procs, pid, true);
 	if (!child)
 		return;
+	if (parent && parent->followed && r->o.follow_forks)
+		child->followed = true;
 	if (child->exec_time && child->exec_time > t)
 		return; /* its exec was seen first */
+	if (r->o.npids && !child->followed)
+		return; /* with -p or -- CMD, one that is not sampled */
 	if (parent && !parent->proc_read && !parent->have_maps)
 		cp_proc_read(parent);
 	if (parent && parent->have_maps) {
@@ -609,9 +614,13 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
 	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
 		goto nomem;
-	for (size_t i = 0; i < o->npids; i++)
-		if (!cp_procs_get(r->procs, o->pids[i], true))
+	for (size_t i = 0; i < o->npids; i++) {
+		struct cp_proc *p = cp_procs_get(r->procs, o->pids[i], true);
+
+		if (!p)
 			goto nomem;
+		p->followed = true;
+	}
 	if (!o->no_kernel)
 		cp_symbolize_preload(r->sym);
 	memset(&so, 0, sizeof(so));

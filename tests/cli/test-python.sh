@@ -158,4 +158,19 @@ is "$(printf '%s\n' "$err" | grep -c 'is CPython 3.99, whose frames cprof does n
 gu=$("$CPROF" query --data "$T/unk" cpu -f folded)
 like "$gu" '_PyEval_EvalFrameDefault' "its stacks are native"
 unlike "$gu" '<module>|hot_a' "without Python frames"
+# record -- CMD (and -p) looks at its own processes' interpreters only: the
+# copy started beside it, three times, is not inspected (with --all it would be)
+(for _ in 1 2 3; do sleep 0.3; "$T/python3" -c pass; done) &
+pyloop=$!
+run rec -F 99 --data "$T/other" --log-level info -- sleep 1.5
+wait "$pyloop"
+is "$rc" 0 "record -- sleep beside an interpreter exits 0"
+unlike "$err" 'is CPython 3.99' "and does not inspect that interpreter, which is not its own"
+# the control: with --all it is inspected (once, whatever its runs)
+(for _ in 1 2 3 4 5 6; do sleep 0.4; "$T/python3" -c pass; done) &
+pyloop=$!
+run rec -F 99 --data "$T/other" --log-level info --all -d 3
+wait "$pyloop"
+is "$rc" 0 "record --all beside it exits 0"
+is "$(printf '%s\n' "$err" | grep -c 'is CPython 3.99, whose frames cprof does not know')" 1 "and inspects it, once"
 done_testing

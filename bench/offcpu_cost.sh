@@ -11,6 +11,8 @@
 # sched:sched_switch -a -g + perf script then run on the same storm again.
 # Bias: the ping-pong threads' off-CPU time in cprof's store against the exact one: twice the wall
 # time of their lives less their CPU time, as pingpong measures them (CLOCK_THREAD_CPUTIME_ID).
+# Then a cross-check without bpf_stats (whose clock reads are part of each run time it reports, while
+# the dispatch to the program is not): the added time per switch of the ping-pong pinned to one CPU.
 # Targets (#17): <= 2% of a core; <= 1/10 of perf's CPU.  Needs root, perf, bpftool, jq, gcc.
 # usage: bench/offcpu_cost.sh BUILDDIR   (run by `make bench`)
 bench=offcpu_cost; . "$(dirname "$0")/lib.sh"
@@ -49,15 +51,22 @@ on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
 cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
 bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
 
+# rec_start ERRFILE [taskset -c N] cprof record ARGS: in the background (rec), once it samples
+rec_start() {
+	_err=$1
+	shift
+	: > "$_err" # before the job: its own redirection may come after the first grep below
+	"$@" 2> "$_err" &
+	rec=$!
+	_i=0
+	until grep -q 'sampling the whole system' "$_err"; do
+		_i=$((_i + 1)); [ $_i -lt 600 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; exit 1; }
+		sleep 0.05
+	done
+}
+
 echo "context-switch storm: two threads ping-ponging over pipes, ${SECS} s, paced to $RATE switches/s (0: unpaced); cprof record --all --off-cpu"
-: > "$d/rec.err" # before the job: its own redirection may come after the first grep below
-"$b/cprof" record --all --off-cpu ${BENCH_RECORD_ARGS:-} --data "$d/store" --log-level debug 2> "$d/rec.err" &
-rec=$!
-i=0
-until grep -q 'sampling the whole system' "$d/rec.err"; do
-	i=$((i + 1)); [ $i -lt 600 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; exit 1; }
-	sleep 0.05
-done
+rec_start "$d/rec.err" "$b/cprof" record --all --off-cpu ${BENCH_RECORD_ARGS:-} --data "$d/store" --log-level debug
 c0=$(cpu_s "$rec") b0=$(bpf_s) sw0=$(bpf_rt cp_switch) e0=$(bpf_rt bench_empty)
 "$d/pingpong" "$SECS" "$RATE" > "$d/pp.out" &
 pp=$!
@@ -86,7 +95,8 @@ if [ -n "$cal" ]; then
 			clk = n * et / en / 1e9 # s: the stats clock reads counted in the switch program
 			printf "  the switch program: %.0f runs a second (%.2f a switch of the two), %.0f ns a run as bpf_stats reports\n", n / secs, n / t, rt / n
 			printf "  it; an empty program on the same tracepoint in this run: %.0f ns a run, the stats%s own clock reads;\n", et / en, "\047"
-			printf "  less those: %.3f s = %.2f%% of a core (reported, not the verdict)\n", cpu - clk, 100 * (cpu - clk) / secs
+			printf "  less those: %.3f s = %.2f%% of a core (not the cost: bpf_stats leaves out the dispatch to the\n", cpu - clk, 100 * (cpu - clk) / secs
+			printf "  program; the cross-check below counts it)\n"
 		} }'
 fi
 echo "  off-CPU time of the two threads: exact $(awk -v x="$exact" 'BEGIN { printf "%.3f", x / 1e9 }') s (2 x wall - CPU), cprof $(awk -v x="$got" 'BEGIN { printf "%.3f", x / 1e9 }') s: bias $(awk -v g="$got" -v x="$exact" 'BEGIN { printf "%+.1f%%", 100 * (g - x) / x }')"
@@ -102,6 +112,32 @@ $TIME -f '%U %S' -o "$d/ps.t" "$PERF" script -i "$d/perf.data" > /dev/null 2> "$
 pcpu=$(cat "$d/pr.t" "$d/ps.t" | awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { s += $1 + $2 } END { printf "%.3f", s }')
 echo "  perf: $pcpu s of CPU (record $(awk '{ printf "%.2f", $1 + $2 }' "$d/pr.t") s, script $(awk '{ printf "%.2f", $1 + $2 }' "$d/ps.t") s)"
 rm -f "$d/perf.data"
+# The cross-check, without bpf_stats: both ping-pong threads on one CPU, unpaced, so that the CPU is
+# theirs alone and every switch is one of theirs; whatever cprof adds to a switch (its programs' run
+# time, the caches they touch) is time per switch.  BENCH_PINNED_RUNS (5) runs of BENCH_PINNED_SECONDS
+# (4) without and with cprof record --all --off-cpu (on another CPU), alternating; the medians.
+sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+pinned=
+if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && command -v taskset > /dev/null; then
+	: > "$d/pin-off" ; : > "$d/pin-on"
+	i=0
+	while [ "$i" -lt "${BENCH_PINNED_RUNS:-5}" ]; do
+		i=$((i + 1))
+		taskset -c 0 "$d/pingpong" "${BENCH_PINNED_SECONDS:-4}" 0 >> "$d/pin-off"
+		rec_start "$d/rec2.err" taskset -c 1 "$b/cprof" record --all --off-cpu ${BENCH_RECORD_ARGS:-} -o "$d/pin.pb.gz"
+		taskset -c 0 "$d/pingpong" "${BENCH_PINNED_SECONDS:-4}" 0 >> "$d/pin-on"
+		kill -INT "$rec"; wait "$rec" || { echo "cprof record failed"; tail -3 "$d/rec2.err"; exit 1; }
+		rec=
+	done
+	# ns of wall time per switch of the two threads, median of the runs
+	med() { awk '$4 > 0 { print $2 / $4 }' "$1" | sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+	off=$(med "$d/pin-off") on=$(med "$d/pin-on")
+	us=$(awk -v c0="$c0" -v c1="$c1" -v t="$nsw" 'BEGIN { printf "%.1f", (t > 0 ? (c1 - c0) * 1e9 / t : 0) }')
+	pinned=$(awk -v a="$off" -v b="$on" -v u="$us" 'BEGIN { printf "%.2f", (b - a + u) * 1e5 / 1e9 * 100 }')
+	echo "cross-check without bpf_stats: the two threads on one CPU, unpaced, without and with cprof (medians of ${BENCH_PINNED_RUNS:-5})"
+	echo "  $off ns a switch without, $on with: $(awk -v a="$off" -v b="$on" 'BEGIN { printf "%+.1f", b - a }') ns a switch (one program run each, its dispatch"
+	echo "  included); with cprof's user + sys above ($us ns a switch): at 100k switches/s, $pinned% of a core"
+fi
 echo
 echo "$(verdict '<=' "$pct" 2): cprof --off-cpu costs $pct% of a core in the storm of $(awk -v t="$nsw" -v s="$SECS" 'BEGIN { printf "%.0f", t / s }') switches/s (target <= 2% at ~100k/s)"
 ratio=$(awk -v a="$cpu" -v b="$pcpu" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')

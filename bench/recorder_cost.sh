@@ -10,7 +10,7 @@
 # cprof's CPU is the time its threads ran (/proc/PID/task/*/schedstat, in ns) plus its BPF programs' run time
 # (kernel.bpf_stats_enabled, turned on for the run and restored), over the last BENCH_SECONDS; per
 # sample, it is divided by the samples its BPF program took meanwhile (its stats map), and lost samples
-# are those dropped meanwhile.  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
+# are those dropped meanwhile ("BPF us": the BPF programs' part of the CPU per sample).  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
 #
 # Targets (#16): storm CPU per sample <= 2x steady; <= 1/3 of perf's per sample; 0 samples lost at
 # 19 Hz; peak RSS <= 64 MB; steady at 19 Hz <= 0.3% of a core; start-up <= 0.1 s of CPU; and after
@@ -81,7 +81,7 @@ stop_load() {
 }
 
 # cprof RATE LOAD: one recording, measured over SECS after WARMUP seconds of the load; appends
-# "rate load samples lost cpu_s startup_s startup_rss peak_rss" to $d/cprof.tab
+# "rate load samples lost cpu_s startup_s startup_rss peak_rss bpf_s" to $d/cprof.tab
 cprof_run() {
 	rm -rf "$d/store"
 	"$b/cprof" record --all -F "$1" --data "$d/store" --log-level info 2> "$d/rec.err" &
@@ -110,7 +110,7 @@ cprof_run() {
 	wait "$rec" || { echo "cprof record failed:"; grep -v '^libbpf:' "$d/rec.err" | tail -5; exit 1; }
 	rec=
 	echo "$1 $2 $((n1 - n0)) $((l1 - l0)) $(add "$(sub "$c1" "$c0")" "$(sub "$b1" "$b0")") \
-		$(add "$c_start" "$b_start") $r_start $hwm" >> "$d/cprof.tab"
+		$(add "$c_start" "$b_start") $r_start $hwm $(sub "$b1" "$b0")" >> "$d/cprof.tab"
 }
 
 # perf RATE: perf record -a --call-graph dwarf on the storm, then perf script; appends
@@ -174,9 +174,9 @@ for rate in $RATES; do
 done
 
 echo
-printf '  %-5s %-7s %8s %6s %9s %10s %9s %9s %9s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" "peak MB"
-awk -v secs="$SECS" '{ printf "  %-5s %-7s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d\n", $1, $2, $3, $4, $5,
-	($3 ? 1e6 * $5 / $3 : 0), 100 * $5 / secs, $6, $8 }' "$d/cprof.tab"
+printf '  %-5s %-7s %8s %6s %9s %10s %9s %9s %9s %9s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" "peak MB" "BPF us"
+awk -v secs="$SECS" '{ printf "  %-5s %-7s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d %9.1f\n", $1, $2, $3, $4, $5,
+	($3 ? 1e6 * $5 / $3 : 0), 100 * $5 / secs, $6, $8, ($3 ? 1e6 * $9 / $3 : 0) }' "$d/cprof.tab"
 printf '  %-5s %-7s %8s %6s %9s %10s\n' Hz perf samples "" "CPU s" "us/sample"
 awk '{ printf "  %-5s %-7s %8d %6s %9.3f %10.1f   (record %.2f s, script %.2f s)\n", $1, "storm", $2, "",
 	$3 + $4, ($2 ? 1e6 * ($3 + $4) / $2 : 0), $3, $4 }' "$d/perf.tab"

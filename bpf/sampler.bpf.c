@@ -445,18 +445,23 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct cp_sampler_stats *st;
 	struct offcpu_task *o;
 	unsigned int state;
+	bool dead;
 
 	(void)next;
 	tgid = prev->tgid; /* current is prev */
 	tid = prev->pid;
-	if (tid == 0 || prev->flags & PF_KTHREAD || !wanted(tgid, tid))
+	if (tid == 0 || prev->flags & PF_KTHREAD)
+		return 0;
+	state = prev->__state;
+	dead = state & 0x80; /* TASK_DEAD: its last switch, it will not come back */
+	/* a dying thread has storage only if it was wanted; its tgid may have
+	 * left `pids` already (cp_exit), and its last wait is to be closed */
+	if (!dead && !wanted(tgid, tid))
 		return 0;
 	now = switch_clock(prev);
 	if (!now)
 		return 0;
-	state = prev->__state;
-	o = bpf_task_storage_get(&offcpu_tasks, prev, 0,
-				 state & 0x80 /* TASK_DEAD */ ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	o = bpf_task_storage_get(&offcpu_tasks, prev, 0, dead ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!o)
 		return 0;
 	if (o->start) {
@@ -490,7 +495,7 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 		o->start = 0;
 		o->sent = 0;
 	}
-	if (state & 0x80 /* TASK_DEAD: its last switch, it will not come back */)
+	if (dead)
 		return 0;
 	o->start = now;
 	o->state = preempt || state == 0 /* TASK_RUNNING: yielded */ ? CP_OFFCPU_RUNQ

@@ -114,6 +114,25 @@ ok "the two threads' off-CPU total in a storm of microsecond waits is within 10%
 ok "only some of the waits had their stacks sent (it is a sample)" \
 	sh -c "[ \$(printf '%s\n' \"\$1\" | grep -o 'off-CPU: [0-9]* stacks' | grep -o '[0-9]*' | tail -1) -lt \$((\$2 / 10)) ]" _ "$err" "${1:-0}"
 
+# ---- a wait that its thread exits right after: its end comes at the thread's last switch, after
+# the exit (of the thread, and of its pid from the filter of -- CMD) ----
+cp /bin/sleep "$T/cpnap" # a name of its own, for --all on a machine where other sleeps run
+run rec --off-cpu -o "$T/nap.pb.gz" -- "$T/cpnap" 1
+nap=$("$CPROF" query -i "$T/nap.pb.gz" -t offcpu -f folded | sum '.')
+diag "record --off-cpu -- sleep 1: $nap ns off the CPU"
+ok "record --off-cpu -- sleep 1: the sleep, which its process exits right after, is counted (within 5%)" \
+	within "$nap" 1000000000 5
+"$CPROF" record --all --off-cpu --data "$T/nap" --log-level info 2> "$T/nap.err" &
+r=$!
+i=0
+until grep -q 'sampling the whole system' "$T/nap.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+"$T/cpnap" 1
+kill -INT "$r"; wait "$r"; rc=$?
+is "$rc" 0 "record --all --off-cpu: exits 0 on SIGINT"
+nap=$("$CPROF" query --data "$T/nap" 'offcpu{comm="cpnap"}' -f folded 2> /dev/null | sum '.')
+diag "record --all --off-cpu, a sleep 1 meanwhile: $nap ns off the CPU"
+ok "record --all --off-cpu: the same sleep is counted (within 5%)" within "$nap" 1000000000 5
+
 # ---- without --off-cpu: no offcpu series ----
 run rec -F 99 -q --data "$T/store3" -- "$T/offcpu" 3
 types=$("$CPROF" query --data "$T/store3" --types)

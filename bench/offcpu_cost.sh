@@ -114,29 +114,56 @@ echo "  perf: $pcpu s of CPU (record $(awk '{ printf "%.2f", $1 + $2 }' "$d/pr.t
 rm -f "$d/perf.data"
 # The cross-check, without bpf_stats: both ping-pong threads on one CPU, unpaced, so that the CPU is
 # theirs alone and every switch is one of theirs; whatever cprof adds to a switch (its programs' run
-# time, the caches they touch) is time per switch.  BENCH_PINNED_RUNS (5) runs of BENCH_PINNED_SECONDS
-# (4) without and with cprof record --all --off-cpu (on another CPU), alternating; the medians.
+# time and their dispatch, the caches they touch) is time per switch.  One ping-pong runs the whole
+# check and reports its round trips every quarter second, while on another CPU cprof record --all
+# --off-cpu and, as a control, cprof record --all without it are started and stopped in turn:
+# BENCH_PINNED_CYCLES (6) of [nothing, --off-cpu, nothing, the control], BENCH_PINNED_SECONDS (3)
+# each (the first half second after cprof starts left out).  On this guest one quarter second's ns a
+# switch moves by a third from the next with nothing else running, so the windows of each kind are
+# pooled and compared by their lower quartile (interference only adds time) and their median.
 sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 pinned=
 if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && command -v taskset > /dev/null; then
-	: > "$d/pin-off" ; : > "$d/pin-on"
+	cyc=${BENCH_PINNED_CYCLES:-6} ph=${BENCH_PINNED_SECONDS:-3}
+	taskset -c 0 "$d/pingpong" $((cyc * (4 * ph + 6) + 5)) 0 0.25 > /dev/null 2> "$d/pin.w" &
+	pp=$!
+	sleep 1
+	: > "$d/pin.phases"
 	i=0
-	while [ "$i" -lt "${BENCH_PINNED_RUNS:-5}" ]; do
+	while [ "$i" -lt "$cyc" ]; do
 		i=$((i + 1))
-		taskset -c 0 "$d/pingpong" "${BENCH_PINNED_SECONDS:-4}" 0 >> "$d/pin-off"
-		rec_start "$d/rec2.err" taskset -c 1 "$b/cprof" record --all --off-cpu ${BENCH_RECORD_ARGS:-} -o "$d/pin.pb.gz"
-		taskset -c 0 "$d/pingpong" "${BENCH_PINNED_SECONDS:-4}" 0 >> "$d/pin-on"
-		kill -INT "$rec"; wait "$rec" || { echo "cprof record failed"; tail -3 "$d/rec2.err"; exit 1; }
-		rec=
+		for kind in off on off ctl; do
+			if [ "$kind" = off ]; then
+				t0=$(date +%s%N); sleep "$ph"; t1=$(date +%s%N)
+				echo "off $t0 $t1" >> "$d/pin.phases"
+				continue
+			fi
+			opt=; [ "$kind" = on ] && opt=--off-cpu
+			rec_start "$d/rec2.err" taskset -c 1 "$b/cprof" record --all $opt ${BENCH_RECORD_ARGS:-} -o "$d/pin.pb.gz"
+			t0=$(date +%s%N); sleep "$ph"; t1=$(date +%s%N)
+			echo "$kind $((t0 + 500000000)) $t1" >> "$d/pin.phases"
+			kill -INT "$rec"; wait "$rec" || { echo "cprof record failed"; tail -3 "$d/rec2.err"; exit 1; }
+			rec=
+		done
 	done
-	# ns of wall time per switch of the two threads, median of the runs
-	med() { awk '$4 > 0 { print $2 / $4 }' "$1" | sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-	off=$(med "$d/pin-off") on=$(med "$d/pin-on")
+	kill "$pp" 2> /dev/null; wait "$pp" 2> /dev/null || :; pp=
+	# "KIND NS" for each window inside a phase: its ns a switch of the two threads
+	awk 'FNR == NR { kind[NR] = $1; from[NR] = $2; to[NR] = $3; np = NR; next }
+		$1 == "w" && $3 > 0 { for (k = 1; k <= np; k++) if ($2 - $4 >= from[k] && $2 <= to[k]) print kind[k], $4 / (2 * $3) }' \
+		"$d/pin.phases" "$d/pin.w" > "$d/pin.vals"
+	# q KIND FRACTION: that quantile of KIND's windows
+	q() { awk -v k="$1" '$1 == k { print $2 }' "$d/pin.vals" | sort -n | awk -v f="$2" '{ v[NR] = $1 } END { printf "%.1f", NR ? v[int(NR * f) + 1] : 0 }'; }
+	n_off=$(grep -c '^off ' "$d/pin.vals" || :) n_on=$(grep -c '^on ' "$d/pin.vals" || :) n_ctl=$(grep -c '^ctl ' "$d/pin.vals" || :)
+	off25=$(q off 0.25) on25=$(q on 0.25) ctl25=$(q ctl 0.25) off50=$(q off 0.5) on50=$(q on 0.5) ctl50=$(q ctl 0.5)
 	us=$(awk -v c0="$c0" -v c1="$c1" -v t="$nsw" 'BEGIN { printf "%.1f", (t > 0 ? (c1 - c0) * 1e9 / t : 0) }')
-	pinned=$(awk -v a="$off" -v b="$on" -v u="$us" 'BEGIN { printf "%.2f", (b - a + u) * 1e5 / 1e9 * 100 }')
-	echo "cross-check without bpf_stats: the two threads on one CPU, unpaced, without and with cprof (medians of ${BENCH_PINNED_RUNS:-5})"
-	echo "  $off ns a switch without, $on with: $(awk -v a="$off" -v b="$on" 'BEGIN { printf "%+.1f", b - a }') ns a switch (one program run each, its dispatch"
-	echo "  included); with cprof's user + sys above ($us ns a switch): at 100k switches/s, $pinned% of a core"
+	add=$(awk -v a="$on25" -v b="$off25" 'BEGIN { printf "%.1f", a - b }')
+	pinned=$(awk -v a="$add" -v u="$us" 'BEGIN { printf "%.2f", (a + u) * 1e5 / 1e9 * 100 }')
+	echo "cross-check without bpf_stats: the two threads on one CPU, unpaced; ns a switch of quarter-second"
+	echo "  windows ($n_off without cprof, $n_on with --off-cpu, $n_ctl with the CPU sampler alone), lower quartile / median:"
+	echo "  without $off25 / $off50; --off-cpu $on25 / $on50; the control $ctl25 / $ctl50"
+	echo "  --off-cpu adds $add ns a switch (lower quartiles; one program run each, its dispatch included),"
+	echo "  the control $(awk -v a="$ctl25" -v b="$off25" 'BEGIN { printf "%.1f", a - b }'); with cprof's user + sys above ($us ns a switch): at 100k switches/s,"
+	echo "  $pinned% of a core"
 fi
 echo
 echo "$(verdict '<=' "$pct" 2): cprof --off-cpu costs $pct% of a core in the storm of $(awk -v t="$nsw" -v s="$SECS" 'BEGIN { printf "%.0f", t / s }') switches/s (target <= 2% at ~100k/s)"

@@ -8,7 +8,10 @@
  * Prints the round trips, the wall time from the second thread's start to
  * its end, the two threads' CPU time (ns) and their context switches
  * (voluntary and involuntary, as getrusage counts them): the exact off-CPU
- * time of the two is 2 x wall - CPU. */
+ * time of the two is 2 x wall - CPU.  With WINDOW (argv[3], seconds, > 0),
+ * also a line on standard error at the end of each window of about that
+ * long: "w END TRIPS NS", END the window's end in CLOCK_REALTIME ns (what
+ * `date +%s%N` reads), TRIPS its round trips, NS its length. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -54,7 +57,8 @@ int main(int argc, char **argv)
 {
 	int64_t secs = (int64_t)((argc > 1 ? atof(argv[1]) : 10) * 1e9), t0, t1, cpu0;
 	double rate = argc > 2 ? atof(argv[2]) : 0, trip = rate > 0 ? 2e9 / rate : 0; /* ns a round trip */
-	unsigned long n = 0;
+	int64_t win = (int64_t)((argc > 3 ? atof(argv[3]) : 0) * 1e9), w0, now;
+	unsigned long n = 0, wn = 0;
 	long sw0;
 	pthread_t th;
 	char c = 1;
@@ -67,6 +71,7 @@ int main(int argc, char **argv)
 	sw0 = switches();
 	if (pthread_create(&th, NULL, pong, NULL))
 		return 1;
+	w0 = t0;
 	do {
 		for (int i = 0; i < 64; i++, n++) {
 			if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
@@ -74,7 +79,13 @@ int main(int argc, char **argv)
 			while (trip > 0 && ns(CLOCK_MONOTONIC) - t0 < (int64_t)((double)(n + 1) * trip))
 				;
 		}
-	} while (ns(CLOCK_MONOTONIC) - t0 < secs);
+		now = ns(CLOCK_MONOTONIC);
+		if (win > 0 && now - w0 >= win) {
+			fprintf(stderr, "w %lld %lu %lld\n", (long long)ns(CLOCK_REALTIME), n - wn, (long long)(now - w0));
+			w0 = now;
+			wn = n;
+		}
+	} while (now - t0 < secs);
 	close(ab[1]);
 	pthread_join(th, NULL);
 	t1 = ns(CLOCK_MONOTONIC);

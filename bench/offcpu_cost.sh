@@ -156,14 +156,15 @@ if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && command -v taskset > /dev/null; t
 	n_off=$(grep -c '^off ' "$d/pin.vals" || :) n_on=$(grep -c '^on ' "$d/pin.vals" || :) n_ctl=$(grep -c '^ctl ' "$d/pin.vals" || :)
 	off25=$(q off 0.25) on25=$(q on 0.25) ctl25=$(q ctl 0.25) off50=$(q off 0.5) on50=$(q on 0.5) ctl50=$(q ctl 0.5)
 	us=$(awk -v c0="$c0" -v c1="$c1" -v t="$nsw" 'BEGIN { printf "%.1f", (t > 0 ? (c1 - c0) * 1e9 / t : 0) }')
-	add=$(awk -v a="$on25" -v b="$off25" 'BEGIN { printf "%.1f", a - b }')
+	add=$(awk -v a="$on25" -v b="$ctl25" 'BEGIN { printf "%.1f", a - b }')
 	pinned=$(awk -v a="$add" -v u="$us" 'BEGIN { printf "%.2f", (a + u) * 1e5 / 1e9 * 100 }')
 	echo "cross-check without bpf_stats: the two threads on one CPU, unpaced; ns a switch of quarter-second"
 	echo "  windows ($n_off without cprof, $n_on with --off-cpu, $n_ctl with the CPU sampler alone), lower quartile / median:"
 	echo "  without $off25 / $off50; --off-cpu $on25 / $on50; the control $ctl25 / $ctl50"
-	echo "  --off-cpu adds $add ns a switch (lower quartiles; one program run each, its dispatch included),"
-	echo "  the control $(awk -v a="$ctl25" -v b="$off25" 'BEGIN { printf "%.1f", a - b }'); with cprof's user + sys above ($us ns a switch): at 100k switches/s,"
-	echo "  $pinned% of a core"
+	echo "  (the control's difference from nothing, $(awk -v a="$ctl25" -v b="$off25" 'BEGIN { printf "%+.1f", a - b }') ns, is what any process on the other CPU does to"
+	echo "  this one on this guest, which its CPU time does not show)"
+	echo "  --off-cpu adds $add ns a switch to the control (lower quartiles: one program run each, its dispatch"
+	echo "  included); with cprof's user + sys above ($us ns a switch): at 100k switches/s, $pinned% of a core"
 fi
 echo
 echo "$(verdict '<=' "$pct" 2): cprof --off-cpu costs $pct% of a core in the storm of $(awk -v t="$nsw" -v s="$SECS" 'BEGIN { printf "%.0f", t / s }') switches/s (target <= 2% at ~100k/s)"

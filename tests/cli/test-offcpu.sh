@@ -114,8 +114,8 @@ ok "the two threads' off-CPU total in a storm of microsecond waits is within 10%
 ok "only some of the waits had their stacks sent (it is a sample)" \
 	sh -c "[ \$(printf '%s\n' \"\$1\" | grep -o 'off-CPU: [0-9]* stacks' | grep -o '[0-9]*' | tail -1) -lt \$((\$2 / 10)) ]" _ "$err" "${1:-0}"
 
-# ---- a wait that its thread exits right after: its end comes at the thread's last switch, after
-# the exit (of the thread, and of its pid from the filter of -- CMD) ----
+# ---- a wait that its thread exits right after, and waits before an exec: each is counted, and
+# named with the program it waited in ----
 cp /bin/sleep "$T/cpnap" # a name of its own, for --all on a machine where other sleeps run
 run rec --off-cpu -o "$T/nap.pb.gz" -- "$T/cpnap" 1
 nap=$("$CPROF" query -i "$T/nap.pb.gz" -t offcpu -f folded | sum '.')
@@ -132,6 +132,13 @@ is "$rc" 0 "record --all --off-cpu: exits 0 on SIGINT"
 nap=$("$CPROF" query --data "$T/nap" 'offcpu{comm="cpnap"}' -f folded 2> /dev/null | sum '.')
 diag "record --all --off-cpu, a sleep 1 meanwhile: $nap ns off the CPU"
 ok "record --all --off-cpu: the same sleep is counted (within 5%)" within "$nap" 1000000000 5
+run rec --off-cpu -o "$T/exec.pb.gz" -- sh -c "'$T/cpnap' 0.2; exec '$T/cpnap' 0.3"
+is "$rc" 0 "record --off-cpu -- sh -c 'sleep; exec sleep' exits 0"
+f=$("$CPROF" query -i "$T/exec.pb.gz" -t offcpu -f folded)
+ok "the shell's wait for its child (wait4) is there, before it execs" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q ';wait4;.*do_wait'" _ "$f"
+ok "and no off-CPU stack has a frame left as a bare address (each named in the program it waited in)" \
+	sh -c "! printf '%s\n' \"\$1\" | grep -Eq '(^|;)0x[0-9a-f]+;'" _ "$f"
 
 # ---- without --off-cpu: no offcpu series ----
 run rec -F 99 -q --data "$T/store3" -- "$T/offcpu" 3

@@ -226,10 +226,10 @@ __noinline __u64 py_frames(struct cp_sample_buf *b, __u32 tgid, __u32 tid, __u64
 
 /* A record of the current task, its kernel stack (from ctx) and its user
  * registers and stack, into the ring: one function for the cpu-clock samples
- * and the off-CPU ones.  kernel_ip: where the kernel was (for the execve
- * check), 0 when not known. */
+ * and the off-CPU ones.  in_kernel: the task was in the kernel (for the
+ * execve check; a thread leaving the CPU always is). */
 static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 tgid, __u32 tid, __u32 flags,
-				 __u32 offcpu_seq, __u32 offcpu_thr, __u32 offcpu_state, __u64 kernel_ip)
+				 __u32 offcpu_seq, __u32 offcpu_thr, __u32 offcpu_state, bool in_kernel)
 {
 	struct cp_sample_buf *b;
 	struct cp_sample_rec *r;
@@ -283,8 +283,10 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 		r->regs[CP_REG_R15] = BPF_CORE_READ(regs, r15);
 		r->flags |= CP_SAMPLE_USER;
 		/* in the kernel, in execve (x86-64 syscall numbers): lib/sampling/recorder.c
-		 * leaves the user part out when the ip is not in the new program */
-		if (kernel_ip >= 0xffff800000000000ull) {
+		 * leaves the user part out when the ip is not in the new program (the
+		 * registers are the old program's until execve sets the new ones; a
+		 * thread may also leave the CPU in between, preempted) */
+		if (in_kernel) {
 			__u64 nr = BPF_CORE_READ(regs, orig_ax);
 
 			if (nr == 59 /* execve */ || nr == 322 /* execveat */)
@@ -380,7 +382,7 @@ int cp_sample(struct bpf_perf_event_data *ctx)
 	if (!st)
 		return 0;
 	st->samples++;
-	send(ctx, st, tgid, tid, 0, 0, 0, 0, ctx->regs.ip);
+	send(ctx, st, tgid, tid, 0, 0, 0, 0, ctx->regs.ip >= 0xffff800000000000ull);
 	return 0;
 }
 
@@ -514,7 +516,7 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 	o->sent = 1;
 	st->offcpu_sent++;
 	k0 = bpf_ktime_get_ns();
-	send(ctx, st, tgid, tid, CP_SAMPLE_OFFCPU, o->seq, (__u32)thr, o->state, 0);
+	send(ctx, st, tgid, tid, CP_SAMPLE_OFFCPU, o->seq, (__u32)thr, o->state, true);
 	/* the wait starts after the copy: tens of microseconds here, which
 	 * would otherwise be charged to the waits chosen (and, a ping-pong's
 	 * partner waiting on this thread meanwhile, lengthen them); the copy

@@ -205,7 +205,6 @@ __noinline __u64 py_frames(struct cp_sample_buf *b, __u32 tgid, __u32 tid, __u64
 
 	if (!b)
 		return 0;
-	b->r.py_frames = 0;
 	pp = bpf_map_lookup_elem(&pyprocs, &tgid);
 	if (!pp)
 		return 0;
@@ -354,14 +353,19 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 	ulen = r->ustack_len;
 	if (ulen > CP_USTACK_MAX)
 		ulen = CP_USTACK_MAX;
-	/* a CPython thread: its Python frames, after the stack */
+	/* a CPython thread: its Python frames, after the stack (8-aligned) */
 	if (!(r->flags & CP_SAMPLE_KTHREAD)) {
-		ulen = (ulen + 7) & ~7ull;
-		if (ulen > CP_USTACK_MAX)
-			ulen = CP_USTACK_MAX;
-		pylen = py_frames(b, tgid, tid, ulen);
-		if (pylen > CP_PY_FRAMES_MAX * sizeof(struct cp_py_frame))
+		__u64 off = (ulen + 7) & ~7ull;
+
+		if (off > CP_USTACK_MAX)
+			off = CP_USTACK_MAX;
+		pylen = py_frames(b, tgid, tid, off);
+		if (pylen > CP_PY_FRAMES_MAX * sizeof(struct cp_py_frame)) {
 			pylen = 0;
+			r->py_frames = 0;
+		}
+		if (pylen)
+			ulen = off;
 	}
 	wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8;
 	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen + pylen,

@@ -76,7 +76,7 @@ sleep 1 # the last records drained
 kill -INT "$rec"; wait "$rec" || { echo "cprof record failed"; tail -3 "$d/rec.err"; exit 1; }
 rec=
 set -- $(cat "$d/pp.out")
-trips=$1 nsw=$4
+trips=$1 nsw=$4 steal=${5:-0}
 exact=$(awk -v w="$2" -v c="$3" 'BEGIN { printf "%.0f", 2 * w - c }')
 got=$("$b/cprof" query --data "$d/store" 'offcpu{comm="pingpong"}' --since 1h -f folded 2> /dev/null |
 	awk '{ s += $NF } END { printf "%.0f", s }')
@@ -100,6 +100,8 @@ if [ -n "$cal" ]; then
 		} }'
 fi
 echo "  off-CPU time of the two threads: exact $(awk -v x="$exact" 'BEGIN { printf "%.3f", x / 1e9 }') s (2 x wall - CPU), cprof $(awk -v x="$got" 'BEGIN { printf "%.3f", x / 1e9 }') s: bias $(awk -v g="$got" -v x="$exact" 'BEGIN { printf "%+.1f%%", 100 * (g - x) / x }')"
+# (the threads' CPU time leaves out what a hypervisor took meanwhile: up to that much of "exact" was no wait)
+echo "  the machine's steal time over the storm: $(awk -v x="$steal" 'BEGIN { printf "%.3f", x / 1e9 }') s"
 
 echo "perf record -e sched:sched_switch -a -g + perf script on the same storm"
 "$d/pingpong" "$SECS" "$RATE" > /dev/null &

@@ -106,11 +106,14 @@ cc -O2 -pthread -o "$T/pingpong" "$srcdir/bench/pingpong.c"
 run rec --off-cpu -F 19 --log-level debug -o "$T/pp.pb.gz" -- "$T/pingpong" 3
 is "$rc" 0 "record --off-cpu -- pingpong (a context-switch storm) exits 0"
 set -- $out
+# On a virtual machine whose host runs other guests, the threads' CPU time leaves out the time the
+# host took (steal): the waits are 2 x wall - CPU, less up to the steal time over the run
 pp_exact=$(awk -v w="${2:-0}" -v c="${3:-0}" 'BEGIN { printf "%.0f", 2 * w - c }')
+pp_steal=${5:-0}
 pp_got=$("$CPROF" query -i "$T/pp.pb.gz" -t offcpu -f folded | sum '.')
-diag "pingpong: ${1:-0} round trips; off-CPU exactly $pp_exact ns (2 x wall - CPU), cprof $pp_got ns"
+diag "pingpong: ${1:-0} round trips; off-CPU exactly $pp_exact ns (2 x wall - CPU) less up to $pp_steal ns of steal, cprof $pp_got ns"
 ok "the two threads' off-CPU total in a storm of microsecond waits is within 10% of the exact one" \
-	within "$pp_got" "$pp_exact" 10
+	awk -v g="$pp_got" -v e="$pp_exact" -v s="$pp_steal" 'BEGIN { exit !(e > 0 && g >= (e - s) * 0.9 && g <= e * 1.1) }'
 ok "only some of the waits had their stacks sent (it is a sample)" \
 	sh -c "[ \$(printf '%s\n' \"\$1\" | grep -o 'off-CPU: [0-9]* stacks' | grep -o '[0-9]*' | tail -1) -lt \$((\$2 / 10)) ]" _ "$err" "${1:-0}"
 

@@ -32,6 +32,23 @@ trap 'exit 1' INT TERM HUP
 # stop_at_exit VAR...: at exit, the background processes whose pids these variables then hold
 # (a list, or empty once the script has stopped them itself) are stopped (SIGTERM) and reaped
 stop_at_exit() { _bench_vars="$_bench_vars $*"; }
+# rec_start ERRFILE COMMAND...: cprof record (COMMAND, which may start with taskset) in the
+# background, its pid in rec, once it samples (its "sampling ..." line); exits 1 with its last
+# messages if it does not start within 30 s
+rec_start() {
+	_err=$1
+	shift
+	: > "$_err" # before the job: its own redirection may come after the first grep below
+	"$@" 2> "$_err" &
+	rec=$!
+	_i=0
+	until grep -q 'cprof record: sampling ' "$_err"; do
+		_i=$((_i + 1))
+		[ $_i -lt 600 ] && kill -0 "$rec" 2> /dev/null || {
+			echo "cprof record did not start:"; grep -v '^libbpf:' "$_err" | tail -5; exit 1; }
+		sleep 0.05
+	done
+}
 # need_root WHY: skip (exit 0) unless root
 need_root() {
 	[ "$(id -u)" = 0 ] || { echo "$bench: needs root ($1): skipped"; exit 0; }

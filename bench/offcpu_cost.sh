@@ -51,20 +51,6 @@ on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
 cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
 bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
 
-# rec_start ERRFILE [taskset -c N] cprof record ARGS: in the background (rec), once it samples
-rec_start() {
-	_err=$1
-	shift
-	: > "$_err" # before the job: its own redirection may come after the first grep below
-	"$@" 2> "$_err" &
-	rec=$!
-	_i=0
-	until grep -q 'sampling the whole system' "$_err"; do
-		_i=$((_i + 1)); [ $_i -lt 600 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; exit 1; }
-		sleep 0.05
-	done
-}
-
 echo "context-switch storm: two threads ping-ponging over pipes, ${SECS} s, paced to $RATE switches/s (0: unpaced); cprof record --all --off-cpu"
 rec_start "$d/rec.err" "$b/cprof" record --all --off-cpu ${BENCH_RECORD_ARGS:-} --data "$d/store" --log-level debug
 c0=$(cpu_s "$rec") b0=$(bpf_s) sw0=$(bpf_rt cp_switch) e0=$(bpf_rt bench_empty)

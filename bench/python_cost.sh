@@ -37,14 +37,7 @@ measure() {
 	"$@" > /dev/null &
 	wl=$!
 	sleep 1
-	: > "$d/$name.err" # before the job: its own redirection may come after the first grep below
-	"$b/cprof" record -p "$wl" -F 99 -d "${SECS}s" --data "$d/store-$name" --log-level info 2> "$d/$name.err" &
-	rec=$!
-	i=0
-	until grep -q 'sampling' "$d/$name.err"; do
-		i=$((i + 1)); [ $i -lt 200 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; cat "$d/$name.err"; exit 1; }
-		sleep 0.05
-	done
+	rec_start "$d/$name.err" "$b/cprof" record -p "$wl" -F 99 -d "${SECS}s" --data "$d/store-$name" --log-level info
 	c0=$(cpu_s "$rec") b0=$(bpf_s)
 	# the CPU up to just before it exits (its summary is written after the last flush)
 	while kill -0 "$rec" 2> /dev/null && ! grep -q 'samples in' "$d/$name.err"; do

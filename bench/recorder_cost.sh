@@ -84,15 +84,7 @@ stop_load() {
 # "rate load samples lost cpu_s startup_s startup_rss peak_rss bpf_s" to $d/cprof.tab
 cprof_run() {
 	rm -rf "$d/store"
-	"$b/cprof" record --all -F "$1" --data "$d/store" --log-level info 2> "$d/rec.err" &
-	rec=$!
-	_i=0
-	until grep -q 'sampling the whole system' "$d/rec.err"; do
-		_i=$((_i + 1))
-		[ $_i -lt 600 ] && kill -0 "$rec" 2> /dev/null || {
-			echo "cprof record did not start:"; grep -v '^libbpf:' "$d/rec.err" | tail -5; exit 1; }
-		sleep 0.05
-	done
+	rec_start "$d/rec.err" "$b/cprof" record --all -F "$1" --data "$d/store" --log-level info
 	c_start=$(cpu_s "$rec") r_start=$(rss_mb "$rec")
 	set -- "$1" "$2" $(bpf_now)
 	b_start=$3
@@ -140,14 +132,7 @@ many_run() {
 		gcc -O2 -g -o "$d/many/p$i" "$d/many/p$i.c" || { echo "gcc failed"; exit 1; }
 	done
 	rm -rf "$d/store"
-	"$b/cprof" record --all -F "$1" -o "$d/many.pb.gz" 2> "$d/rec.err" &
-	rec=$!
-	_i=0
-	until grep -q 'sampling the whole system' "$d/rec.err"; do
-		_i=$((_i + 1))
-		[ $_i -lt 600 ] && kill -0 "$rec" 2> /dev/null || { echo "cprof record did not start"; exit 1; }
-		sleep 0.05
-	done
+	rec_start "$d/rec.err" "$b/cprof" record --all -F "$1" -o "$d/many.pb.gz"
 	for i in $(seq 1 2 "$2"); do
 		"$d/many/p$i" &
 		_p=$!

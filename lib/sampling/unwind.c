@@ -26,7 +26,7 @@
  * expression other than the PLT's), the frame pointer is followed, as
  * libdw and perf do. */
 enum {
-	RULE_CFA = 1, /* CFA = rsp|rbp + cfa_off; ra and rbp at CFA + offsets */
+	RULE_CFA = 1, /* CFA = rsp|rbp|rbx + cfa_off; ra, rbp and rbx at CFA + offsets */
 	RULE_PLT,     /* a PLT entry: CFA = rsp + cfa_off, + 8 when (rip & 15) >= plt_k */
 	RULE_SIGNAL,  /* the signal trampoline: the interrupted registers are in the ucontext at rsp */
 	RULE_END,     /* the outermost frame (the return address is undefined) */
@@ -34,10 +34,11 @@ enum {
 };
 enum { BP_SAME, BP_AT, BP_UNDEF };
 struct rule {
-	uint32_t mod;  /* module key id (build id or path) */
-	uint64_t off;  /* file offset of the address looked up */
+	uint32_t mod; /* module key id (build id or path) */
 	uint8_t state, cfa_reg, bp_how, plt_k;
-	int32_t cfa_off, ra_off, bp_off;
+	uint64_t off; /* file offset of the address looked up */
+	int32_t cfa_off, ra_off, bp_off, bx_off;
+	uint8_t bx_how; /* rbx: a CFA register too (glibc's _dl_runtime_resolve realigns rsp) */
 };
 
 struct cp_unwinder {
@@ -215,10 +216,16 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 	} else if (!(plt = plt_cfa(ops, n, r))) {
 		goto out;
 	}
-	if (r->cfa_reg != 6 && r->cfa_reg != 7) /* rbp or rsp */
+	if (r->cfa_reg != 3 && r->cfa_reg != 6 && r->cfa_reg != 7) /* rbx, rbp or rsp */
 		goto out;
 	if (reg_rule(f, 16, &ra_how, &r->ra_off) != 0 || reg_rule(f, 6, &r->bp_how, &r->bp_off) != 0)
 		goto out;
+	/* rbx is callee-saved: without a rule (which libdw reports as undefined)
+	 * a function left it alone; a rule this does not follow: not known */
+	if (reg_rule(f, 3, &r->bx_how, &r->bx_off) != 0)
+		r->bx_how = BP_UNDEF;
+	else if (r->bx_how == BP_UNDEF)
+		r->bx_how = BP_SAME;
 	if (ra_how == BP_UNDEF)
 		r->state = RULE_END; /* the outermost frame (_start, thread start) */
 	else if (ra_how == BP_AT)
@@ -286,13 +293,15 @@ static bool stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *o
  * rip: the ucontext at the trampoline's rsp, its gregs at offset 40
  * (r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip). */
 #define SIG_BP (40 + 10 * 8)
+#define SIG_BX (40 + 11 * 8)
 #define SIG_SP (40 + 15 * 8)
 #define SIG_IP (40 + 16 * 8)
 
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max)
 {
-	uint64_t pc, sp, bp;
+	uint64_t pc, sp, bp, bx;
 	bool exact = true; /* pc is where the thread is, not a return address */
+	bool bx_known = true; /* rbx is followed as far as the rules say where it is */
 	int n = 0;
 
 	if (!(r->flags & CP_SAMPLE_USER) || max <= 0)
@@ -301,9 +310,10 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 	pc = r->regs[CP_REG_IP];
 	sp = r->regs[CP_REG_SP];
 	bp = r->regs[CP_REG_BP];
+	bx = r->regs[CP_REG_BX];
 	while (n < max) {
 		const struct rule *ru;
-		uint64_t cfa, ra, nbp = bp, at;
+		uint64_t cfa, ra, nbp = bp, nbx = bx, at;
 		int state;
 
 		pcs[n++] = pc;
@@ -318,6 +328,7 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 			if (!stack_word(r, sp + SIG_IP, &ra) || !stack_word(r, sp + SIG_SP, &cfa) ||
 			    !stack_word(r, sp + SIG_BP, &nbp))
 				break;
+			bx_known = stack_word(r, sp + SIG_BX, &nbx);
 			exact = true;
 			u->counts.signal++;
 		} else if (state == RULE_FP) {
@@ -326,8 +337,11 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 				break;
 			cfa = bp + 16;
 			u->counts.fp++;
+			bx_known = false; /* saved or not, nothing says */
 		} else {
-			cfa = (ru->cfa_reg == 7 ? sp : bp) + (uint64_t)(int64_t)ru->cfa_off;
+			if (ru->cfa_reg == 3 && !bx_known)
+				break;
+			cfa = (ru->cfa_reg == 7 ? sp : ru->cfa_reg == 6 ? bp : bx) + (uint64_t)(int64_t)ru->cfa_off;
 			if (state == RULE_PLT && (pc & 15) >= ru->plt_k)
 				cfa += 8;
 			if (!stack_word(r, cfa + (uint64_t)(int64_t)ru->ra_off, &ra))
@@ -342,12 +356,22 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 			} else if (ru->bp_how == BP_UNDEF) {
 				nbp = 0;
 			}
+			if (ru->bx_how == BP_AT) {
+				at = cfa + (uint64_t)(int64_t)ru->bx_off;
+				if (at < sp)
+					nbx = bx;
+				else if (!stack_word(r, at, &nbx))
+					bx_known = false;
+			} else if (ru->bx_how == BP_UNDEF) {
+				bx_known = false;
+			}
 		}
 		if (ra == 0 || cfa <= sp)
 			break;
 		pc = ra;
 		sp = cfa;
 		bp = nbp;
+		bx = nbx;
 	}
 	u->counts.frames += (uint64_t)n;
 	return n;

@@ -51,14 +51,17 @@ __attribute__((no_sanitize("address"), noinline)) static void copy_stack(uint8_t
 /* The registers and stack as the sampler sends them, here. */
 __attribute__((noinline)) static void capture(void)
 {
-	uint64_t ip, sp, bp, end;
+	uint64_t ip, sp, bp, bx, end;
 	size_t n;
 
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+	/* rbx first: an output may be given rbx */
+	__asm__ volatile("mov %%rbx, %3\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=&r"(ip), "=&r"(sp), "=&r"(bp), "=&r"(bx));
 	memset(rec, 0, sizeof(*rec));
 	rec->regs[CP_REG_IP] = ip;
 	rec->regs[CP_REG_SP] = sp;
 	rec->regs[CP_REG_BP] = bp;
+	rec->regs[CP_REG_BX] = bx;
 	rec->flags = CP_SAMPLE_USER;
 	end = map_end(sp);
 	n = end > sp && end - sp < CP_USTACK_MAX ? (size_t)(end - sp) : CP_USTACK_MAX;
@@ -153,6 +156,58 @@ START_TEST(test_unwind_cfi)
 	cfi_level1();
 	ck_assert_int_ge(unwound(stack, sizeof(stack)), 4);
 	assert_order(stack, want, 4);
+	free(rec);
+}
+END_TEST
+
+/* A frame whose CFA is rbx + 16, as in glibc's _dl_runtime_resolve: rsp is
+ * aligned down to 64 bytes, so neither rsp nor rbp (untouched) finds the
+ * return address.  rbx_frame(fn) calls fn. */
+void rbx_frame(void (*fn)(void));
+__asm__(".text\n"
+	".globl rbx_frame\n"
+	".type rbx_frame, @function\n"
+	"rbx_frame:\n"
+	".cfi_startproc\n"
+	"push %rbx\n"
+	".cfi_adjust_cfa_offset 8\n"
+	".cfi_rel_offset %rbx, 0\n"
+	"mov %rsp, %rbx\n"
+	".cfi_def_cfa_register %rbx\n"
+	"and $-64, %rsp\n"
+	"sub $64, %rsp\n"
+	"call *%rdi\n"
+	"mov %rbx, %rsp\n"
+	".cfi_def_cfa_register %rsp\n"
+	"pop %rbx\n"
+	".cfi_adjust_cfa_offset -8\n"
+	".cfi_restore %rbx\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rbx_frame, .-rbx_frame\n");
+
+__attribute__((noinline)) static void rbx_callee(void)
+{
+	capture();
+	KEEP();
+}
+
+__attribute__((noinline)) static void rbx_level1(void)
+{
+	rbx_frame(rbx_callee);
+	KEEP();
+}
+
+START_TEST(test_unwind_cfa_rbx)
+{
+	static const char *const want[] = { "capture", "rbx_callee", "rbx_frame", "rbx_level1", "test_unwind_cfa_rbx" };
+	char stack[4096];
+
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	rbx_level1();
+	ck_assert_int_ge(unwound(stack, sizeof(stack)), 5);
+	assert_order(stack, want, 5);
 	free(rec);
 }
 END_TEST
@@ -424,6 +479,7 @@ static Suite *unwind_suite(void)
 	TCase *tc = tcase_create("self");
 
 	tcase_add_test(tc, test_unwind_cfi);
+	tcase_add_test(tc, test_unwind_cfa_rbx);
 	tcase_add_test(tc, test_unwind_signal);
 	tcase_add_test(tc, test_unwind_jit);
 	tcase_add_test(tc, test_long_names);

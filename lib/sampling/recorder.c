@@ -49,6 +49,7 @@ struct cp_recorder {
 	struct cp_locmemo *memo;
 	/* off-CPU: threads' stacks waiting for the end of their wait, by tid */
 	struct pending *pending;
+	uint64_t interval; /* counts the intervals: the profiles' locations are an interval's */
 	uint64_t offcpu_unmatched;
 	struct cp_offtotals *offtotals; /* the exact totals the sampled waits are scaled to */
 };
@@ -152,9 +153,6 @@ static void main_mapping_first(struct cp_recorder *r, struct cp_profile *prof, s
 	}
 }
 
-/* A stack (kernel pcs leaf first, then user pcs leaf first) of process p
- * into its profile: a cpu-clock sample (off false: one sample, the period),
- * or a wait off the CPU (off: weight ns, in state). */
 /* The location of Python frame f of process p in prof (the memo's, else
  * made), or 0 when the frame is left out (not running yet, or unreadable
  * and ...), -1 when out of memory. */
@@ -194,35 +192,43 @@ static int64_t python_location(struct cp_recorder *r, struct cp_profile *prof, s
 	return loc;
 }
 
-static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, const char *comm_,
-		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, const struct cp_py_frame *py,
-		       uint32_t npy, bool off, char state, int64_t weight)
+/* The profile process p's samples of this interval go to: its cpu or
+ * off-CPU one, or the one profile (made on first use); NULL: out of memory. */
+static struct cp_profile *sample_profile(struct cp_recorder *r, struct cp_proc *p, bool off)
 {
-	uint32_t j = 0;
 	struct cp_profile *prof;
-	struct cp_label labels[5];
-	size_t nl = 0, nlocs = 0;
-	char tid[16], pid[16];
-	int64_t stack, ls, loc;
-	int64_t values[4];
-	/* the memo's locations are the profile's: a process's off-CPU profile is
-	 * another than its cpu one */
-	uint32_t mpid = off && r->o.per_process ? p->pid | 0x80000000u : p->pid;
 
 	if (!r->o.per_process) {
 		if (!r->one && !(r->one = new_profile(r, r->o.with_time)))
-			goto fail;
+			return NULL;
 		prof = r->one;
 	} else {
 		struct profs *ps = proc_profs(p);
 		struct cp_profile **pp = ps ? (off ? &ps->off : &ps->cpu) : NULL;
 
 		if (!pp || (!*pp && !(*pp = off ? new_offcpu_profile(r) : new_profile(r, false))))
-			goto fail;
+			return NULL;
 		prof = *pp;
 	}
 	if (prof->nmappings == 0)
 		main_mapping_first(r, prof, p);
+	return prof;
+}
+
+/* The locations of a stack in prof, into r->locs: kernel pcs leaf first,
+ * then user pcs leaf first with the Python frames among them.  Returns
+ * their number, or -1 (out of memory). */
+static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct cp_profile *prof, bool off,
+			       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu,
+			       const struct cp_py_frame *py, uint32_t npy)
+{
+	uint32_t j = 0;
+	size_t nlocs = 0;
+	int64_t loc;
+	/* the memo's locations are the profile's: a process's off-CPU profile is
+	 * another than its cpu one */
+	uint32_t mpid = off && r->o.per_process ? p->pid | 0x80000000u : p->pid;
+
 	/* kernel frames first (leaf first), then user frames */
 	for (uint32_t i = 0; !r->o.no_kernel && i < nk; i++) {
 		unsigned kind = i > 0 ? CP_LOCMEMO_KERNEL_RET : CP_LOCMEMO_KERNEL;
@@ -269,6 +275,23 @@ static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid_, 
 		}
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
+	return (int64_t)nlocs;
+fail:
+	return -1;
+}
+
+/* A sample of process p with the stack of nlocs locations in r->locs (made
+ * in prof by stack_locations): a cpu-clock sample (off false: one sample,
+ * the period), or a wait off the CPU (off: weight ns, in state). */
+static void add_located(struct cp_recorder *r, struct cp_proc *p, struct cp_profile *prof, uint32_t tid_,
+			const char *comm_, size_t nlocs, bool off, char state, int64_t weight)
+{
+	struct cp_label labels[5];
+	size_t nl = 0;
+	char tid[16], pid[16];
+	int64_t stack, ls;
+	int64_t values[4];
+
 	if (nlocs == 0 && r->o.no_kernel)
 		return; /* a kernel thread's sample, and kernel frames are not wanted */
 	stack = cp_profile_stack(prof, r->locs, nlocs);
@@ -312,6 +335,21 @@ fail:
 	r->error = -ENOMEM;
 }
 
+/* A stack (kernel pcs leaf first, then user pcs leaf first) of process p
+ * into its profile (add_located). */
+static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid, const char *comm,
+		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, const struct cp_py_frame *py,
+		       uint32_t npy, bool off, char state, int64_t weight)
+{
+	struct cp_profile *prof = sample_profile(r, p, off);
+	int64_t n = prof ? stack_locations(r, p, prof, off, kpcs, nk, upcs, nu, py, npy) : -1;
+
+	if (n < 0)
+		r->error = -ENOMEM;
+	else
+		add_located(r, p, prof, tid, comm, (size_t)n, off, state, weight);
+}
+
 /* ---- off-CPU: a thread's stacks wait for the length of its wait ---- */
 
 #define PENDING_BITS 12
@@ -323,6 +361,13 @@ struct pending {
 	uint32_t nk, nu, npy;
 	uint64_t *pcs; /* nk kernel pcs, then nu user pcs, then npy Python frames */
 	size_t cap;
+	/* the stack's locations, made when it came, in the off-CPU profile of
+	 * interval `interval`: an exec or munmap before the wait's end changes
+	 * what the addresses mean (pcs: made again after a flush) */
+	uint32_t *locs;
+	size_t lcap;
+	uint32_t nlocs;
+	uint64_t interval;
 };
 
 #define PENDING_PROBES 8
@@ -347,19 +392,27 @@ static struct pending *pending_slot(struct cp_recorder *r, uint32_t tid, bool ma
 	return free_slot ? free_slot : &r->pending[h];
 }
 
-/* the stacks of a thread leaving the CPU, kept until it is back */
-static void offcpu_start(struct cp_recorder *r, const struct cp_sample_rec *s, uint32_t nk, int nu,
-			 const struct cp_py_frame *py, uint32_t npy)
+/* the stacks of a thread leaving the CPU, kept until it is back, and
+ * their locations in process p's off-CPU profile */
+static void offcpu_start(struct cp_recorder *r, struct cp_proc *p, const struct cp_sample_rec *s, uint32_t nk,
+			 int nu, const struct cp_py_frame *py, uint32_t npy)
 {
 	struct pending *w = pending_slot(r, s->tid, true);
 	size_t n = (size_t)nk + (size_t)nu + 2 * (size_t)npy;
+	struct cp_profile *prof = sample_profile(r, p, true);
+	int64_t nlocs = prof ? stack_locations(r, p, prof, true, (const uint64_t *)s->kstack, nk, r->pcs, nu, py, npy)
+			     : -1;
 
 	if (w->used)
 		r->offcpu_unmatched++; /* a lost end, or no room: overwritten */
-	if (cp_grow((void **)&w->pcs, &w->cap, n, sizeof(*w->pcs))) {
+	if (nlocs < 0 || cp_grow((void **)&w->pcs, &w->cap, n, sizeof(*w->pcs)) ||
+	    cp_grow((void **)&w->locs, &w->lcap, (size_t)nlocs + 1, sizeof(*w->locs))) {
 		r->error = -ENOMEM;
 		return;
 	}
+	memcpy(w->locs, r->locs, (size_t)nlocs * sizeof(*w->locs));
+	w->nlocs = (uint32_t)nlocs;
+	w->interval = r->interval;
 	if (nk)
 		memcpy(w->pcs, s->kstack, nk * sizeof(*w->pcs));
 	if (nu)
@@ -402,6 +455,18 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 	cp_offtotals_add(r->offtotals, w->tid, (double)weight, s->offcpu_acc);
 	if (!(p = cp_procs_get(r->procs, w->pid, false)))
 		return;
+	if (w->interval == r->interval) { /* the locations made when the stack came */
+		struct cp_profile *prof = sample_profile(r, p, true);
+
+		if (!prof) {
+			r->error = -ENOMEM;
+			return;
+		}
+		memcpy(r->locs, w->locs, w->nlocs * sizeof(*r->locs));
+		add_located(r, p, prof, w->tid, w->comm, w->nlocs, true, w->state, weight);
+		return;
+	}
+	/* a flush came between: made again (with the mappings of now) */
 	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu,
 		   p->py_eval_hi && w->npy ? (const struct cp_py_frame *)(w->pcs + w->nk + w->nu) : NULL,
 		   p->py_eval_hi ? w->npy : 0, true, w->state, weight);
@@ -470,7 +535,7 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 		npy = s->py_frames;
 	}
 	if (s->flags & CP_SAMPLE_OFFCPU) {
-		offcpu_start(r, s, nk, n, py, npy);
+		offcpu_start(r, p, s, nk, n, py, npy);
 		return;
 	}
 	memcpy(comm, s->comm, CP_COMM_LEN);
@@ -698,8 +763,10 @@ void cp_recorder_free(struct cp_recorder *r)
 	cp_procs_free(r->procs, profile_free_user);
 	cp_profile_free(r->one);
 	cp_locmemo_free(r->memo);
-	for (size_t i = 0; r->pending && i < (size_t)1 << PENDING_BITS; i++)
+	for (size_t i = 0; r->pending && i < (size_t)1 << PENDING_BITS; i++) {
 		free(r->pending[i].pcs);
+		free(r->pending[i].locs);
+	}
 	free(r->pending);
 	cp_offtotals_free(r->offtotals);
 	free(r->pcs);
@@ -968,6 +1035,7 @@ static void drop_profile(struct cp_proc *p, void *arg)
 void cp_recorder_reset(struct cp_recorder *r)
 {
 	cp_procs_each(r->procs, drop_profile, NULL);
+	r->interval++;
 	if (r->offtotals)
 		cp_offtotals_clear(r->offtotals);
 	cp_locmemo_clear(r->memo);
@@ -1033,6 +1101,7 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 	if (r->offtotals)
 		cp_offtotals_clear(r->offtotals);
 	r->one = next;
+	r->interval++;
 	cp_locmemo_clear(r->memo);
 	return p;
 }

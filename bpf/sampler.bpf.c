@@ -417,24 +417,32 @@ static __always_inline __u64 switch_clock(struct task_struct *t)
 	return bpf_ktime_get_ns();
 }
 
-/* Off-CPU: at every switch (tp_btf/sched_switch, current is prev), two things.
+/* Off-CPU: at every switch (tp_btf/sched_switch, current is prev), prev, a
+ * thread leaving the CPU, does two things; next, the idle task or a thread
+ * coming back, costs nothing (every switch of the machine comes here, and
+ * half of a ping-pong's are to or from the idle task).
  *
- * next is back on a CPU: if its wait was chosen (its stacks were sent when
- * it left), the wait's length goes out in a small record (CP_SAMPLE_OFFCPU_END)
- * that user space joins to them.
+ * The wait before the run that ends now: it ended when prev came back on a
+ * CPU (sched_info.last_arrival, the run queue's clock, which the kernel
+ * sets at every arrival).  Its length goes into the prediction and the sum
+ * of the thread's waits (acc), and, if the wait was chosen (its stacks were
+ * sent when it began), out in a small record (CP_SAMPLE_OFFCPU_END) that
+ * user space joins to them.  A wait is so closed at the thread's next
+ * switch, not at its return: one program run a switch, not two.
  *
- * prev is leaving: it may wait long or not at all, which is not known yet, so
- * its stacks (which only it can read: its user memory is current's) are sent
- * now with a probability p chosen from its last waits of the same kind (a
- * sleep, I/O, or preempted: pred_of), and user space weights
- * the wait by its length / p when it ends.  Sending lengthens the wait, so
- * that alone is biased: every wait's length is also added up (acc) and goes
- * with the next end sent, and user space scales the thread's values to
- * those exact sums (lib/sampling/offtotals.h).  p = min(1,
- * predicted / offcpu_period_ns), at least 1/4096, and 1 for a thread's first
- * four waits and its first of each kind; the prediction follows a longer wait at once and a shorter one
- * by a quarter: a thread that waits long (a daemon's sleep) is caught every
- * time, a context-switch storm of 10 us waits costs a stack in a thousand. */
+ * The wait that begins now: it may be long or short, which is not known
+ * yet, so its stacks (which only prev can read: its user memory is
+ * current's) are sent now with a probability p chosen from the thread's
+ * last waits of the same kind (a sleep, I/O, or preempted: pred_of), and
+ * user space weights the wait by its length / p when it ends.  Sending
+ * lengthens the wait, so that alone is biased: every wait's length is also
+ * added up (acc) and goes with the next end sent, and user space scales the
+ * thread's values to those exact sums (lib/sampling/offtotals.h).  p =
+ * min(1, predicted / offcpu_period_ns), at least 1/4096, and 1 for a
+ * thread's first four waits and its first of each kind; the prediction
+ * follows a longer wait at once and a shorter one by a quarter: a thread
+ * that waits long (a daemon's sleep) is caught every time, a context-switch
+ * storm of 10 us waits costs a stack in a thousand. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -443,18 +451,31 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct cp_sampler_stats *st;
 	struct offcpu_task *o;
 	unsigned int state;
+	bool dead;
 
-	/* (every context switch of the machine comes here: the common path
-	 * is two storage lookups and no helper it can do without) */
-	now = switch_clock(next);
+	(void)next;
+	tgid = prev->tgid; /* current is prev */
+	tid = prev->pid;
+	if (tid == 0 || prev->flags & PF_KTHREAD)
+		return 0;
+	state = prev->__state;
+	dead = state & 0x80; /* TASK_DEAD: its last switch, it will not come back */
+	/* a dying thread has storage only if it was wanted; its tgid may have
+	 * left `pids` already (cp_exit), and its last wait is to be closed */
+	if (!dead && !wanted(tgid, tid))
+		return 0;
+	now = switch_clock(prev);
 	if (!now)
 		return 0;
-	if (next->pid != 0 && (o = bpf_task_storage_get(&offcpu_tasks, next, 0, 0)) && o->start) {
-		__u64 d = now > o->start ? now - o->start : 0;
+	o = bpf_task_storage_get(&offcpu_tasks, prev, 0, dead ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!o)
+		return 0;
+	if (o->start) {
+		__u64 back = prev->sched_info.last_arrival;
+		__u64 d = back > o->start ? back - o->start : 0;
 		__u64 *pk = &o->pred[pred_of(o->state)];
 		struct cp_sample_rec *r;
 
-		o->start = 0;
 		/* the prediction: up to a longer wait at once, down by a quarter
 		 * of the way to a shorter one */
 		*pk = d >= *pk ? d : *pk - *pk / 4 + d / 4;
@@ -463,8 +484,8 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (o->sent && (r = bpf_map_lookup_elem(&scratch, &zero)) && (st = bpf_map_lookup_elem(&stats, &zero))) {
 			r->time_ns = bpf_ktime_get_ns(); /* user space orders records by it */
 			r->cgroup_id = 0;
-			r->pid = next->tgid;
-			r->tid = next->pid;
+			r->pid = tgid;
+			r->tid = tid;
 			r->cpu = bpf_get_smp_processor_id();
 			r->flags = CP_SAMPLE_OFFCPU_END;
 			r->offcpu_ns = d;
@@ -477,17 +498,10 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 			if (bpf_ringbuf_output(&samples, r, CP_SAMPLE_END_LEN, BPF_RB_NO_WAKEUP))
 				st->dropped++;
 		}
+		o->start = 0;
 		o->sent = 0;
 	}
-	tgid = prev->tgid; /* current is prev */
-	tid = prev->pid;
-	if (tid == 0 || prev->flags & PF_KTHREAD || !wanted(tgid, tid))
-		return 0;
-	state = prev->__state;
-	if (state & 0x80 /* TASK_DEAD: its last switch, it will not come back */)
-		return 0;
-	o = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!o)
+	if (dead)
 		return 0;
 	o->start = now;
 	o->state = preempt || state == 0 /* TASK_RUNNING: yielded */ ? CP_OFFCPU_RUNQ

@@ -630,10 +630,9 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
 {
 	struct cp_recorder *r = arg;
 	struct cp_proc *p;
-	struct pending *w;
 
-	if (r->pending && (w = pending_slot(r, tid, false)))
-		w->used = 0; /* a thread gone while its stacks waited: no end will come */
+	/* a thread's wait is closed at its next switch away (bpf/sampler.bpf.c),
+	 * and its last one, after its exit record: its end is still to come */
 	if (pid != tid)
 		return;
 	p = cp_procs_get(r->procs, pid, false);

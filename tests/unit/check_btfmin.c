@@ -102,7 +102,8 @@ START_TEST(test_members_where_the_kernel_has_them)
 	ck_assert_int_gt(id, 0);
 	ck_assert_uint_eq(btf__type_by_id(b, (uint32_t)id)->size,
 			  btf__type_by_id(k, (uint32_t)btf__find_by_name_kind(k, "task_struct", BTF_KIND_STRUCT))->size);
-	ck_assert_int_le(btf_vlen(btf__type_by_id(b, (uint32_t)id)), 8);
+	/* (the sampler reads 9 of them today) */
+	ck_assert_int_le(btf_vlen(btf__type_by_id(b, (uint32_t)id)), 12);
 	ck_assert_uint_lt(btf__type_cnt(b), 100);
 	btf__free(b);
 	btf__free(k);

@@ -130,6 +130,21 @@ static void assert_order(const char *stack, const char *const *names, size_t n)
 	}
 }
 
+/* run() captures a stack, which must unwind to at least min frames, with
+ * want's names in that order (up to this function: its caller, the test,
+ * calls it last, so may have jumped to it) */
+__attribute__((noinline)) static void check_unwinds(void (*run)(void), const char *const *want, size_t n, int min)
+{
+	char stack[4096];
+
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	run();
+	ck_assert_int_ge(unwound(stack, sizeof(stack)), min);
+	assert_order(stack, want, n);
+	free(rec);
+}
+
 /* no tail call, and no two functions alike (they would be merged) */
 static volatile int visits;
 #define KEEP() (visits += __LINE__)
@@ -148,15 +163,9 @@ __attribute__((noinline)) static void cfi_level1(void)
 
 START_TEST(test_unwind_cfi)
 {
-	static const char *const want[] = { "capture", "cfi_level2", "cfi_level1", "test_unwind_cfi" };
-	char stack[4096];
+	static const char *const want[] = { "capture", "cfi_level2", "cfi_level1", "check_unwinds" };
 
-	rec = calloc(1, sizeof(*rec));
-	ck_assert_ptr_nonnull(rec);
-	cfi_level1();
-	ck_assert_int_ge(unwound(stack, sizeof(stack)), 4);
-	assert_order(stack, want, 4);
-	free(rec);
+	check_unwinds(cfi_level1, want, 4, 4);
 }
 END_TEST
 
@@ -200,15 +209,9 @@ __attribute__((noinline)) static void rbx_level1(void)
 
 START_TEST(test_unwind_cfa_rbx)
 {
-	static const char *const want[] = { "capture", "rbx_callee", "rbx_frame", "rbx_level1", "test_unwind_cfa_rbx" };
-	char stack[4096];
+	static const char *const want[] = { "capture", "rbx_callee", "rbx_frame", "rbx_level1", "check_unwinds" };
 
-	rec = calloc(1, sizeof(*rec));
-	ck_assert_ptr_nonnull(rec);
-	rbx_level1();
-	ck_assert_int_ge(unwound(stack, sizeof(stack)), 5);
-	assert_order(stack, want, 5);
-	free(rec);
+	check_unwinds(rbx_level1, want, 5, 5);
 }
 END_TEST
 
@@ -229,19 +232,13 @@ START_TEST(test_unwind_signal)
 {
 	/* the handler's caller is the kernel's signal frame; beyond it, the
 	 * interrupted code and its callers */
-	static const char *const want[] = { "capture", "sig_handler", "sig_level1", "test_unwind_signal" };
+	static const char *const want[] = { "capture", "sig_handler", "sig_level1", "check_unwinds" };
 	struct sigaction sa;
-	char stack[4096];
 
-	rec = calloc(1, sizeof(*rec));
-	ck_assert_ptr_nonnull(rec);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = sig_handler;
 	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	sig_level1();
-	ck_assert_int_ge(unwound(stack, sizeof(stack)), 5);
-	assert_order(stack, want, 4);
-	free(rec);
+	check_unwinds(sig_level1, want, 4, 5);
 }
 END_TEST
 

@@ -263,7 +263,12 @@ static int run_query(int argc, char **argv)
 	if ((status = make_filter("query", o.focus, o.ignore, &filter)))
 		goto out;
 	if (selector && is_file_arg(selector) && !strchr(selector, '{')) {
-		status = usage_error("query", "'%s' looks like a file: read files with -i FILE", selector);
+		/* a type's name that is also a file here (a program built as ./offcpu) */
+		if (selector[strspn(selector, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:.-")])
+			status = usage_error("query", "'%s' looks like a file: read files with -i FILE", selector);
+		else
+			status = usage_error("query", "'%s' is a file here: read files with -i FILE, or write the stored "
+						      "type as '%s{}'", selector, selector);
 		goto out;
 	}
 	if (selector && (err = cp_selector_parse(selector, &sel))) {

@@ -67,8 +67,11 @@ unlike "$st" ';hot_a|;outer;' "and the side thread's none of the main thread's"
 tr=$(go tool pprof -traces -lines "$T/p.pb.gz" 2> /dev/null)
 lines_a=$(printf '%s\n' "$tr" | awk -v f="$W" '$1 == "hot_a" && index($3, f ":") == 1 { sub(".*:", "", $3); print $3 }' | sort -un | tr '\n' ' ')
 diag "hot_a's lines in the traces: $lines_a (def at $ha)"
-ok "hot_a's frames are in $(basename "$W"), on the lines of its body" \
-	sh -c 'set -- $1; [ $# -gt 0 ] || exit 1; for l; do [ "$l" -gt '"$ha"' ] && [ "$l" -le $(('"$ha"' + 4)) ] || exit 1; done' _ "$lines_a"
+# (the def line too: CPython 3.11+ starts a function with RESUME on that line, where a thread also
+# hands the GIL over when asked, so the other thread's turn may catch it there; seen once in CI)
+ok "hot_a's frames are in $(basename "$W"), on the lines of its body (and maybe its def line)" \
+	sh -c 'set -- $1; body=0; for l; do [ "$l" -ge '"$ha"' ] && [ "$l" -le $(('"$ha"' + 4)) ] || exit 1
+		[ "$l" -gt '"$ha"' ] && body=1; done; [ $body = 1 ]' _ "$lines_a"
 lo=$(line_of 'return hot_a\(3 \* n\)')
 like "$tr" "outer \\(pywork\\.py:[0-9]+\\) $W:$lo" "outer's frame is at its call of hot_a (line $lo)"
 lm=$(line_of '^    main\(float')

@@ -297,6 +297,19 @@ static bool stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *o
 #define SIG_SP (40 + 15 * 8)
 #define SIG_IP (40 + 16 * 8)
 
+/* The caller's value of a register the rule says is kept (how, off), *val
+ * the callee's on entry: unchanged, or read at CFA + off (below sp: an
+ * epilogue already popped it, the register holds it).  false: not known. */
+static bool caller_reg(const struct cp_sample_rec *r, uint8_t how, int32_t off, uint64_t cfa, uint64_t sp,
+		       uint64_t *val)
+{
+	uint64_t at = cfa + (uint64_t)(int64_t)off;
+
+	if (how == BP_UNDEF)
+		return false;
+	return how != BP_AT || at < sp || stack_word(r, at, val);
+}
+
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max)
 {
 	uint64_t pc, sp, bp, bx;
@@ -313,7 +326,7 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 	bx = r->regs[CP_REG_BX];
 	while (n < max) {
 		const struct rule *ru;
-		uint64_t cfa, ra, nbp = bp, nbx = bx, at;
+		uint64_t cfa, ra, nbp = bp, nbx = bx;
 		int state;
 
 		pcs[n++] = pc;
@@ -346,25 +359,10 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 				cfa += 8;
 			if (!stack_word(r, cfa + (uint64_t)(int64_t)ru->ra_off, &ra))
 				break; /* beyond the copied stack: as far as it goes */
-			if (ru->bp_how == BP_AT) {
-				at = cfa + (uint64_t)(int64_t)ru->bp_off;
-				/* below sp: an epilogue already popped it, rbp holds it */
-				if (at < sp)
-					nbp = bp;
-				else if (!stack_word(r, at, &nbp))
-					nbp = 0;
-			} else if (ru->bp_how == BP_UNDEF) {
+			if (!caller_reg(r, ru->bp_how, ru->bp_off, cfa, sp, &nbp))
 				nbp = 0;
-			}
-			if (ru->bx_how == BP_AT) {
-				at = cfa + (uint64_t)(int64_t)ru->bx_off;
-				if (at < sp)
-					nbx = bx;
-				else if (!stack_word(r, at, &nbx))
-					bx_known = false;
-			} else if (ru->bx_how == BP_UNDEF) {
+			if (!caller_reg(r, ru->bx_how, ru->bx_off, cfa, sp, &nbx))
 				bx_known = false;
-			}
 		}
 		if (ra == 0 || cfa <= sp)
 			break;

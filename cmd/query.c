@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../lib/error.h"
 #include "../lib/folded.h"
@@ -263,12 +264,19 @@ static int run_query(int argc, char **argv)
 	if ((status = make_filter("query", o.focus, o.ignore, &filter)))
 		goto out;
 	if (selector && is_file_arg(selector) && !strchr(selector, '{')) {
-		/* a type's name that is also a file here (a program built as ./offcpu) */
-		if (selector[strspn(selector, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:.-")])
-			status = usage_error("query", "'%s' looks like a file: read files with -i FILE", selector);
-		else
+		/* a type's name that is also a file here (a program built as ./offcpu):
+		 * the selector's parser says whether NAME{} is one */
+		char braced[512];
+		struct cp_selector *as_type = NULL;
+
+		if (access(selector, F_OK) == 0 &&
+		    (size_t)snprintf(braced, sizeof(braced), "%s{}", selector) < sizeof(braced) &&
+		    cp_selector_parse(braced, &as_type) == 0)
 			status = usage_error("query", "'%s' is a file here: read files with -i FILE, or write the stored "
-						      "type as '%s{}'", selector, selector);
+						      "type as '%s'", selector, braced);
+		else
+			status = usage_error("query", "'%s' looks like a file: read files with -i FILE", selector);
+		cp_selector_free(as_type);
 		goto out;
 	}
 	if (selector && (err = cp_selector_parse(selector, &sel))) {

@@ -162,7 +162,7 @@ size_t cp_ksyms_count(const struct cp_ksyms *k)
 	return k->n;
 }
 
-const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module)
+const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module, uint64_t span[2])
 {
 	size_t lo;
 
@@ -175,6 +175,10 @@ const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **
 		return NULL;
 	if (module)
 		*module = k->text + k->s[lo - 1].module;
+	if (span) {
+		span[0] = lo < k->n ? k->s[lo - 1].addr : addr;
+		span[1] = lo < k->n ? k->s[lo].addr : addr + 1;
+	}
 	return k->text + k->s[lo - 1].name;
 }
 

@@ -20,8 +20,10 @@ struct cp_ksyms;
  * errno (ENOMEM). */
 struct cp_ksyms *cp_ksyms_parse(const char *text, size_t len);
 void cp_ksyms_free(struct cp_ksyms *k);
-/* The symbol containing addr (NULL if none); *module set to "" or the module name. */
-const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module);
+/* The symbol containing addr (NULL if none); *module set to "" or the module
+ * name; span (may be NULL): [span[0], span[1]) the addresses the same symbol
+ * is found for (up to the next symbol; [addr, addr + 1) after the last). */
+const char *cp_ksyms_find(const struct cp_ksyms *k, uint64_t addr, const char **module, uint64_t span[2]);
 size_t cp_ksyms_count(const struct cp_ksyms *k);
 /* Lets go of the resident pages of a table mapped from the cache (lookups
  * fault back the few they read, from the page cache); else nothing. */

@@ -18,6 +18,7 @@
 #include "../index.h"
 #include "modcache.h"
 #include "scopes.h"
+#include "spans.h"
 #include "../strtab.h"
 #include "../util.h"
 
@@ -29,9 +30,9 @@ struct symline {
 	int64_t line;
 };
 
+/* what an address is named, at the id of its span in s->spans (the module
+ * key's id in s->strs, and the file offset (user) or address (kernel)) */
 struct entry {
-	uint32_t mod;  /* id of the module key (build id or path) in s->strs */
-	uint64_t off;  /* file offset (user) or address (kernel) */
 	uint32_t first, n;
 };
 
@@ -51,11 +52,11 @@ struct cp_symbolizer {
 	struct cp_modcache *mc; /* binaries, with their separate debug files: the unwinder's */
 	bool own_mc;
 	struct cp_strtab strs;
-	struct entry *e;
-	size_t n, cap, max;
+	struct entry *e; /* at the ids of s->spans */
+	size_t cap, max;
 	struct symline *lines;
 	size_t nlines, linecap;
-	struct cp_index idx;
+	struct cp_spans spans;
 	uint32_t gen; /* bumped when the cache starts over */
 	struct cp_ksyms *ksyms;
 	bool ksyms_tried;
@@ -101,7 +102,7 @@ void cp_symbolizer_free(struct cp_symbolizer *s)
 	cp_strtab_release(&s->strs);
 	free(s->e);
 	free(s->lines);
-	cp_index_release(&s->idx);
+	cp_spans_release(&s->spans);
 	cp_ksyms_free(s->ksyms);
 	if (s->own_mc)
 		cp_modcache_free(s->mc);
@@ -119,28 +120,9 @@ void cp_symbolize_counts(const struct cp_symbolizer *s, struct cp_symbolize_coun
 	*c = s->counts;
 }
 
-static uint32_t key_hash(uint32_t mod, uint64_t off)
-{
-	return (uint32_t)cp_hash_u64(off, mod);
-}
-
-struct key {
-	uint32_t mod;
-	uint64_t off;
-};
-
-static int key_eq(const void *ctx, uint32_t id, const void *k)
-{
-	const struct cp_symbolizer *s = ctx;
-	const struct key *key = k;
-
-	return s->e[id].mod == key->mod && s->e[id].off == key->off;
-}
-
 static const struct entry *cache_find(struct cp_symbolizer *s, uint32_t mod, uint64_t off)
 {
-	struct key k = { mod, off };
-	uint32_t id = cp_index_find(&s->idx, key_hash(mod, off), key_eq, s, &k);
+	uint32_t id = cp_spans_find(&s->spans, mod, off);
 
 	return id == UINT32_MAX ? NULL : &s->e[id];
 }
@@ -151,9 +133,7 @@ static void cache_reset(struct cp_symbolizer *s)
 	int64_t id;
 
 	cp_strtab_release(&s->strs);
-	cp_index_release(&s->idx);
-	memset(&s->idx, 0, sizeof(s->idx));
-	s->n = 0;
+	cp_spans_reset(&s->spans);
 	s->nlines = 0;
 	s->gen++;
 	cp_strtab_init(&s->strs);
@@ -177,26 +157,22 @@ void cp_symbolize_release_pages(struct cp_symbolizer *s)
 		cp_ksyms_release_pages(s->ksyms);
 }
 
-static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint64_t off, const struct symline *l,
-				     uint32_t n)
+/* The n lines off of mod is named, which hold for [lo, hi) too. */
+static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint64_t off, uint64_t lo, uint64_t hi,
+				     const struct symline *l, uint32_t n)
 {
-	struct entry *e;
+	int64_t id;
 
-	if (cp_grow((void **)&s->e, &s->cap, s->n + 1, sizeof(*s->e)) ||
-	    cp_grow((void **)&s->lines, &s->linecap, s->nlines + n, sizeof(*s->lines)))
+	if (cp_grow((void **)&s->e, &s->cap, s->spans.n + 1, sizeof(*s->e)) ||
+	    cp_grow((void **)&s->lines, &s->linecap, s->nlines + n, sizeof(*s->lines)) ||
+	    (id = cp_spans_add(&s->spans, mod, off, lo, hi)) < 0)
 		return NULL;
 	if (n)
 		memcpy(s->lines + s->nlines, l, n * sizeof(*l));
-	e = &s->e[s->n];
-	e->mod = mod;
-	e->off = off;
-	e->first = (uint32_t)s->nlines;
-	e->n = n;
-	if (cp_index_add(&s->idx, key_hash(mod, off), (uint32_t)s->n))
-		return NULL;
+	s->e[id].first = (uint32_t)s->nlines;
+	s->e[id].n = n;
 	s->nlines += n;
-	s->n++;
-	return e;
+	return &s->e[id];
 }
 
 static uint32_t intern(struct cp_symbolizer *s, const char *str)
@@ -365,22 +341,31 @@ static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t ca
 	return buf;
 }
 
-static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t cap)
+/* The name of the function symbol at addr, into buf (cap > 1), or NULL;
+ * [*lo, *hi): the addresses it is the answer for (0, 0: NULL). */
+static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t cap, uint64_t *lo, uint64_t *hi)
 {
 	const struct cp_modsym *y;
 	GElf_Sym sym;
 	GElf_Addr a;
-	size_t lo;
+	size_t i;
 
 	if (!sm->syms_read)
 		read_syms(sm);
 	_Static_assert(offsetof(struct cp_modsym, addr) == 0, "the key leads");
-	lo = cp_sparse_upper_bound(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
-	if (lo == 0)
+	*lo = *hi = 0;
+	i = cp_sparse_upper_bound(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
+	if (i == 0)
 		return NULL;
-	y = &sm->syms[lo - 1];
+	y = &sm->syms[i - 1];
 	if (y->size && addr - y->addr >= y->size)
 		return NULL;
+	if (y->size) { /* up to its end, or the next symbol's start (found instead) */
+		*lo = y->addr;
+		*hi = y->addr + y->size;
+		if (i < sm->nsyms && sm->syms[i].addr < *hi)
+			*hi = sm->syms[i].addr;
+	}
 	if (sm->names_at)
 		return name_at(sm, y->idx, buf, cap);
 	return dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
@@ -408,8 +393,11 @@ static int cu_scopes_find(struct cp_mod *sm, Dwarf_Die *cu, uint64_t pc, Dwarf_D
 	return cp_scopes_find(sc, pc, out, max);
 }
 
-/* Look addr up with libdw: innermost (inlined) frame first. */
-static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out)
+/* Look addr up with libdw: innermost (inlined) frame first.  [*lo, *hi):
+ * the addresses the same lines are the answer for: the function symbol's in
+ * a binary without DWARF (no line of it differs), else [addr, addr + 1). */
+static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out, uint64_t *lo,
+		       uint64_t *hi)
 {
 	Dwfl_Module *mod = sm->mod;
 	const char *symname, *file = NULL;
@@ -420,10 +408,12 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	uint32_t n = 0;
 	char namebuf[4096];
 
-	symname = find_sym(sm, addr, namebuf, sizeof(namebuf));
+	symname = find_sym(sm, addr, namebuf, sizeof(namebuf), lo, hi);
 	sm->dwarf_read = true;
 	cu = dwfl_module_addrdie(mod, addr, &bias);
 	l = dwfl_module_getsrc(mod, addr);
+	if (cu || l || sm->debuginfo_pending || dwfl_module_getdwarf(mod, &bias) || !(*lo <= addr && addr < *hi))
+		*lo = addr, *hi = addr + 1;
 	if (l)
 		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
 	if (cu && (ns = cu_scopes_find(sm, cu, addr - bias, scopes, MAX_INLINE)) > 0) {
@@ -557,8 +547,6 @@ static int64_t named_location(struct cp_symbolizer *s, struct cp_profile *prof, 
 	s->lines[s->nlines].name = intern(s, name);
 	s->lines[s->nlines].file = 0;
 	s->lines[s->nlines].line = 0;
-	tmp.mod = 0;
-	tmp.off = 0;
 	tmp.first = (uint32_t)s->nlines;
 	tmp.n = 1;
 	return make_location(s, prof, mapping, addr, &tmp);
@@ -714,16 +702,18 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 			uint64_t maddr;
 			uint32_t n;
 
-			if (s->n >= s->max) {
+			if (s->spans.n >= s->max) {
 				cache_reset(s);
 				mod = intern(s, l->key);
 			}
 			sm = cp_modcache_get_fd(s->mc, l->key, l->path, l->fd >= 0 ? dup(l->fd) : -1);
 			maddr = sm ? cp_mod_addr(sm, off) : 0;
-			n = maddr ? lookup(s, sm, maddr, sl) : 0;
+			uint64_t alo, ahi;
+
+			n = maddr ? lookup(s, sm, maddr, sl, &alo, &ahi) : 0;
 			if (!n)
 				continue; /* not in the binary any more: as it was */
-			if (!(e = cache_add(s, mod, off, sl, n))) {
+			if (!(e = cache_add(s, mod, off, off, off + 1, sl, n))) {
 				free(redo);
 				return cp_error(ENOMEM, "out of memory caching a symbol");
 			}
@@ -774,7 +764,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		uint32_t n;
 
 		s->counts.misses++;
-		if (s->n >= s->max) {
+		if (s->spans.n >= s->max) {
 			cache_reset(s);
 			mod = intern(s, key);
 			m->skey1 = mod + 1;
@@ -783,10 +773,14 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		struct cp_mod *sm = cp_modcache_get(s->mc, key, p, m);
 		uint64_t off = addr - m->start + m->pgoff, maddr = sm ? cp_mod_addr(sm, off) : 0;
 
-		n = maddr ? lookup(s, sm, maddr, lines) : 0;
+		uint64_t lo = off, hi = off + 1, alo = 0, ahi = 0;
+
+		n = maddr ? lookup(s, sm, maddr, lines, &alo, &ahi) : 0;
 		if (sm && sm->debuginfo_pending)
 			late_add(s, key, p, m);
-		e = cache_add(s, mod, addr - m->start + m->pgoff, lines, n);
+		else if (n && alo <= maddr && maddr < ahi && maddr - alo <= off) /* (in the same segment) */
+			lo = off - (maddr - alo), hi = off + (ahi - maddr);
+		e = cache_add(s, mod, off, lo, hi, lines, n);
 		if (!e)
 			return cp_error(ENOMEM, "out of memory caching a symbol");
 	}
@@ -836,19 +830,20 @@ int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, ui
 	if (!e) {
 		struct symline l;
 		const char *module = NULL, *name;
+		uint64_t span[2] = { addr, addr + 1 };
 		uint32_t n = 0;
 
 		s->counts.misses++;
-		if (s->n >= s->max)
+		if (s->spans.n >= s->max)
 			cache_reset(s);
-		name = s->ksyms ? cp_ksyms_find(s->ksyms, addr, &module) : NULL;
+		name = s->ksyms ? cp_ksyms_find(s->ksyms, addr, &module, span) : NULL;
 		if (name) {
 			l.name = intern(s, name);
 			l.file = intern(s, module && *module ? module : "");
 			l.line = 0;
 			n = 1;
 		}
-		e = cache_add(s, s->kernel_mod, addr, &l, n);
+		e = cache_add(s, s->kernel_mod, addr, span[0], span[1], &l, n);
 		if (!e)
 			return cp_error(ENOMEM, "out of memory caching a kernel symbol");
 	}

@@ -15,11 +15,13 @@
 #include "../error.h"
 #include "../index.h"
 #include "modcache.h"
+#include "spans.h"
 #include "../strtab.h"
 #include "../util.h"
 
 /* The unwind rule at one address, from the CFI (x86-64), cached by (file,
- * offset): how to find the CFA, the return address and the caller's rbp.
+ * offset) for the whole CFI row it belongs to (spans.h): how to find the
+ * CFA, the return address and the caller's rbp.
  * Every frame is unwound from such a rule with a few reads of the copied
  * stack; no per-process state is needed.  Where the CFI has no rule this
  * understands (no CFI at all, as in JIT code and V8's builtins, or an
@@ -34,9 +36,7 @@ enum {
 };
 enum { BP_SAME, BP_AT, BP_UNDEF };
 struct rule {
-	uint32_t mod; /* module key id (build id or path) */
 	uint8_t state, cfa_reg, bp_how, plt_k;
-	uint64_t off; /* file offset of the address looked up */
 	int32_t cfa_off, ra_off, bp_off, bx_off;
 	uint8_t bx_how; /* rbx: a CFA register too (glibc's _dl_runtime_resolve realigns rsp) */
 };
@@ -44,9 +44,9 @@ struct rule {
 struct cp_unwinder {
 	struct cp_modcache *mc; /* binaries, for their CFI */
 	struct cp_strtab keys;
-	struct rule *rules;
-	size_t nrules, rcap;
-	struct cp_index ridx;
+	struct rule *rules; /* at the ids of their spans */
+	size_t rcap;
+	struct cp_spans spans;
 	char *debuginfo_path;
 	int vdso_fd;
 	struct cp_unwind_counts counts;
@@ -103,23 +103,10 @@ void cp_unwinder_free(struct cp_unwinder *u)
 	cp_modcache_free(u->mc);
 	cp_strtab_release(&u->keys);
 	free(u->rules);
-	cp_index_release(&u->ridx);
+	cp_spans_release(&u->spans);
 	if (u->vdso_fd >= 0)
 		close(u->vdso_fd);
 	free(u);
-}
-
-struct rkey {
-	uint32_t mod;
-	uint64_t off;
-};
-
-static int rule_eq(const void *ctx, uint32_t id, const void *k)
-{
-	const struct cp_unwinder *u = ctx;
-	const struct rkey *key = k;
-
-	return u->rules[id].mod == key->mod && u->rules[id].off == key->off;
 }
 
 /* How register regno of the caller is found: same, undefined, or at CFA + off. */
@@ -171,8 +158,9 @@ static bool plt_cfa(const Dwarf_Op *ops, size_t n, struct rule *r)
 }
 
 /* The rule for file offset off of the binary mod (its CFI, offline); RULE_FP
- * when there is none this can follow. */
-static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
+ * when there is none this can follow.  [*lo, *hi): the file offsets it holds
+ * for (its CFI row), else [off, off + 1). */
+static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r, uint64_t *lo, uint64_t *hi)
 {
 	uint64_t addr = mod ? cp_mod_addr(mod, off) : 0;
 	Dwarf_Addr bias;
@@ -180,10 +168,13 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 	Dwarf_Frame *f = NULL;
 	Dwarf_Op *ops;
 	size_t n;
+	Dwarf_Addr start, end;
 	bool signal = false, plt = false;
 	uint8_t ra_how;
 
 	r->state = RULE_FP;
+	*lo = off;
+	*hi = off + 1;
 	if (!addr)
 		return;
 	cfi = dwfl_module_eh_cfi(mod->mod, &bias);
@@ -195,8 +186,13 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r)
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f) != 0)
 			goto out;
 	}
-	if (dwarf_frame_info(f, NULL, NULL, &signal) != 16)
+	if (dwarf_frame_info(f, &start, &end, &signal) != 16)
 		goto out;
+	/* the row's rules hold from start to end (what follows reads them only) */
+	if (start <= addr - bias && addr - bias < end && addr - bias - start <= off) {
+		*lo = off - (addr - bias - start);
+		*hi = off + (end - (addr - bias));
+	}
 	if (signal) {
 		r->state = RULE_SIGNAL;
 		goto out;
@@ -239,9 +235,9 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 	struct cp_map *m = (struct cp_map *)cp_proc_find_map(p, addr);
 	char buf[41];
 	const char *key;
-	int64_t mod;
-	struct rkey k;
-	uint32_t id, h;
+	int64_t mod, id;
+	uint64_t off, lo, hi;
+	uint32_t found;
 	struct rule r;
 
 	if (!m || cp_map_no_file(m->path))
@@ -254,29 +250,22 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 			return NULL;
 		m->ukey1 = (uint32_t)mod + 1;
 	}
-	k.mod = m->ukey1 - 1;
-	k.off = addr - m->start + m->pgoff;
-	h = (uint32_t)cp_hash_u64(k.off, k.mod);
-	id = cp_index_find(&u->ridx, h, rule_eq, u, &k);
-	if (id != UINT32_MAX)
-		return &u->rules[id];
-	if (u->nrules >= (1u << 20)) { /* bounded: start over */
-		u->nrules = 0;
-		cp_index_release(&u->ridx);
-		memset(&u->ridx, 0, sizeof(u->ridx));
-	}
+	off = addr - m->start + m->pgoff;
+	found = cp_spans_find(&u->spans, m->ukey1 - 1, off);
+	if (found != UINT32_MAX)
+		return &u->rules[found];
+	if (u->spans.n >= (1u << 20)) /* bounded: start over */
+		cp_spans_reset(&u->spans);
 	memset(&r, 0, sizeof(r));
-	r.mod = k.mod;
-	r.off = k.off;
 	if (!key)
-		key = cp_strtab_get(&u->keys, k.mod);
-	compute_rule(cp_modcache_get(u->mc, key, p, m), k.off, &r);
+		key = cp_strtab_get(&u->keys, m->ukey1 - 1);
+	compute_rule(cp_modcache_get(u->mc, key, p, m), off, &r, &lo, &hi);
 	u->counts.rules++;
-	if (cp_grow((void **)&u->rules, &u->rcap, u->nrules + 1, sizeof(*u->rules)) ||
-	    cp_index_add(&u->ridx, h, (uint32_t)u->nrules))
+	if (cp_grow((void **)&u->rules, &u->rcap, u->spans.n + 1, sizeof(*u->rules)) ||
+	    (id = cp_spans_add(&u->spans, m->ukey1 - 1, off, lo, hi)) < 0)
 		return NULL;
-	u->rules[u->nrules] = r;
-	return &u->rules[u->nrules++];
+	u->rules[id] = r;
+	return &u->rules[id];
 }
 
 static bool stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *out)
@@ -394,7 +383,6 @@ void cp_unwind_forget_rules(struct cp_unwinder *u)
 {
 	free(u->rules);
 	u->rules = NULL;
-	u->nrules = u->rcap = 0;
-	cp_index_release(&u->ridx);
-	memset(&u->ridx, 0, sizeof(u->ridx));
+	u->rcap = 0;
+	cp_spans_release(&u->spans);
 }

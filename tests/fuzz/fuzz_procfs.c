@@ -159,7 +159,7 @@ static void kallsyms(const uint8_t *data, size_t len)
 	if (!k)
 		return;
 	for (unsigned i = 0; i < 12; i++) {
-		const char *name = cp_ksyms_find(k, probe(data, len, i), &mod);
+		const char *name = cp_ksyms_find(k, probe(data, len, i), &mod, NULL);
 
 		if (name && (strlen(name) > len || strlen(mod) > len))
 			abort();
@@ -173,7 +173,7 @@ static void probe_table(const struct cp_ksyms *k, const uint8_t *data, size_t le
 	const char *mod;
 
 	for (unsigned i = 0; i < 12; i++) {
-		const char *name = cp_ksyms_find(k, probe(data, len, i), &mod);
+		const char *name = cp_ksyms_find(k, probe(data, len, i), &mod, NULL);
 
 		if (name && (strlen(name) > limit || strlen(mod) > limit))
 			abort();

@@ -818,7 +818,7 @@ static const char *ksym(const struct cp_ksyms *k, uint64_t addr, const char **mo
 	const char *s;
 
 	*mod = "(unset)";
-	s = cp_ksyms_find(k, addr, mod);
+	s = cp_ksyms_find(k, addr, mod, NULL);
 	return s ? s : "(none)";
 }
 
@@ -851,8 +851,26 @@ START_TEST(test_ksyms)
 	ck_assert_str_eq(ksym(k, 0xffffffff80ffffff, &mod), "(none)");
 	ck_assert_str_eq(ksym(k, 0xffffffffc0b00000 + (4u << 20), &mod), "(none)");
 	ck_assert_str_eq(ksym(k, 0, &mod), "(none)");
-	ck_assert_ptr_null(cp_ksyms_find(k, 0x1000, NULL));
-	ck_assert_str_eq(cp_ksyms_find(k, 0xffffffff81001000, NULL), "start_kernel"); /* module may be NULL */
+	ck_assert_ptr_null(cp_ksyms_find(k, 0x1000, NULL, NULL));
+	ck_assert_str_eq(cp_ksyms_find(k, 0xffffffff81001000, NULL, NULL), "start_kernel"); /* module may be NULL */
+	/* the span the same symbol is found for: up to the next one, and only
+	 * the address itself after the last */
+	{
+		uint64_t span[2] = { 1, 1 };
+
+		ck_assert_str_eq(cp_ksyms_find(k, 0xffffffff81001234, NULL, span), "start_kernel");
+		ck_assert_uint_eq(span[0], 0xffffffff81001000);
+		ck_assert_uint_eq(span[1], 0xffffffff81002000);
+		ck_assert_str_eq(cp_ksyms_find(k, 0xffffffff81008010, NULL, span), "weak_lower");
+		ck_assert_uint_eq(span[0], 0xffffffff81003000);
+		ck_assert_uint_eq(span[1], 0xffffffffc0a00000);
+		ck_assert_str_eq(cp_ksyms_find(k, 0xffffffffc0b00020, NULL, span), "xfs_fs_fill_super");
+		ck_assert_uint_eq(span[0], 0xffffffffc0b00020);
+		ck_assert_uint_eq(span[1], 0xffffffffc0b00021);
+		span[0] = span[1] = 1;
+		ck_assert_ptr_null(cp_ksyms_find(k, 0x1000, NULL, span));
+		ck_assert_uint_eq(span[0], 1);
+	}
 	cp_ksyms_free(k);
 	cp_ksyms_free(NULL);
 }

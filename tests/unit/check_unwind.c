@@ -393,6 +393,111 @@ START_TEST(test_long_names)
 }
 END_TEST
 
+/* Every frame of addr's location in s: function, file and line, joined. */
+static void frames_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *out, size_t len)
+{
+	struct cp_profile *prof = cp_profile_new();
+	int64_t loc = cp_symbolize_user(s, prof, p, addr, false, NULL), stack;
+	struct cp_frame *frames = NULL;
+	size_t cap = 0, off = 0;
+	uint32_t l = (uint32_t)loc;
+	int nf;
+
+	ck_assert_int_gt(loc, 0);
+	stack = cp_profile_stack(prof, &l, 1);
+	ck_assert_int_gt(stack, 0);
+	nf = cp_profile_frames(prof, (uint32_t)stack, &frames, &cap);
+	out[0] = 0;
+	for (int k = 0; k < nf; k++) {
+		char buf[512];
+		int w = snprintf(out + off, len - off, "%s@%s:%lld;", cp_frame_name(prof, &frames[k], buf, sizeof(buf)),
+				 cp_profile_string(prof, frames[k].filename), (long long)frames[k].line);
+
+		if (w > 0 && (size_t)w < len - off)
+			off += (size_t)w;
+	}
+	free(frames);
+	cp_profile_free(prof);
+}
+
+/* The executable mapping of this process whose path holds name. */
+static const struct cp_map *mapping_of(const struct cp_proc *p, const char *name)
+{
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (strstr(p->maps[i].path, name))
+			return &p->maps[i];
+	return NULL;
+}
+
+START_TEST(test_spans_answer_as_lookups)
+{
+	/* Every 5th byte of 48 KiB of zlib (no DWARF: a name holds over its
+	 * function) and of this binary (DWARF: lines differ within a function),
+	 * looked up by an unwinder and a symbolizer that keep what
+	 * they found for a CFI row or a function, and by ones that forget before
+	 * each address: the same unwound stack and the same frames, and the CFI
+	 * read and libdw asked far less often by the first */
+	struct self warm, cold;
+	struct cp_unwind_counts uw, uc;
+	struct cp_symbolize_counts sw, sc;
+	struct cp_symbolize_counts c0;
+	const struct cp_map *z;
+	uint64_t from[2], pcs_w[8], pcs_c[8];
+	char a[4096], b[4096];
+
+	rec = calloc(1, sizeof(*rec));
+	ck_assert_ptr_nonnull(rec);
+	self_open(&warm);
+	self_open(&cold);
+	z = mapping_of(warm.p, "/libz.so");
+	ck_assert_ptr_nonnull(z);
+	from[0] = z->start;
+	from[1] = (uint64_t)(uintptr_t)check_unwinds & ~0xfffull;
+	/* a stack of words that point nowhere: what each rule reads shows */
+	for (size_t i = 0; i < 4096 / 8; i++) {
+		uint64_t w = 0x10000 + 8 * i;
+
+		memcpy(rec->ustack + 8 * i, &w, 8);
+	}
+	rec->ustack_len = 4096;
+	rec->flags = CP_SAMPLE_USER;
+	rec->regs[CP_REG_SP] = 0x7ff000000000ull;
+	rec->regs[CP_REG_BP] = 0x7ff000000100ull;
+	rec->regs[CP_REG_BX] = 0x7ff000000200ull;
+	for (int r = 0; r < 2; r++) {
+		struct cp_symbolize_counts s0;
+
+		cp_symbolize_counts(warm.s, &s0);
+		cp_symbolize_counts(cold.s, &c0);
+		for (uint64_t pc = from[r]; pc < from[r] + 0xc000; pc += 5) {
+			int nw, nc;
+
+			rec->regs[CP_REG_IP] = pc;
+			nw = cp_unwind(warm.u, warm.p, rec, pcs_w, 8);
+			cp_unwind_forget_rules(cold.u);
+			nc = cp_unwind(cold.u, cold.p, rec, pcs_c, 8);
+			ck_assert_int_eq(nw, nc);
+			ck_assert_msg(!memcmp(pcs_w, pcs_c, (size_t)nw * sizeof(*pcs_w)), "unwound differently at %#llx",
+				      (unsigned long long)pc);
+			frames_of(warm.s, warm.p, pc, a, sizeof(a));
+			cp_symbolize_forget(cold.s);
+			frames_of(cold.s, cold.p, pc, b, sizeof(b));
+			ck_assert_str_eq(a, b);
+		}
+		cp_symbolize_counts(warm.s, &sw);
+		cp_symbolize_counts(cold.s, &sc);
+		if (r == 0) /* zlib's functions: many addresses found in a function's span */
+			ck_assert_uint_lt((sw.misses - s0.misses) * 4, (sc.misses - c0.misses) * 3);
+	}
+	cp_unwind_counts(warm.u, &uw);
+	cp_unwind_counts(cold.u, &uc);
+	ck_assert_uint_lt(uw.rules * 4, uc.rules);
+	self_close(&warm);
+	self_close(&cold);
+	free(rec);
+}
+END_TEST
+
 START_TEST(test_budget_evicts_and_reads_again)
 {
 	/* a budget far below what the process uses: every cache is cut, and
@@ -483,6 +588,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_budget_lets_pages_go_first);
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);
+	tcase_add_test(tc, test_spans_answer_as_lookups);
 	suite_add_tcase(s, tc);
 	return s;
 }

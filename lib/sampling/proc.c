@@ -120,10 +120,48 @@ size_t cp_procs_count(const struct cp_procs *t)
 	return t->n;
 }
 
+/* A mapping's path, shared by the processes a fork copied it to (a shell
+ * forks a few dozen mappings to every child, which mostly execs at once):
+ * counted references instead of a copy each.  Only this file makes and
+ * lets go of them. */
+struct map_path {
+	uint32_t refs;
+	char s[];
+};
+
+static char *path_new(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	struct map_path *m = malloc(sizeof(*m) + n);
+
+	if (!m)
+		return NULL;
+	m->refs = 1;
+	memcpy(m->s, s, n);
+	return m->s;
+}
+
+static struct map_path *path_of(char *s)
+{
+	return (struct map_path *)(void *)(s - offsetof(struct map_path, s));
+}
+
+static char *path_ref(char *s)
+{
+	path_of(s)->refs++;
+	return s;
+}
+
+static void path_unref(char *s)
+{
+	if (s && --path_of(s)->refs == 0)
+		free(path_of(s));
+}
+
 void cp_proc_clear_maps(struct cp_proc *p)
 {
 	for (size_t i = 0; i < p->nmaps; i++)
-		free(p->maps[i].path);
+		path_unref(p->maps[i].path);
 	p->nmaps = 0;
 	p->maps_gen++;
 }
@@ -136,7 +174,7 @@ void cp_proc_drop_maps_before(struct cp_proc *p, uint64_t t)
 		if (p->maps[i].time && p->maps[i].time >= t)
 			p->maps[k++] = p->maps[i];
 		else
-			free(p->maps[i].path);
+			path_unref(p->maps[i].path);
 	}
 	p->nmaps = k;
 	p->maps_gen++;
@@ -154,7 +192,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 	m.start = start;
 	m.end = end;
 	m.pgoff = pgoff;
-	m.path = strdup(path ? path : "");
+	m.path = path_new(path ? path : "");
 	if (!m.path)
 		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 	if (build_id && build_id_len && build_id_len <= sizeof(m.build_id)) {
@@ -172,13 +210,12 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 			/* split: keep [o.start, start) and [end, o.end) */
 			struct cp_map tail = *o;
 
-			tail.path = strdup(o->path);
-			if (!tail.path || cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
-				free(tail.path);
-				free(m.path);
+			if (cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
+				path_unref(m.path);
 				return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 			}
 			o = &p->maps[i];
+			tail.path = path_ref(o->path);
 			tail.pgoff += end - o->start;
 			tail.start = end;
 			o->end = start;
@@ -192,14 +229,14 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 			o->pgoff += end - o->start;
 			o->start = end;
 		} else {
-			free(o->path);
+			path_unref(o->path);
 			memmove(o, o + 1, (p->nmaps - i - 1) * sizeof(*p->maps));
 			p->nmaps--;
 			i--;
 		}
 	}
 	if (cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
-		free(m.path);
+		path_unref(m.path);
 		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 	}
 	for (j = 0; j < p->nmaps && p->maps[j].start < start; j++)
@@ -228,10 +265,7 @@ int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent)
 		c->start = m->start;
 		c->end = m->end;
 		c->pgoff = m->pgoff;
-		if (!(c->path = strdup(m->path))) {
-			child->nmaps = i;
-			return cp_error(ENOMEM, "out of memory adding a mapping of %s", m->path);
-		}
+		c->path = path_ref(m->path);
 		if (m->build_id_len) {
 			memcpy(c->build_id, m->build_id, m->build_id_len);
 			c->build_id_len = m->build_id_len;

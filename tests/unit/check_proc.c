@@ -785,6 +785,11 @@ START_TEST(test_add_map_build_id_and_inherit)
 	ck_assert_uint_eq(cp_procs_count(t), 1);
 	ck_assert_ptr_null(cp_procs_get(t, 9, false));
 	ck_assert_str_eq(found(cp_procs_get(t, 10, false), 0x3000), "/b"); /* the copy is its own */
+	/* (paths are shared, counted: the split's two parts too) */
+	ck_assert_str_eq(found(cp_procs_get(t, 10, false), 0x1000), "/a");
+	ck_assert_str_eq(found(cp_procs_get(t, 10, false), 0x1c00), "/a");
+	ck_assert_int_eq(cp_proc_add_map(cp_procs_get(t, 10, false), 0x1000, 0x1400, 0, "/y", NULL, 0), 0);
+	ck_assert_str_eq(found(cp_procs_get(t, 10, false), 0x1c00), "/a");
 	cp_procs_free(t, NULL);
 }
 END_TEST

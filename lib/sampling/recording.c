@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <time.h>
 
 #include "../error.h"
 #include "../log.h"
@@ -70,10 +71,19 @@ int cp_recording_start(struct cp_recording *g)
 	return 0;
 }
 
+/* this thread's CPU time (ns) */
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ? 0 : (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int cp_recording_flush(struct cp_recording *g, int64_t now_wall)
 {
 	struct cp_recorder_series c;
 	bool remote = cp_store_is_remote(g->store);
+	int64_t cpu0 = cp_log_enabled(CP_LOG_DEBUG) ? thread_cpu_ns() : 0;
 	int err = cp_recorder_series(g->rec, g->node, g->labels, g->nlabels, g->interval_start, now_wall, &c);
 
 	if (err)
@@ -95,10 +105,10 @@ int cp_recording_flush(struct cp_recording *g, int64_t now_wall)
 	if (cp_log_enabled(CP_LOG_DEBUG)) {
 		struct mallinfo2 mi = mallinfo2();
 
-		cp_log(g->verb, CP_LOG_DEBUG, "flush: %zu batches, %zu processes, heap in use %zu KiB (arena %zu KiB, "
-					     "mmapped %zu KiB), CFI rules read %llu",
-		       c.n, cp_recorder_nprocs(g->rec), mi.uordblks >> 10, mi.arena >> 10, mi.hblkhd >> 10,
-		       (unsigned long long)cp_recorder_unwind_rules(g->rec));
+		cp_log(g->verb, CP_LOG_DEBUG, "flush: %zu batches, %zu processes, %.1f ms of CPU, heap in use %zu KiB "
+					     "(arena %zu KiB, mmapped %zu KiB), CFI rules read %llu",
+		       c.n, cp_recorder_nprocs(g->rec), (double)(thread_cpu_ns() - cpu0) / 1e6, mi.uordblks >> 10,
+		       mi.arena >> 10, mi.hblkhd >> 10, (unsigned long long)cp_recorder_unwind_rules(g->rec));
 	}
 out:
 	cp_recorder_series_release(&c);

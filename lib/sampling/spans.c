@@ -45,7 +45,10 @@ uint32_t cp_spans_find(struct cp_spans *c, uint32_t mod, uint64_t off)
 	id = cp_index_find(&c->pages, page_hash(mod, off >> PAGE_SHIFT), holds, c, &k);
 	if (id != UINT32_MAX) {
 		c->span_hits++;
-		(void)cp_index_add(&c->exact, h, id); /* (a failure costs the next probe only) */
+		/* (bounded: the caller bounds the entries, not the offsets asked;
+		 * a failure costs the next probe only) */
+		if (c->exact.count < 4 * c->n + 4096)
+			(void)cp_index_add(&c->exact, h, id);
 	}
 	return id;
 }

@@ -38,7 +38,8 @@ struct cp_spans {
 
 /* The id of the entry whose span holds off in mod, or UINT32_MAX.  A
  * span's answer for an offset not asked before is remembered under the
- * offset too (-ENOMEM there only costs the next probe). */
+ * offset too, up to 4 offsets an entry (past that, or on -ENOMEM, the next
+ * ask probes the pages again). */
 uint32_t cp_spans_find(struct cp_spans *c, uint32_t mod, uint64_t off);
 /* Adds the answer for off, which holds over [lo, hi) (lo <= off < hi):
  * its id, or -ENOMEM (nothing added). */

@@ -699,7 +699,7 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 		if (!e) {
 			struct symline sl[MAX_INLINE];
 			struct cp_mod *sm;
-			uint64_t maddr;
+			uint64_t maddr, alo, ahi;
 			uint32_t n;
 
 			if (s->spans.n >= s->max) {
@@ -708,8 +708,6 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 			}
 			sm = cp_modcache_get_fd(s->mc, l->key, l->path, l->fd >= 0 ? dup(l->fd) : -1);
 			maddr = sm ? cp_mod_addr(sm, off) : 0;
-			uint64_t alo, ahi;
-
 			n = maddr ? lookup(s, sm, maddr, sl, &alo, &ahi) : 0;
 			if (!n)
 				continue; /* not in the binary any more: as it was */

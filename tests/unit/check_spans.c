@@ -70,6 +70,12 @@ START_TEST(test_many_and_reset)
 		for (uint64_t b = 0; b < 64; b += 21)
 			ck_assert_uint_eq(cp_spans_find(&c, 7, 0x400000 + 64 * i + b), i);
 	ck_assert_uint_eq(cp_spans_find(&c, 7, 0x400000 + 64 * 5000), UINT32_MAX);
+	/* the offsets remembered are bounded by the entries, not by those asked */
+	ck_assert_uint_le(c.exact.count, 4 * c.n + 4096 + 1);
+	for (uint64_t b = 0; b < 64; b++)
+		for (uint64_t i = 0; i < 5000; i++)
+			ck_assert_uint_eq(cp_spans_find(&c, 7, 0x400000 + 64 * i + b), i);
+	ck_assert_uint_le(c.exact.count, 4 * c.n + 4096 + 1);
 	cp_spans_reset(&c);
 	ck_assert_uint_eq(c.n, 0);
 	ck_assert_uint_eq(cp_spans_find(&c, 7, 0x400003), UINT32_MAX);

@@ -159,7 +159,7 @@ static bool plt_cfa(const Dwarf_Op *ops, size_t n, struct rule *r)
 
 /* The rule for file offset off of the binary mod (its CFI, offline); RULE_FP
  * when there is none this can follow.  [*lo, *hi): the file offsets it holds
- * for (its CFI row), else [off, off + 1). */
+ * for (off to the end of its CFI row), else [off, off + 1). */
 static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r, uint64_t *lo, uint64_t *hi)
 {
 	uint64_t addr = mod ? cp_mod_addr(mod, off) : 0;
@@ -188,11 +188,12 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r, uint6
 	}
 	if (dwarf_frame_info(f, &start, &end, &signal) != 16)
 		goto out;
-	/* the row's rules hold from start to end (what follows reads them only) */
-	if (start <= addr - bias && addr - bias < end && addr - bias - start <= off) {
-		*lo = off - (addr - bias - start);
+	/* the row's rules hold from here to its end (what follows reads them
+	 * only); not from its start as libdw gives it: after a
+	 * DW_CFA_restore_state, that is the remembered row's (libz's epilogues:
+	 * 0x4aa0 is said to start at 0x4a93, where the pops begin) */
+	if (start <= addr - bias && addr - bias < end)
 		*hi = off + (end - (addr - bias));
-	}
 	if (signal) {
 		r->state = RULE_SIGNAL;
 		goto out;

@@ -6,8 +6,10 @@
 # call paths (main->a->b->leaf_b, main->c->leaf_c, main->rec^25->leaf_rec,
 # main->big->leaf_big with a 6 KiB frame, main->d->d_inline with d_inline
 # inlined into d, main->zpath->compress2->deflate... through Debian's libz,
-# which has no frame pointers).  Both tools record it for BENCH_SECONDS (10)
-# at 499 Hz; for each we print the share of the workload's samples whose
+# which has no frame pointers).  Both tools record one run of it at the same
+# time (-p: the shares of its functions move by several points between two
+# runs on a shared machine, as its speed does), for BENCH_SECONDS (10) at
+# 499 Hz; for each we print the share of the workload's samples whose
 # stack reaches main (target >= 99% for cprof) and each function's inclusive
 # share (samples with it anywhere on the stack, inline frames included),
 # side by side, with the difference (target: within 3 percentage points).
@@ -26,10 +28,28 @@ $CC -O2 -fomit-frame-pointer -g -o "$d/stack_workload" "$src/bench/stack_workloa
 cd "$d"
 echo "workload: ./stack_workload $SECS (-O2 -fomit-frame-pointer -g; libz: $(ldd ./stack_workload | awk '/libz/ { print $3 }'))"
 
-# ---- cprof ----
-# -- CMD samples only the workload (and its children: it has none)
-CPROF_DEBUG=1 "$b/cprof" record -F $HZ -o cprof.pb.gz -- ./stack_workload "$SECS" > /dev/null 2> cprof.err || {
-	echo "cprof record failed:"; grep -v '^libbpf:' cprof.err | tail -5; exit 1; }
+# ---- both tools, attached to one run ----
+# perf 6.1 on kernel 6.18 aborts ("assertion failed at util/build-id.c",
+# "stack smashing detected") whenever it reads a build-id from an ELF file:
+# at the end of perf record (also with -N), and in perf script after
+# perf record -B.  --buildid-mmap has the kernel put the build-ids in the
+# mmap records, so neither reads files for them.
+have_perf= failed= wl= crec= prec=
+stop_at_exit wl crec prec
+command -v "$PERF" > /dev/null 2>&1 || echo "perf not found (comparison skipped)"
+./stack_workload "$SECS" > /dev/null &
+wl=$!
+if command -v "$PERF" > /dev/null 2>&1; then
+	"$PERF" record --buildid-mmap -F $HZ --call-graph dwarf -p "$wl" -o perf.data > /dev/null 2> perf.err &
+	prec=$!
+fi
+# -p samples only the workload (and its children: it has none); it ends with it
+CPROF_DEBUG=1 "$b/cprof" record -F $HZ -p "$wl" -o cprof.pb.gz > /dev/null 2> cprof.err &
+crec=$!
+wait "$wl"; wl=
+wait "$crec" || {
+	crec=; echo "cprof record failed:"; grep -v '^libbpf:' cprof.err | tail -5; exit 1; }
+crec=
 grep '^cprof record: [0-9]* samples' cprof.err | sed 's/^/  /'
 # folded: root first, ';' between frames, the sample count last
 "$b/cprof" query -i cprof.pb.gz -f folded -t samples > cprof.folded
@@ -38,14 +58,8 @@ awk '{
 	gsub(/;/, "\n", s); print n; print s; print "" }' cprof.folded > cprof.stacks
 
 # ---- perf ----
-# perf 6.1 on kernel 6.18 aborts ("assertion failed at util/build-id.c",
-# "stack smashing detected") whenever it reads a build-id from an ELF file:
-# at the end of perf record (also with -N), and in perf script after
-# perf record -B.  --buildid-mmap has the kernel put the build-ids in the
-# mmap records, so neither reads files for them.
-have_perf= failed=
-if command -v "$PERF" > /dev/null 2>&1; then
-	if "$PERF" record --buildid-mmap -F $HZ --call-graph dwarf -o perf.data -- ./stack_workload "$SECS" > /dev/null 2> perf.err; then
+if [ -n "$prec" ]; then
+	if wait "$prec"; then
 		if "$PERF" script -i perf.data -F comm,pid,ip,sym > perf.script 2> perf.err; then
 			have_perf=1
 		else
@@ -61,8 +75,7 @@ if command -v "$PERF" > /dev/null 2>&1; then
 	else
 		echo "perf record failed (comparison skipped):"; tail -3 perf.err; failed=1
 	fi
-else
-	echo "perf not found (comparison skipped)"
+	prec=
 fi
 
 # stacks file (count, frames one a line, blank line) -> "total N", "FUNC N"

@@ -20,7 +20,7 @@
 #include "../util.h"
 
 /* The unwind rule at one address, from the CFI (x86-64), cached by (file,
- * offset) for the whole CFI row it belongs to (spans.h): how to find the
+ * offset) from there to the end of its CFI row (spans.h): how to find the
  * CFA, the return address and the caller's rbp.
  * Every frame is unwound from such a rule with a few reads of the copied
  * stack; no per-process state is needed.  Where the CFI has no rule this

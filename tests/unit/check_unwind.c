@@ -429,6 +429,23 @@ static const struct cp_map *mapping_of(const struct cp_proc *p, const char *name
 	return NULL;
 }
 
+/* A separate debug file of m's binary is installed (a -dbg or dbgsym
+ * package): it has DWARF then. */
+static bool has_debug_file(struct cp_map *m, const struct cp_proc *p)
+{
+	const uint8_t *id;
+	char path[128];
+	size_t len, off;
+
+	if (!(id = cp_map_build_id(m, p, &len)) || len < 2)
+		return false;
+	off = (size_t)snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (size_t i = 1; i < len && off + 3 < sizeof(path); i++)
+		off += (size_t)snprintf(path + off, sizeof(path) - off, "%02x", id[i]);
+	snprintf(path + off, sizeof(path) - off, ".debug");
+	return access(path, F_OK) == 0;
+}
+
 /* The address of the k-th of n steps of 5 bytes from `from`, in order 0
  * (rising), 1 (falling) or 2 (scattered: 7919 is prime, n a power of 2). */
 static uint64_t step_pc(uint64_t from, uint64_t k, uint64_t n, int order)
@@ -447,15 +464,21 @@ START_TEST(test_spans_answer_as_lookups)
 	 * in rising order, the CFI read and libdw asked far less often */
 	const uint64_t n = 8192;
 	const struct cp_map *z;
+	bool z_dwarf;
 	uint64_t from[2], pcs_w[8], pcs_c[8];
 	char a[4096], b[4096];
 	struct self cold;
 
+	/* no debug file fetched for zlib (libdw's own lookup would ask these) */
+	unsetenv("DEBUGINFOD_URLS");
 	rec = calloc(1, sizeof(*rec));
 	ck_assert_ptr_nonnull(rec);
 	self_open(&cold);
 	z = mapping_of(cold.p, "/libz.so");
 	ck_assert_ptr_nonnull(z);
+	/* (with zlib's debug file installed its names are per address too, as
+	 * they are checked to be; only fewer lookups are not to be expected) */
+	z_dwarf = has_debug_file((struct cp_map *)z, cold.p);
 	ck_assert_uint_ge(z->end - z->start, 5 * n);
 	from[0] = z->start;
 	from[1] = (uint64_t)(uintptr_t)check_unwinds & ~0xfffull;
@@ -499,7 +522,7 @@ START_TEST(test_spans_answer_as_lookups)
 			}
 			cp_symbolize_counts(warm.s, &sw);
 			cp_symbolize_counts(cold.s, &sc);
-			if (r == 0 && order != 1) /* zlib's functions: many addresses found in a function's span */
+			if (r == 0 && order != 1 && !z_dwarf) /* zlib's functions: many found in a span */
 				ck_assert_uint_lt((sw.misses - sw0.misses) * 4, (sc.misses - sc0.misses) * 3);
 		}
 		cp_unwind_counts(warm.u, &uw);

@@ -455,14 +455,14 @@ static uint64_t step_pc(uint64_t from, uint64_t k, uint64_t n, int order)
 
 START_TEST(test_spans_answer_as_lookups)
 {
-	/* Every 5th byte of 40 KiB of zlib (no DWARF: a name holds over its
+	/* Every 5th byte of 20 KiB of zlib (no DWARF: a name holds over its
 	 * function; epilogues whose CFI rows follow a DW_CFA_restore_state) and of
 	 * this binary (DWARF: lines differ within a function), in rising, falling
 	 * and scattered order, looked up by an unwinder and a symbolizer that
 	 * keep what they found for a CFI row or a function, and by ones that
 	 * forget before each address: the same unwound stack and the same frames;
 	 * in rising order, the CFI read and libdw asked far less often */
-	const uint64_t n = 8192;
+	const uint64_t n = 4096;
 	const struct cp_map *z;
 	bool z_dwarf;
 	uint64_t from[2], pcs_w[8], pcs_c[8];

@@ -158,9 +158,9 @@ static bool plt_cfa(const Dwarf_Op *ops, size_t n, struct rule *r)
 }
 
 /* The rule for file offset off of the binary mod (its CFI, offline); RULE_FP
- * when there is none this can follow.  [*lo, *hi): the file offsets it holds
- * for (off to the end of its CFI row), else [off, off + 1). */
-static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r, uint64_t *lo, uint64_t *hi)
+ * when there is none this can follow.  [off, *hi): the file offsets it holds
+ * for (to the end of its CFI row), else [off, off + 1). */
+static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r, uint64_t *hi)
 {
 	uint64_t addr = mod ? cp_mod_addr(mod, off) : 0;
 	Dwarf_Addr bias;
@@ -173,7 +173,6 @@ static void compute_rule(struct cp_mod *mod, uint64_t off, struct rule *r, uint6
 	uint8_t ra_how;
 
 	r->state = RULE_FP;
-	*lo = off;
 	*hi = off + 1;
 	if (!addr)
 		return;
@@ -237,7 +236,7 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 	char buf[41];
 	const char *key;
 	int64_t mod, id;
-	uint64_t off, lo, hi;
+	uint64_t off, hi;
 	uint32_t found;
 	struct rule r;
 
@@ -260,10 +259,10 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 	memset(&r, 0, sizeof(r));
 	if (!key)
 		key = cp_strtab_get(&u->keys, m->ukey1 - 1);
-	compute_rule(cp_modcache_get(u->mc, key, p, m), off, &r, &lo, &hi);
+	compute_rule(cp_modcache_get(u->mc, key, p, m), off, &r, &hi);
 	u->counts.rules++;
 	if (cp_grow((void **)&u->rules, &u->rcap, u->spans.n + 1, sizeof(*u->rules)) ||
-	    (id = cp_spans_add(&u->spans, m->ukey1 - 1, off, lo, hi)) < 0)
+	    (id = cp_spans_add(&u->spans, m->ukey1 - 1, off, off, hi)) < 0)
 		return NULL;
 	u->rules[id] = r;
 	return &u->rules[id];

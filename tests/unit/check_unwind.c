@@ -70,6 +70,25 @@ __attribute__((noinline)) static void capture(void)
 	rec->pid = rec->tid = (uint32_t)getpid();
 }
 
+/* The frames (innermost first) s gives pc of process p, in prof: their
+ * number; *frames is the caller's to free. */
+static int pc_frames(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc, bool is_return,
+		     struct cp_frame **frames)
+{
+	int64_t loc = cp_symbolize_user(s, prof, p, pc, is_return, NULL), stack;
+	uint32_t l = (uint32_t)loc;
+	size_t cap = 0;
+	int nf;
+
+	*frames = NULL;
+	ck_assert_int_gt(loc, 0);
+	stack = cp_profile_stack(prof, &l, 1);
+	ck_assert_int_gt(stack, 0);
+	nf = cp_profile_frames(prof, (uint32_t)stack, frames, &cap);
+	ck_assert_int_ge(nf, 0);
+	return nf;
+}
+
 /* The unwound stack of rec, as names (frames joined by ';'), and how many
  * frames it has. */
 static int unwound(char *out, size_t len)
@@ -90,17 +109,10 @@ static int unwound(char *out, size_t len)
 	n = cp_unwind(u, p, rec, pcs, CP_USER_FRAMES_MAX);
 	out[0] = 0;
 	for (int i = 0; i < n; i++) {
-		int64_t loc = cp_symbolize_user(s, prof, p, pcs[i], i > 0, NULL), stack;
-		struct cp_frame *frames = NULL;
-		size_t cap = 0;
-		uint32_t l = (uint32_t)loc;
+		struct cp_frame *frames;
 		char buf[256];
-		int nf;
+		int nf = pc_frames(s, prof, p, pcs[i], i > 0, &frames);
 
-		ck_assert_int_gt(loc, 0);
-		stack = cp_profile_stack(prof, &l, 1);
-		ck_assert_int_gt(stack, 0);
-		nf = cp_profile_frames(prof, (uint32_t)stack, &frames, &cap);
 		for (int k = nf - 1; k >= 0; k--) {
 			const char *name = cp_frame_name(prof, &frames[k], buf, sizeof(buf));
 			int w = snprintf(out + off, len - off, "%s%s", off ? ";" : "", name);
@@ -310,15 +322,9 @@ END_TEST
 static void sym_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *buf, size_t len)
 {
 	struct cp_profile *prof = cp_profile_new();
-	int64_t loc = cp_symbolize_user(s, prof, p, addr, false, NULL), stack;
-	struct cp_frame *frames = NULL;
-	size_t cap = 0;
-	uint32_t l = (uint32_t)loc;
+	struct cp_frame *frames;
 
-	ck_assert_int_gt(loc, 0);
-	stack = cp_profile_stack(prof, &l, 1);
-	ck_assert_int_gt(stack, 0);
-	ck_assert_int_ge(cp_profile_frames(prof, (uint32_t)stack, &frames, &cap), 1);
+	ck_assert_int_ge(pc_frames(s, prof, p, addr, false, &frames), 1);
 	snprintf(buf, len, "%s", cp_frame_name(prof, &frames[0], buf, len));
 	free(frames);
 	cp_profile_free(prof);
@@ -397,16 +403,10 @@ END_TEST
 static void frames_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *out, size_t len)
 {
 	struct cp_profile *prof = cp_profile_new();
-	int64_t loc = cp_symbolize_user(s, prof, p, addr, false, NULL), stack;
-	struct cp_frame *frames = NULL;
-	size_t cap = 0, off = 0;
-	uint32_t l = (uint32_t)loc;
-	int nf;
+	struct cp_frame *frames;
+	size_t off = 0;
+	int nf = pc_frames(s, prof, p, addr, false, &frames);
 
-	ck_assert_int_gt(loc, 0);
-	stack = cp_profile_stack(prof, &l, 1);
-	ck_assert_int_gt(stack, 0);
-	nf = cp_profile_frames(prof, (uint32_t)stack, &frames, &cap);
 	out[0] = 0;
 	for (int k = 0; k < nf; k++) {
 		char buf[512];

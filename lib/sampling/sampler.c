@@ -45,11 +45,15 @@ struct cp_sampler {
 	 * before its exec are unwound in the parent's image, not the new one). */
 	struct pending_rec {
 		uint64_t time, seq;
-		struct perf_event_header *h;
-	} *q;
-	size_t qhead, qn, qcap;
+		size_t off; /* the record's copy, in qbuf */
+	} *q, *qtmp;
+	size_t qhead, qn, qcap, qtmpcap;
 	uint64_t qseq;
 	bool qunsorted; /* a record older than the one before it was queued */
+	/* the copies of the queued records, one after the other (no malloc per
+	 * record): emptied when the queue is, compacted when mostly handed over */
+	char *qbuf;
+	size_t qlen, qbufcap, qlive;
 	bool stopped;
 };
 
@@ -100,22 +104,74 @@ static int cmp_pending(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Sorts q[0..n) whose records come as runs in time order (the sorted
+ * rest of the last read, then each CPU's): adjacent runs merged, bottom up,
+ * through tmp (n entries), in the order of cmp_pending. */
+static void merge_runs(struct pending_rec *q, size_t n, struct pending_rec *tmp)
+{
+	for (;;) {
+		size_t i = 0, runs = 0, o = 0;
+
+		while (i < n) { /* two runs [i, m) and [m, e) into tmp[o..] */
+			size_t m = i + 1, e, a, b;
+
+			while (m < n && cmp_pending(&q[m - 1], &q[m]) <= 0)
+				m++;
+			e = m < n ? m + 1 : m;
+			while (e < n && cmp_pending(&q[e - 1], &q[e]) <= 0)
+				e++;
+			for (a = i, b = m; a < m || b < e;)
+				tmp[o++] = b >= e || (a < m && cmp_pending(&q[a], &q[b]) <= 0) ? q[a++] : q[b++];
+			runs++;
+			i = e;
+		}
+		memcpy(q, tmp, n * sizeof(*q));
+		if (runs <= 1)
+			return;
+	}
+}
+
+/* Frees the queue's copies that were handed over: all of them once the
+ * queue is empty, else those before the oldest still queued once they are
+ * most of qbuf. */
+static void compact_records(struct cp_sampler *s)
+{
+	size_t lo = SIZE_MAX, i;
+
+	if (s->qhead == s->qn) {
+		s->qhead = s->qn = 0;
+		s->qlen = s->qlive = 0;
+		return;
+	}
+	if (s->qlen < 65536 || s->qlen < 2 * s->qlive)
+		return;
+	for (i = s->qhead; i < s->qn; i++)
+		lo = s->q[i].off < lo ? s->q[i].off : lo;
+	memmove(s->qbuf, s->qbuf + lo, s->qlen - lo);
+	s->qlen -= lo;
+	for (i = s->qhead; i < s->qn; i++)
+		s->q[i].off -= lo;
+}
+
 /* Hands over the pending records up to time t (all of them: UINT64_MAX). */
 static void deliver_records_until(struct cp_sampler *s, uint64_t t)
 {
 	if (s->qunsorted) { /* the CPUs' records, each CPU's in order, merged */
-		cp_qsort(s->q + s->qhead, s->qn - s->qhead, sizeof(*s->q), cmp_pending);
+		size_t n = s->qn - s->qhead;
+
+		if (!cp_grow((void **)&s->qtmp, &s->qtmpcap, n, sizeof(*s->qtmp)))
+			merge_runs(s->q + s->qhead, n, s->qtmp);
+		else /* no room to merge through: sorted in place */
+			cp_qsort(s->q + s->qhead, n, sizeof(*s->q), cmp_pending);
 		s->qunsorted = false;
 	}
 	while (s->qhead < s->qn && s->q[s->qhead].time <= t) {
-		struct perf_event_header *h = s->q[s->qhead].h;
+		const struct perf_event_header *h = (const void *)(s->qbuf + s->q[s->qhead++].off);
 
-		s->q[s->qhead++].h = NULL;
+		s->qlive -= h->size;
 		deliver_record(s, h);
-		free(h);
 	}
-	if (s->qhead == s->qn)
-		s->qhead = s->qn = 0;
+	compact_records(s);
 }
 
 static int on_sample(void *ctx, void *data, size_t len)
@@ -256,8 +312,8 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 {
 	struct cp_sampler *s = ctx;
 	const struct sample_id *id = record_id(h);
-	struct perf_event_header *copy;
 	uint64_t t;
+	size_t size;
 
 	(void)cpu;
 	if (h->type == PERF_RECORD_LOST || !id) {
@@ -270,19 +326,22 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 		s->qn -= s->qhead;
 		s->qhead = 0;
 	}
-	copy = malloc(h->size);
-	if (!copy || cp_grow((void **)&s->q, &s->qcap, s->qn + 1, sizeof(*s->q))) {
-		free(copy);
+	/* 8-byte aligned copies: the records' fields are read in place */
+	size = ((size_t)h->size + 7) & ~(size_t)7;
+	if (cp_grow((void **)&s->qbuf, &s->qbufcap, s->qlen + size, 1) ||
+	    cp_grow((void **)&s->q, &s->qcap, s->qn + 1, sizeof(*s->q))) {
 		deliver_record(s, h);
 		return LIBBPF_PERF_EVENT_CONT;
 	}
-	memcpy(copy, h, h->size);
+	memcpy(s->qbuf + s->qlen, h, h->size);
 	if (s->qn > s->qhead && s->q[s->qn - 1].time > t)
 		s->qunsorted = true;
 	s->q[s->qn].time = t;
 	s->q[s->qn].seq = s->qseq++;
-	s->q[s->qn].h = copy;
+	s->q[s->qn].off = s->qlen;
 	s->qn++;
+	s->qlen += size;
+	s->qlive += h->size;
 	return LIBBPF_PERF_EVENT_CONT;
 }
 
@@ -591,9 +650,9 @@ void cp_sampler_free(struct cp_sampler *s)
 	bpf_link__destroy(s->switch_link);
 	ring_buffer__free(s->rb);
 	perf_buffer__free(s->pb);
-	for (size_t i = s->qhead; i < s->qn; i++)
-		free(s->q[i].h);
 	free(s->q);
+	free(s->qtmp);
+	free(s->qbuf);
 	sampler__destroy(s->skel);
 	if (s->pb_map_fd >= 0)
 		close(s->pb_map_fd);

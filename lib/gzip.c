@@ -24,7 +24,7 @@ static void sized_window(size_t len, int *wbits, int *mem)
 	*mem = *wbits - 6 > 8 ? 8 : *wbits - 6;
 }
 
-int cp_zlib_compress(const void *in, size_t len, uint8_t **out, size_t *outlen)
+int cp_zlib_compress(const void *in, size_t len, int level, uint8_t **out, size_t *outlen)
 {
 	z_stream z = { 0 };
 	int wbits, mem, r;
@@ -34,7 +34,7 @@ int cp_zlib_compress(const void *in, size_t len, uint8_t **out, size_t *outlen)
 	if (len > 1u << 30)
 		return cp_error(EFBIG, "%zu bytes is too much to compress at once", len);
 	sized_window(len, &wbits, &mem);
-	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, wbits, mem, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, level, Z_DEFLATED, wbits, mem, Z_DEFAULT_STRATEGY) != Z_OK)
 		return cp_error(ENOMEM, "cannot start zlib compression");
 	cap = deflateBound(&z, len);
 	if (!(buf = malloc(cap ? cap : 1))) {

@@ -20,12 +20,12 @@ int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *out
  * (-errno) return from reserve stops it with that error. */
 int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptrdiff_t delta, size_t mine),
 		      uint8_t **out, size_t *outlen);
-/* zlib's format (what uncompress() reads) at the best compression, with
- * the window and hash sized to the input: for the small blocks of the
- * store, kilobytes of zlib state, not the 256 KB that compress2 allocates
- * (mapped and unmapped at each call: a fifth of the recorder's CPU in
- * steady state).  -ENOMEM, -EIO, or -EFBIG (over 1 GiB). */
-int cp_zlib_compress(const void *in, size_t len, uint8_t **out, size_t *outlen);
+/* zlib's format (what uncompress() reads) at zlib's level (1..9, or
+ * Z_DEFAULT_COMPRESSION), with the window and hash sized to the input: for
+ * the small blocks of the store, kilobytes of zlib state, not the 256 KB that
+ * compress2 allocates (mapped and unmapped at each call: a fifth of the
+ * recorder's CPU in steady state).  -ENOMEM, -EIO, or -EFBIG (over 1 GiB). */
+int cp_zlib_compress(const void *in, size_t len, int level, uint8_t **out, size_t *outlen);
 /* Does data start with gzip's magic? */
 static inline int cp_is_gzip(const void *data, size_t len)
 {

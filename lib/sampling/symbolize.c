@@ -731,7 +731,7 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t pc,
 			  bool is_return, bool *stable)
 {
-	uint64_t addr = is_return && pc ? pc - 1 : pc;
+	uint64_t addr = is_return && pc ? pc - 1 : pc, off;
 	struct cp_map *m;
 	const struct entry *e;
 	const char *key, *bidhex;
@@ -756,9 +756,12 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		m->skey_gen = s->gen;
 	}
 	mod = m->skey1 - 1;
-	e = cache_find(s, mod, addr - m->start + m->pgoff);
+	off = addr - m->start + m->pgoff;
+	e = cache_find(s, mod, off);
 	if (!e) {
 		struct symline lines[MAX_INLINE];
+		struct cp_mod *sm;
+		uint64_t maddr, lo = off, hi = off + 1, alo = 0, ahi = 0;
 		uint32_t n;
 
 		s->counts.misses++;
@@ -768,11 +771,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 			m->skey1 = mod + 1;
 			m->skey_gen = s->gen;
 		}
-		struct cp_mod *sm = cp_modcache_get(s->mc, key, p, m);
-		uint64_t off = addr - m->start + m->pgoff, maddr = sm ? cp_mod_addr(sm, off) : 0;
-
-		uint64_t lo = off, hi = off + 1, alo = 0, ahi = 0;
-
+		sm = cp_modcache_get(s->mc, key, p, m);
+		maddr = sm ? cp_mod_addr(sm, off) : 0;
 		n = maddr ? lookup(s, sm, maddr, lines, &alo, &ahi) : 0;
 		if (sm && sm->debuginfo_pending)
 			late_add(s, key, p, m);

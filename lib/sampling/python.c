@@ -86,6 +86,10 @@ struct cp_python {
 	const char *verb; /* of the log line */
 	struct code *buckets[CODE_BUCKETS];
 	size_t ncode;
+	/* the processes that have code objects here, and how many: a process
+	 * without any (most, in a storm of short runs) is forgotten at once */
+	struct owner { uint32_t pid, n; } *owners;
+	size_t nowners, ownercap;
 	struct bin bins[BINS_MAX];
 	size_t nbins, nextbin;
 };
@@ -121,6 +125,15 @@ static void codes_clear(struct cp_python *py)
 		py->buckets[i] = NULL;
 	}
 	py->ncode = 0;
+	py->nowners = 0;
+}
+
+static struct owner *owner_find(struct cp_python *py, uint32_t pid)
+{
+	for (size_t i = 0; i < py->nowners; i++)
+		if (py->owners[i].pid == pid)
+			return &py->owners[i];
+	return NULL;
 }
 
 void cp_python_free(struct cp_python *py)
@@ -130,6 +143,7 @@ void cp_python_free(struct cp_python *py)
 	codes_clear(py);
 	for (size_t i = 0; i < py->nbins; i++)
 		free(py->bins[i].key);
+	free(py->owners);
 	free(py);
 }
 
@@ -468,10 +482,19 @@ const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsi
 	for (c = py->buckets[h]; c && !(c->pid == pid && c->addr == code); c = c->next)
 		;
 	if (!c) {
+		struct owner *o;
+
 		if (py->ncode >= CODE_MAX)
 			codes_clear(py);
+		if (!(o = owner_find(py, pid))) {
+			if (cp_grow((void **)&py->owners, &py->ownercap, py->nowners + 1, sizeof(*py->owners)))
+				return NULL;
+			o = &py->owners[py->nowners++];
+			*o = (struct owner){ pid, 0 };
+		}
 		if (!(c = calloc(1, sizeof(*c))))
 			return NULL;
+		o->n++;
 		c->pid = pid;
 		c->addr = code;
 		read_code(c, &layouts[layout < sizeof(layouts) / sizeof(*layouts) ? layout : 0]);
@@ -493,6 +516,11 @@ const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsi
 
 void cp_python_forget(struct cp_python *py, uint32_t pid)
 {
+	struct owner *o = owner_find(py, pid);
+
+	if (!o)
+		return;
+	*o = py->owners[--py->nowners];
 	for (size_t i = 0; i < CODE_BUCKETS; i++) {
 		struct code **pp = &py->buckets[i];
 

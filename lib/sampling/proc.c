@@ -738,7 +738,36 @@ const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 
 /* Reads what was added to the perf map at path since m last read it (all of
  * it when the file is new or was rewritten). */
-static void perfmap_update(struct cp_perfmap *m, const char *path, int64_t not_before)
+static int64_t proc_start_ns(uint32_t pid)
+{
+	static long long btime = -1; /* boot time, in seconds since the epoch */
+	char path[64], buf[1024], *q;
+	unsigned long long ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (btime < 0) {
+		FILE *f = fopen("/proc/stat", "re");
+		char line[256];
+
+		btime = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %lld", &btime) == 1)
+				break;
+		if (f)
+			fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	/* "PID (COMM) STATE ..." with starttime the 22nd field (the 20th after
+	 * the comm, which may hold spaces and parentheses) */
+	if (btime <= 0 || hz <= 0 || !read_small(path, buf, sizeof(buf)) || !(q = strrchr(buf, ')')))
+		return 0;
+	if (sscanf(q + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+		   &ticks) != 1)
+		return 0;
+	return (int64_t)btime * 1000000000 + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+}
+
+static void perfmap_update(struct cp_perfmap *m, uint32_t pid, const char *path)
 {
 	struct stat st;
 	int64_t mtime;
@@ -754,11 +783,24 @@ static void perfmap_update(struct cp_perfmap *m, const char *path, int64_t not_b
 		close(fd);
 		return;
 	}
+	if (!m->owner_read) { /* the process's, read once its file is there (most have none) */
+		char proc[32];
+		struct stat ps;
+		/* runtimes leave their files behind, and pids are reused: one
+		 * older than the process is not its own (2 s: the boot time
+		 * it is counted from is in whole seconds) */
+		int64_t start = proc_start_ns(pid);
+
+		m->not_before_ns = start > 2000000000 ? start - 2000000000 : 0;
+		snprintf(proc, sizeof(proc), "/proc/%u", pid);
+		m->owner = stat(proc, &ps) == 0 ? (int64_t)ps.st_uid : -1;
+		m->owner_read = true;
+	}
 	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	/* as perf does: the file of the process's user or root only (another
 	 * user may not name its frames); and not an earlier process's with
 	 * this pid */
-	if ((m->owner >= 0 && st.st_uid != (uid_t)m->owner && st.st_uid != 0) || mtime < not_before) {
+	if ((m->owner >= 0 && st.st_uid != (uid_t)m->owner && st.st_uid != 0) || mtime < m->not_before_ns) {
 		close(fd);
 		return;
 	}
@@ -793,34 +835,6 @@ static void perfmap_update(struct cp_perfmap *m, const char *path, int64_t not_b
 }
 
 /* When process pid started, in CLOCK_REALTIME ns; 0 when unknown. */
-static int64_t proc_start_ns(uint32_t pid)
-{
-	static long long btime = -1; /* boot time, in seconds since the epoch */
-	char path[64], buf[1024], *q;
-	unsigned long long ticks;
-	long hz = sysconf(_SC_CLK_TCK);
-
-	if (btime < 0) {
-		FILE *f = fopen("/proc/stat", "re");
-		char line[256];
-
-		btime = 0;
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "btime %lld", &btime) == 1)
-				break;
-		if (f)
-			fclose(f);
-	}
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	/* "PID (COMM) STATE ..." with starttime the 22nd field (the 20th after
-	 * the comm, which may hold spaces and parentheses) */
-	if (btime <= 0 || hz <= 0 || !read_small(path, buf, sizeof(buf)) || !(q = strrchr(buf, ')')))
-		return 0;
-	if (sscanf(q + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
-		   &ticks) != 1)
-		return 0;
-	return (int64_t)btime * 1000000000 + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
-}
 
 
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
@@ -828,21 +842,9 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 	char path[64];
 	const char *name = NULL;
 	uint64_t now = (uint64_t)cp_mono_ns();
-	struct stat st;
 
-	if (!p->jit) {
-		int64_t start;
-
-		if (!(p->jit = calloc(1, sizeof(*p->jit))))
-			return NULL;
-		/* runtimes leave their files behind, and pids are reused: one
-		 * older than the process is not its own (2 s: the boot time
-		 * it is counted from is in whole seconds) */
-		start = proc_start_ns(p->pid);
-		p->jit->not_before_ns = start > 2000000000 ? start - 2000000000 : 0;
-		snprintf(path, sizeof(path), "/proc/%u", p->pid);
-		p->jit->owner = stat(path, &st) == 0 ? (int64_t)st.st_uid : -1;
-	}
+	if (!p->jit && !(p->jit = calloc(1, sizeof(*p->jit))))
+		return NULL;
 	if (p->jit->n)
 		name = cp_perfmap_find(p->jit, addr);
 	/* The file is kept after the process exits, and a JIT appends to it
@@ -853,7 +855,7 @@ const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 		return name;
 	p->jit->checked_ns = now;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-	perfmap_update(p->jit, path, p->jit->not_before_ns);
+	perfmap_update(p->jit, p->pid, path);
 	return p->jit->n ? cp_perfmap_find(p->jit, addr) : NULL;
 }
 

@@ -40,6 +40,7 @@ struct cp_perfmap {
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC of the last look at it */
 	int64_t not_before_ns;      /* a file older (CLOCK_REALTIME) is another process's */
 	int64_t owner;              /* the process's uid (-1: unknown): the file's owner, or root */
+	bool owner_read;            /* owner and not_before_ns were read (once a file is there) */
 };
 
 struct cp_proc {

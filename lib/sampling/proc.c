@@ -206,6 +206,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 
 		if (o->end <= start || o->start >= end)
 			continue;
+		o->pmap_serial = 0; /* cut: not the mapping a profile has for it */
 		if (o->start < start && o->end > end) {
 			/* split: keep [o.start, start) and [end, o.end) */
 			struct cp_map tail = *o;

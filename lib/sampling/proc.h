@@ -19,6 +19,8 @@ struct cp_map {
 	uint64_t time;          /* when its mmap record was made (0: read from /proc) */
 	uint32_t ukey1, skey1;  /* the unwinder's / symbolizer's id of this file, + 1 (0: not yet) */
 	uint32_t skey_gen;      /* the symbolizer cache generation skey1 belongs to */
+	uint64_t pmap_serial;   /* the profile (its serial) whose mapping pmap_id is, 0: none */
+	uint32_t pmap_id;       /* the id of this mapping in that profile */
 	bool build_id_read;     /* the file was read for it */
 };
 

@@ -734,7 +734,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	uint64_t addr = is_return && pc ? pc - 1 : pc, off;
 	struct cp_map *m;
 	const struct entry *e;
-	const char *key, *bidhex;
+	const char *key;
 	char buf[41];
 	uint32_t mod;
 	int64_t mapping;
@@ -749,9 +749,9 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		m = (struct cp_map *)cp_proc_find_map(p, addr);
 	if (!m || cp_map_no_file(m->path))
 		return jit_location(s, prof, p, m, addr, true);
-	key = cp_map_key(m, p, buf, sizeof(buf)); /* the build id, else the path */
-	bidhex = key == buf ? buf : "";
+	key = NULL; /* the build id, else the path: made when needed (most frames need not) */
 	if (!m->skey1 || m->skey_gen != s->gen) {
+		key = cp_map_key(m, p, buf, sizeof(buf));
 		m->skey1 = intern(s, key) + 1;
 		m->skey_gen = s->gen;
 	}
@@ -765,6 +765,8 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		uint32_t n;
 
 		s->counts.misses++;
+		if (!key)
+			key = cp_map_key(m, p, buf, sizeof(buf));
 		if (s->spans.n >= s->max) {
 			cache_reset(s);
 			mod = intern(s, key);
@@ -788,9 +790,17 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		if (loc != 0)
 			return loc;
 	}
-	mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, bidhex, e->n > 0);
-	if (mapping < 0)
-		return mapping;
+	/* the profile's mapping, kept with the map for the profile it was made in */
+	if (m->pmap_serial == prof->serial && m->pmap_id) {
+		mapping = m->pmap_id;
+	} else {
+		key = key ? key : cp_map_key(m, p, buf, sizeof(buf));
+		mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, key == buf ? buf : "", e->n > 0);
+		if (mapping < 0)
+			return mapping;
+		m->pmap_serial = prof->serial;
+		m->pmap_id = (uint32_t)mapping;
+	}
 	/* pprof merges the same binary mapped by several processes into one
 	 * mapping (keyed by size, offset and build id): addresses are made
 	 * relative to the mapping the profile kept */

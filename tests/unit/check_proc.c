@@ -598,6 +598,47 @@ START_TEST(test_jit_mappings)
 }
 END_TEST
 
+/* A map's mapping in a profile is kept with the map, for that profile only
+ * and while the map stays as it is: a trimmed map, or another profile, gets
+ * its own. */
+START_TEST(test_symbolize_mapping_kept)
+{
+	struct cp_procs *t = cp_procs_new();
+	struct cp_proc *p = cp_procs_get(t, 4100000001u, true);
+	struct cp_unwinder *u = cp_unwinder_new(NULL);
+	struct cp_symbolizer *s = cp_symbolizer_new(u, 0);
+	struct cp_profile *a = cp_profile_new(), *b = cp_profile_new();
+	char buf[256];
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(cp_proc_add_map(p, 0x100000, 0x120000, 0, "/nonexistent/liby.so", NULL, 0), 0);
+	ck_assert_int_eq(cp_proc_add_map(p, 0x200000, 0x210000, 0, "/nonexistent/libz.so", NULL, 0), 0);
+	ck_assert_str_eq(sym_name(s, a, p, 0x110100, buf, sizeof(buf)), "liby.so+0x10100");
+	ck_assert_str_eq(sym_name(s, a, p, 0x110200, buf, sizeof(buf)), "liby.so+0x10200");
+	ck_assert_uint_eq(a->nmappings, 1);
+	/* another profile, whose first mapping is another file's */
+	ck_assert_str_eq(sym_name(s, b, p, 0x200100, buf, sizeof(buf)), "libz.so+0x100");
+	ck_assert_str_eq(sym_name(s, b, p, 0x110300, buf, sizeof(buf)), "liby.so+0x10300");
+	ck_assert_uint_eq(b->nmappings, 2);
+	ck_assert_str_eq(sym_name(s, a, p, 0x110380, buf, sizeof(buf)), "liby.so+0x10380");
+	ck_assert_uint_eq(a->nmappings, 1);
+	/* the map's first 32 KiB are mapped over: what is left starts at 0x108000, file offset 0x8000 */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x100000, 0x108000, 0, "/nonexistent/libw.so", NULL, 0), 0);
+	ck_assert_str_eq(sym_name(s, a, p, 0x110400, buf, sizeof(buf)), "liby.so+0x10400");
+	ck_assert_uint_eq(a->nmappings, 2);
+	ck_assert_uint_eq(a->mappings[1].start, 0x108000);
+	ck_assert_uint_eq(a->mappings[1].offset, 0x8000);
+	cp_profile_free(a);
+	cp_profile_free(b);
+	cp_symbolizer_free(s);
+	cp_unwinder_free(u);
+	cp_procs_free(t, NULL);
+}
+END_TEST
+
 /* ---- a process's mappings ---- */
 
 /* "start-end@pgoff:path|..." */
@@ -1072,6 +1113,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(perfmap, test_perfmap_grows);
 	tcase_add_test(perfmap, test_perfmap_stale);
 	tcase_add_test(perfmap, test_jit_mappings);
+	tcase_add_test(perfmap, test_symbolize_mapping_kept);
 	suite_add_tcase(s, perfmap);
 	tcase_add_test(pmaps, test_add_map_sorted_and_find);
 	tcase_add_test(pmaps, test_add_map_overlaps);

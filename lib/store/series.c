@@ -88,7 +88,7 @@ static int prepare(struct cp_series_ids *c, sqlite3 *db)
 	sqlite3_finalize(c->select);
 	c->insert = c->select = NULL;
 	c->db = db;
-	if (sqlite3_prepare_v3(db, "INSERT INTO series(type, labels) VALUES(?1, ?2) ON CONFLICT DO NOTHING", -1,
+	if (sqlite3_prepare_v3(db, "INSERT INTO series(type, labels) VALUES(?1, ?2) ON CONFLICT DO NOTHING RETURNING id", -1,
 			       SQLITE_PREPARE_PERSISTENT, &c->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v3(db, "SELECT id FROM series WHERE type = ?1 AND labels = ?2", -1,
 			       SQLITE_PREPARE_PERSISTENT, &c->select, NULL) != SQLITE_OK) {
@@ -124,15 +124,28 @@ int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, con
 	}
 	sqlite3_bind_text(c->insert, 1, type, -1, SQLITE_STATIC);
 	sqlite3_bind_text(c->insert, 2, labels, -1, SQLITE_STATIC);
-	if (sqlite3_step(c->insert) != SQLITE_DONE)
+	switch (sqlite3_step(c->insert)) {
+	case SQLITE_ROW: /* added: its id */
+		id = sqlite3_column_int64(c->insert, 0);
+		if (sqlite3_step(c->insert) != SQLITE_DONE)
+			goto fail;
+		break;
+	case SQLITE_DONE: /* there already */
+		sqlite3_bind_text(c->select, 1, type, -1, SQLITE_STATIC);
+		sqlite3_bind_text(c->select, 2, labels, -1, SQLITE_STATIC);
+		if (sqlite3_step(c->select) != SQLITE_ROW)
+			goto fail;
+		id = sqlite3_column_int64(c->select, 0);
+		break;
+	default:
 		goto fail;
+	}
 	sqlite3_reset(c->insert);
-	sqlite3_bind_text(c->select, 1, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(c->select, 2, labels, -1, SQLITE_STATIC);
-	if (sqlite3_step(c->select) != SQLITE_ROW)
-		goto fail;
-	id = sqlite3_column_int64(c->select, 0);
 	sqlite3_reset(c->select);
+	if (c->keys.n > CP_SERIES_IDS_MAX && cp_series_ids_reset(c)) {
+		id = -ENOMEM;
+		goto out;
+	}
 	k = cp_strtab_intern(&c->keys, key, tl + ll + 1);
 	if (k < 0 || cp_grow((void **)&c->ids, &cap, (size_t)k + 1, sizeof(*c->ids))) {
 		id = cp_error(ENOMEM, "out of memory writing series");

@@ -21,7 +21,11 @@
 #include "../strtab.h"
 #include "store.h"
 
-/* "type\x1elabels-json" -> series id: what this handle has written or read */
+/* "type\x1elabels-json" -> series id: what this handle has written or read,
+ * up to CP_SERIES_IDS_MAX of them (then it starts over: a recorder on a host
+ * that starts processes all day writes a series for each one sampled, and
+ * its memory is bounded by --max-memory, not by what ran) */
+#define CP_SERIES_IDS_MAX 4096
 struct cp_series_ids {
 	struct cp_strtab keys;
 	int64_t *ids;
@@ -42,7 +46,8 @@ int cp_series_ids_reset(struct cp_series_ids *c);
  * (malloc'ed), or NULL with -errno in *err. */
 char *cp_series_labels_json(const struct cp_kv *labels, size_t n, int *err);
 /* The id of series (type, labels_json), added when missing (in the caller's
- * write transaction). */
+ * write transaction).  An id not cached costs an insert, and a select only
+ * when the series was there already. */
 int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, const char *labels_json);
 
 /* The series matching sel (NULL: all), sorted by type then labels

@@ -23,6 +23,7 @@
 #include "profile.h"
 #include "selector.h"
 #include "store/blocks.h"
+#include "store/handle.h"
 #include "store/remote.h"
 #include "store/store.h"
 #include "testutil.h"
@@ -366,6 +367,52 @@ START_TEST(test_type_name)
 	ck_assert_str_eq(buf, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
 	ck_assert_int_eq(cp_store_type_name(p, 1, NULL, buf, 10), -ENAMETOOLONG);
 	cp_profile_free(p);
+}
+END_TEST
+
+/* More series than the writer caches the ids of: each series keeps its one
+ * id, the cache stays bounded, and a series seen before the cache started
+ * over gets its samples (a recorder on a host that starts processes all day). */
+START_TEST(test_series_ids_bounded)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1), *q;
+	const size_t n = CP_SERIES_IDS_MAX + 300;
+	struct cp_kv *kv = calloc(n, sizeof(*kv));
+	struct cp_store_append *a = calloc(n, sizeof(*a));
+	char (*pid)[16] = calloc(n, sizeof(*pid));
+	struct cp_store_series *ser;
+	size_t nser;
+
+	ck_assert_ptr_nonnull(kv);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(pid);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(pid[i], sizeof(pid[i]), "%zu", i);
+		kv[i] = (struct cp_kv){ "pid", pid[i] };
+		a[i] = (struct cp_store_append){ p, NULL, &kv[i], 1, T0 };
+	}
+	for (int round = 0; round < 2; round++) {
+		cp_error_clear();
+		ck_assert_msg(cp_store_append(s, a, n) == 0, "append: %s", cp_errmsg(-1));
+		/* (the empty string leads the keys) */
+		ck_assert_uint_le(((struct cp_local *)s)->series.keys.n, CP_SERIES_IDS_MAX + 1);
+	}
+	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &nser), 0);
+	ck_assert_uint_eq(nser, 2 * n); /* two types each: no series twice */
+	cp_store_series_free(ser, nser);
+	/* the first series, whose id left the cache: both appends' samples */
+	q = select1(s, "process_cpu:cpu{pid=\"0\"}", T0 - 1, T0 + 1);
+	ck_assert_int_eq(cp_profile_total(q, 0), 2 * cp_profile_total(p, 1));
+	cp_profile_free(q);
+	q = select1(s, "process_cpu:cpu{pid=\"4300\"}", T0 - 1, T0 + 1);
+	ck_assert_int_eq(cp_profile_total(q, 0), 2 * cp_profile_total(p, 1));
+	cp_profile_free(q);
+	free(pid);
+	free(a);
+	free(kv);
+	cp_profile_free(p);
+	cp_store_close(s);
 }
 END_TEST
 
@@ -2572,6 +2619,7 @@ static Suite *store_suite(void)
 
 	tcase_add_checked_fixture(query, dir_setup, dir_teardown);
 	tcase_add_test(query, test_append_series_select);
+	tcase_add_test(query, test_series_ids_bounded);
 	tcase_add_test(query, test_no_delta_suffix);
 	tcase_add_test(query, test_select_errors);
 	tcase_add_test(query, test_group_by);

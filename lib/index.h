@@ -23,6 +23,11 @@ uint32_t cp_index_find(const struct cp_index *ix, uint32_t hash, cp_index_eq_fn 
 /* Adds id under hash (the caller checked it is absent). 0 or -ENOMEM. */
 int cp_index_add(struct cp_index *ix, uint32_t hash, uint32_t id);
 void cp_index_release(struct cp_index *ix);
+/* The bytes its slots take. */
+static inline size_t cp_index_bytes(const struct cp_index *ix)
+{
+	return ix->slots ? ((size_t)ix->mask + 1) * sizeof(*ix->slots) : 0;
+}
 
 uint64_t cp_hash_bytes(const void *p, size_t n, uint64_t seed);
 static inline uint64_t cp_hash_u64(uint64_t x, uint64_t seed)

@@ -56,6 +56,17 @@ void cp_profile_free(struct cp_profile *p)
 	free(p);
 }
 
+size_t cp_profile_bytes(const struct cp_profile *p)
+{
+	return sizeof(*p) + cp_strtab_bytes(&p->strs) + p->ntypes * sizeof(*p->sample_types) +
+	       p->ncomments * sizeof(*p->comments) + p->fcap * sizeof(*p->functions) + cp_index_bytes(&p->fidx) +
+	       p->mcap * sizeof(*p->mappings) + cp_index_bytes(&p->midx) + p->lcap * sizeof(*p->locations) +
+	       cp_index_bytes(&p->lidx) + p->linecap * sizeof(*p->lines) + p->stcap * sizeof(*p->stacks) +
+	       p->slcap * sizeof(*p->stack_locs) + cp_index_bytes(&p->stidx) + p->lscap * sizeof(*p->labelsets) +
+	       p->lbcap * sizeof(*p->labels) + cp_index_bytes(&p->lsidx) + p->sacap * sizeof(*p->samples) +
+	       p->sacap * p->ntypes * sizeof(*p->values) + cp_index_bytes(&p->saidx);
+}
+
 int64_t cp_profile_strn(struct cp_profile *p, const char *s, size_t len)
 {
 	return cp_strtab_intern(&p->strs, s, len);

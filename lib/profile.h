@@ -153,6 +153,9 @@ static inline const struct cp_location *cp_profile_loc(const struct cp_profile *
 	return &p->locations[id - 1];
 }
 
+/* The bytes of memory p holds (its arrays' capacities and indexes). */
+size_t cp_profile_bytes(const struct cp_profile *p);
+
 /* Index of a sample type by name ("cpu"), by "type/unit", or by a decimal
  * index; NULL picks the default (default_sample_type, else the last).
  * Returns the index or -ENOENT with the message listing the types. */

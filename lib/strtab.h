@@ -25,6 +25,12 @@ void cp_strtab_release(struct cp_strtab *t);
 int64_t cp_strtab_intern(struct cp_strtab *t, const char *s, size_t len);
 /* The id of s if present, else -ENOENT. */
 int64_t cp_strtab_find(const struct cp_strtab *t, const char *s, size_t len);
+/* The bytes of memory it holds. */
+static inline size_t cp_strtab_bytes(const struct cp_strtab *t)
+{
+	return t->cap + (size_t)t->offcap * sizeof(*t->off) + cp_index_bytes(&t->idx);
+}
+
 static inline const char *cp_strtab_get(const struct cp_strtab *t, uint32_t id)
 {
 	return t->buf + t->off[id];

@@ -106,9 +106,10 @@ int cp_recording_flush(struct cp_recording *g, int64_t now_wall)
 		struct mallinfo2 mi = mallinfo2();
 
 		cp_log(g->verb, CP_LOG_DEBUG, "flush: %zu batches, %zu processes, %.1f ms of CPU, heap in use %zu KiB "
-					     "(arena %zu KiB, mmapped %zu KiB), CFI rules read %llu",
+					     "(arena %zu KiB, mmapped %zu KiB), store handle %zu KiB, CFI rules read %llu",
 		       c.n, cp_recorder_nprocs(g->rec), (double)(thread_cpu_ns() - cpu0) / 1e6, mi.uordblks >> 10,
-		       mi.arena >> 10, mi.hblkhd >> 10, (unsigned long long)cp_recorder_unwind_rules(g->rec));
+		       mi.arena >> 10, mi.hblkhd >> 10, cp_store_memory(g->store) >> 10,
+		       (unsigned long long)cp_recorder_unwind_rules(g->rec));
 	}
 out:
 	cp_recorder_series_release(&c);

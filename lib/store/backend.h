@@ -41,6 +41,8 @@ struct cp_store_ops {
 	int (*over_time)(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 			 struct cp_buckets *b, char **type);
 	int (*stats)(struct cp_store *s, struct cp_store_stats *st);
+	/* NULL: holds nothing of the kind (0) */
+	size_t (*memory)(struct cp_store *s);
 	/* NULL: not supported (-EOPNOTSUPP) */
 	int (*compact)(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
 		       struct cp_compact_stats *st);

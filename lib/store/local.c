@@ -417,6 +417,14 @@ static int op_over_time(struct cp_store *s, const struct cp_store_query *q, int6
 	return cp_local_over_time(L(s), q, step, totals, b, type);
 }
 
+static size_t op_memory(struct cp_store *s)
+{
+	const struct cp_local *l = L(s);
+
+	return (l->dict.p ? cp_profile_bytes(l->dict.p) : 0) + cp_strtab_bytes(&l->series.keys) +
+	       l->series.cap * sizeof(*l->series.ids);
+}
+
 static int op_stats(struct cp_store *s, struct cp_store_stats *st)
 {
 	return cp_local_stats(L(s), st);
@@ -443,6 +451,7 @@ static const struct cp_store_ops local_ops = {
 	.select = op_select,
 	.over_time = op_over_time,
 	.stats = op_stats,
+	.memory = op_memory,
 	.compact = op_compact,
 	.close = op_close,
 };

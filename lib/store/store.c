@@ -25,6 +25,11 @@ int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t 
 	return s->ops->append(s, a, n);
 }
 
+size_t cp_store_memory(struct cp_store *s)
+{
+	return s->ops->memory ? s->ops->memory(s) : 0;
+}
+
 int cp_store_retain(struct cp_store *s, int64_t keep_ns)
 {
 	return s->ops->retain(s, keep_ns);

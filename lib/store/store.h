@@ -206,6 +206,11 @@ int cp_store_select_intervals(struct cp_store *s, const struct cp_store_query *q
 			      size_t max_intervals, struct cp_profile ***out, size_t *n, int64_t *step);
 void cp_store_intervals_free(struct cp_profile **p, size_t n);
 
+/* The bytes of memory the handle holds for what it wrote and read: the
+ * dictionary (as a writer keeps all of it, to find what is there already)
+ * and the series ids it caches; 0 for a server's store. */
+size_t cp_store_memory(struct cp_store *s);
+
 /* Figures for `query --stats` and benchmarks. */
 struct cp_store_stats {
 	int64_t series, stacks, locations, functions, blocks, entries, samples, bytes;

@@ -392,12 +392,22 @@ START_TEST(test_series_ids_bounded)
 		kv[i] = (struct cp_kv){ "pid", pid[i] };
 		a[i] = (struct cp_store_append){ p, NULL, &kv[i], 1, T0 };
 	}
+	size_t mem[3] = { cp_store_memory(s) }, dict[3] = { 0 };
+
 	for (int round = 0; round < 2; round++) {
 		cp_error_clear();
 		ck_assert_msg(cp_store_append(s, a, n) == 0, "append: %s", cp_errmsg(-1));
 		/* (the empty string leads the keys) */
 		ck_assert_uint_le(((struct cp_local *)s)->series.keys.n, CP_SERIES_IDS_MAX + 1);
+		mem[round + 1] = cp_store_memory(s);
+		dict[round + 1] = cp_profile_bytes(((struct cp_local *)s)->dict.p);
 	}
+	/* the handle's memory: the dictionary and the ids; the dictionary holds
+	 * the profile once, whatever the number of series */
+	ck_assert_uint_gt(mem[0], 0);
+	ck_assert_uint_gt(mem[1], mem[0]);
+	ck_assert_uint_gt(mem[1], dict[1]);
+	ck_assert_uint_eq(dict[2], dict[1]);
 	ck_assert_int_eq(cp_store_series(s, NULL, &ser, &nser), 0);
 	ck_assert_uint_eq(nser, 2 * n); /* two types each: no series twice */
 	cp_store_series_free(ser, nser);

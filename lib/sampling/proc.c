@@ -737,8 +737,7 @@ const char *cp_perfmap_find(const struct cp_perfmap *m, uint64_t addr)
 	return best ? best->name : NULL;
 }
 
-/* Reads what was added to the perf map at path since m last read it (all of
- * it when the file is new or was rewritten). */
+/* When process pid started, in CLOCK_REALTIME ns; 0 when unknown. */
 static int64_t proc_start_ns(uint32_t pid)
 {
 	static long long btime = -1; /* boot time, in seconds since the epoch */
@@ -768,6 +767,8 @@ static int64_t proc_start_ns(uint32_t pid)
 	return (int64_t)btime * 1000000000 + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
 }
 
+/* Reads what was added to the perf map at path since m last read it (all of
+ * it when the file is new or was rewritten); process pid's. */
 static void perfmap_update(struct cp_perfmap *m, uint32_t pid, const char *path)
 {
 	struct stat st;
@@ -834,9 +835,6 @@ static void perfmap_update(struct cp_perfmap *m, uint32_t pid, const char *path)
 		m->used += (uint64_t)used;
 	free(buf);
 }
-
-/* When process pid started, in CLOCK_REALTIME ns; 0 when unknown. */
-
 
 const char *cp_proc_jit_symbol(struct cp_proc *p, uint64_t addr)
 {

@@ -30,6 +30,11 @@ struct cp_profile *cp_profile_new(void)
 	return p;
 }
 
+void cp_profile_keep_duplicates(struct cp_profile *p, bool on)
+{
+	p->dups = p->strs.dups = on;
+}
+
 void cp_profile_free(struct cp_profile *p)
 {
 	if (!p)
@@ -96,7 +101,7 @@ static uint32_t fn_hash(const struct cp_function *f)
 
 int64_t cp_profile_function(struct cp_profile *p, const struct cp_function *f)
 {
-	uint32_t h = fn_hash(f), id = cp_index_find(&p->fidx, h, fn_eq, p, f);
+	uint32_t h = fn_hash(f), id = p->dups ? UINT32_MAX : cp_index_find(&p->fidx, h, fn_eq, p, f);
 
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;
@@ -134,7 +139,7 @@ static int map_eq(const void *ctx, uint32_t id, const void *key)
 int64_t cp_profile_mapping(struct cp_profile *p, const struct cp_mapping *m)
 {
 	uint32_t h = (uint32_t)cp_hash_u64(map_size_key(m) ^ cp_hash_u64(m->offset, map_ident(m)), 3);
-	uint32_t id = cp_index_find(&p->midx, h, map_eq, p, m);
+	uint32_t id = p->dups ? UINT32_MAX : cp_index_find(&p->midx, h, map_eq, p, m);
 
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;
@@ -217,7 +222,7 @@ int64_t cp_profile_location(struct cp_profile *p, uint32_t mapping, uint64_t add
 	struct cp_location *l;
 	uint32_t id;
 
-	id = cp_index_find(&p->lidx, (uint32_t)h, loc_eq, p, &k);
+	id = p->dups ? UINT32_MAX : cp_index_find(&p->lidx, (uint32_t)h, loc_eq, p, &k);
 	if (id != UINT32_MAX)
 		return (int64_t)id + 1;
 	if (p->nlocations == UINT32_MAX - 1 || (uint64_t)p->nlines + nlines > UINT32_MAX)
@@ -258,7 +263,7 @@ int64_t cp_profile_stack(struct cp_profile *p, const uint32_t *locs, size_t n)
 {
 	struct span_key k = { locs, n };
 	uint32_t h = (uint32_t)cp_hash_bytes(locs ? (const void *)locs : "", n * sizeof(*locs), 4);
-	uint32_t id = cp_index_find(&p->stidx, h, stack_eq, p, &k);
+	uint32_t id = p->dups ? UINT32_MAX : cp_index_find(&p->stidx, h, stack_eq, p, &k);
 
 	if (id != UINT32_MAX)
 		return id;
@@ -331,7 +336,7 @@ int64_t cp_profile_labelset(struct cp_profile *p, const struct cp_label *labels,
 				i);
 	k.items = sorted;
 	k.n = n;
-	id = cp_index_find(&p->lsidx, (uint32_t)h, labelset_eq, p, &k);
+	id = p->dups ? UINT32_MAX : cp_index_find(&p->lsidx, (uint32_t)h, labelset_eq, p, &k);
 	if (id != UINT32_MAX) {
 		ret = id;
 		goto out;

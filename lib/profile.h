@@ -111,6 +111,9 @@ struct cp_profile {
 	/* unique per cp_profile_new(): identifies the profile to caches that
 	 * outlive it (its address may be reused once it is freed) */
 	uint64_t serial;
+
+	/* set by cp_profile_keep_duplicates: each add makes a new entry */
+	bool dups;
 };
 
 struct cp_profile *cp_profile_new(void);
@@ -134,6 +137,11 @@ int cp_profile_set_lines(struct cp_profile *p, uint32_t id, const struct cp_line
 int64_t cp_profile_stack(struct cp_profile *p, const uint32_t *locs, size_t n);
 /* labels need not be sorted; the stored set is. */
 int64_t cp_profile_labelset(struct cp_profile *p, const struct cp_label *labels, size_t n);
+/* While on, each of the calls above (strings included) adds a new entry with
+ * a new id even when an equal one is there: for a copy of rows that may
+ * repeat themselves (a store's dictionary, lib/store/dict.h), id for id.
+ * Lookups find the first of equal entries. */
+void cp_profile_keep_duplicates(struct cp_profile *p, bool on);
 
 /* Set the sample types (by name/unit strings); only while there are no samples. */
 int cp_profile_add_sample_type(struct cp_profile *p, const char *type, const char *unit);

@@ -59,7 +59,7 @@ int64_t cp_strtab_intern(struct cp_strtab *t, const char *s, size_t len)
 	k.s = s;
 	k.len = len;
 	h = (uint32_t)cp_hash_bytes(s, len, 0);
-	id = cp_index_find(&t->idx, h, eq, t, &k);
+	id = t->dups ? UINT32_MAX : cp_index_find(&t->idx, h, eq, t, &k);
 	if (id != UINT32_MAX)
 		return id;
 	if (t->n == UINT32_MAX - 1 || t->len + len + 1 > UINT32_MAX)

@@ -6,6 +6,7 @@
 #ifndef CP_STRTAB_H
 #define CP_STRTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,11 +18,13 @@ struct cp_strtab {
 	uint32_t *off;
 	uint32_t n, offcap;
 	struct cp_index idx;
+	bool dups; /* intern appends even when an equal string is there (a copy of rows that repeat) */
 };
 
 int cp_strtab_init(struct cp_strtab *t);
 void cp_strtab_release(struct cp_strtab *t);
-/* The id of s (interned on first use), or -ENOMEM / -EOVERFLOW. */
+/* The id of s (interned on first use; with dups, a new id each time), or
+ * -ENOMEM / -EOVERFLOW. */
 int64_t cp_strtab_intern(struct cp_strtab *t, const char *s, size_t len);
 /* The id of s if present, else -ENOENT. */
 int64_t cp_strtab_find(const struct cp_strtab *t, const char *s, size_t len);

@@ -43,6 +43,7 @@ struct cp_store_ops {
 	int (*stats)(struct cp_store *s, struct cp_store_stats *st);
 	/* NULL: holds nothing of the kind (0) */
 	size_t (*memory)(struct cp_store *s);
+	void (*limit_memory)(struct cp_store *s, size_t bytes);
 	/* NULL: not supported (-EOPNOTSUPP) */
 	int (*compact)(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
 		       struct cp_compact_stats *st);

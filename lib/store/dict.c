@@ -21,8 +21,34 @@ int cp_dict_reset(struct cp_dict *s)
 	cp_profile_free(s->p);
 	s->p = cp_profile_new();
 	s->nstr = s->nfn = s->nmap = s->nloc = s->nstack = s->nls = 0;
+	s->bstr = s->bfn = s->bmap = s->bloc = s->bstack = s->bls = 0;
 	s->nchunk = 0;
+	s->forgot = false;
 	return s->p ? 0 : cp_error(ENOMEM, "out of memory loading the store's dictionary");
+}
+
+/* The last rows of each kind, in the order of struct cp_dict's n fields,
+ * then the last chunk. */
+enum { L_STR, L_FN, L_MAP, L_LOC, L_STACK, L_LS, L_CHUNK, L_N };
+
+/* Forgets p: empty from now on, standing past the rows last[]. */
+static int forget_at(struct cp_dict *s, const uint32_t *last, int64_t chunk)
+{
+	struct cp_profile *p = cp_profile_new();
+
+	if (!p)
+		return cp_error(ENOMEM, "out of memory forgetting the store's dictionary");
+	cp_profile_free(s->p);
+	s->p = p;
+	s->nstr = s->bstr = last[L_STR];
+	s->nfn = s->bfn = last[L_FN];
+	s->nmap = s->bmap = last[L_MAP];
+	s->nloc = s->bloc = last[L_LOC];
+	s->nstack = s->bstack = last[L_STACK];
+	s->nls = s->bls = last[L_LS];
+	s->nchunk = chunk;
+	s->forgot = true;
+	return 0;
 }
 
 
@@ -186,15 +212,18 @@ int cp_dict_load(struct cp_dict *s)
 		goto out;       \
 	}
 
-	/* strings only in memory (build() adds the names of sample types) would
-	 * take the ids of the rows other writers added: start over */
-	if (d->strs.n - 1 != s->nstr) {
+	/* after a forget p is part of the rows; strings only in memory (build()
+	 * adds the names of sample types) would take the ids of the rows other
+	 * writers added: start over */
+	if (s->forgot || d->strs.n - 1 != s->nstr) {
 		if (cp_dict_reset(s))
 			return cp_error(ENOMEM, "out of memory reading the store");
 		d = s->p;
 	}
 	if (own_tx && (err = cp_db_exec(s->db, "BEGIN", "reading the store")))
 		return err;
+	/* the rows, id for id: equal ones too (written after a writer's forget) */
+	cp_profile_keep_duplicates(d, true);
 	QUERY("SELECT id, s FROM strings WHERE id > ? ORDER BY id", s->nstr);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
@@ -264,9 +293,95 @@ out:
 	free(raw);
 	if (own_tx) /* a read transaction: nothing to commit, no error to report over err */
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	cp_profile_keep_duplicates(d, false);
 	if (err)
 		cp_dict_reset(s);
 	return err;
+}
+
+/* The last row of each kind (L_*), and the last chunk: -errno. */
+static int last_rows(struct cp_dict *s, uint32_t *last, int64_t *chunk)
+{
+	static const char *const kinds[] = { "locations", "stacks", "labelsets" };
+	sqlite3_stmt *st = NULL;
+	int64_t v[L_N];
+	int err, i;
+
+	if ((err = cp_db_prepare(s->db, "SELECT (SELECT ifnull(max(id), 0) FROM strings), (SELECT ifnull(max(id), 0) FROM"
+				 " functions), (SELECT ifnull(max(id), 0) FROM mappings), (SELECT ifnull(max(id), 0)"
+				 " FROM chunks)", &st)))
+		return err;
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		err = cp_db_error(s->db, "reading the store");
+		goto out;
+	}
+	v[L_STR] = sqlite3_column_int64(st, 0);
+	v[L_FN] = sqlite3_column_int64(st, 1);
+	v[L_MAP] = sqlite3_column_int64(st, 2);
+	v[L_CHUNK] = sqlite3_column_int64(st, 3);
+	v[L_LOC] = s->nloc;
+	v[L_STACK] = s->nstack;
+	v[L_LS] = s->nls;
+	if (v[L_CHUNK] != s->nchunk) {
+		/* a kind's chunks come in the order of their ids: its last is the newest */
+		for (i = 0; i < 3; i++) {
+			sqlite3_finalize(st);
+			st = NULL;
+			if ((err = cp_db_prepare(s->db, "SELECT first + count - 1 FROM chunks WHERE kind = ?"
+						 " ORDER BY id DESC LIMIT 1", &st)))
+				return err;
+			sqlite3_bind_text(st, 1, kinds[i], -1, SQLITE_STATIC);
+			switch (sqlite3_step(st)) {
+			case SQLITE_ROW:
+				v[L_LOC + i] = sqlite3_column_int64(st, 0);
+				break;
+			case SQLITE_DONE:
+				v[L_LOC + i] = 0;
+				break;
+			default:
+				err = cp_db_error(s->db, "reading the store");
+				goto out;
+			}
+		}
+	}
+	for (i = 0; i < L_CHUNK; i++) {
+		if (v[i] < 0 || v[i] >= UINT32_MAX) {
+			err = bad_row(i < L_LOC ? "strings, functions or mappings" : "chunks", v[i]);
+			goto out;
+		}
+		last[i] = (uint32_t)v[i];
+	}
+	*chunk = v[L_CHUNK];
+out:
+	sqlite3_finalize(st);
+	return err;
+}
+
+int cp_dict_catch_up(struct cp_dict *s)
+{
+	uint32_t last[L_N];
+	int64_t chunk = 0;
+	int err;
+
+	if (!s->forgot && !(s->max_bytes && !s->nstr && !s->nfn && !s->nmap && !s->nchunk))
+		return cp_dict_load(s);
+	if ((err = last_rows(s, last, &chunk)))
+		return err;
+	if (!s->forgot) {
+		/* a first load, with a limit: the rows it would bring, at 64 bytes each (less than
+		 * any kind takes in memory), past the limit are not loaded at all */
+		uint64_t rows = (uint64_t)last[L_STR] + last[L_FN] + last[L_MAP] + last[L_LOC] + last[L_STACK] +
+				last[L_LS];
+
+		if (rows * 64 <= s->max_bytes)
+			return cp_dict_load(s);
+		return forget_at(s, last, chunk);
+	}
+	/* nothing new, and every string of p written (none only in memory) */
+	if (last[L_STR] == s->nstr && last[L_FN] == s->nfn && last[L_MAP] == s->nmap && chunk == s->nchunk &&
+	    s->p->strs.n - 1 == s->nstr - s->bstr)
+		return 0;
+	return forget_at(s, last, chunk);
 }
 
 /* One compressed chunk of count entries of kind, the first with id first. */
@@ -310,32 +425,32 @@ int cp_dict_save(struct cp_dict *s)
 	    (err = cp_db_prepare(s->db, "INSERT INTO mappings VALUES(?, ?, ?, ?, ?, ?, ?)", &st[2])) ||
 	    (err = cp_db_prepare(s->db, "INSERT INTO chunks(kind, first, count, rawlen, data) VALUES(?, ?, ?, ?, ?)", &st[3])))
 		goto out;
-	for (i = s->nstr + 1; i < d->strs.n; i++) {
-		sqlite3_bind_int64(st[0], 1, i);
+	for (i = s->nstr - s->bstr + 1; i < d->strs.n; i++) {
+		sqlite3_bind_int64(st[0], 1, s->bstr + i);
 		sqlite3_bind_text(st[0], 2, cp_profile_string(d, i), -1, SQLITE_STATIC);
 		if ((err = cp_db_step(st[0], "writing strings")))
 			goto out;
 	}
-	for (i = s->nfn; i < d->nfunctions; i++) {
+	for (i = s->nfn - s->bfn; i < d->nfunctions; i++) {
 		const struct cp_function *f = &d->functions[i];
 
-		sqlite3_bind_int64(st[1], 1, i + 1);
-		sqlite3_bind_int64(st[1], 2, f->name);
-		sqlite3_bind_int64(st[1], 3, f->system_name);
-		sqlite3_bind_int64(st[1], 4, f->filename);
+		sqlite3_bind_int64(st[1], 1, s->bfn + i + 1);
+		sqlite3_bind_int64(st[1], 2, cp_dict_row(f->name, s->bstr));
+		sqlite3_bind_int64(st[1], 3, cp_dict_row(f->system_name, s->bstr));
+		sqlite3_bind_int64(st[1], 4, cp_dict_row(f->filename, s->bstr));
 		sqlite3_bind_int64(st[1], 5, f->start_line);
 		if ((err = cp_db_step(st[1], "writing functions")))
 			goto out;
 	}
-	for (i = s->nmap; i < d->nmappings; i++) {
+	for (i = s->nmap - s->bmap; i < d->nmappings; i++) {
 		const struct cp_mapping *m = &d->mappings[i];
 
-		sqlite3_bind_int64(st[2], 1, i + 1);
+		sqlite3_bind_int64(st[2], 1, s->bmap + i + 1);
 		sqlite3_bind_int64(st[2], 2, (int64_t)m->start);
 		sqlite3_bind_int64(st[2], 3, (int64_t)m->limit);
 		sqlite3_bind_int64(st[2], 4, (int64_t)m->offset);
-		sqlite3_bind_int64(st[2], 5, m->filename);
-		sqlite3_bind_int64(st[2], 6, m->build_id);
+		sqlite3_bind_int64(st[2], 5, cp_dict_row(m->filename, s->bstr));
+		sqlite3_bind_int64(st[2], 6, cp_dict_row(m->build_id, s->bstr));
 		sqlite3_bind_int64(st[2], 7, m->has_functions | m->has_filenames << 1 | m->has_line_numbers << 2 |
 						     m->has_inline_frames << 3);
 		if ((err = cp_db_step(st[2], "writing mappings")))
@@ -343,29 +458,29 @@ int cp_dict_save(struct cp_dict *s)
 	}
 	/* locations, stacks and label sets: one compressed chunk each */
 	n = 0;
-	for (i = s->nloc; i < d->nlocations; i++) {
+	for (i = s->nloc - s->bloc; i < d->nlocations; i++) {
 		const struct cp_location *l = &d->locations[i];
 
 		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (3 * (size_t)l->nlines + 4), 1)) {
 			err = cp_error(ENOMEM, "out of memory writing the dictionary");
 			goto out;
 		}
-		n += cp_put_uvarint(buf + n, l->mapping);
+		n += cp_put_uvarint(buf + n, cp_dict_row(l->mapping, s->bmap));
 		n += cp_put_uvarint(buf + n, l->address);
 		n += cp_put_uvarint(buf + n, l->is_folded);
 		n += cp_put_uvarint(buf + n, l->nlines);
 		for (j = 0; j < l->nlines; j++) {
 			const struct cp_line *ln = &d->lines[l->line_off + j];
 
-			n += cp_put_uvarint(buf + n, ln->function);
+			n += cp_put_uvarint(buf + n, cp_dict_row(ln->function, s->bfn));
 			n += cp_put_uvarint(buf + n, cp_zigzag(ln->line));
 			n += cp_put_uvarint(buf + n, cp_zigzag(ln->column));
 		}
 	}
-	if ((err = put_chunk(s, st[3], "locations", s->nloc + 1, d->nlocations - s->nloc, buf, n)))
+	if ((err = put_chunk(s, st[3], "locations", s->nloc + 1, d->nlocations - (s->nloc - s->bloc), buf, n)))
 		goto out;
 	n = 0;
-	for (i = s->nstack + 1; i < d->nstacks; i++) {
+	for (i = s->nstack - s->bstack + 1; i < d->nstacks; i++) {
 		const struct cp_span *sp = &d->stacks[i];
 		/* siblings share their callers: refer to the recent stack that
 		 * shares the most root-side frames, and keep only our own */
@@ -389,17 +504,17 @@ int cp_dict_save(struct cp_dict *s)
 			err = cp_error(ENOMEM, "out of memory writing the dictionary");
 			goto out;
 		}
-		n += cp_put_uvarint(buf + n, ref);
+		n += cp_put_uvarint(buf + n, cp_dict_row(ref, s->bstack));
 		if (ref)
 			n += cp_put_uvarint(buf + n, shared);
 		n += cp_put_uvarint(buf + n, sp->len - shared);
 		for (j = 0; j < sp->len - shared; j++)
-			n += cp_put_uvarint(buf + n, d->stack_locs[sp->off + j]);
+			n += cp_put_uvarint(buf + n, cp_dict_row(d->stack_locs[sp->off + j], s->bloc));
 	}
-	if ((err = put_chunk(s, st[3], "stacks", s->nstack + 1, d->nstacks - 1 - s->nstack, buf, n)))
+	if ((err = put_chunk(s, st[3], "stacks", s->nstack + 1, d->nstacks - 1 - (s->nstack - s->bstack), buf, n)))
 		goto out;
 	n = 0;
-	for (i = s->nls + 1; i < d->nlabelsets; i++) {
+	for (i = s->nls - s->bls + 1; i < d->nlabelsets; i++) {
 		const struct cp_span *sp = &d->labelsets[i];
 
 		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (4 * (size_t)sp->len + 1), 1)) {
@@ -410,20 +525,25 @@ int cp_dict_save(struct cp_dict *s)
 		for (j = 0; j < sp->len; j++) {
 			const struct cp_label *l = &d->labels[sp->off + j];
 
-			n += cp_put_uvarint(buf + n, l->key);
-			n += cp_put_uvarint(buf + n, l->str);
+			n += cp_put_uvarint(buf + n, cp_dict_row(l->key, s->bstr));
+			n += cp_put_uvarint(buf + n, cp_dict_row(l->str, s->bstr));
 			n += cp_put_uvarint(buf + n, cp_zigzag(l->num));
-			n += cp_put_uvarint(buf + n, l->num_unit);
+			n += cp_put_uvarint(buf + n, cp_dict_row(l->num_unit, s->bstr));
 		}
 	}
-	if ((err = put_chunk(s, st[3], "labelsets", s->nls + 1, d->nlabelsets - 1 - s->nls, buf, n)))
+	if ((err = put_chunk(s, st[3], "labelsets", s->nls + 1, d->nlabelsets - 1 - (s->nls - s->bls), buf, n)))
 		goto out;
-	s->nstr = d->strs.n - 1;
-	s->nfn = d->nfunctions;
-	s->nmap = d->nmappings;
-	s->nloc = d->nlocations;
-	s->nstack = d->nstacks - 1;
-	s->nls = d->nlabelsets - 1;
+	s->nstr = s->bstr + d->strs.n - 1;
+	s->nfn = s->bfn + d->nfunctions;
+	s->nmap = s->bmap + d->nmappings;
+	s->nloc = s->bloc + d->nlocations;
+	s->nstack = s->bstack + d->nstacks - 1;
+	s->nls = s->bls + d->nlabelsets - 1;
+	if (s->max_bytes && cp_profile_bytes(d) > s->max_bytes) {
+		uint32_t last[L_N] = { s->nstr, s->nfn, s->nmap, s->nloc, s->nstack, s->nls };
+
+		err = forget_at(s, last, s->nchunk);
+	}
 out:
 	for (i = 0; i < 4; i++)
 		sqlite3_finalize(st[i]);
@@ -431,6 +551,14 @@ out:
 	return err;
 }
 
+
+void cp_dict_rolled_back(struct cp_dict *s)
+{
+	if (s->forgot)
+		s->nchunk = -1; /* no row's: the next catch-up forgets, past the rows there are */
+	else
+		cp_dict_reset(s);
+}
 
 void cp_dict_release(struct cp_dict *s)
 {

@@ -1,14 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* The local store's dictionary: what profiles share and what does not grow
- * with time (strings, functions, mappings as rows of index.db; locations,
- * stacks and label sets as zlib chunks, one per kind and batch; docs/STORE.md),
- * kept in memory as a struct cp_profile whose ids are the rows' ids, the
- * same in every process.
+/* The local store's dictionary: what profiles share (strings, functions,
+ * mappings as rows of index.db; locations, stacks and label sets as zlib
+ * chunks, one per kind and batch; docs/STORE.md), kept in memory as a struct
+ * cp_profile whose ids are the rows' ids, the same in every process.
  *
  * cp_dict_load takes in the rows other writers added since the last load (in
  * a read transaction of its own, or in the caller's write transaction);
  * entries added to p in memory (cp_profile_merge in dictionary mode, strings)
  * are written by cp_dict_save, in the caller's write transaction.
+ *
+ * A writer's memory: a writer keeps the dictionary to find what is there
+ * already, and where processes come and go it grows without end (their pids,
+ * label sets, stacks).  With max_bytes set, cp_dict_save forgets p once it
+ * holds more: p starts empty, and its id k (> 0) stands for the row
+ * base + k, the bases being the rows there were then.  What is added next gets
+ * new rows even where an equal row exists: the rows may repeat themselves
+ * (readers load them id for id, cp_profile_keep_duplicates, and equal
+ * entries render as one), and each forget costs the store the rows its
+ * working set writes again.  Readers need all of p: cp_dict_load after a
+ * forget loads the dictionary whole; cp_dict_catch_up, a writer's, does not.
  *
  * Ownership: the dict owns p; db is borrowed (index.db, the owner's).
  * Errors: 0 or -errno with the message recorded: EBADMSG for a dictionary
@@ -18,6 +28,8 @@
 #ifndef CP_STORE_DICT_H
 #define CP_STORE_DICT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sqlite3.h>
 
@@ -26,15 +38,35 @@
 struct cp_dict {
 	sqlite3 *db;                                 /* index.db, borrowed */
 	struct cp_profile *p;                        /* the dictionary as persisted */
-	uint32_t nstr, nfn, nmap, nloc, nstack, nls; /* how many of each p holds from the rows */
+	uint32_t nstr, nfn, nmap, nloc, nstack, nls; /* the last row of each kind p has (or stands past) */
+	uint32_t bstr, bfn, bmap, bloc, bstack, bls; /* p's id k > 0 is row base + k (0 until a forget) */
 	int64_t nchunk;                              /* the last row of chunks loaded */
+	size_t max_bytes;                            /* a writer's: forget past it (0: never) */
+	bool forgot;                                 /* p holds the rows past the bases only */
 };
+
+/* The row id of p's id (0, "none", stays 0). */
+static inline uint32_t cp_dict_row(uint32_t id, uint32_t base)
+{
+	return id ? id + base : 0;
+}
 
 /* Empties the dictionary (p made anew): -ENOMEM. */
 int cp_dict_reset(struct cp_dict *d);
+/* All of the rows into p (after a forget, from scratch): a reader's. */
 int cp_dict_load(struct cp_dict *d);
-/* Writes the entries added to p since the last load or save. */
+/* A writer's, under the write lock before adding: cp_dict_load, or after a
+ * forget, when there are rows it has not seen (others', or ours rolled
+ * back), a forget past them, since their ids are all a writer needs.  With
+ * max_bytes, a first load that would take more is not made: a forget. */
+int cp_dict_catch_up(struct cp_dict *d);
+/* Writes the entries added to p since the last load or save; then, when p
+ * holds more than max_bytes, forgets it. */
 int cp_dict_save(struct cp_dict *d);
+/* After a failed write: what p holds may not be what was committed.  It is
+ * loaded again (cp_dict_reset), or after a forget, forgotten again at the
+ * next catch-up. */
+void cp_dict_rolled_back(struct cp_dict *d);
 void cp_dict_release(struct cp_dict *d);
 /* err from a lib/profile.c call on the dictionary, with a message recorded
  * for the codes that come without one (ENOMEM; EOVERFLOW: no ids left, 2^32

@@ -220,7 +220,7 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		return err;
 	in_tx = true;
 	/* under the write lock: take in what other writers added, then ours */
-	if ((err = cp_dict_load(&s->dict)))
+	if ((err = cp_dict_catch_up(&s->dict)))
 		goto out;
 	for (i = 0; i < n; i++) {
 		const struct cp_profile *p = a[i].profile;
@@ -285,8 +285,8 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 				}
 				e[ne].series = sid;
 				e[ne].t = t;
-				e[ne].stack = ostack[j];
-				e[ne].labels = olabels[j];
+				e[ne].stack = cp_dict_row(ostack[j], s->dict.bstack); /* the rows' ids */
+				e[ne].labels = cp_dict_row(olabels[j], s->dict.bls);
 				e[ne].value = v;
 				ne++;
 			}
@@ -364,9 +364,8 @@ out:
 		if (cp_series_ids_reset(&s->series) && !err)
 			err = cp_error(ENOMEM, "out of memory writing to the store");
 	}
-	if (err) {
-		cp_dict_reset(&s->dict); /* what is in memory may not be what was committed */
-	}
+	if (err)
+		cp_dict_rolled_back(&s->dict);
 	free(e);
 	free(ostack);
 	free(olabels);
@@ -425,6 +424,11 @@ static size_t op_memory(struct cp_store *s)
 	       l->series.cap * sizeof(*l->series.ids);
 }
 
+static void op_limit_memory(struct cp_store *s, size_t bytes)
+{
+	L(s)->dict.max_bytes = bytes;
+}
+
 static int op_stats(struct cp_store *s, struct cp_store_stats *st)
 {
 	return cp_local_stats(L(s), st);
@@ -452,6 +456,7 @@ static const struct cp_store_ops local_ops = {
 	.over_time = op_over_time,
 	.stats = op_stats,
 	.memory = op_memory,
+	.limit_memory = op_limit_memory,
 	.compact = op_compact,
 	.close = op_close,
 };

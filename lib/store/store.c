@@ -30,6 +30,12 @@ size_t cp_store_memory(struct cp_store *s)
 	return s->ops->memory ? s->ops->memory(s) : 0;
 }
 
+void cp_store_limit_memory(struct cp_store *s, size_t bytes)
+{
+	if (s->ops->limit_memory)
+		s->ops->limit_memory(s, bytes);
+}
+
 int cp_store_retain(struct cp_store *s, int64_t keep_ns)
 {
 	return s->ops->retain(s, keep_ns);

@@ -210,6 +210,14 @@ void cp_store_intervals_free(struct cp_profile **p, size_t n);
  * dictionary (as a writer keeps all of it, to find what is there already)
  * and the series ids it caches; 0 for a server's store. */
 size_t cp_store_memory(struct cp_store *s);
+/* A writer that runs for long (record): past bytes (0: no limit, the
+ * default), the handle forgets the dictionary it keeps after an append, and
+ * adds what comes next anew, equal entries included (lib/store/dict.h): its
+ * memory stays near bytes where processes come and go, and the store's
+ * dictionary repeats what the writer's working set was at each forget.  A
+ * query on the handle loads the dictionary whole again.  No-op for a
+ * server's store. */
+void cp_store_limit_memory(struct cp_store *s, size_t bytes);
 
 /* Figures for `query --stats` and benchmarks. */
 struct cp_store_stats {

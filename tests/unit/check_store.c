@@ -1842,6 +1842,63 @@ static int64_t sql_int(const char *name, const char *sql)
 	return v;
 }
 
+/* A writer with a memory limit forgets its dictionary after an append and
+ * writes equal entries anew: the rows repeat, every reader (and a writer
+ * keeping all, that loads them) sees the same profiles, and the forgetting
+ * writer's memory goes down; a select on it loads the dictionary whole. */
+START_TEST(test_dict_forget)
+{
+	struct cp_store *w = open_store(CP_STORE_WRITE), *w2, *r;
+	struct cp_profile *p = std_profile(1), *o = other_profile("other"), *o2 = other_profile("third"), *q;
+	size_t whole;
+	char *text;
+
+	append_at(w, p, T0, "comm=a");
+	append_at(w, o, T0 + NS, "comm=a");
+	whole = cp_store_memory(w);
+	cp_store_limit_memory(w, 1); /* forgets after each append from now on */
+	append_at(w, o2, T0 + 2 * NS, "comm=a");
+	ck_assert_uint_lt(cp_store_memory(w), whole);
+	append_at(w, p, T0 + 3 * NS, "comm=a");
+	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM strings WHERE s = 'burn'"), 2);
+	/* a writer that keeps all loads the repeated rows, id for id */
+	w2 = open_store(CP_STORE_WRITE);
+	append_at(w2, o2, T0 + 4 * NS, "comm=b");
+	append_at(w, o, T0 + 5 * NS, "comm=b");
+	append_at(w2, p, T0 + 6 * NS, "comm=b");
+	r = open_store(CP_STORE_READ);
+	q = select1(r, "process_cpu:samples", 0, INT64_MAX);
+	ck_assert_int_eq(cp_profile_total(q, 0), 38);
+	/* equal entries as one: 8 functions, 5 stacks and the empty one */
+	ck_assert_uint_eq(q->nfunctions, 8);
+	ck_assert_uint_eq(q->nstacks, 6);
+	text = folded(q, 0);
+	ck_assert_str_eq(text, "main;idle 6\nmain;other;other_leaf 10\nmain;third;third_leaf 10\nmain;work 3\n"
+			       "main;work;burn 9\n");
+	free(text);
+	cp_profile_free(q);
+	ck_assert_int_eq(select_total(w, "process_cpu:samples{comm=\"b\"}", 0, INT64_MAX), 16);
+	ck_assert_int_eq(select_total(w2, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX), 22);
+	/* the writer selected (all of the dictionary): it appends still, and forgets again */
+	append_at(w, o, T0 + 7 * NS, "comm=a");
+	ck_assert_uint_lt(cp_store_memory(w), whole);
+	/* a new writer whose limit the rows there are would pass does not load them */
+	cp_store_close(w2);
+	w2 = open_store(CP_STORE_WRITE);
+	cp_store_limit_memory(w2, 64 * 40);
+	append_at(w2, p, T0 + 8 * NS, "comm=b");
+	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM strings WHERE s = 'burn'"), 3);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples{comm=\"b\"}", 0, INT64_MAX), 22);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX), 27);
+	cp_store_close(r);
+	cp_store_close(w2);
+	cp_store_close(w);
+	cp_profile_free(p);
+	cp_profile_free(o);
+	cp_profile_free(o2);
+}
+END_TEST
+
 static int64_t limit(struct cp_store *s, uint64_t max)
 {
 	int64_t r;
@@ -2643,6 +2700,7 @@ static Suite *store_suite(void)
 	tcase_add_test(life, test_dedup);
 	tcase_add_test(life, test_persistence);
 	tcase_add_test(life, test_two_handles);
+	tcase_add_test(life, test_dict_forget);
 	tcase_add_test(life, test_program_mapping_first);
 	tcase_add_test(life, test_concurrent_reader);
 	tcase_add_test(life, test_retention);

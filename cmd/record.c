@@ -505,7 +505,7 @@ static int run_record(int argc, char **argv)
 	}
 	r.g = (struct cp_recording){ .rec = r.rec, .store = r.store, .verb = "record", .node = r.node,
 				     .labels = r.labels.kv, .nlabels = r.labels.n, .retention = r.retention,
-				     .max_store_size = r.max_store_size, .downsample = r.policy, .spool = r.spool, .spool_size = r.spool_size };
+				     .max_store_size = r.max_store_size, .max_memory = r.max_memory, .downsample = r.policy, .spool = r.spool, .spool_size = r.spool_size };
 	if (r.store && (err = cp_recording_start(&r.g))) {
 		status = fail("record", "%s", cp_errmsg(err));
 		goto out;

@@ -59,6 +59,9 @@ int cp_recording_start(struct cp_recording *g)
 	g->upkeep.max_size = g->max_store_size;
 	if (!cp_store_is_remote(g->store)) {
 		g->upkeep.downsample = g->downsample;
+		/* the dictionary a writer keeps grows with every process; the rest of the budget is the
+		 * recorder's caches' */
+		cp_store_limit_memory(g->store, (size_t)(g->max_memory / 16));
 		return 0;
 	}
 	/* takes the spool, and sends what a previous run left there */

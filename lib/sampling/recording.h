@@ -28,6 +28,7 @@ struct cp_recording {
 	size_t nlabels;
 	int64_t retention;           /* ns of data to keep; 0: all (a local store) */
 	uint64_t max_store_size;     /* bytes; 0: no bound (a local store) */
+	uint64_t max_memory;         /* --max-memory: a sixteenth for the store's dictionary (a local store) */
 	struct cp_downsample downsample; /* n = 0: none (a local store) */
 	const char *spool;           /* a server's store: the spool, for messages */
 	size_t spool_size;

@@ -368,6 +368,19 @@ hot=$(printf '%s\n' "$f" | sum ';(hot_a|hot_b|inl_spin) [0-9]+$')
 ok "the stacks are as complete and named as without the budget ($hot_main of $hot hot samples reach main)" \
 	test "$hot" -gt 0 -a "$((100 * hot_main))" -ge "$((98 * hot))"
 ok "with file:line" sh -c "'$CPROF' query -i '$T/mm.pb.gz' -f json | grep -q 'work\.c'"
+# into a store, the dictionary the writer keeps is bounded too (a sixteenth of the budget, 64 KB
+# here): 150 short gzip processes pass it, so it is forgotten and written again, and the store
+# holds repeated rows; what a query gives is still every sample, each stack once
+run rec -F 499 --max-memory 1M --flush-interval 1s --data "$T/mmstore" -- \
+	sh -c 'for i in $(seq 150); do head -c 300000 /dev/urandom | gzip -1 > /dev/null; done'
+exits0 "--max-memory 1M into a store, processes coming and going: exit 0"
+n=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) samples in .*/\1/p')
+ok "the dictionary was forgotten and written again (rows repeat)" \
+	test "$(sqlite3 "$T/mmstore/index.db" 'SELECT count(*) - count(DISTINCT s) FROM strings')" -gt 0
+run "$CPROF" query --data "$T/mmstore" -f folded cpu:samples
+is "$(printf '%s\n' "$out" | sum '.')" "$n" "the store holds every sample recorded ($n)"
+is "$(printf '%s\n' "$out" | awk '{ $NF = ""; print }' | sort | uniq -d)" "" "and each stack once"
+like "$out" '^gzip\+0x[0-9a-f]+;__libc_start_main;__libc_start_call_main;gzip\+0x' "gzip's stacks are whole (Debian's gzip is stripped)"
 run rec --all --max-memory 100K -d 1s
 is "$rc" 2 "--max-memory below 1M: usage error"
 one_line "stderr is one line starting with cprof record:"

@@ -78,8 +78,76 @@ static int open_db(const char *path, bool write, const char *pragmas, sqlite3 **
  * file: while another process checkpoints, the file looks short for a
  * moment.  So a file with a write-ahead log is looked at again, for up to
  * 300 ms, and only one that stays short is corrupt (a reader once called a
- * healthy store corrupt, in test-store-crash). */
+ * healthy store corrupt, in test-store-crash), unless the log holds the
+ * missing pages: a checkpoint killed midway leaves the file short for good,
+ * and the log whole, which SQLite reads them from. */
 static int truncated_once(const char *path, struct stat *st, uint32_t *psize, uint32_t *pages);
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* SQLite's write-ahead log checksum of n bytes (a multiple of 8) over s[2] */
+static void wal_sum(const unsigned char *b, size_t n, bool big, uint32_t s[2])
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint32_t x = big ? be32(b + i) : (uint32_t)b[i] | (uint32_t)b[i + 1] << 8 | (uint32_t)b[i + 2] << 16 |
+						   (uint32_t)b[i + 3] << 24;
+		uint32_t y = big ? be32(b + i + 4) : (uint32_t)b[i + 4] | (uint32_t)b[i + 5] << 8 |
+						       (uint32_t)b[i + 6] << 16 | (uint32_t)b[i + 7] << 24;
+
+		s[0] += x + s[1];
+		s[1] += y + s[0];
+	}
+}
+
+/* 1 when the committed frames of the write-ahead log wal (its format:
+ * sqlite.org/fileformat2.html, "The Write-Ahead Log") hold every page in
+ * (from, to] of a file of psize-byte pages, else 0 */
+static int wal_holds(const char *wal, uint32_t psize, uint32_t from, uint32_t to)
+{
+	unsigned char h[32], fh[24], *page = NULL;
+	uint32_t s[2] = { 0, 0 }, magic, frame = 0, commit = 0, *at = NULL;
+	size_t n = to > from ? to - from : 0;
+	int ok = 0;
+	bool big;
+	FILE *f;
+
+	if (!n || n > (1u << 20) || !(f = fopen(wal, "rb")))
+		return !n;
+	if (fread(h, 1, sizeof(h), f) != sizeof(h) || ((magic = be32(h)) & ~1u) != 0x377f0682 || be32(h + 8) != psize ||
+	    !(page = malloc(psize)) || !(at = calloc(n, sizeof(*at))))
+		goto out;
+	big = magic & 1;
+	wal_sum(h, 24, big, s);
+	if (s[0] != be32(h + 24) || s[1] != be32(h + 28))
+		goto out;
+	/* frames until the first that is not this log's (salts) or is torn (checksum); a page
+	 * counts when a commit frame (one with a database size) comes at or after it */
+	while (fread(fh, 1, sizeof(fh), f) == sizeof(fh) && fread(page, 1, psize, f) == psize &&
+	       !memcmp(fh + 8, h + 16, 8)) {
+		uint32_t pg = be32(fh);
+
+		wal_sum(fh, 8, big, s);
+		wal_sum(page, psize, big, s);
+		if (s[0] != be32(fh + 16) || s[1] != be32(fh + 20))
+			break;
+		frame++;
+		if (pg > from && pg <= to && !at[pg - from - 1])
+			at[pg - from - 1] = frame;
+		if (be32(fh + 4))
+			commit = frame;
+	}
+	ok = 1;
+	for (size_t i = 0; i < n && ok; i++)
+		ok = at[i] && at[i] <= commit;
+out:
+	fclose(f);
+	free(page);
+	free(at);
+	return ok;
+}
 
 static int check_truncated(const char *path)
 {
@@ -95,6 +163,8 @@ static int check_truncated(const char *path)
 		nanosleep(&ten_ms, NULL);
 		err = truncated_once(path, &st, &psize, &pages);
 	}
+	if (err && wal_holds(wal, psize, (uint32_t)(st.st_size / psize), pages))
+		err = 0;
 	if (err)
 		return cp_error(EBADMSG, "%s: the store is corrupt (the file is truncated: %lld of %llu bytes);"
 				" restore it from a backup or move it away", path, (long long)st.st_size,

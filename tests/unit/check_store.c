@@ -1558,6 +1558,86 @@ START_TEST(test_corrupt_pages)
 }
 END_TEST
 
+/* A checkpoint killed midway (kill -9, a crash) leaves the partition file
+ * shorter than the page count of its header, which it wrote first, and the
+ * write-ahead log whole: SQLite reads the missing pages from the log, so the
+ * store is whole and reads whole.  Without the log it is corrupt. */
+START_TEST(test_short_file_pages_in_wal)
+{
+	struct cp_store *w = open_store(CP_STORE_WRITE), *r;
+	struct cp_profile *p = std_profile(1);
+	char orig[PATH_MAX], path[PATH_MAX + 32], cmd[4 * PATH_MAX], wal[PATH_MAX + 40];
+	unsigned char hdr[4];
+	struct cp_store_result *res;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	struct stat sb;
+	int64_t pages;
+	size_t n;
+	FILE *f;
+	int i, e;
+
+	for (i = 0; i < 200; i++) {
+		char fn[32];
+
+		snprintf(fn, sizeof(fn), "main;f%d", i);
+		add(p, fn, 0, 1);
+	}
+	append_at(w, p, T0, "comm=a");
+	cp_store_close(w); /* the partition checkpointed: a file of a few pages, no log */
+	w = open_store(CP_STORE_WRITE);
+	for (i = 1; i <= 30; i++) /* in the log, past the file's end */
+		append_at(w, p, T0 + i * NS, "comm=a");
+	part_path(T0, path, sizeof(path));
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	pages = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_gt(pages * 1024, sb.st_size);
+	/* the store as a crash leaves it, the log included */
+	snprintf(orig, sizeof(orig), "%s", dir);
+	ck_assert_int_lt(snprintf(dir, sizeof(dir), "%s-copy", orig), (int)sizeof(dir) - 1);
+	ck_assert_int_lt(snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s' && rm -f '%s'/*-shm '%s'/parts/*-shm", orig, dir,
+				  dir, dir), (int)sizeof(cmd));
+	ck_assert_int_eq(system(cmd), 0);
+	cp_store_close(w);
+	/* with page 1 of the checkpoint written: its count of pages */
+	part_path(T0, path, sizeof(path));
+	hdr[0] = (unsigned char)(pages >> 24);
+	hdr[1] = (unsigned char)(pages >> 16);
+	hdr[2] = (unsigned char)(pages >> 8);
+	hdr[3] = (unsigned char)pages;
+	ck_assert_ptr_nonnull(f = fopen(path, "r+b"));
+	ck_assert_int_eq(fseek(f, 28, SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(hdr, 1, 4, f), 4);
+	fclose(f);
+	/* and the same without its log (the copy's: the first reader's close checkpoints) */
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	ck_assert_int_eq(access(wal, F_OK), 0);
+	ck_assert_int_lt(snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s2' && rm '%s2'/parts/*-wal", dir, dir, dir),
+			 (int)sizeof(cmd));
+	ck_assert_int_eq(system(cmd), 0);
+	r = open_store(CP_STORE_READ);
+	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 31 * (6 + 200));
+	cp_store_close(r);
+	/* the log gone: the pages are missing */
+	strncat(dir, "2", sizeof(dir) - strlen(dir) - 1);
+	r = open_store(CP_STORE_READ);
+	e = try_select(r, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+	ck_assert_int_eq(e, -EBADMSG);
+	ck_assert_contains(cp_errmsg(e), "truncated");
+	cp_store_close(r);
+	rm_rf(dir);
+	dir[strlen(dir) - 1] = '\0';
+	rm_rf(dir);
+	snprintf(dir, sizeof(dir), "%s", orig);
+	cp_profile_free(p);
+}
+END_TEST
+
 START_TEST(test_truncated_partition_half)
 {
 	truncate_and_select(-1);
@@ -2738,6 +2818,7 @@ static Suite *store_suite(void)
 	tcase_add_test(bad, test_block_roundtrip);
 	tcase_add_test(bad, test_corrupt_pages);
 	tcase_add_test(bad, test_truncated_partition_half);
+	tcase_add_test(bad, test_short_file_pages_in_wal);
 	tcase_add_test(bad, test_truncated_partition_header);
 	tcase_add_test(bad, test_truncated_partition_empty);
 	tcase_add_test(bad, test_bad_label_value);

@@ -76,11 +76,12 @@ static int open_db(const char *path, bool write, const char *pragmas, sqlite3 **
  * end; SQLite would read the missing pages as empty and answer short.  But
  * a checkpoint writes page 1 (the new count) before the pages that grow the
  * file: while another process checkpoints, the file looks short for a
- * moment.  So a file with a write-ahead log is looked at again, for up to
- * 300 ms, and only one that stays short is corrupt (a reader once called a
- * healthy store corrupt, in test-store-crash), unless the log holds the
- * missing pages: a checkpoint killed midway leaves the file short for good,
- * and the log whole, which SQLite reads them from. */
+ * moment (a reader once called a healthy store corrupt, in
+ * test-store-crash), and a checkpoint killed midway leaves it short for
+ * good.  Either way the write-ahead log holds the missing pages, and SQLite
+ * reads them from there: a short file is corrupt only when its log does not
+ * (looked at again for up to 50 ms, in case a checkpoint finished and the log
+ * started anew in between). */
 static int truncated_once(const char *path, struct stat *st, uint32_t *psize, uint32_t *pages);
 
 static uint32_t be32(const unsigned char *p)
@@ -157,14 +158,18 @@ static int check_truncated(const char *path)
 	int err = truncated_once(path, &st, &psize, &pages);
 
 	snprintf(wal, sizeof(wal), "%s-wal", path);
-	for (int i = 0; err && i < 30 && stat(wal, &ws) == 0 && ws.st_size > 0; i++) {
+	/* a checkpoint under way, or killed: the log holds the pages.  Else the log may have been
+	 * started anew since the header was read (a checkpoint that finished first): a look again */
+	for (int i = 0; err && i < 5 && stat(wal, &ws) == 0 && ws.st_size > 0; i++) {
 		struct timespec ten_ms = { 0, 10000000 };
 
+		if (wal_holds(wal, psize, (uint32_t)(st.st_size / psize), pages)) {
+			err = 0;
+			break;
+		}
 		nanosleep(&ten_ms, NULL);
 		err = truncated_once(path, &st, &psize, &pages);
 	}
-	if (err && wal_holds(wal, psize, (uint32_t)(st.st_size / psize), pages))
-		err = 0;
 	if (err)
 		return cp_error(EBADMSG, "%s: the store is corrupt (the file is truncated: %lld of %llu bytes);"
 				" restore it from a backup or move it away", path, (long long)st.st_size,

@@ -21,6 +21,8 @@
 #define TRIM_EVERY_NS 2000000000LL
 /* binaries used this recently are the working set: not evicted */
 #define WORKING_SET_NS 10000000000LL
+/* the DWARF of the binaries in use is closed at most this often */
+#define DWARF_EVERY_NS 10000000000LL
 
 /* /proc/self/statm, opened once (and again in a forked child: the descriptor
  * names the process that opened it); read with pread, as an open of it is a
@@ -78,6 +80,7 @@ void cp_budget_init(struct cp_budget *b, uint64_t max, struct cp_unwinder *u, st
 	b->released_ns = 0;
 	b->trimmed_ns = INT64_MIN / 2;
 	b->paged_ns = INT64_MIN / 2;
+	b->dwarf_ns = INT64_MIN / 2;
 	b->working_set_ns = WORKING_SET_NS;
 	if (max)
 		cp_modcache_on_open(cp_unwind_modcache(u), on_open, b);
@@ -138,6 +141,19 @@ void cp_budget_keep(struct cp_budget *b)
 		b->evictions++;
 		malloc_trim(0);
 		rss = cp_rss_bytes();
+	}
+	/* then the DWARF of the binaries in use: libdw keeps each compilation
+	 * unit's line table it decoded (1.5 MB for some of CPython's) while the
+	 * binary is open, and only an address not named before needs it (the
+	 * symbolizer keeps its answers): such binaries are closed, and opened
+	 * again when next used, at most every 10 s */
+	if (rss > b->max && now - b->dwarf_ns >= DWARF_EVERY_NS) {
+		b->dwarf_ns = now;
+		if (cp_modcache_evict_dwarf(mc)) {
+			b->evictions++;
+			malloc_trim(0);
+			rss = cp_rss_bytes();
+		}
 	}
 	if (rss > b->max && cp_modcache_count(mc) <= KEEP_MIN) {
 		/* nothing but the binaries being read: the rules and addresses */

@@ -6,10 +6,12 @@
  * idle binaries' files, of debug files and of the kernel's symbols, at most
  * once a second); over the limit, free heap, then it closes idle binaries
  * (not used for 10 s)
- * least recently used first, and when only the binaries being read are left,
- * forgets the unwinder's rules and the symbolizer's addresses.  Evicting
- * never loses a sample; it costs a re-read.  The working set (binaries used
- * in the last 10 s) stays: when it alone is over the limit, evicting it would
+ * least recently used first, then, at most every 10 s, those in use whose
+ * DWARF was read (libdw keeps the line tables it decoded while a binary is
+ * open), and when only the binaries being read are left, forgets the
+ * unwinder's rules and the symbolizer's addresses.  Evicting never loses a
+ * sample; it costs a re-read.  The rest of the working set (binaries used in
+ * the last 10 s) stays: when it alone is over the limit, evicting it would
  * read it again at once, so it is said once (at debug level: top's screen
  * shares the terminal) and left. */
 #ifndef CP_BUDGET_H
@@ -32,6 +34,7 @@ struct cp_budget {
 	int64_t trimmed_ns;     /* and of the last malloc_trim before evicting */
 	int64_t paged_ns;       /* and of the last release of file pages */
 	int64_t working_set_ns; /* binaries used this recently stay (10 s) */
+	int64_t dwarf_ns;       /* CLOCK_MONOTONIC of the last closing of those whose DWARF was read */
 	bool warned;
 };
 

@@ -355,6 +355,26 @@ size_t cp_modcache_evict_idle(struct cp_modcache *c, size_t keep, int64_t before
 	return evicted;
 }
 
+size_t cp_modcache_evict_dwarf(struct cp_modcache *c)
+{
+	size_t evicted = 0, i = 0;
+	Dwarf_Addr bias;
+
+	while (i < c->n) {
+		struct cp_mod *m = c->mods[i];
+
+		/* dwarf_read: asking a binary whose DWARF was not read for it would read it */
+		if (m->mod && m->dwarf_read && dwfl_module_getdwarf(m->mod, &bias)) {
+			mod_free(m);
+			c->mods[i] = c->mods[--c->n];
+			evicted++;
+		} else {
+			i++;
+		}
+	}
+	return evicted;
+}
+
 /* Drop the pages of e's file image from this process (it stays mapped and
  * the kernel's page cache keeps the file: what is read again faults back). */
 static void release_image(Elf *e)

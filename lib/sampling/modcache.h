@@ -86,6 +86,11 @@ void cp_modcache_evict(struct cp_modcache *c, size_t keep);
  * returns how many were closed. */
 size_t cp_modcache_evict_idle(struct cp_modcache *c, size_t keep, int64_t before_ns);
 size_t cp_modcache_count(const struct cp_modcache *c);
+/* Closes the binaries whose DWARF (their own or a debug file's) was read, in
+ * use or not: libdw keeps what it decoded of it, every compilation unit's
+ * line table looked at (1.5 MB for some of CPython's), for as long as the
+ * binary is open.  Returns how many. */
+size_t cp_modcache_evict_dwarf(struct cp_modcache *c);
 /* Drops the pages of the file images of the open binaries last used before
  * before_ns from the resident set (they stay mapped; what is read again
  * comes back from the page cache). */

@@ -263,16 +263,14 @@ struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const 
 	return mod_get(c, key, NULL, NULL, path, fd);
 }
 
-size_t cp_modcache_drop_landed(struct cp_modcache *c)
+/* Closes the binaries drop(c, m) is true for; returns how many. */
+static size_t drop_if(struct cp_modcache *c, bool (*drop)(const struct cp_modcache *, struct cp_mod *))
 {
 	size_t n = 0;
 
-	for (size_t i = 0; c->dbgd && i < c->n;) {
-		struct cp_mod *sm = c->mods[i];
-
-		/* the key of a file with a build id is the build id */
-		if (sm->debuginfo_pending && cp_debuginfod_lookup(c->dbgd, sm->key, NULL) == CP_DEBUGINFOD_FOUND) {
-			mod_free(sm);
+	for (size_t i = 0; i < c->n;) {
+		if (drop(c, c->mods[i])) {
+			mod_free(c->mods[i]);
 			c->mods[i] = c->mods[--c->n];
 			n++;
 		} else {
@@ -280,6 +278,17 @@ size_t cp_modcache_drop_landed(struct cp_modcache *c)
 		}
 	}
 	return n;
+}
+
+static bool landed(const struct cp_modcache *c, struct cp_mod *sm)
+{
+	/* the key of a file with a build id is the build id */
+	return sm->debuginfo_pending && cp_debuginfod_lookup(c->dbgd, sm->key, NULL) == CP_DEBUGINFOD_FOUND;
+}
+
+size_t cp_modcache_drop_landed(struct cp_modcache *c)
+{
+	return c->dbgd ? drop_if(c, landed) : 0;
 }
 
 /* libdw's find_debuginfo with a debuginfod fetcher: the build-id lookup in
@@ -355,24 +364,18 @@ size_t cp_modcache_evict_idle(struct cp_modcache *c, size_t keep, int64_t before
 	return evicted;
 }
 
-size_t cp_modcache_evict_dwarf(struct cp_modcache *c)
+static bool dwarf_open(const struct cp_modcache *c, struct cp_mod *m)
 {
-	size_t evicted = 0, i = 0;
 	Dwarf_Addr bias;
 
-	while (i < c->n) {
-		struct cp_mod *m = c->mods[i];
+	(void)c;
+	/* dwarf_read: asking a binary whose DWARF was not read for it would read it */
+	return m->mod && m->dwarf_read && dwfl_module_getdwarf(m->mod, &bias);
+}
 
-		/* dwarf_read: asking a binary whose DWARF was not read for it would read it */
-		if (m->mod && m->dwarf_read && dwfl_module_getdwarf(m->mod, &bias)) {
-			mod_free(m);
-			c->mods[i] = c->mods[--c->n];
-			evicted++;
-		} else {
-			i++;
-		}
-	}
-	return evicted;
+size_t cp_modcache_evict_dwarf(struct cp_modcache *c)
+{
+	return drop_if(c, dwarf_open);
 }
 
 /* Drop the pages of e's file image from this process (it stays mapped and

@@ -274,6 +274,19 @@ static int64_t select_total(struct cp_store *s, const char *sel_text, int64_t fr
 	return t;
 }
 
+/* A select of all the store's samples fails as corrupt (EBADMSG), its
+ * message saying what. */
+static void assert_select_corrupt(struct cp_store *s, const char *what)
+{
+	struct cp_store_result *res;
+	size_t n;
+	int r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
+
+	ck_assert_int_eq(r, -EBADMSG);
+	ck_assert_contains(cp_errmsg(r), what);
+	ck_assert_ptr_null(res);
+}
+
 /* ---- tests ---- */
 
 START_TEST(test_open_creates)
@@ -1352,11 +1365,9 @@ START_TEST(test_corrupt_partition_page)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
-	struct cp_store_result *res;
 	char path[PATH_MAX + 32], junk[16];
-	size_t n;
 	FILE *f;
-	int r, i;
+	int i;
 
 	for (i = 0; i < 20; i++)
 		append_at(s, p, T0 + i * NS, "comm=a");
@@ -1370,10 +1381,7 @@ START_TEST(test_corrupt_partition_page)
 	fclose(f);
 
 	s = open_store(CP_STORE_READ);
-	r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
-	ck_assert_int_eq(r, -EBADMSG);
-	ck_assert_contains(cp_errmsg(r), "corrupt");
-	ck_assert_ptr_null(res);
+	assert_select_corrupt(s, "corrupt");
 	cp_store_close(s);
 	cp_profile_free(p);
 }
@@ -1385,11 +1393,8 @@ START_TEST(test_corrupt_series_list)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
-	struct cp_store_result *res;
 	char path[PATH_MAX + 32];
 	sqlite3 *db;
-	size_t n;
-	int r;
 
 	append_at(s, p, T0, "comm=a");
 	cp_store_close(s);
@@ -1401,10 +1406,7 @@ START_TEST(test_corrupt_series_list)
 
 	s = open_store(CP_STORE_READ);
 	cp_error_clear();
-	r = try_select(s, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
-	ck_assert_int_eq(r, -EBADMSG);
-	ck_assert_contains(cp_errmsg(r), "a sample block is corrupt (series list)");
-	ck_assert_ptr_null(res);
+	assert_select_corrupt(s, "a sample block is corrupt (series list)");
 	cp_store_close(s);
 	cp_profile_free(p);
 }
@@ -1568,14 +1570,12 @@ START_TEST(test_short_file_pages_in_wal)
 	struct cp_profile *p = std_profile(1);
 	char orig[PATH_MAX], path[PATH_MAX + 32], cmd[4 * PATH_MAX], wal[PATH_MAX + 40];
 	unsigned char hdr[4];
-	struct cp_store_result *res;
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	struct stat sb;
 	int64_t pages;
-	size_t n;
 	FILE *f;
-	int i, e;
+	int i;
 
 	for (i = 0; i < 200; i++) {
 		char fn[32];
@@ -1626,9 +1626,7 @@ START_TEST(test_short_file_pages_in_wal)
 	/* the log gone: the pages are missing */
 	strncat(dir, "2", sizeof(dir) - strlen(dir) - 1);
 	r = open_store(CP_STORE_READ);
-	e = try_select(r, "process_cpu:samples", 0, INT64_MAX, NULL, &res, &n);
-	ck_assert_int_eq(e, -EBADMSG);
-	ck_assert_contains(cp_errmsg(e), "truncated");
+	assert_select_corrupt(r, "truncated");
 	cp_store_close(r);
 	rm_rf(dir);
 	dir[strlen(dir) - 1] = '\0';

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "db.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -84,22 +85,26 @@ static int open_db(const char *path, bool write, const char *pragmas, sqlite3 **
  * started anew in between). */
 static int truncated_once(const char *path, struct stat *st, uint32_t *psize, uint32_t *pages);
 
+/* the 32-bit word at p, big- or little-endian */
+static uint32_t u32(const unsigned char *p, bool big)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return big ? be32toh(v) : le32toh(v);
+}
+
 static uint32_t be32(const unsigned char *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return u32(p, true);
 }
 
 /* SQLite's write-ahead log checksum of n bytes (a multiple of 8) over s[2] */
 static void wal_sum(const unsigned char *b, size_t n, bool big, uint32_t s[2])
 {
 	for (size_t i = 0; i < n; i += 8) {
-		uint32_t x = big ? be32(b + i) : (uint32_t)b[i] | (uint32_t)b[i + 1] << 8 | (uint32_t)b[i + 2] << 16 |
-						   (uint32_t)b[i + 3] << 24;
-		uint32_t y = big ? be32(b + i + 4) : (uint32_t)b[i + 4] | (uint32_t)b[i + 5] << 8 |
-						       (uint32_t)b[i + 6] << 16 | (uint32_t)b[i + 7] << 24;
-
-		s[0] += x + s[1];
-		s[1] += y + s[0];
+		s[0] += u32(b + i, big) + s[1];
+		s[1] += u32(b + i + 4, big) + s[0];
 	}
 }
 
@@ -195,9 +200,9 @@ static int truncated_once(const char *path, struct stat *st, uint32_t *psize_out
 		return 0; /* new, or not SQLite at all: SQLite itself will say */
 	psize = (uint32_t)h[16] << 8 | h[17];
 	psize = psize == 1 ? 65536 : psize;
-	pages = (uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 | (uint32_t)h[30] << 8 | h[31];
-	counter = (uint32_t)h[24] << 24 | (uint32_t)h[25] << 16 | (uint32_t)h[26] << 8 | h[27];
-	valid_for = (uint32_t)h[92] << 24 | (uint32_t)h[93] << 16 | (uint32_t)h[94] << 8 | h[95];
+	pages = be32(h + 28);
+	counter = be32(h + 24);
+	valid_for = be32(h + 92);
 	*psize_out = psize;
 	*pages_out = pages;
 	return pages && counter == valid_for && (uint64_t)st->st_size < (uint64_t)pages * psize;

@@ -303,9 +303,10 @@ out:
 static int last_rows(struct cp_dict *s, uint32_t *last, int64_t *chunk)
 {
 	static const char *const kinds[] = { "locations", "stacks", "labelsets" };
+	/* the chunks since the last one seen (all of them when none was, or ours were rolled back) */
+	int64_t since = s->nchunk > 0 ? s->nchunk : 0, v[L_N] = { 0 };
 	sqlite3_stmt *st = NULL;
-	int64_t v[L_N];
-	int err, i;
+	int err, i, rc;
 
 	if ((err = cp_db_prepare(s->db, "SELECT (SELECT ifnull(max(id), 0) FROM strings), (SELECT ifnull(max(id), 0) FROM"
 				 " functions), (SELECT ifnull(max(id), 0) FROM mappings), (SELECT ifnull(max(id), 0)"
@@ -319,51 +320,46 @@ static int last_rows(struct cp_dict *s, uint32_t *last, int64_t *chunk)
 	v[L_FN] = sqlite3_column_int64(st, 1);
 	v[L_MAP] = sqlite3_column_int64(st, 2);
 	v[L_CHUNK] = sqlite3_column_int64(st, 3);
-	v[L_LOC] = s->nloc;
-	v[L_STACK] = s->nstack;
-	v[L_LS] = s->nls;
-	if (v[L_CHUNK] != s->nchunk) {
-		/* a kind's chunks come in the order of their ids: its last is the newest */
-		for (i = 0; i < 3; i++) {
-			sqlite3_finalize(st);
-			st = NULL;
-			if ((err = cp_db_prepare(s->db, "SELECT first + count - 1 FROM chunks WHERE kind = ?"
-						 " ORDER BY id DESC LIMIT 1", &st)))
-				return err;
-			sqlite3_bind_text(st, 1, kinds[i], -1, SQLITE_STATIC);
-			switch (sqlite3_step(st)) {
-			case SQLITE_ROW:
-				v[L_LOC + i] = sqlite3_column_int64(st, 0);
-				break;
-			case SQLITE_DONE:
-				v[L_LOC + i] = 0;
-				break;
-			default:
-				err = cp_db_error(s->db, "reading the store");
-				goto out;
-			}
-		}
+	v[L_LOC] = since ? s->nloc : 0;
+	v[L_STACK] = since ? s->nstack : 0;
+	v[L_LS] = since ? s->nls : 0;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (v[L_CHUNK] == s->nchunk)
+		goto out;
+	/* a kind's chunks come in the order of their ids: its last is the newest */
+	if ((err = cp_db_prepare(s->db, "SELECT kind, max(first + count - 1) FROM chunks WHERE id > ? GROUP BY kind", &st)))
+		return err;
+	sqlite3_bind_int64(st, 1, since);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 0);
+
+		for (i = 0; kind && i < 3; i++)
+			if (!strcmp(kind, kinds[i]))
+				v[L_LOC + i] = sqlite3_column_int64(st, 1);
 	}
-	for (i = 0; i < L_CHUNK; i++) {
-		if (v[i] < 0 || v[i] >= UINT32_MAX) {
+	if (rc != SQLITE_DONE)
+		err = cp_db_error(s->db, "reading the store");
+out:
+	sqlite3_finalize(st);
+	for (i = 0; !err && i < L_CHUNK; i++) {
+		if (v[i] < 0 || v[i] >= UINT32_MAX)
 			err = bad_row(i < L_LOC ? "strings, functions or mappings" : "chunks", v[i]);
-			goto out;
-		}
 		last[i] = (uint32_t)v[i];
 	}
 	*chunk = v[L_CHUNK];
-out:
-	sqlite3_finalize(st);
 	return err;
 }
 
 int cp_dict_catch_up(struct cp_dict *s)
 {
+	/* nothing read yet (after an open, or a failed load) */
+	bool first = !s->nstr && !s->nfn && !s->nmap && !s->nchunk;
 	uint32_t last[L_N];
 	int64_t chunk = 0;
 	int err;
 
-	if (!s->forgot && !(s->max_bytes && !s->nstr && !s->nfn && !s->nmap && !s->nchunk))
+	if (!s->forgot && !(first && s->max_bytes))
 		return cp_dict_load(s);
 	if ((err = last_rows(s, last, &chunk)))
 		return err;
@@ -373,9 +369,7 @@ int cp_dict_catch_up(struct cp_dict *s)
 		uint64_t rows = (uint64_t)last[L_STR] + last[L_FN] + last[L_MAP] + last[L_LOC] + last[L_STACK] +
 				last[L_LS];
 
-		if (rows * 64 <= s->max_bytes)
-			return cp_dict_load(s);
-		return forget_at(s, last, chunk);
+		return rows * 64 <= s->max_bytes ? cp_dict_load(s) : forget_at(s, last, chunk);
 	}
 	/* nothing new, and every string of p written (none only in memory) */
 	if (last[L_STR] == s->nstr && last[L_FN] == s->nfn && last[L_MAP] == s->nmap && chunk == s->nchunk &&

@@ -369,10 +369,10 @@ ok "the stacks are as complete and named as without the budget ($hot_main of $ho
 	test "$hot" -gt 0 -a "$((100 * hot_main))" -ge "$((98 * hot))"
 ok "with file:line" sh -c "'$CPROF' query -i '$T/mm.pb.gz' -f json | grep -q 'work\.c'"
 # into a store, the dictionary the writer keeps is bounded too (a sixteenth of the budget, 64 KB
-# here): 150 short gzip processes pass it, so it is forgotten and written again, and the store
+# here): 300 short gzip processes pass it, so it is forgotten and written again, and the store
 # holds repeated rows; what a query gives is still every sample, each stack once
 run rec -F 499 --max-memory 1M --flush-interval 1s --data "$T/mmstore" -- \
-	sh -c 'for i in $(seq 150); do head -c 300000 /dev/urandom | gzip -1 > /dev/null; done'
+	sh -c 'for i in $(seq 300); do head -c 300000 /dev/urandom | gzip -1 > /dev/null; done'
 exits0 "--max-memory 1M into a store, processes coming and going: exit 0"
 n=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) samples in .*/\1/p')
 ok "the dictionary was forgotten and written again (rows repeat)" \

@@ -224,21 +224,46 @@ static const char *die_name(Dwarf_Die *die)
  * and whether its name has a clone suffix ('.'). */
 #define SYM_IDX_BITS 28
 #define SYM_IDX_MASK ((1u << SYM_IDX_BITS) - 1)
-#define SYM_DOT (1u << SYM_IDX_BITS)
-#define SYM_RANK_SHIFT (SYM_IDX_BITS + 1)
+#define SYM_RANK_SHIFT SYM_IDX_BITS
 
+/* by address; at one address, sized symbols first, then by binding (global,
+ * weak, local: the rank) */
 static int modsym_cmp(const void *a, const void *b)
 {
 	const struct cp_modsym *x = a, *y = b;
-	uint32_t px = x->idx >> SYM_IDX_BITS, py = y->idx >> SYM_IDX_BITS;
+	uint32_t px = x->idx >> SYM_RANK_SHIFT, py = y->idx >> SYM_RANK_SHIFT;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* sized symbols first, then global-looking names (no '.' clone
-	 * suffix): rank, then the dot bit */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
 	return px == py ? 0 : px < py ? -1 : 1;
+}
+
+static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t cap);
+
+/* the symbol of sorted run v[0..n) (one address) that names it: the first,
+ * or among those as good as the first, one without a '.' (a clone's suffix:
+ * foo.cold, foo.isra.0).  Only such ties have their names read, and with
+ * pread where the name is in the file img (size bytes) maps: reading them
+ * in the mapping faults in 64 KB around each, and node's 6,500 ties brought
+ * in most of its 7 MB string table. */
+static size_t run_winner(struct cp_mod *sm, const struct cp_modsym *v, size_t n, const char *img, size_t size)
+{
+	char buf[4096];
+
+	for (size_t i = 0; n > 1 && i < n && !modsym_cmp(&v[0], &v[i]); i++) {
+		GElf_Sym sym;
+		GElf_Addr a;
+		const char *name = dwfl_module_getsym_info(sm->mod, (int)(v[i].idx & SYM_IDX_MASK), &sym, &a, NULL,
+							   NULL, NULL);
+
+		if (name && sm->fd >= 0 && img && name >= img && name < img + size && (uint64_t)(name - img) <= UINT32_MAX)
+			name = name_at(sm, (uint32_t)(name - img), buf, sizeof(buf));
+		if (name && *name && !strchr(name, '.'))
+			return i;
+	}
+	return 0;
 }
 
 /* When every name is in the binary's own file (not in a debug file, nor
@@ -275,7 +300,10 @@ static void names_at(struct cp_mod *sm)
 static void read_syms(struct cp_mod *sm)
 {
 	int n = dwfl_module_getsymtab(sm->mod);
-	size_t k = 0;
+	size_t k = 0, size = 0;
+	Dwarf_Addr bias;
+	const char *img;
+	Elf *e;
 	struct cp_modsym *shrunk;
 
 	sm->syms_read = true;
@@ -288,12 +316,12 @@ static void read_syms(struct cp_mod *sm)
 		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
 		uint32_t rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 
-		if (!name || !*name || addr == 0 || sym.st_shndx == SHN_UNDEF ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+		/* (the name's address only: its bytes are not read, an empty one is left out at lookup) */
+		if (!name || addr == 0 || sym.st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC))
 			continue;
 		sm->syms[sm->nsyms].addr = addr;
 		sm->syms[sm->nsyms].size = sym.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.st_size;
-		sm->syms[sm->nsyms].idx = (uint32_t)i | (strchr(name, '.') ? SYM_DOT : 0) | rank << SYM_RANK_SHIFT;
+		sm->syms[sm->nsyms].idx = (uint32_t)i | rank << SYM_RANK_SHIFT;
 		sm->nsyms++;
 	}
 	if (!sm->nsyms) {
@@ -302,11 +330,15 @@ static void read_syms(struct cp_mod *sm)
 		return;
 	}
 	cp_qsort(sm->syms, sm->nsyms, sizeof(*sm->syms), modsym_cmp);
-	/* one symbol per address: the first after sorting */
-	for (size_t i = 1; i < sm->nsyms; i++)
-		if (sm->syms[i].addr != sm->syms[k].addr)
-			sm->syms[++k] = sm->syms[i];
-	sm->nsyms = k + 1;
+	/* one symbol per address */
+	e = dwfl_module_getelf(sm->mod, &bias);
+	img = e ? elf_rawfile(e, &size) : NULL;
+	for (size_t i = 0, j; i < sm->nsyms; i = j) {
+		for (j = i + 1; j < sm->nsyms && sm->syms[j].addr == sm->syms[i].addr; j++)
+			;
+		sm->syms[k++] = sm->syms[i + run_winner(sm, sm->syms + i, j - i, img, size)];
+	}
+	sm->nsyms = k;
 	for (size_t i = 0; i < sm->nsyms; i++)
 		sm->syms[i].idx &= SYM_IDX_MASK;
 	if ((shrunk = realloc(sm->syms, sm->nsyms * sizeof(*sm->syms))))
@@ -346,6 +378,7 @@ static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t ca
 static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t cap, uint64_t *lo, uint64_t *hi)
 {
 	const struct cp_modsym *y;
+	const char *name;
 	GElf_Sym sym;
 	GElf_Addr a;
 	size_t i;
@@ -366,9 +399,13 @@ static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t 
 		if (i < sm->nsyms && sm->syms[i].addr < *hi)
 			*hi = sm->syms[i].addr;
 	}
-	if (sm->names_at)
-		return name_at(sm, y->idx, buf, cap);
-	return dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
+	name = sm->names_at ? name_at(sm, y->idx, buf, cap) :
+			      dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
+	if (!name || !*name) { /* (read_syms does not read the names) */
+		*lo = *hi = 0;
+		return NULL;
+	}
+	return name;
 }
 
 /* The scopes around pc in cu, from the unit's index (built at its first

@@ -399,6 +399,40 @@ START_TEST(test_long_names)
 }
 END_TEST
 
+/* Symbols that share an address: global ones named with and without a
+ * clone's '.' suffix (declared before and after the plain name, so that the
+ * symbol table has a dotted one first too), and a weak one. */
+__attribute__((noinline, used)) int tie_one(int x)
+{
+	return x * 3 + 1;
+}
+__attribute__((noinline, used)) int tie_two(int x)
+{
+	return x * 5 + 2;
+}
+extern int tie_one_clone(int) __asm__("tie_one.clone.0") __attribute__((alias("tie_one")));
+extern int tie_one_weak(int) __attribute__((weak, alias("tie_one")));
+extern int tie_two_part(int) __asm__("tie_two.part.1") __attribute__((alias("tie_two")));
+extern int tie_two_cold(int) __asm__("tie_two.cold") __attribute__((alias("tie_two")));
+extern int tie_two_zz(int) __attribute__((alias("tie_two")));
+
+START_TEST(test_symbol_ties)
+{
+	struct self x;
+	char buf[256];
+
+	self_open(&x);
+	/* the plain global name over the clones' (whose names are read, with
+	 * pread, only for such ties) and over a weak one */
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)tie_one, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "tie_one");
+	/* two plain global names: either, but not a clone's */
+	sym_of(x.s, x.p, (uint64_t)(uintptr_t)tie_two, buf, sizeof(buf));
+	ck_assert_msg(!strcmp(buf, "tie_two") || !strcmp(buf, "tie_two_zz"), "named %s", buf);
+	self_close(&x);
+}
+END_TEST
+
 /* Every frame of addr's location in s: function, file and line, joined. */
 static void frames_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *out, size_t len)
 {
@@ -633,6 +667,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_signal);
 	tcase_add_test(tc, test_unwind_jit);
 	tcase_add_test(tc, test_long_names);
+	tcase_add_test(tc, test_symbol_ties);
 	tcase_add_test(tc, test_budget_lets_pages_go_first);
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);

@@ -392,7 +392,8 @@ int main(int argc, char **argv)
 					fprintf(stderr, "store_gen: out of memory\n");
 					return 1;
 				}
-				batch[nb] = (struct cp_store_append){ prof[nb], "cpu", labels[h][i], 3, 0 };
+				batch[nb] = (struct cp_store_append){ .profile = prof[nb], .name = "cpu", .labels = labels[h][i],
+				                                      .nlabels = 3 };
 				samples += (int64_t)ndrawn[i];
 				nb++;
 			}

@@ -202,11 +202,42 @@ static int undo_blocks(const struct block *blk, size_t k, int err)
 	return cp_error(-err, "%s", why);
 }
 
+/* Merges p's dictionary into the store's: *ostack and *olabels (made
+ * again) take each sample's stack and label set ids there.  The names
+ * build() gives a selected profile's header are stored with the
+ * dictionary too, so a select adds no strings of its own. */
+static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **ostack, uint32_t **olabels,
+		     struct cp_merge_opts *mo)
+{
+	int err;
+
+	free(*ostack);
+	free(*olabels);
+	*ostack = malloc(((size_t)p->nsamples + 1) * sizeof(**ostack));
+	*olabels = malloc(((size_t)p->nsamples + 1) * sizeof(**olabels));
+	if (!*ostack || !*olabels)
+		return cp_error(ENOMEM, "out of memory writing to the store");
+	mo->out_stack = *ostack;
+	mo->out_labels = *olabels;
+	if ((err = cp_profile_merge(s->dict.p, p, mo)))
+		return err;
+	for (size_t k = 0; k <= p->ntypes; k++) {
+		const struct cp_valuetype *vt = k < p->ntypes ? &p->sample_types[k] : &p->period_type;
+		int64_t r1 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->type));
+		int64_t r2 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->unit));
+
+		if (r1 < 0 || r2 < 0)
+			return (int)(r1 < 0 ? r1 : r2);
+	}
+	return 0;
+}
+
 static int local_append(struct cp_local *s, const struct cp_store_append *a, size_t n)
 {
 	struct cp_block_entry *e = NULL;
 	size_t ne = 0, ecap = 0, i, j, k;
 	uint32_t *ostack = NULL, *olabels = NULL;
+	const struct cp_profile *merged = NULL;
 	sqlite3_stmt *pst = NULL;
 	sqlite3 *pdb;
 	struct block *blk = NULL;
@@ -227,6 +258,7 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		struct cp_merge_opts mo = { 0 };
 		char type[512], *lj = NULL;
 		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : cp_now_ns();
+		size_t nsel = a[i].sel ? a[i].nsel : p->nsamples;
 
 		if (t < CP_STORE_TIME_MIN || t > CP_STORE_TIME_MAX) {
 			err = cp_error(EINVAL, "profile time %" PRId64 " ns is out of range: the store takes times from"
@@ -234,38 +266,21 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 				       t, (int64_t)CP_STORE_TIME_MAX);
 			goto out;
 		}
-		free(ostack);
-		free(olabels);
-		ostack = malloc(((size_t)p->nsamples + 1) * sizeof(*ostack));
-		olabels = malloc(((size_t)p->nsamples + 1) * sizeof(*olabels));
-		if (!ostack || !olabels) {
-			err = cp_error(ENOMEM, "out of memory writing to the store");
-			goto out;
-		}
-		lj = cp_series_labels_json(a[i].labels, a[i].nlabels, &err);
-		mo.out_stack = ostack;
-		mo.out_labels = olabels;
-		if (!lj || (err = cp_profile_merge(s->dict.p, p, &mo))) {
-			err = cp_dict_error(err, "adding a profile to the store's dictionary");
-			free(lj);
-			goto out;
-		}
-		/* the names build() gives a selected profile's header: stored with
-		 * the dictionary, a select adds no strings of its own */
-		for (k = 0; k <= p->ntypes; k++) {
-			const struct cp_valuetype *vt = k < p->ntypes ? &p->sample_types[k] : &p->period_type;
-			int64_t r1 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->type));
-			int64_t r2 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->unit));
-
-			if (r1 < 0 || r2 < 0) {
-				err = cp_dict_error((int)(r1 < 0 ? r1 : r2), "adding a type name to the store's dictionary");
-				break;
+		for (j = 0; a[i].sel && j < nsel; j++) {
+			if (a[i].sel[j] >= p->nsamples) {
+				err = cp_error(EINVAL, "sample %" PRIu32 " of a profile of %" PRIu32 " samples", a[i].sel[j],
+					       p->nsamples);
+				goto out;
 			}
 		}
-		if (err) {
-			free(lj);
-			goto out;
-		}
+		lj = cp_series_labels_json(a[i].labels, a[i].nlabels, &err);
+		if (!lj)
+			goto dict_error;
+		/* a profile the last append merged already (its samples' ids are in
+		 * ostack and olabels) */
+		if (p != merged && (err = merge_one(s, p, &ostack, &olabels, &mo)))
+			goto dict_error;
+		merged = p;
 		for (k = 0; k < p->ntypes; k++) {
 			int64_t sid;
 
@@ -274,8 +289,11 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 				err = err ? err : (int)sid;
 				break;
 			}
-			for (j = 0; j < p->nsamples; j++) {
-				int64_t v = cp_profile_values(p, (uint32_t)j)[k];
+			for (size_t js = 0; js < nsel; js++) {
+				int64_t v;
+
+				j = a[i].sel ? a[i].sel[js] : js;
+				v = cp_profile_values(p, (uint32_t)j)[k];
 
 				if (!v || ostack[j] == UINT32_MAX)
 					continue;
@@ -296,6 +314,11 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		free(lj);
 		if (err)
 			goto out;
+		continue;
+dict_error:
+		err = cp_dict_error(err, "adding a profile to the store's dictionary");
+		free(lj);
+		goto out;
 	}
 	if ((err = cp_dict_save(&s->dict)))
 		goto out;

@@ -611,6 +611,36 @@ static int push_target(const struct cp_remote *r, const struct cp_store_append *
 	return r->pyroscope ? pyroscope_target(r, a, q) : push_query(a, q);
 }
 
+static bool in_part(const struct cp_profile *src, uint32_t sample, void *arg)
+{
+	(void)src;
+	return ((const bool *)arg)[sample];
+}
+
+/* a's profile as pprof, only its samples a->sel when given */
+static int encode_part(const struct cp_store_append *a, uint8_t **body, size_t *len)
+{
+	struct cp_merge_opts o = { 0 };
+	struct cp_profile *part;
+	bool *in;
+	int err;
+
+	if (!a->sel)
+		return cp_pprof_encode(a->profile, 1, body, len);
+	if (!(in = calloc(a->profile->nsamples + 1, sizeof(*in))))
+		return cp_error(ENOMEM, "out of memory encoding a profile");
+	for (size_t i = 0; i < a->nsel; i++)
+		if (a->sel[i] < a->profile->nsamples)
+			in[a->sel[i]] = true;
+	o.keep = in_part;
+	o.keep_arg = in;
+	part = cp_profile_copy(a->profile, &o);
+	err = part ? cp_pprof_encode(part, 1, body, len) : cp_error(errno, "encoding a profile");
+	cp_profile_free(part);
+	free(in);
+	return err;
+}
+
 static int remote_append(struct cp_remote *r, const struct cp_store_append *a, size_t n)
 {
 	bool spooled = false;
@@ -633,7 +663,7 @@ static int remote_append(struct cp_remote *r, const struct cp_store_append *a, s
 		size_t len = 0;
 		char *q = NULL;
 
-		if ((err = push_target(r, &a[i], &q)) || (err = cp_pprof_encode(a[i].profile, 1, &body, &len))) {
+		if ((err = push_target(r, &a[i], &q)) || (err = encode_part(&a[i], &body, &len))) {
 			free(q);
 			break;
 		}

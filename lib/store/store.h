@@ -45,6 +45,11 @@ struct cp_store_append {
 	const struct cp_kv *labels; /* series labels */
 	size_t nlabels;
 	int64_t time_ns;           /* 0: the profile's time_nanos, else now */
+	/* NULL: every sample of profile; else only these nsel (indices into its
+	 * samples).  Appends that share one profile (the recorder's processes)
+	 * each take their part, and its dictionary is merged once. */
+	const uint32_t *sel;
+	size_t nsel;
 };
 
 /* The sample times the store takes (ns): from 1970 (a query can reach earlier

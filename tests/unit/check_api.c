@@ -95,7 +95,8 @@ START_TEST(test_push_then_read_both_ways)
 	struct cp_profile *p = folded("main;work;alpha 30\nmain;work;beta 20\nmain;idle 7\n");
 	struct cp_kv labels[] = { { "job", "api" }, { "env", "test" } };
 	int64_t now = cp_now_ns();
-	struct cp_store_append a = { p, "cpu", labels, 2, now - 1000000000 };
+	struct cp_store_append a = { .profile = p, .name = "cpu", .labels = labels,
+	                             .nlabels = 2, .time_ns = now - 1000000000 };
 
 	ck_assert_ptr_nonnull(remote);
 	ck_assert_int_eq(cp_store_append(remote, &a, 1), 0);
@@ -117,7 +118,10 @@ START_TEST(test_series_and_stats_agree)
 	struct cp_profile *p = folded("a;b 1\na;c 2\n");
 	struct cp_kv l1[] = { { "job", "one" } }, l2[] = { { "job", "two" } };
 	int64_t now = cp_now_ns();
-	struct cp_store_append as[] = { { p, "cpu", l1, 1, now }, { p, "cpu", l2, 1, now } };
+	struct cp_store_append as[] = {
+		{ .profile = p, .name = "cpu", .labels = l1, .nlabels = 1, .time_ns = now },
+		{ .profile = p, .name = "cpu", .labels = l2, .nlabels = 1, .time_ns = now },
+	};
 	struct cp_store_series *rs = NULL, *ls = NULL;
 	struct cp_store_stats rst, lst;
 	const char **items = NULL;
@@ -153,8 +157,11 @@ START_TEST(test_over_time_agrees)
 	struct cp_store *remote = cp_store_open_remote(url, NULL, NULL, 0), *local;
 	struct cp_profile *p = folded("x;y 5\n");
 	int64_t sec = 1000000000, t0 = (cp_now_ns() / (60 * sec) - 10) * 60 * sec;
-	struct cp_store_append as[] = { { p, "cpu", NULL, 0, t0 + 5 * sec }, { p, "cpu", NULL, 0, t0 + 65 * sec },
-					{ p, "cpu", NULL, 0, t0 + 70 * sec } };
+	struct cp_store_append as[] = {
+		{ .profile = p, .name = "cpu", .time_ns = t0 + 5 * sec },
+		{ .profile = p, .name = "cpu", .time_ns = t0 + 65 * sec },
+		{ .profile = p, .name = "cpu", .time_ns = t0 + 70 * sec },
+	};
 	struct cp_selector *sl = sel("cpu");
 	struct cp_store_query q = { sl, t0, t0 + 180 * sec, NULL, NULL };
 	int64_t *rt = NULL, *lt = NULL;
@@ -207,7 +214,7 @@ START_TEST(test_append_after_stop_is_refused)
 {
 	struct cp_store *remote = cp_store_open_remote(url, NULL, NULL, 0), *local;
 	struct cp_profile *p = folded("a 1\n");
-	struct cp_store_append a = { p, "cpu", NULL, 0, cp_now_ns() };
+	struct cp_store_append a = { .profile = p, .name = "cpu", .time_ns = cp_now_ns() };
 	struct cp_store_stats st;
 	int err;
 
@@ -248,8 +255,11 @@ START_TEST(test_backends_give_the_same_answers)
 	struct cp_profile *o = folded("main;other 4\nmain;work;alpha 1\n");
 	struct cp_kv l1[] = { { "job", "api" }, { "env", "test" } }, l2[] = { { "job", "db" } };
 	int64_t sec = 1000000000, t0 = (cp_now_ns() / (60 * sec) - 10) * 60 * sec;
-	struct cp_store_append as[] = { { p, "cpu", l1, 2, t0 + 5 * sec }, { o, "cpu", l2, 1, t0 + 65 * sec },
-					{ p, "cpu", l2, 1, t0 + 70 * sec } };
+	struct cp_store_append as[] = {
+		{ .profile = p, .name = "cpu", .labels = l1, .nlabels = 2, .time_ns = t0 + 5 * sec },
+		{ .profile = o, .name = "cpu", .labels = l2, .nlabels = 1, .time_ns = t0 + 65 * sec },
+		{ .profile = p, .name = "cpu", .labels = l2, .nlabels = 1, .time_ns = t0 + 70 * sec },
+	};
 	struct cp_store *st[2];
 	struct cp_store_series *ser[2];
 	struct cp_store_result *res[2];
@@ -336,7 +346,7 @@ START_TEST(test_append_to_a_spool_says_spooled)
 	char spool[80];
 	struct cp_store *remote, *local;
 	struct cp_profile *p = folded("a;b 3\n");
-	struct cp_store_append a = { p, "cpu", NULL, 0, cp_now_ns() };
+	struct cp_store_append a = { .profile = p, .name = "cpu", .time_ns = cp_now_ns() };
 	struct cp_store_stats st;
 	int r;
 

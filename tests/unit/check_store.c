@@ -206,7 +206,7 @@ static void append_at(struct cp_store *s, const struct cp_profile *p, int64_t t,
 {
 	struct cp_kv kv[8];
 	char buf[256], *save = NULL, *tok;
-	struct cp_store_append a = { p, NULL, kv, 0, t };
+	struct cp_store_append a = { .profile = p, .labels = kv, .nlabels = 0, .time_ns = t };
 	int r;
 
 	snprintf(buf, sizeof(buf), "%s", labels);
@@ -332,7 +332,7 @@ START_TEST(test_read_only_append)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
-	struct cp_store_append a = { p, NULL, NULL, 0, T0 };
+	struct cp_store_append a = { .profile = p, .time_ns = T0 };
 	int r;
 
 	cp_store_close(s);
@@ -403,7 +403,7 @@ START_TEST(test_series_ids_bounded)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(pid[i], sizeof(pid[i]), "%zu", i);
 		kv[i] = (struct cp_kv){ "pid", pid[i] };
-		a[i] = (struct cp_store_append){ p, NULL, &kv[i], 1, T0 };
+		a[i] = (struct cp_store_append){ .profile = p, .labels = &kv[i], .nlabels = 1, .time_ns = T0 };
 	}
 	size_t mem[3] = { cp_store_memory(s) }, dict[3] = { 0 };
 
@@ -522,7 +522,7 @@ START_TEST(test_no_delta_suffix)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
 	struct cp_store_series *ser;
-	struct cp_store_append a = { p, NULL, NULL, 0, 0 };
+	struct cp_store_append a = { .profile = p };
 	size_t n;
 
 	p->duration_nanos = 0;
@@ -568,7 +568,8 @@ START_TEST(test_select_errors)
 	{
 		struct cp_profile *h = std_profile(1);
 		struct cp_kv kv[] = { { "comm", "a" } };
-		struct cp_store_append ha = { h, "heapish", kv, 1, T0 };
+		struct cp_store_append ha = { .profile = h, .name = "heapish", .labels = kv,
+		                              .nlabels = 1, .time_ns = T0 };
 
 		ck_assert_int_eq(cp_store_append(s, &ha, 1), 0);
 		cp_profile_free(h);
@@ -625,9 +626,9 @@ static void group_data(struct cp_store *s)
 		     a3[] = { { "pid", "3" }, { "comm", "a" } };
 	/* one batch: three series at three times */
 	struct cp_store_append batch[] = {
-		{ p1, NULL, a1, 2, T0 },
-		{ p2, NULL, b2, 2, T0 + 1 * NS },
-		{ p3, NULL, a3, 2, T0 + 2 * NS },
+		{ .profile = p1, .labels = a1, .nlabels = 2, .time_ns = T0 },
+		{ .profile = p2, .labels = b2, .nlabels = 2, .time_ns = T0 + 1 * NS },
+		{ .profile = p3, .labels = a3, .nlabels = 2, .time_ns = T0 + 2 * NS },
 	};
 
 	ck_assert_int_eq(cp_store_append(s, batch, 3), 0);
@@ -982,7 +983,7 @@ static void *writer(void *arg)
 	for (i = 0; i < wa->n && !wa->err; i++) {
 		struct cp_profile *p = new_profile(10 * NS);
 		struct cp_kv kv = { "comm", "a" };
-		struct cp_store_append a = { p, NULL, &kv, 1, T0 + i * MS };
+		struct cp_store_append a = { .profile = p, .labels = &kv, .nlabels = 1, .time_ns = T0 + i * MS };
 		char buf[64];
 		int64_t v[2] = { 1, PERIOD };
 		uint32_t locs[2];
@@ -1660,7 +1661,7 @@ START_TEST(test_label_values_roundtrip)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
 	struct cp_kv kv[] = { { "comm", odd }, { "empty", "" } };
-	struct cp_store_append a = { p, NULL, kv, 2, T0 };
+	struct cp_store_append a = { .profile = p, .labels = kv, .nlabels = 2, .time_ns = T0 };
 	struct cp_store_series *ser;
 	struct cp_selector *sel;
 	size_t n;
@@ -1698,7 +1699,7 @@ START_TEST(test_bad_label_value)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
 	struct cp_kv kv[] = { { "comm", "bad \xff utf-8" } };
-	struct cp_store_append a = { p, NULL, kv, 1, T0 };
+	struct cp_store_append a = { .profile = p, .labels = kv, .nlabels = 1, .time_ns = T0 };
 	struct cp_store_series *ser;
 	size_t n;
 	int r;
@@ -1725,7 +1726,10 @@ START_TEST(test_failed_batch_rolls_back)
 	struct cp_profile *p = std_profile(1), *o = other_profile("other");
 	struct cp_kv kv[] = { { "comm", "a" } };
 	char longname[700];
-	struct cp_store_append batch[] = { { p, NULL, kv, 1, T0 }, { o, longname, kv, 1, T0 } };
+	struct cp_store_append batch[] = {
+		{ .profile = p, .labels = kv, .nlabels = 1, .time_ns = T0 },
+		{ .profile = o, .name = longname, .labels = kv, .nlabels = 1, .time_ns = T0 },
+	};
 	struct cp_store_series *ser;
 	struct cp_store_stats st;
 	size_t n;
@@ -1824,6 +1828,67 @@ START_TEST(test_sample_labels)
 	ck_assert_uint_eq(q->nsamples, 4);
 	ck_assert_int_eq(cp_profile_total(q, 0), 20);
 	cp_profile_free(q);
+	cp_store_close(s);
+	cp_profile_free(p);
+}
+END_TEST
+
+/* Appends that share one profile, each taking its samples (sel): each
+ * series holds its own samples only, whole; a sample beyond the profile is
+ * refused and nothing of the batch is stored. */
+START_TEST(test_append_parts)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = new_profile(10 * NS), *q;
+	struct cp_kv ka[] = { { "comm", "a" } }, kb[] = { { "comm", "b" } }, kc[] = { { "comm", "c" } };
+	struct cp_label l = { str(p, "thread_id"), 0, 0, 0 };
+	uint32_t ta, tb, rows_a[] = { 0, 2 }, rows_b[] = { 1, 3 }, bad[] = { 4 };
+	char *f;
+
+	l.str = str(p, "1");
+	ta = (uint32_t)cp_profile_labelset(p, &l, 1);
+	l.str = str(p, "2");
+	tb = (uint32_t)cp_profile_labelset(p, &l, 1);
+	add(p, "main;work;burn", ta, 3); /* rows 0, 2: a's */
+	add(p, "main;work;burn", tb, 5); /* rows 1, 3: b's */
+	add(p, "main;idle", ta, 2);
+	add(p, "main;read", tb, 7);
+	ck_assert_uint_eq(p->nsamples, 4);
+	{
+		struct cp_store_append parts[] = {
+			{ .profile = p, .labels = ka, .nlabels = 1, .time_ns = T0, .sel = rows_a, .nsel = 2 },
+			{ .profile = p, .labels = kb, .nlabels = 1, .time_ns = T0, .sel = rows_b, .nsel = 2 },
+		};
+		struct cp_store_append worse[] = {
+			{ .profile = p, .labels = kc, .nlabels = 1, .time_ns = T0, .sel = rows_a, .nsel = 2 },
+			{ .profile = p, .labels = kc, .nlabels = 1, .time_ns = T0, .sel = bad, .nsel = 1 },
+		};
+
+		cp_error_clear();
+		ck_assert_int_eq(cp_store_append(s, parts, 2), 0);
+		ck_assert_int_eq(cp_store_append(s, worse, 2), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(cp_errmsg(-EINVAL), "sample 4 of a profile of 4 samples"));
+	}
+	q = select1(s, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX);
+	f = folded(q, 0);
+	ck_assert_str_eq(f, "main;idle 2\nmain;work;burn 3\n");
+	free(f);
+	cp_profile_free(q);
+	q = select1(s, "process_cpu:samples{comm=\"b\"}", 0, INT64_MAX);
+	f = folded(q, 0);
+	ck_assert_str_eq(f, "main;read 7\nmain;work;burn 5\n");
+	free(f);
+	cp_profile_free(q);
+	q = NULL;
+	{
+		struct cp_store_result *res;
+		size_t n;
+
+		/* the refused batch stored nothing, its first part neither */
+		ck_assert_int_eq(try_select(s, "process_cpu:samples{comm=\"c\"}", 0, INT64_MAX, NULL, &res, &n), -ENOENT);
+		ck_assert_uint_eq(n, 0);
+		free(res);
+	}
 	cp_store_close(s);
 	cp_profile_free(p);
 }
@@ -2424,7 +2489,8 @@ START_TEST(test_batch_days_all_or_nothing)
 	append_at(s, p, T0 + 2 * DAY_NS, "comm=a");
 	break_day(T0 + 2 * DAY_NS, true);
 	for (i = 0; i < 3; i++)
-		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, T0 + i * DAY_NS };
+		batch[i] = (struct cp_store_append){ .profile = p, .labels = kv,
+		                                     .nlabels = 1, .time_ns = T0 + i * DAY_NS };
 	cp_error_clear();
 	e = cp_store_append(s, batch, 3);
 	ck_assert_int_ne(e, 0);
@@ -2437,7 +2503,8 @@ START_TEST(test_batch_days_all_or_nothing)
 	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 12);
 	/* a batch of 12 days (more than the handles kept open) whose last fails: nothing either */
 	for (i = 0; i < 12; i++)
-		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, T0 - 9 * DAY_NS + i * DAY_NS };
+		batch[i] = (struct cp_store_append){ .profile = p, .labels = kv,
+		                                     .nlabels = 1, .time_ns = T0 - 9 * DAY_NS + i * DAY_NS };
 	ck_assert_int_ne(cp_store_append(s, batch, 12), 0);
 	ck_assert_int_eq(select_total(r, "process_cpu:samples", 0, INT64_MAX), 12);
 	/* each alone, as the server retries: the good days once each */
@@ -2475,10 +2542,11 @@ START_TEST(test_batch_late_commit_fails)
 	append_at(s, p, T0 + DAY_NS, "comm=a");
 	/* day 0: one profile; day 1: n at random times, a block that does not compress to under the
 	 * limit (index.db's WAL, some 120 KiB, and day 0's stay under it) */
-	batch[0] = (struct cp_store_append){ p, NULL, kv, 1, T0 };
+	batch[0] = (struct cp_store_append){ .profile = p, .labels = kv, .nlabels = 1, .time_ns = T0 };
 	for (i = 1; i <= n; i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		batch[i] = (struct cp_store_append){ p, NULL, kv, 1, day1 + (int64_t)(x % (uint64_t)DAY_NS) };
+		batch[i] = (struct cp_store_append){ .profile = p, .labels = kv,
+		                                     .nlabels = 1, .time_ns = day1 + (int64_t)(x % (uint64_t)DAY_NS) };
 	}
 	signal(SIGXFSZ, SIG_IGN);
 	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
@@ -2538,7 +2606,7 @@ static void *race_writer(void *arg)
 	if (!w)
 		race_fail(rc, -errno);
 	for (d = 0; w && d < RACE_DAYS; d++) {
-		struct cp_store_append a = { p, NULL, &kv, 1, T0 + d * DAY_NS };
+		struct cp_store_append a = { .profile = p, .labels = &kv, .nlabels = 1, .time_ns = T0 + d * DAY_NS };
 
 		if ((e = cp_store_append(w, &a, 1)))
 			race_fail(rc, e);
@@ -2656,7 +2724,10 @@ START_TEST(test_int64_values)
 	struct cp_profile *big = value_profile(5000000000000000000LL), *max = value_profile(INT64_MAX);
 	struct cp_profile *neg = value_profile(-5000000000000000000LL);
 	struct cp_kv kv[] = { { "comm", "a" } };
-	struct cp_store_append twice[] = { { big, NULL, kv, 1, T0 }, { big, NULL, kv, 1, T0 } };
+	struct cp_store_append twice[] = {
+		{ .profile = big, .labels = kv, .nlabels = 1, .time_ns = T0 },
+		{ .profile = big, .labels = kv, .nlabels = 1, .time_ns = T0 },
+	};
 	struct cp_selector *sel = sel_of("process_cpu:samples{comm=\"a\"}");
 	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
 	struct cp_buckets b;
@@ -2697,7 +2768,7 @@ START_TEST(test_time_limits)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
 	struct cp_kv kv[] = { { "comm", "a" } };
-	struct cp_store_append a = { p, NULL, kv, 1, INT64_MAX };
+	struct cp_store_append a = { .profile = p, .labels = kv, .nlabels = 1, .time_ns = INT64_MAX };
 	const int64_t bad[] = { INT64_MAX, -1, INT64_MIN };
 	size_t i;
 
@@ -2771,6 +2842,7 @@ static Suite *store_suite(void)
 	tcase_add_test(query, test_over_time);
 	tcase_add_test(query, test_label_values_roundtrip);
 	tcase_add_test(query, test_sample_labels);
+	tcase_add_test(query, test_append_parts);
 	suite_add_tcase(s, query);
 
 	tcase_add_checked_fixture(life, dir_setup, dir_teardown);

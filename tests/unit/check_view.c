@@ -500,7 +500,8 @@ static struct cp_store *history_store(void)
 	for (size_t i = 0; i < sizeof(pushes) / sizeof(*pushes); i++) {
 		struct cp_kv kv[] = { { "comm", pushes[i].comm }, { "pid", pushes[i].pid } };
 		struct cp_profile *p = one(pushes[i].fn, pushes[i].n);
-		struct cp_store_append a = { p, "cpu", kv, 2, t0 + pushes[i].at * NS };
+		struct cp_store_append a = { .profile = p, .name = "cpu", .labels = kv,
+		                             .nlabels = 2, .time_ns = t0 + pushes[i].at * NS };
 
 		ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
 		cp_profile_free(p);

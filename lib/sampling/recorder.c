@@ -22,6 +22,9 @@
 
 /* the location memo: 2^16 frames, 24 bytes each: 1.5 MB in one huge page */
 #define MEMO_BITS 16
+/* the memo's pid for the kernel frames of the cpu profile: above every
+ * pid (at most 2^22), below the symbolizer's keys (bit 30) */
+#define KPID ((1u << 30) - 1)
 
 /* a fetch from debuginfod is given up after this, and the end of a
  * recording waits at most this for those in flight */
@@ -36,6 +39,11 @@ struct cp_recorder {
 	struct cp_debuginfod *dbgd; /* NULL: no servers */
 	struct cp_sampler *sampler;
 	struct cp_profile *one; /* !per_process: everything in one profile */
+	/* per_process: every process's cpu samples of the interval, each
+	 * process's rows listed in its profs: the processes that come and go
+	 * share its functions and locations, named once (a profile each made
+	 * every short-lived program's frames named, and stored, again) */
+	struct cp_profile *shared;
 	int64_t period;
 	uint64_t offcpu_period;
 	uint64_t nsamples;
@@ -58,16 +66,18 @@ static void python_check(struct cp_recorder *r, struct cp_proc *p);
 
 /* a process's profiles of the interval (its cp_proc's user pointer) */
 struct profs {
-	struct cp_profile *cpu, *off; /* either may be NULL */
-	struct cp_profile *wall;      /* made from both for a flush (wall_profile) */
-	bool off_scaled;              /* off's values are its threads' exact totals (offtotals.h) */
+	uint32_t *rows;          /* its cpu samples: their indices in the recorder's shared profile */
+	size_t nrows, rcap;
+	struct cp_profile *off;  /* may be NULL */
+	struct cp_profile *wall; /* made from both for a flush (wall_profile) */
+	bool off_scaled;         /* off's values are its threads' exact totals (offtotals.h) */
 };
 
 static void profile_free_user(void *p)
 {
 	struct profs *ps = p;
 
-	cp_profile_free(ps->cpu);
+	free(ps->rows);
 	cp_profile_free(ps->off);
 	cp_profile_free(ps->wall);
 	free(ps);
@@ -202,13 +212,16 @@ static struct cp_profile *sample_profile(struct cp_recorder *r, struct cp_proc *
 		if (!r->one && !(r->one = new_profile(r, r->o.with_time)))
 			return NULL;
 		prof = r->one;
+	} else if (!off) {
+		if (!proc_profs(p) || (!r->shared && !(r->shared = new_profile(r, false))))
+			return NULL;
+		prof = r->shared;
 	} else {
 		struct profs *ps = proc_profs(p);
-		struct cp_profile **pp = ps ? (off ? &ps->off : &ps->cpu) : NULL;
 
-		if (!pp || (!*pp && !(*pp = off ? new_offcpu_profile(r) : new_profile(r, false))))
+		if (!ps || (!ps->off && !(ps->off = new_offcpu_profile(r))))
 			return NULL;
-		prof = *pp;
+		prof = ps->off;
 	}
 	if (prof->nmappings == 0)
 		main_mapping_first(r, prof, p);
@@ -228,16 +241,19 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 	/* the memo's locations are the profile's: a process's off-CPU profile is
 	 * another than its cpu one */
 	uint32_t mpid = off && r->o.per_process ? p->pid | 0x80000000u : p->pid;
+	/* the kernel's locations: every process's in the cpu profile (shared,
+	 * or the one), a process's own in its off-CPU one (KPID: no pid) */
+	uint32_t kpid = off && r->o.per_process ? mpid : KPID;
 
 	/* kernel frames first (leaf first), then user frames */
 	for (uint32_t i = 0; !r->o.no_kernel && i < nk; i++) {
 		unsigned kind = i > 0 ? CP_LOCMEMO_KERNEL_RET : CP_LOCMEMO_KERNEL;
 
-		if (!(loc = cp_locmemo_get(r->memo, mpid, 0, kpcs[i], kind))) {
+		if (!(loc = cp_locmemo_get(r->memo, kpid, 0, kpcs[i], kind))) {
 			loc = cp_symbolize_kernel(r->sym, prof, kpcs[i], i > 0);
 			if (loc < 0)
 				goto fail;
-			cp_locmemo_put(r->memo, mpid, 0, kpcs[i], kind, (uint32_t)loc);
+			cp_locmemo_put(r->memo, kpid, 0, kpcs[i], kind, (uint32_t)loc);
 		}
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
@@ -291,6 +307,7 @@ static void add_located(struct cp_recorder *r, struct cp_proc *p, struct cp_prof
 	char tid[16], pid[16];
 	int64_t stack, ls;
 	int64_t values[4];
+	uint32_t n0;
 
 	if (nlocs == 0 && r->o.no_kernel)
 		return; /* a kernel thread's sample, and kernel frames are not wanted */
@@ -327,8 +344,16 @@ static void add_located(struct cp_recorder *r, struct cp_proc *p, struct cp_prof
 			values[k++] = off ? weight : r->period;
 		}
 	}
+	n0 = prof->nsamples;
 	if (cp_profile_add_sample(prof, (uint32_t)stack, (uint32_t)ls, values))
 		goto fail;
+	if (prof == r->shared && prof->nsamples > n0) { /* a row of its own: the thread's id is a label */
+		struct profs *ps = p->user;
+
+		if (cp_grow((void **)&ps->rows, &ps->rcap, ps->nrows + 1, sizeof(*ps->rows)))
+			goto fail;
+		ps->rows[ps->nrows++] = n0;
+	}
 	r->nsamples++;
 	return;
 fail:
@@ -675,6 +700,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 		goto nomem;
 	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym || !r->memo)
 		goto nomem;
+	cp_symbolizer_set_memo(r->sym, r->memo);
 	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
 	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
 		goto nomem;
@@ -761,6 +787,7 @@ void cp_recorder_free(struct cp_recorder *r)
 	cp_unwinder_free(r->unw);
 	cp_procs_free(r->procs, profile_free_user);
 	cp_profile_free(r->one);
+	cp_profile_free(r->shared);
 	cp_locmemo_free(r->memo);
 	for (size_t i = 0; r->pending && i < (size_t)1 << PENDING_BITS; i++) {
 		free(r->pending[i].pcs);
@@ -812,28 +839,6 @@ size_t cp_recorder_nprocs(const struct cp_recorder *r)
 	return cp_procs_count(r->procs);
 }
 
-struct each_ctx {
-	cp_recorder_each_fn fn;
-	void *arg;
-};
-
-static void each_one(struct cp_proc *p, void *arg)
-{
-	struct each_ctx *c = arg;
-	struct profs *ps = p->user;
-	struct cp_profile *prof = ps ? ps->cpu : NULL;
-
-	if (prof && prof->nsamples)
-		c->fn(p, prof, c->arg);
-}
-
-void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg)
-{
-	struct each_ctx c = { fn, arg };
-
-	cp_procs_each(r->procs, each_one, &c);
-}
-
 /* ---- the series policy ---- */
 
 struct series_ctx {
@@ -874,20 +879,41 @@ size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct 
 	return k;
 }
 
-static void series_one(const struct cp_proc *p, struct cp_profile *prof, const char *name, struct series_ctx *c)
+/* the append of prof's samples (or only sel[0..nsel), the process's rows
+ * in the shared profile) as process p's series name */
+static void series_one(const struct cp_proc *p, struct cp_profile *prof, const uint32_t *sel, size_t nsel,
+		       const char *name, struct series_ctx *c)
 {
 	struct cp_recorder_series *s = c->s;
 	struct cp_kv *kv;
 	size_t k;
 
-	if (!prof || !prof->nsamples || s->n >= c->cap)
+	if (!prof || !(sel ? nsel : prof->nsamples) || s->n >= c->cap)
 		return;
 	kv = s->kv + s->n * (c->nextra + CP_SERIES_OWN_LABELS);
 	k = cp_series_labels(p, c->node, c->extra, c->nextra, s->pid[s->n], kv);
 	prof->time_nanos = c->start;
 	prof->duration_nanos = c->duration;
-	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = name, .labels = kv, .nlabels = k };
+	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = name, .labels = kv, .nlabels = k,
+					       .sel = sel, .nsel = nsel };
 	s->n++;
+}
+
+static bool in_rows(const struct cp_profile *src, uint32_t sample, void *arg)
+{
+	const struct profs *ps = arg;
+	size_t lo = 0, hi = ps->nrows;
+
+	(void)src;
+	while (lo < hi) { /* the rows rise: each was a new sample */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ps->rows[mid] < sample)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ps->nrows && ps->rows[lo] == sample;
 }
 
 /* A copy of p (scaled and tagged by o) whose one value is wall-clock time. */
@@ -915,10 +941,11 @@ static struct cp_profile *wall_part(const struct cp_profile *p, const struct cp_
  * "CPU", and its off-CPU time (states S, D, R); NULL when out of memory. */
 static struct cp_profile *wall_profile(struct cp_recorder *r, struct profs *ps)
 {
-	struct cp_merge_opts on = { .scale = (double)r->period, .tag_key = "state", .tag_value = "CPU" };
+	struct cp_merge_opts on = { .scale = (double)r->period, .tag_key = "state", .tag_value = "CPU",
+				    .keep = in_rows, .keep_arg = ps };
 	struct cp_profile *w = NULL, *o = NULL;
 
-	if (ps->cpu && ps->cpu->nsamples && !(w = wall_part(ps->cpu, &on, r->period)))
+	if (ps->nrows && !(w = wall_part(r->shared, &on, r->period)))
 		return NULL;
 	if (ps->off && ps->off->nsamples) {
 		if (!(o = wall_part(ps->off, NULL, r->period)) || (w && cp_profile_merge(w, o, NULL))) {
@@ -942,7 +969,7 @@ static void series_proc(struct cp_proc *p, void *arg)
 
 	if (!ps)
 		return;
-	series_one(p, ps->cpu, "cpu", c);
+	series_one(p, c->r->shared, ps->rows, ps->nrows, "cpu", c);
 	if (!c->r->o.offcpu)
 		return;
 	/* once per interval, whatever the number of tries at storing it */
@@ -953,11 +980,11 @@ static void series_proc(struct cp_proc *p, void *arg)
 		}
 		ps->off_scaled = true;
 	}
-	series_one(p, ps->off, "offcpu", c);
+	series_one(p, ps->off, NULL, 0, "offcpu", c);
 	cp_profile_free(ps->wall);
-	if (!(ps->wall = wall_profile(c->r, ps)) && ((ps->cpu && ps->cpu->nsamples) || (ps->off && ps->off->nsamples)))
+	if (!(ps->wall = wall_profile(c->r, ps)) && (ps->nrows || (ps->off && ps->off->nsamples)))
 		c->r->error = -ENOMEM;
-	series_one(p, ps->wall, "wall", c);
+	series_one(p, ps->wall, NULL, 0, "wall", c);
 }
 
 /* After the end: the fetches in flight get their time (a fetch gives up
@@ -977,12 +1004,8 @@ static void refresh_one(struct cp_proc *p, void *arg)
 	struct profs *ps = p->user;
 	int err;
 
-	for (int i = 0; ps && i < 2; i++) {
-		struct cp_profile *prof = i ? ps->off : ps->cpu;
-
-		if (prof && prof->nsamples && !r->error && (err = cp_symbolize_refresh(r->sym, prof)))
-			r->error = err;
-	}
+	if (ps && ps->off && ps->off->nsamples && !r->error && (err = cp_symbolize_refresh(r->sym, ps->off)))
+		r->error = err;
 }
 
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
@@ -1002,7 +1025,8 @@ int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_
 		return cp_error(ENOMEM, "out of memory gathering the series of a flush");
 	}
 	wait_fetches(r);
-	cp_procs_each(r->procs, refresh_one, r);
+	if (r->shared && (r->error = cp_symbolize_refresh(r->sym, r->shared)) == 0)
+		cp_procs_each(r->procs, refresh_one, r);
 	if (r->error) {
 		cp_recorder_series_release(s);
 		return r->error;
@@ -1034,6 +1058,8 @@ static void drop_profile(struct cp_proc *p, void *arg)
 void cp_recorder_reset(struct cp_recorder *r)
 {
 	cp_procs_each(r->procs, drop_profile, NULL);
+	cp_profile_free(r->shared);
+	r->shared = NULL;
 	r->interval++;
 	if (r->offtotals)
 		cp_offtotals_clear(r->offtotals);
@@ -1056,8 +1082,8 @@ static void find_dead(struct cp_proc *p, void *arg)
 	struct profs *ps = p->user;
 
 	/* gone a while (its last samples are drained) and nothing pending */
-	if (p->dead && p->exit_time < d->before && (!ps || ((!ps->cpu || !ps->cpu->nsamples) &&
-							    (!ps->off || !ps->off->nsamples))) && d->n < d->cap)
+	if (p->dead && p->exit_time < d->before && (!ps || (!ps->nrows && (!ps->off || !ps->off->nsamples))) &&
+	    d->n < d->cap)
 		d->pids[d->n++] = p->pid;
 }
 

@@ -3,9 +3,10 @@
  * records it reports (mmap, exec, fork, exit), the DWARF unwinder and the
  * symbolizer, turning each sample into a stack in a cp_profile.
  *
- * Two ways to collect: one profile per process (cp_recorder_each, for the
- * store's series), or one profile for everything whose samples carry the
- * labels pid and comm (cp_recorder_take).  Samples always carry thread_id and
+ * Two ways to collect: per process (cp_recorder_series, for the store's
+ * series: the processes' samples in one profile, each process's rows its
+ * own), or one profile for everything whose samples carry the labels pid
+ * and comm (cp_recorder_take).  Samples always carry thread_id and
  * thread_name. */
 #ifndef CP_RECORDER_H
 #define CP_RECORDER_H
@@ -80,9 +81,6 @@ int64_t cp_recorder_period(const struct cp_recorder *r);
 uint64_t cp_recorder_samples(const struct cp_recorder *r);
 void cp_recorder_counts(struct cp_recorder *r, struct cp_sampler_counts *c);
 
-/* per_process: calls fn for each process with samples since the last reset. */
-typedef void (*cp_recorder_each_fn)(const struct cp_proc *p, struct cp_profile *prof, void *arg);
-void cp_recorder_each(struct cp_recorder *r, cp_recorder_each_fn fn, void *arg);
 /* per_process: the store's series of the interval start_ns..end_ns (wall
  * clock): one append per process with samples since the last reset, of
  * type "cpu", labelled by this policy: comm ("?" when unknown), pid, node,

@@ -16,6 +16,7 @@
 #include "debuginfod.h"
 #include "../error.h"
 #include "../index.h"
+#include "locmemo.h"
 #include "modcache.h"
 #include "scopes.h"
 #include "spans.h"
@@ -66,7 +67,11 @@ struct cp_symbolizer {
 	uint64_t dbgd_gen;
 	struct late *late;
 	size_t nlate;
+	struct cp_locmemo *memo; /* the owner's, or NULL */
 };
+
+/* the memo's key for a binary (its key's id): no pid has bit 30 */
+#define MEMO_MOD (1u << 30)
 
 #define MAX_INLINE 32
 
@@ -136,6 +141,8 @@ static void cache_reset(struct cp_symbolizer *s)
 	cp_spans_reset(&s->spans);
 	s->nlines = 0;
 	s->gen++;
+	if (s->memo) /* (its module ids are the cache's) */
+		cp_locmemo_clear(s->memo);
 	cp_strtab_init(&s->strs);
 	id = cp_strtab_intern(&s->strs, "[kernel]", 8);
 	s->kernel_mod = id < 0 ? 0 : (uint32_t)id;
@@ -631,6 +638,11 @@ static int64_t jit_location(struct cp_symbolizer *s, struct cp_profile *prof, st
 
 /* ---- debug files that land late (debuginfod) ---- */
 
+void cp_symbolizer_set_memo(struct cp_symbolizer *s, struct cp_locmemo *m)
+{
+	s->memo = m;
+}
+
 void cp_symbolizer_set_debuginfod(struct cp_symbolizer *s, struct cp_debuginfod *d)
 {
 	s->dbgd = d;
@@ -774,7 +786,9 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	const char *key;
 	char buf[41];
 	uint32_t mod;
-	int64_t mapping;
+	int64_t mapping, loc;
+	unsigned kind;
+	bool memo, keep;
 
 	s->counts.lookups++;
 	if (stable)
@@ -794,6 +808,13 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	}
 	mod = m->skey1 - 1;
 	off = addr - m->start + m->pgoff;
+	kind = is_return ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
+	memo = s->memo && mod < MEMO_MOD && prof->serial;
+	if (memo && (loc = cp_locmemo_get(s->memo, MEMO_MOD | mod, (uint32_t)prof->serial, off, kind))) {
+		if (stable)
+			*stable = true;
+		return loc;
+	}
 	e = cache_find(s, mod, off);
 	if (!e) {
 		struct symline lines[MAX_INLINE];
@@ -842,9 +863,16 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	 * mapping (keyed by size, offset and build id): addresses are made
 	 * relative to the mapping the profile kept */
 	addr = addr - m->start + prof->mappings[mapping - 1].start;
-	if (stable) /* (an unnamed address in a JIT's file may be named by its perf map later) */
-		*stable = e->n > 0 || !may_hold_jit_code(m->path);
-	return make_location(s, prof, (uint32_t)mapping, addr, e);
+	/* (an unnamed address in a JIT's file may be named by its perf map later) */
+	keep = e->n > 0 || !may_hold_jit_code(m->path);
+	if (stable)
+		*stable = keep;
+	loc = make_location(s, prof, (uint32_t)mapping, addr, e);
+	/* the same for every process that maps the binary: pprof's mapping is
+	 * the binary's (profile_mapping), the address its offset */
+	if (memo && keep && loc > 0)
+		cp_locmemo_put(s->memo, MEMO_MOD | mod, (uint32_t)prof->serial, off, kind, (uint32_t)loc);
+	return loc;
 }
 
 /* ---- kernel ---- */

@@ -44,6 +44,14 @@ void cp_symbolize_preload(struct cp_symbolizer *s);
 /* The same for a kernel address. */
 int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, uint64_t pc, bool is_return);
 
+/* A memo (m not owned; locmemo.h) of the locations made for (binary, file
+ * offset) in each profile: a frame of a binary that another process ran in
+ * the same profile gets that one's location without its names interned
+ * again.  Its keys' pids have bit 30 set (below a pid's, none has it); it is
+ * cleared whenever the symbolizer starts its cache over. */
+struct cp_locmemo;
+void cp_symbolizer_set_memo(struct cp_symbolizer *s, struct cp_locmemo *m);
+
 /* Debug files from debuginfod (d not owned; set before the first lookup).
  * A binary read while its debug file was still being fetched is read again
  * once it lands, and its addresses looked up again. */

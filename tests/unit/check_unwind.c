@@ -14,6 +14,7 @@
 
 #include "profile.h"
 #include "sampling/budget.h"
+#include "sampling/locmemo.h"
 #include "sampling/modcache.h"
 #include "sampling/proc.h"
 #include "sampling/symbolize.h"
@@ -433,6 +434,54 @@ START_TEST(test_symbol_ties)
 }
 END_TEST
 
+/* The symbolizer's memo of (binary, file offset, kind) in a profile: a
+ * second lookup is a hit with the same location; a return address and
+ * another profile are other keys; forgetting the cache clears it. */
+START_TEST(test_symbolize_memo)
+{
+	struct cp_locmemo *m = cp_locmemo_new(10);
+	struct cp_profile *a = cp_profile_new(), *b = cp_profile_new();
+	uint64_t pc = (uint64_t)(uintptr_t)tie_one, probes, hits;
+	int64_t l1, l2, l3, l4;
+	struct self x;
+	char buf[256];
+
+	ck_assert_ptr_nonnull(m);
+	self_open(&x);
+	cp_symbolizer_set_memo(x.s, m);
+	/* (a's first location: pc's are not the first) */
+	ck_assert_int_eq(cp_symbolize_user(x.s, a, x.p, (uint64_t)(uintptr_t)tie_two, false, NULL), 1);
+	l1 = cp_symbolize_user(x.s, a, x.p, pc + 1, false, NULL);
+	l2 = cp_symbolize_user(x.s, a, x.p, pc + 1, false, NULL);
+	cp_locmemo_counts(m, &probes, &hits);
+	ck_assert_int_eq(l1, 2);
+	ck_assert_int_eq(l2, l1);
+	ck_assert_uint_eq(probes, 3);
+	ck_assert_uint_eq(hits, 1);
+	/* pc + 1 as a return address: the call before it, at pc */
+	l3 = cp_symbolize_user(x.s, a, x.p, pc + 1, true, NULL);
+	ck_assert_int_gt(l3, 0);
+	ck_assert_int_ne(l3, l1);
+	ck_assert_uint_eq(a->locations[l3 - 1].address + 1, a->locations[l1 - 1].address);
+	/* another profile: its own location (its first) */
+	l4 = cp_symbolize_user(x.s, b, x.p, pc + 1, false, NULL);
+	ck_assert_int_eq(l4, 1);
+	ck_assert_uint_eq(b->nlocations, 1);
+	cp_locmemo_counts(m, &probes, &hits);
+	ck_assert_uint_eq(hits, 1);
+	cp_symbolize_forget(x.s);
+	ck_assert_int_eq(cp_symbolize_user(x.s, a, x.p, pc + 1, false, NULL), l1);
+	cp_locmemo_counts(m, &probes, &hits);
+	ck_assert_uint_eq(hits, 1);
+	sym_of(x.s, x.p, pc + 1, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "tie_one");
+	self_close(&x);
+	cp_profile_free(a);
+	cp_profile_free(b);
+	cp_locmemo_free(m);
+}
+END_TEST
+
 /* Every frame of addr's location in s: function, file and line, joined. */
 static void frames_of(struct cp_symbolizer *s, struct cp_proc *p, uint64_t addr, char *out, size_t len)
 {
@@ -668,6 +717,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_jit);
 	tcase_add_test(tc, test_long_names);
 	tcase_add_test(tc, test_symbol_ties);
+	tcase_add_test(tc, test_symbolize_memo);
 	tcase_add_test(tc, test_budget_lets_pages_go_first);
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);

@@ -503,6 +503,8 @@ static void python_check(struct cp_recorder *r, struct cp_proc *p)
 {
 	struct cp_py_proc pp;
 	bool was = p->py_eval_hi != 0;
+	uint64_t lo = p->py_eval_lo, hi = p->py_eval_hi;
+	unsigned layout = p->py_layout;
 	int yes;
 
 	p->py_gen = p->maps_gen + 1;
@@ -513,6 +515,10 @@ static void python_check(struct cp_recorder *r, struct cp_proc *p)
 		r->error = yes;
 		return;
 	}
+	/* the same interpreter where it was: the program has it already (an
+	 * interpreter's start maps dozens of modules, each a new generation) */
+	if (yes && was && p->py_eval_lo == lo && p->py_eval_hi == hi && p->py_layout == layout)
+		return;
 	if (yes && cp_sampler_set_python(r->sampler, p->pid, &pp) == 0)
 		return;
 	p->py_eval_lo = p->py_eval_hi = 0;

@@ -80,18 +80,28 @@ static void start(void)
 /* one request on its own connection; the answer is read and dropped */
 static void request(const uint8_t *data, size_t len)
 {
-	struct sockaddr_in a = { 0 };
+	static uint32_t nreq;
+	struct sockaddr_in a = { 0 }, src = { 0 };
 	struct timeval tv = { 30, 0 };
 	char buf[65536];
 	size_t off = 0;
 	ssize_t k;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		abort();
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* from 127.0.0.2 and up, one address after another: the client ends
+	 * each connection first (shutdown), so each leaves a TIME_WAIT for 60 s
+	 * on its side, about a thousand a second here; from one address they
+	 * would use up its 28,000 ports (connect: EADDRNOTAVAIL) */
+	src.sin_family = AF_INET;
+	src.sin_addr.s_addr = htonl(0x7f000002u + (++nreq % 0xfffff0u));
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)))
+		fprintf(stderr, "fuzz_serve: binding to a loopback address: %s\n", strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {

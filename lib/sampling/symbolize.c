@@ -227,8 +227,8 @@ static const char *die_name(Dwarf_Die *die)
 }
 
 /* While sorting, a symbol's preference among those at one address rides
- * in the top bits of its index: its binding (global 0, weak 1, local 2)
- * and whether its name has a clone suffix ('.'). */
+ * in the top bits of its index: its binding (global 0, weak 1, local 2);
+ * whether its name has a clone suffix ('.') is read after (run_winner). */
 #define SYM_IDX_BITS 28
 #define SYM_IDX_MASK ((1u << SYM_IDX_BITS) - 1)
 #define SYM_RANK_SHIFT SYM_IDX_BITS
@@ -249,6 +249,16 @@ static int modsym_cmp(const void *a, const void *b)
 
 static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t cap);
 
+/* Whether name lies in the file image img (size bytes) at an offset a
+ * uint32_t holds: *off */
+static bool in_image(const char *name, const char *img, size_t size, uint32_t *off)
+{
+	if (!name || !img || name < img || name >= img + size || (uint64_t)(name - img) > UINT32_MAX)
+		return false;
+	*off = (uint32_t)(name - img);
+	return true;
+}
+
 /* the symbol of sorted run v[0..n) (one address) that names it: the first,
  * or among those as good as the first, one without a '.' (a clone's suffix:
  * foo.cold, foo.isra.0).  Only such ties have their names read, and with
@@ -264,9 +274,10 @@ static size_t run_winner(struct cp_mod *sm, const struct cp_modsym *v, size_t n,
 		GElf_Addr a;
 		const char *name = dwfl_module_getsym_info(sm->mod, (int)(v[i].idx & SYM_IDX_MASK), &sym, &a, NULL,
 							   NULL, NULL);
+		uint32_t off;
 
-		if (name && sm->fd >= 0 && img && name >= img && name < img + size && (uint64_t)(name - img) <= UINT32_MAX)
-			name = name_at(sm, (uint32_t)(name - img), buf, sizeof(buf));
+		if (sm->fd >= 0 && in_image(name, img, size, &off))
+			name = name_at(sm, off, buf, sizeof(buf));
 		if (name && *name && !strchr(name, '.'))
 			return i;
 	}
@@ -292,11 +303,10 @@ static void names_at(struct cp_mod *sm)
 		/* the name's address: libdw does not read the name itself */
 		const char *name = dwfl_module_getsym_info(sm->mod, (int)sm->syms[i].idx, &sym, &a, NULL, NULL, NULL);
 
-		if (!name || name < img || name >= img + size || (uint64_t)(name - img) > UINT32_MAX) {
+		if (!in_image(name, img, size, &off[i])) {
 			free(off);
 			return;
 		}
-		off[i] = (uint32_t)(name - img);
 	}
 	for (size_t i = 0; i < sm->nsyms; i++)
 		sm->syms[i].idx = off[i];
@@ -787,7 +797,6 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	char buf[41];
 	uint32_t mod;
 	int64_t mapping, loc;
-	unsigned kind;
 	bool memo, keep;
 
 	s->counts.lookups++;
@@ -808,9 +817,9 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	}
 	mod = m->skey1 - 1;
 	off = addr - m->start + m->pgoff;
-	kind = is_return ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
+	/* (a return address's off is already the call's: one kind) */
 	memo = s->memo && mod < MEMO_MOD && prof->serial;
-	if (memo && (loc = cp_locmemo_get(s->memo, MEMO_MOD | mod, (uint32_t)prof->serial, off, kind))) {
+	if (memo && (loc = cp_locmemo_get(s->memo, MEMO_MOD | mod, (uint32_t)prof->serial, off, CP_LOCMEMO_USER))) {
 		if (stable)
 			*stable = true;
 		return loc;
@@ -871,7 +880,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 	/* the same for every process that maps the binary: pprof's mapping is
 	 * the binary's (profile_mapping), the address its offset */
 	if (memo && keep && loc > 0)
-		cp_locmemo_put(s->memo, MEMO_MOD | mod, (uint32_t)prof->serial, off, kind, (uint32_t)loc);
+		cp_locmemo_put(s->memo, MEMO_MOD | mod, (uint32_t)prof->serial, off, CP_LOCMEMO_USER, (uint32_t)loc);
 	return loc;
 }
 

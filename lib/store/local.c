@@ -206,9 +206,9 @@ static int undo_blocks(const struct block *blk, size_t k, int err)
  * again) take each sample's stack and label set ids there.  The names
  * build() gives a selected profile's header are stored with the
  * dictionary too, so a select adds no strings of its own. */
-static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **ostack, uint32_t **olabels,
-		     struct cp_merge_opts *mo)
+static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **ostack, uint32_t **olabels)
 {
+	struct cp_merge_opts mo = { 0 };
 	int err;
 
 	free(*ostack);
@@ -217,9 +217,9 @@ static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **
 	*olabels = malloc(((size_t)p->nsamples + 1) * sizeof(**olabels));
 	if (!*ostack || !*olabels)
 		return cp_error(ENOMEM, "out of memory writing to the store");
-	mo->out_stack = *ostack;
-	mo->out_labels = *olabels;
-	if ((err = cp_profile_merge(s->dict.p, p, mo)))
+	mo.out_stack = *ostack;
+	mo.out_labels = *olabels;
+	if ((err = cp_profile_merge(s->dict.p, p, &mo)))
 		return err;
 	for (size_t k = 0; k <= p->ntypes; k++) {
 		const struct cp_valuetype *vt = k < p->ntypes ? &p->sample_types[k] : &p->period_type;
@@ -255,7 +255,6 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		goto out;
 	for (i = 0; i < n; i++) {
 		const struct cp_profile *p = a[i].profile;
-		struct cp_merge_opts mo = { 0 };
 		char type[512], *lj = NULL;
 		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : cp_now_ns();
 		size_t nsel = a[i].sel ? a[i].nsel : p->nsamples;
@@ -278,7 +277,7 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 			goto dict_error;
 		/* a profile the last append merged already (its samples' ids are in
 		 * ostack and olabels) */
-		if (p != merged && (err = merge_one(s, p, &ostack, &olabels, &mo)))
+		if (p != merged && (err = merge_one(s, p, &ostack, &olabels)))
 			goto dict_error;
 		merged = p;
 		for (k = 0; k < p->ntypes; k++) {

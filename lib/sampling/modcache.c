@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../index.h"
 #include "../util.h"
 #include "debugcopy.h"
 #include "debuginfod.h"
@@ -23,6 +24,11 @@ struct cp_modcache {
 	Dwfl_Callbacks cb;
 	struct cp_mod **mods;
 	size_t n, max;
+	/* mods by key (ids: their places in mods), made again when one goes:
+	 * the unwinder and the symbolizer ask for every rule and name not
+	 * cached, and a scan compared up to max keys */
+	struct cp_index ix;
+	bool ix_stale;
 	uint64_t clock;
 	int vdso_fd;
 	struct cp_debuginfod *dbgd;
@@ -165,7 +171,45 @@ void cp_modcache_free(struct cp_modcache *c)
 	for (size_t i = 0; i < c->n; i++)
 		mod_free(c->mods[i]);
 	free(c->mods);
+	cp_index_release(&c->ix);
 	free(c);
+}
+
+static uint32_t key_hash(const char *key)
+{
+	return (uint32_t)cp_hash_bytes(key, strlen(key), 0);
+}
+
+static int key_eq(const void *ctx, uint32_t id, const void *key)
+{
+	return !strcmp(((const struct cp_modcache *)ctx)->mods[id]->key, key);
+}
+
+/* The place of key's session in c->mods, or -1.  The index is made again
+ * after sessions were closed (places moved); when that fails (no memory),
+ * the keys are compared one by one. */
+static ssize_t mod_find(struct cp_modcache *c, const char *key)
+{
+	uint32_t id;
+
+	if (c->ix_stale) {
+		cp_index_release(&c->ix);
+		c->ix_stale = false;
+		for (size_t i = 0; i < c->n; i++) {
+			if (cp_index_add(&c->ix, key_hash(c->mods[i]->key), (uint32_t)i)) {
+				c->ix_stale = true;
+				break;
+			}
+		}
+	}
+	if (c->ix_stale) {
+		for (size_t i = 0; i < c->n; i++)
+			if (!strcmp(c->mods[i]->key, key))
+				return (ssize_t)i;
+		return -1;
+	}
+	id = cp_index_find(&c->ix, key_hash(key), key_eq, c, key);
+	return id == UINT32_MAX ? -1 : (ssize_t)id;
 }
 
 /* Reads the file of sm (fd, consumed): NULL if it cannot be read. */
@@ -218,16 +262,15 @@ static struct cp_mod *mod_get(struct cp_modcache *c, const char *key, const stru
 			      const struct cp_map *m, const char *path, int fd)
 {
 	struct cp_mod *sm;
-	size_t i;
+	ssize_t i = mod_find(c, key);
 
-	for (i = 0; i < c->n; i++) {
-		if (!strcmp(c->mods[i]->key, key)) {
-			c->mods[i]->used = ++c->clock;
-			c->mods[i]->used_ns = cp_mono_ns();
-			if (fd >= 0)
-				close(fd);
-			return c->mods[i]->mod ? c->mods[i] : NULL;
-		}
+	if (i >= 0) {
+		sm = c->mods[i];
+		sm->used = ++c->clock;
+		sm->used_ns = cp_mono_ns();
+		if (fd >= 0)
+			close(fd);
+		return sm->mod ? sm : NULL;
 	}
 	if (c->on_open)
 		c->on_open(c->on_open_arg);
@@ -242,6 +285,8 @@ static struct cp_mod *mod_get(struct cp_modcache *c, const char *key, const stru
 	sm->fd = -1;
 	sm->used = ++c->clock;
 	sm->used_ns = cp_mono_ns();
+	if (!c->ix_stale && cp_index_add(&c->ix, key_hash(key), (uint32_t)c->n))
+		c->ix_stale = true;
 	c->mods[c->n++] = sm; /* failures are remembered too */
 	if (fd < 0)
 		fd = cp_map_open(p, m, c->vdso_fd);
@@ -272,6 +317,7 @@ static size_t drop_if(struct cp_modcache *c, bool (*drop)(const struct cp_modcac
 		if (drop(c, c->mods[i])) {
 			mod_free(c->mods[i]);
 			c->mods[i] = c->mods[--c->n];
+			c->ix_stale = true;
 			n++;
 		} else {
 			i++;
@@ -359,6 +405,7 @@ size_t cp_modcache_evict_idle(struct cp_modcache *c, size_t keep, int64_t before
 			break; /* the rest is in use */
 		mod_free(c->mods[oldest]);
 		c->mods[oldest] = c->mods[--c->n];
+		c->ix_stale = true;
 		evicted++;
 	}
 	return evicted;

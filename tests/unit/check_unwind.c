@@ -4,6 +4,7 @@
  * every caller up to the test: through ordinary CFI, a signal frame (the
  * kernel's trampoline) and JIT code with no CFI (the frame pointer). */
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -619,6 +620,53 @@ START_TEST(test_spans_answer_as_lookups)
 }
 END_TEST
 
+START_TEST(test_modcache_keys)
+{
+	/* sessions are found by key, also after others were closed (their
+	 * places in the cache move) and past the index's first growth */
+	struct cp_modcache *c = cp_modcache_new(128, NULL, false, -1);
+	struct cp_mod *m[100];
+	char key[32];
+
+	ck_assert_ptr_nonnull(c);
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		m[i] = cp_modcache_get_fd(c, key, "/proc/self/exe", open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+		ck_assert_ptr_nonnull(m[i]);
+		ck_assert_str_eq(m[i]->key, key);
+	}
+	ck_assert_uint_eq(cp_modcache_count(c), 100);
+	for (int i = 0; i < 100; i++) { /* the same sessions, none opened again */
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_ptr_eq(cp_modcache_get_fd(c, key, "/proc/self/exe", open("/proc/self/exe", O_RDONLY)), m[i]);
+	}
+	ck_assert_uint_eq(cp_modcache_count(c), 100);
+	/* the 40 least recently used go (k0..k39, used in that order): the
+	 * others are found where they moved, the closed ones opened anew */
+	cp_modcache_evict(c, 60);
+	ck_assert_uint_eq(cp_modcache_count(c), 60);
+	for (int i = 0; i < 40; i++) { /* new ones take the places left */
+		snprintf(key, sizeof(key), "n%d", i);
+		ck_assert_ptr_nonnull(cp_modcache_get_fd(c, key, "/proc/self/exe", open("/proc/self/exe", O_RDONLY)));
+	}
+	ck_assert_uint_eq(cp_modcache_count(c), 100);
+	for (int i = 99; i >= 40; i--) {
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_ptr_eq(cp_modcache_get_fd(c, key, "/proc/self/exe", open("/proc/self/exe", O_RDONLY)), m[i]);
+	}
+	ck_assert_uint_eq(cp_modcache_count(c), 100);
+	cp_modcache_evict(c, 99); /* the least recently used: n0 */
+	m[7] = cp_modcache_get_fd(c, "k7", "/proc/self/exe", open("/proc/self/exe", O_RDONLY));
+	ck_assert_ptr_nonnull(m[7]);
+	ck_assert_str_eq(m[7]->key, "k7");
+	ck_assert_uint_eq(cp_modcache_count(c), 100);
+	ck_assert_ptr_eq(cp_modcache_get_fd(c, "k7", "/proc/self/exe", open("/proc/self/exe", O_RDONLY)), m[7]);
+	ck_assert_ptr_eq(cp_modcache_get_fd(c, "k99", "/proc/self/exe", open("/proc/self/exe", O_RDONLY)), m[99]);
+	ck_assert_uint_eq(cp_modcache_count(c), 100);
+	cp_modcache_free(c);
+}
+END_TEST
+
 START_TEST(test_budget_evicts_and_reads_again)
 {
 	/* a budget far below what the process uses: every cache is cut, and
@@ -721,6 +769,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_budget_lets_pages_go_first);
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);
+	tcase_add_test(tc, test_modcache_keys);
 	tcase_add_test(tc, test_spans_answer_as_lookups);
 	suite_add_tcase(s, tc);
 	return s;

@@ -29,6 +29,7 @@ struct cp_modcache {
 	 * cached, and a scan compared up to max keys */
 	struct cp_index ix;
 	bool ix_stale;
+	uint64_t serial; /* the last session's */
 	uint64_t clock;
 	int vdso_fd;
 	struct cp_debuginfod *dbgd;
@@ -283,6 +284,7 @@ static struct cp_mod *mod_get(struct cp_modcache *c, const char *key, const stru
 		return NULL;
 	}
 	sm->fd = -1;
+	sm->serial = ++c->serial;
 	sm->used = ++c->clock;
 	sm->used_ns = cp_mono_ns();
 	if (!c->ix_stale && cp_index_add(&c->ix, key_hash(key), (uint32_t)c->n))

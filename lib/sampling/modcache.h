@@ -20,6 +20,7 @@
 
 struct cp_mod {
 	char *key;
+	uint64_t serial; /* this session's, never another's (sessions of one key read again differ) */
 	Dwfl *dwfl;
 	Dwfl_Module *mod; /* NULL: the file could not be read (remembered) */
 	GElf_Addr bias;

@@ -1158,13 +1158,14 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 	cp_locmemo_counts(r->memo, &probes, &hits);
 	fprintf(out, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
 		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; frames named %llu, "
-		     "%llu of them again; lookups %llu, misses %llu; "
+		     "%llu of them again; lookups %llu, misses %llu, names read %llu, demangled %llu; "
 		     "processes %zu; bpf %llu ns in %llu runs; %llu MB resident, caches cut %llu times]",
 		(unsigned long long)c.samples, (unsigned long long)c.dropped, (unsigned long long)c.ustack_fault,
 		(unsigned long long)c.lost_records, (unsigned long long)u.unwinds, (unsigned long long)u.frames,
 		(unsigned long long)u.fp, (unsigned long long)u.signal, (unsigned long long)u.rules,
 		(unsigned long long)probes, (unsigned long long)hits,
-		(unsigned long long)y.lookups, (unsigned long long)y.misses, cp_procs_count(r->procs),
+		(unsigned long long)y.lookups, (unsigned long long)y.misses, (unsigned long long)y.names_read,
+		(unsigned long long)y.demangled, cp_procs_count(r->procs),
 		(unsigned long long)c.bpf_run_ns, (unsigned long long)c.bpf_run_cnt,
 		(unsigned long long)(cp_rss_bytes() >> 20), (unsigned long long)r->budget.evictions);
 	if (r->o.offcpu)

@@ -68,7 +68,20 @@ struct cp_symbolizer {
 	struct late *late;
 	size_t nlate;
 	struct cp_locmemo *memo; /* the owner's, or NULL */
+	/* names made already, at ids of strs: a function symbol's (by its
+	 * session's serial and its place among the session's symbols: its name
+	 * read again with pread and demangled cost more than the rest of a
+	 * lookup in a binary with DWARF, where each address is looked up) and
+	 * a mangled name's demangled one (by the mangled name's id) */
+	struct named {
+		uint64_t key;
+		uint32_t name; /* + 1; 0: none (an empty or unreadable name) */
+	} *named;
+	size_t nnamed, namedcap;
+	struct cp_index namedix;
 };
+
+#define NAMED_DEMANGLED (1ull << 63)
 
 /* the memo's key for a binary (its key's id): no pid has bit 30 */
 #define MEMO_MOD (1u << 30)
@@ -108,6 +121,8 @@ void cp_symbolizer_free(struct cp_symbolizer *s)
 	free(s->e);
 	free(s->lines);
 	cp_spans_release(&s->spans);
+	free(s->named);
+	cp_index_release(&s->namedix);
 	cp_ksyms_free(s->ksyms);
 	if (s->own_mc)
 		cp_modcache_free(s->mc);
@@ -140,6 +155,8 @@ static void cache_reset(struct cp_symbolizer *s)
 	cp_strtab_release(&s->strs);
 	cp_spans_reset(&s->spans);
 	s->nlines = 0;
+	cp_index_release(&s->namedix);
+	s->nnamed = 0;
 	s->gen++;
 	if (s->memo) /* (its module ids are the cache's) */
 		cp_locmemo_clear(s->memo);
@@ -189,9 +206,37 @@ static uint32_t intern(struct cp_symbolizer *s, const char *str)
 	return id < 0 ? 0 : (uint32_t)id;
 }
 
+static int named_eq(const void *ctx, uint32_t id, const void *key)
+{
+	return ((const struct cp_symbolizer *)ctx)->named[id].key == *(const uint64_t *)key;
+}
+
+/* key's name: 1 when made (*id), 0 when it has none, -1 when not made yet */
+static int named_get(struct cp_symbolizer *s, uint64_t key, uint32_t *id)
+{
+	uint32_t i = cp_index_find(&s->namedix, (uint32_t)cp_hash_u64(key, 0), named_eq, s, &key);
+
+	if (i == UINT32_MAX)
+		return -1;
+	*id = s->named[i].name ? s->named[i].name - 1 : 0;
+	return s->named[i].name != 0;
+}
+
+/* key's name is id (some: else none); out of memory, it is made again next time */
+static void named_put(struct cp_symbolizer *s, uint64_t key, uint32_t id, bool some)
+{
+	if (s->nnamed >= UINT32_MAX - 1 || cp_grow((void **)&s->named, &s->namedcap, s->nnamed + 1, sizeof(*s->named)) ||
+	    cp_index_add(&s->namedix, (uint32_t)cp_hash_u64(key, 0), (uint32_t)s->nnamed))
+		return;
+	s->named[s->nnamed].key = key;
+	s->named[s->nnamed].name = some ? id + 1 : 0;
+	s->nnamed++;
+}
+
 static uint32_t intern_name(struct cp_symbolizer *s, const char *name)
 {
 	uint32_t id;
+	uint64_t key;
 	char *d;
 	int status = -1;
 
@@ -210,9 +255,14 @@ static uint32_t intern_name(struct cp_symbolizer *s, const char *name)
 	}
 	if (name[0] != '_' || name[1] != 'Z')
 		return intern(s, name);
+	key = NAMED_DEMANGLED | intern(s, name);
+	if (named_get(s, key, &id) > 0)
+		return id;
 	d = __cxa_demangle(name, NULL, NULL, &status);
+	s->counts.demangled++;
 	id = intern(s, status == 0 && d ? d : name);
 	free(d);
+	named_put(s, key, id, true);
 	return id;
 }
 
@@ -390,14 +440,11 @@ static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t ca
 	return buf;
 }
 
-/* The name of the function symbol at addr, into buf (cap > 1), or NULL;
- * [*lo, *hi): the addresses it is the answer for (0, 0: NULL). */
-static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t cap, uint64_t *lo, uint64_t *hi)
+/* The function symbol at addr, or NULL; [*lo, *hi): the addresses it is the
+ * answer for (0, 0: NULL). */
+static const struct cp_modsym *find_sym(struct cp_mod *sm, uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
 	const struct cp_modsym *y;
-	const char *name;
-	GElf_Sym sym;
-	GElf_Addr a;
 	size_t i;
 
 	if (!sm->syms_read)
@@ -416,13 +463,32 @@ static const char *find_sym(struct cp_mod *sm, uint64_t addr, char *buf, size_t 
 		if (i < sm->nsyms && sm->syms[i].addr < *hi)
 			*hi = sm->syms[i].addr;
 	}
-	name = sm->names_at ? name_at(sm, y->idx, buf, cap) :
+	return y;
+}
+
+/* The name of sm's symbol y (its id in s->strs), into *id: false when it
+ * has none (empty, or unreadable). */
+static bool sym_name(struct cp_symbolizer *s, struct cp_mod *sm, const struct cp_modsym *y, uint32_t *id)
+{
+	uint64_t key = sm->serial << 32 | (uint64_t)(y - sm->syms);
+	const char *name;
+	char buf[4096];
+	GElf_Sym sym;
+	GElf_Addr a;
+
+	int made;
+
+	_Static_assert(SYM_IDX_BITS <= 32, "a place among the symbols fits the key's low half");
+	if (sm->serial < (1ull << 31) && (made = named_get(s, key, id)) >= 0)
+		return made;
+	name = sm->names_at ? name_at(sm, y->idx, buf, sizeof(buf)) :
 			      dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
-	if (!name || !*name) { /* (read_syms does not read the names) */
-		*lo = *hi = 0;
-		return NULL;
-	}
-	return name;
+	s->counts.names_read++;
+	/* (read_syms does not read the names: an empty one is none) */
+	*id = name && *name ? intern_name(s, name) : 0;
+	if (sm->serial < (1ull << 31))
+		named_put(s, key, *id, name && *name);
+	return name && *name;
 }
 
 /* The scopes around pc in cu, from the unit's index (built at its first
@@ -454,15 +520,19 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 		       uint64_t *hi)
 {
 	Dwfl_Module *mod = sm->mod;
-	const char *symname, *file = NULL;
+	const char *file = NULL;
+	const struct cp_modsym *y;
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu, scopes[MAX_INLINE];
 	Dwfl_Line *l;
 	int line = 0, ns;
-	uint32_t n = 0;
-	char namebuf[4096];
+	uint32_t n = 0, symname = 0;
+	bool named;
 
-	symname = find_sym(sm, addr, namebuf, sizeof(namebuf), lo, hi);
+	y = find_sym(sm, addr, lo, hi);
+	named = y && sym_name(s, sm, y, &symname);
+	if (!named)
+		*lo = *hi = 0;
 	sm->dwarf_read = true;
 	cu = dwfl_module_addrdie(mod, addr, &bias);
 	l = dwfl_module_getsrc(mod, addr);
@@ -496,7 +566,7 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 				if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) && dwarf_formudata(&a, &v) == 0)
 					line = (int)v;
 			} else if (tag == DW_TAG_subprogram) {
-				out[n].name = symname ? intern_name(s, symname) : intern_name(s, die_name(&scopes[i]));
+				out[n].name = named ? symname : intern_name(s, die_name(&scopes[i]));
 				out[n].file = intern(s, file);
 				out[n].line = line;
 				n++;
@@ -506,15 +576,15 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 		}
 		/* no enclosing function among the scopes: the symbol's, at the
 		 * call site */
-		if (!outer && n > 0 && n < MAX_INLINE && symname) {
-			out[n].name = intern_name(s, symname);
+		if (!outer && n > 0 && n < MAX_INLINE && named) {
+			out[n].name = symname;
 			out[n].file = intern(s, file);
 			out[n].line = line;
 			n++;
 		}
 	}
-	if (n == 0 && symname) {
-		out[0].name = intern_name(s, symname);
+	if (n == 0 && named) {
+		out[0].name = symname;
 		out[0].file = intern(s, file);
 		out[0].line = line;
 		n = 1;

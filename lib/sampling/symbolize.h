@@ -63,6 +63,9 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof);
 
 struct cp_symbolize_counts {
 	uint64_t lookups, misses, kernel_symbols;
+	/* symbol names read from a binary, and names demangled (each is made
+	 * once until the cache starts over) */
+	uint64_t names_read, demangled;
 };
 void cp_symbolize_counts(const struct cp_symbolizer *s, struct cp_symbolize_counts *c);
 

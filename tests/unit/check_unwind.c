@@ -435,6 +435,60 @@ START_TEST(test_symbol_ties)
 }
 END_TEST
 
+/* A function named in C++'s mangling (demangled when named) */
+__attribute__((noinline, used)) int mangled_fn(int x) __asm__("_ZN5cprof7manglerEi");
+__attribute__((noinline, used)) int mangled_fn(int x)
+{
+	return x * 7 + 3;
+}
+
+/* The function of location loc's outermost line */
+static void loc_name(const struct cp_profile *prof, int64_t loc, char *buf, size_t len)
+{
+	const struct cp_location *l = &prof->locations[loc - 1];
+
+	ck_assert_uint_ge(l->nlines, 1);
+	snprintf(buf, len, "%s",
+		 cp_profile_string(prof, prof->functions[prof->lines[l->line_off + l->nlines - 1].function - 1].name));
+}
+
+START_TEST(test_symbol_names_once)
+{
+	/* in a binary with DWARF every address is looked up (its line may
+	 * differ), but a function's name is read and demangled once */
+	struct cp_profile *prof = cp_profile_new();
+	struct cp_symbolize_counts c0, c1;
+	uint64_t f = (uint64_t)(uintptr_t)mangled_fn;
+	char a[256], b[256];
+	int64_t l1, l2;
+	struct self x;
+
+	self_open(&x);
+	cp_symbolize_counts(x.s, &c0);
+	l1 = cp_symbolize_user(x.s, prof, x.p, f, false, NULL);
+	l2 = cp_symbolize_user(x.s, prof, x.p, f + 1, false, NULL);
+	ck_assert_int_gt(l1, 0);
+	ck_assert_int_gt(l2, 0);
+	ck_assert_int_ne(l1, l2);
+	cp_symbolize_counts(x.s, &c1);
+	ck_assert_uint_eq(c1.misses - c0.misses, 2);
+	ck_assert_uint_eq(c1.names_read - c0.names_read, 1);
+	ck_assert_uint_eq(c1.demangled - c0.demangled, 1);
+	loc_name(prof, l1, a, sizeof(a));
+	loc_name(prof, l2, b, sizeof(b));
+	ck_assert_str_eq(a, "cprof::mangler(int)");
+	ck_assert_str_eq(b, a);
+	/* the cache starts over: read again */
+	cp_symbolize_forget(x.s);
+	ck_assert_int_gt(cp_symbolize_user(x.s, prof, x.p, f + 1, false, NULL), 0);
+	cp_symbolize_counts(x.s, &c0);
+	ck_assert_uint_eq(c0.names_read - c1.names_read, 1);
+	ck_assert_uint_eq(c0.demangled - c1.demangled, 1);
+	self_close(&x);
+	cp_profile_free(prof);
+}
+END_TEST
+
 /* The symbolizer's memo of (binary, file offset, kind) in a profile: a
  * second lookup is a hit with the same location; a return address and
  * another profile are other keys; forgetting the cache clears it. */
@@ -770,6 +824,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);
 	tcase_add_test(tc, test_modcache_keys);
+	tcase_add_test(tc, test_symbol_names_once);
 	tcase_add_test(tc, test_spans_answer_as_lookups);
 	suite_add_tcase(s, tc);
 	return s;

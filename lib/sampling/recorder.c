@@ -1157,8 +1157,8 @@ void cp_recorder_debug(struct cp_recorder *r, FILE *out)
 	cp_symbolize_counts(r->sym, &y);
 	cp_locmemo_counts(r->memo, &probes, &hits);
 	fprintf(out, " [taken %llu, dropped %llu, no ustack %llu, lost records %llu; unwinds %llu, "
-		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; frames named %llu, "
-		     "%llu of them again; lookups %llu, misses %llu, names read %llu, demangled %llu; "
+		     "frames %llu (%llu by frame pointer, %llu signal), %llu CFI rules read; location memo %llu "
+		     "probes, %llu hits; lookups %llu, misses %llu, names read %llu, demangled %llu; "
 		     "processes %zu; bpf %llu ns in %llu runs; %llu MB resident, caches cut %llu times]",
 		(unsigned long long)c.samples, (unsigned long long)c.dropped, (unsigned long long)c.ustack_fault,
 		(unsigned long long)c.lost_records, (unsigned long long)u.unwinds, (unsigned long long)u.frames,

@@ -170,9 +170,11 @@ void cp_symbolize_forget(struct cp_symbolizer *s)
 	cache_reset(s);
 	free(s->e);
 	free(s->lines);
+	free(s->named);
 	s->e = NULL;
 	s->lines = NULL;
-	s->cap = s->linecap = 0;
+	s->named = NULL;
+	s->cap = s->linecap = s->namedcap = 0;
 }
 
 void cp_symbolize_release_pages(struct cp_symbolizer *s)
@@ -475,7 +477,6 @@ static bool sym_name(struct cp_symbolizer *s, struct cp_mod *sm, const struct cp
 	char buf[4096];
 	GElf_Sym sym;
 	GElf_Addr a;
-
 	int made;
 
 	_Static_assert(SYM_IDX_BITS <= 32, "a place among the symbols fits the key's low half");

@@ -472,24 +472,29 @@ static const struct cp_modsym *find_sym(struct cp_mod *sm, uint64_t addr, uint64
  * has none (empty, or unreadable). */
 static bool sym_name(struct cp_symbolizer *s, struct cp_mod *sm, const struct cp_modsym *y, uint32_t *id)
 {
+	/* (a serial past 31 bits would reach the demangled names' keys: such a
+	 * session's names are not kept) */
+	bool keep = sm->serial < (1ull << 31);
 	uint64_t key = sm->serial << 32 | (uint64_t)(y - sm->syms);
 	const char *name;
 	char buf[4096];
 	GElf_Sym sym;
 	GElf_Addr a;
+	bool some;
 	int made;
 
 	_Static_assert(SYM_IDX_BITS <= 32, "a place among the symbols fits the key's low half");
-	if (sm->serial < (1ull << 31) && (made = named_get(s, key, id)) >= 0)
+	if (keep && (made = named_get(s, key, id)) >= 0)
 		return made;
 	name = sm->names_at ? name_at(sm, y->idx, buf, sizeof(buf)) :
 			      dwfl_module_getsym_info(sm->mod, (int)y->idx, &sym, &a, NULL, NULL, NULL);
 	s->counts.names_read++;
 	/* (read_syms does not read the names: an empty one is none) */
-	*id = name && *name ? intern_name(s, name) : 0;
-	if (sm->serial < (1ull << 31))
-		named_put(s, key, *id, name && *name);
-	return name && *name;
+	some = name && *name;
+	*id = some ? intern_name(s, name) : 0;
+	if (keep)
+		named_put(s, key, *id, some);
+	return some;
 }
 
 /* The scopes around pc in cu, from the unit's index (built at its first

@@ -14,6 +14,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +79,26 @@ static void start(void)
 	port = cp_server_port(http);
 }
 
+/* Did fd's connect, interrupted, go through?  (errno: why not) */
+static bool connected(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t sl = sizeof(int);
+	int r, err = 0;
+
+	while ((r = poll(&p, 1, 30000)) < 0 && errno == EINTR)
+		;
+	if (r <= 0) {
+		errno = r == 0 ? ETIMEDOUT : errno;
+		return false;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) || err) {
+		errno = err ? err : errno;
+		return false;
+	}
+	return true;
+}
+
 /* one request on its own connection; the answer is read and dropped */
 static void request(const uint8_t *data, size_t len)
 {
@@ -104,14 +126,17 @@ static void request(const uint8_t *data, size_t len)
 		fprintf(stderr, "fuzz_serve: binding to a loopback address: %s\n", strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+	/* libFuzzer's timer (SIGALRM, every -timeout/2 s, no SA_RESTART)
+	 * interrupts these calls, and a socket with a timeout is never
+	 * restarted: EINTR is waited out, not taken for a refused connection */
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) && !(errno == EINTR && connected(fd))) {
 		fprintf(stderr, "fuzz_serve: the server does not take connections: %s\n", strerror(errno));
 		abort();
 	}
-	while (off < len && (k = send(fd, data + off, len - off, MSG_NOSIGNAL)) > 0)
-		off += (size_t)k;
+	while (off < len && ((k = send(fd, data + off, len - off, MSG_NOSIGNAL)) > 0 || (k < 0 && errno == EINTR)))
+		off += k > 0 ? (size_t)k : 0;
 	shutdown(fd, SHUT_WR);
-	while ((k = recv(fd, buf, sizeof(buf), 0)) > 0)
+	while ((k = recv(fd, buf, sizeof(buf), 0)) > 0 || (k < 0 && errno == EINTR))
 		;
 	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 		fprintf(stderr, "fuzz_serve: no answer within 30 s (a hang)\n");

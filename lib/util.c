@@ -318,6 +318,45 @@ size_t cp_sparse_upper_bound(const struct cp_sparse *x, const void *base, size_t
 	return lo + cp_upper_bound_u64((const char *)base + lo * size, hi - lo, size, key);
 }
 
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cp_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+size_t cp_ranges_merge(struct cp_range *r, size_t n)
+{
+	size_t k = 0;
+
+	cp_qsort(r, n, sizeof(*r), range_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].hi <= r[i].lo)
+			continue;
+		if (k && r[i].lo <= r[k - 1].hi) {
+			if (r[i].hi > r[k - 1].hi)
+				r[k - 1].hi = r[i].hi;
+		} else {
+			r[k++] = r[i];
+		}
+	}
+	return k;
+}
+
+int cp_ranges_hold(const struct cp_range *r, size_t n, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	_Static_assert(offsetof(struct cp_range, lo) == 0, "the key leads");
+	size_t i = cp_upper_bound_u64(r, n, sizeof(*r), addr); /* r[i - 1].lo <= addr < r[i].lo */
+
+	if (i > 0 && addr < r[i - 1].hi)
+		return 1;
+	if (i > 0 && r[i - 1].hi > *lo)
+		*lo = r[i - 1].hi;
+	if (i < n && r[i].lo < *hi)
+		*hi = r[i].lo;
+	return 0;
+}
+
 void cp_sparse_free(struct cp_sparse *x)
 {
 	free(x->keys);

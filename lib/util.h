@@ -62,6 +62,18 @@ void cp_sparse_build(struct cp_sparse *x, const void *base, size_t n, size_t siz
 size_t cp_sparse_upper_bound(const struct cp_sparse *x, const void *base, size_t n, size_t size, uint64_t key);
 void cp_sparse_free(struct cp_sparse *x);
 
+/* An address range [lo, hi) (lo leads: an array of them is searched by it). */
+struct cp_range {
+	uint64_t lo, hi;
+};
+/* Sorts n ranges by lo, drops the empty ones and merges those that overlap
+ * or touch: returns how many are left (sorted and disjoint). */
+size_t cp_ranges_merge(struct cp_range *r, size_t n);
+/* In n sorted, disjoint ranges: whether one holds addr.  When none does,
+ * [*lo, *hi) (which holds addr) is cut to the gap between them around addr:
+ * what holds for addr for want of a range holds there. */
+int cp_ranges_hold(const struct cp_range *r, size_t n, uint64_t addr, uint64_t *lo, uint64_t *hi);
+
 /* Can a file be created at path: its directory exists, is one, and may be
  * written (to fail before a long run that ends by writing it, not after)?
  * 0, or -errno with the message "cannot write PATH: REASON". */

@@ -59,6 +59,20 @@ int64_t cp_spans_add(struct cp_spans *c, uint32_t mod, uint64_t off, uint64_t lo
 
 	if (!(lo <= off && off < hi))
 		lo = off, hi = off + 1;
+	/* a span wider than the page index takes: the part of it on the pages
+	 * around off, as near their middle as the span lets it be (what holds
+	 * over a span holds over any part of it) */
+	if (((hi - 1) >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) >= CP_SPANS_MAX_PAGES) {
+		uint64_t pg = off >> PAGE_SHIFT, last = ((hi - 1) >> PAGE_SHIFT) - (CP_SPANS_MAX_PAGES - 1);
+		uint64_t first = pg > CP_SPANS_MAX_PAGES / 2 ? pg - CP_SPANS_MAX_PAGES / 2 : 0;
+
+		first = first < last ? first : last;
+		first = first > lo >> PAGE_SHIFT ? first : lo >> PAGE_SHIFT;
+		if (lo < first << PAGE_SHIFT)
+			lo = first << PAGE_SHIFT;
+		if (hi > (first + CP_SPANS_MAX_PAGES) << PAGE_SHIFT)
+			hi = (first + CP_SPANS_MAX_PAGES) << PAGE_SHIFT;
+	}
 	if (c->n >= UINT32_MAX - 1 || cp_grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e)) ||
 	    cp_index_add(&c->exact, exact_hash(mod, off), id))
 		return cp_error(ENOMEM, "out of memory caching what an address is");

@@ -11,8 +11,8 @@
  * that holds for one offset only is the span [off, off + 1).  Spans of one
  * module must not overlap unless they give the same answer.  Found through
  * two hash indexes: the exact offsets asked for, and the pages (4 KiB) a
- * span covers (a span over more than CP_SPANS_MAX_PAGES pages is found by
- * its exact offsets only).
+ * span covers (a span over more than CP_SPANS_MAX_PAGES pages is kept as
+ * its part on the CP_SPANS_MAX_PAGES pages around the offset asked).
  *
  * Ownership: the caller's (zeroed struct, cp_spans_release).  Errors:
  * cp_spans_add returns -ENOMEM; the rest cannot fail. */

@@ -43,17 +43,36 @@ START_TEST(test_find_in_span)
 }
 END_TEST
 
-START_TEST(test_long_span_exact_only)
+START_TEST(test_long_span_window)
 {
 	struct cp_spans c = { 0 };
-	uint64_t lo = 0x100000, hi = lo + ((uint64_t)CP_SPANS_MAX_PAGES + 1) * 4096;
+	const uint64_t pg = 4096, half = CP_SPANS_MAX_PAGES / 2;
+	uint64_t lo = 0x100000, hi = lo + ((uint64_t)CP_SPANS_MAX_PAGES + 1) * pg, mid = lo + 32 * pg + 8;
 
+	/* one page more than the index takes, asked at its start: kept on the
+	 * CP_SPANS_MAX_PAGES pages from there, and no further */
 	ck_assert_int_eq(cp_spans_add(&c, 1, lo + 8, lo, hi), 0);
 	ck_assert_uint_eq(cp_spans_find(&c, 1, lo + 8), 0);
-	ck_assert_uint_eq(cp_spans_find(&c, 1, lo + 4096), UINT32_MAX);
+	ck_assert_uint_eq(cp_spans_find(&c, 1, lo + pg), 0);
+	ck_assert_uint_eq(cp_spans_find(&c, 1, lo + CP_SPANS_MAX_PAGES * pg - 1), 0);
+	ck_assert_uint_eq(cp_spans_find(&c, 1, lo + CP_SPANS_MAX_PAGES * pg), UINT32_MAX);
+	ck_assert_uint_eq(cp_spans_find(&c, 1, lo - 1), UINT32_MAX);
 	/* one page fewer: found anywhere in it */
-	ck_assert_int_eq(cp_spans_add(&c, 2, lo + 8, lo, hi - 4096), 1);
-	ck_assert_uint_eq(cp_spans_find(&c, 2, hi - 4097), 1);
+	ck_assert_int_eq(cp_spans_add(&c, 2, lo + 8, lo, hi - pg), 1);
+	ck_assert_uint_eq(cp_spans_find(&c, 2, hi - pg - 1), 1);
+	/* 64 pages asked in the middle: the pages around the offset */
+	ck_assert_int_eq(cp_spans_add(&c, 3, mid, lo, lo + 64 * pg), 2);
+	ck_assert_uint_eq(cp_spans_find(&c, 3, mid - half * pg), 2);
+	ck_assert_uint_eq(cp_spans_find(&c, 3, (mid & ~(pg - 1)) - half * pg), 2);
+	ck_assert_uint_eq(cp_spans_find(&c, 3, (mid & ~(pg - 1)) - half * pg - 1), UINT32_MAX);
+	ck_assert_uint_eq(cp_spans_find(&c, 3, (mid & ~(pg - 1)) + half * pg - 1), 2);
+	ck_assert_uint_eq(cp_spans_find(&c, 3, (mid & ~(pg - 1)) + half * pg), UINT32_MAX);
+	/* from offset 0 (a gap before a binary's first symbol): no wrap below 0 */
+	ck_assert_int_eq(cp_spans_add(&c, 4, 3 * pg, 0, UINT64_MAX), 3);
+	ck_assert_uint_eq(cp_spans_find(&c, 4, 0), 3);
+	ck_assert_uint_eq(cp_spans_find(&c, 4, CP_SPANS_MAX_PAGES * pg - 1), 3);
+	ck_assert_uint_eq(cp_spans_find(&c, 4, CP_SPANS_MAX_PAGES * pg), UINT32_MAX);
+	ck_assert_uint_eq(cp_spans_find(&c, 4, UINT64_MAX - 1), UINT32_MAX);
 	cp_spans_release(&c);
 }
 END_TEST
@@ -87,7 +106,7 @@ END_TEST
 
 int main(void)
 {
-	const TTest *const tests[] = { test_find_in_span, test_long_span_exact_only, test_many_and_reset };
+	const TTest *const tests[] = { test_find_in_span, test_long_span_window, test_many_and_reset };
 
 	return run_tests_timeout("spans", tests, sizeof(tests) / sizeof(tests[0]), 120);
 }

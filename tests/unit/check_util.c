@@ -458,6 +458,51 @@ START_TEST(test_zlib_compress)
 }
 END_TEST
 
+START_TEST(test_ranges)
+{
+	/* out of order, one empty, two that overlap, two that touch */
+	struct cp_range r[] = { { 0x500, 0x600 }, { 0x100, 0x200 }, { 0x300, 0x300 }, { 0x180, 0x280 },
+				{ 0x600, 0x650 }, { 0x900, 0xa00 } };
+	uint64_t lo, hi;
+	size_t n = cp_ranges_merge(r, sizeof(r) / sizeof(r[0]));
+
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(r[0].lo, 0x100);
+	ck_assert_uint_eq(r[0].hi, 0x280);
+	ck_assert_uint_eq(r[1].lo, 0x500);
+	ck_assert_uint_eq(r[1].hi, 0x650);
+	ck_assert_uint_eq(r[2].lo, 0x900);
+	/* held: [lo, hi) untouched */
+	lo = 0, hi = UINT64_MAX;
+	ck_assert(cp_ranges_hold(r, n, 0x100, &lo, &hi));
+	ck_assert(cp_ranges_hold(r, n, 0x27f, &lo, &hi));
+	ck_assert(cp_ranges_hold(r, n, 0x600, &lo, &hi));
+	ck_assert_uint_eq(lo, 0);
+	ck_assert_uint_eq(hi, UINT64_MAX);
+	/* in a gap: cut to it, on both sides */
+	ck_assert(!cp_ranges_hold(r, n, 0x280, &lo, &hi));
+	ck_assert_uint_eq(lo, 0x280);
+	ck_assert_uint_eq(hi, 0x500);
+	/* a span already inside the gap stays as it was */
+	lo = 0x700, hi = 0x800;
+	ck_assert(!cp_ranges_hold(r, n, 0x750, &lo, &hi));
+	ck_assert_uint_eq(lo, 0x700);
+	ck_assert_uint_eq(hi, 0x800);
+	/* before the first and after the last */
+	lo = 0, hi = UINT64_MAX;
+	ck_assert(!cp_ranges_hold(r, n, 0xff, &lo, &hi));
+	ck_assert_uint_eq(lo, 0);
+	ck_assert_uint_eq(hi, 0x100);
+	lo = 0, hi = UINT64_MAX;
+	ck_assert(!cp_ranges_hold(r, n, 0xa00, &lo, &hi));
+	ck_assert_uint_eq(lo, 0xa00);
+	ck_assert_uint_eq(hi, UINT64_MAX);
+	/* none at all */
+	ck_assert(!cp_ranges_hold(r, 0, 0x100, &lo, &hi));
+	ck_assert_uint_eq(cp_ranges_merge(r, 0), 0);
+}
+END_TEST
+
 START_TEST(test_sparse_upper_bound)
 {
 	/* arrays around the block size, with runs of equal keys that cross
@@ -574,6 +619,7 @@ static Suite *util_suite(void)
 	tcase_add_test(files, test_read_file);
 	tcase_add_test(misc, test_huge_alloc);
 	tcase_add_test(misc, test_sparse_upper_bound);
+	tcase_add_test(misc, test_ranges);
 	tcase_add_test(files, test_read_file_large);
 	tcase_add_test(files, test_read_file_missing);
 	tcase_add_test(files, test_read_file_directory);

@@ -161,6 +161,7 @@ static void mod_free(struct cp_mod *m)
 	for (size_t i = 0; i < m->ncus; i++)
 		cp_scopes_free(m->cus[i].scopes);
 	free(m->cus);
+	free(m->units);
 	free(m->key);
 	free(m);
 }
@@ -491,4 +492,59 @@ uint64_t cp_mod_addr(const struct cp_mod *sm, uint64_t off)
 		if (off >= sm->seg[i].off && off - sm->seg[i].off < sm->seg[i].filesz)
 			return off - sm->seg[i].off + sm->seg[i].vaddr + sm->bias;
 	return 0;
+}
+
+/* m's compilation units' address ranges, from libdw's aranges (as libdwfl
+ * finds an address's unit): units_read 1, or -1 when m has no DWARF or they
+ * cannot be read. */
+static void read_units(struct cp_mod *m)
+{
+	Dwarf_Addr bias;
+	Dwarf *dw = m->mod ? dwfl_module_getdwarf(m->mod, &bias) : NULL;
+	Dwarf_Aranges *ar;
+	size_t n;
+
+	m->units_read = -1;
+	if (!dw || dwarf_getaranges(dw, &ar, &n) != 0)
+		return;
+	if (n && !(m->units = malloc(n * sizeof(*m->units))))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Addr start = 0;
+		Dwarf_Word len = 0;
+		Dwarf_Arange *a = dwarf_onearange(ar, i);
+
+		if (!a || dwarf_getarangeinfo(a, &start, &len, NULL) != 0 || start + bias < start ||
+		    start + bias + len < start + bias)
+			len = 0; /* (dropped) */
+		m->units[i] = (struct cp_range){ start + bias, start + bias + len };
+	}
+	m->nunits = cp_ranges_merge(m->units, n);
+	m->bytes += n * sizeof(*m->units);
+	m->units_read = 1;
+}
+
+bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	if (!m->units_read)
+		read_units(m);
+	if (m->units_read < 0) {
+		Dwarf_Addr bias;
+
+		if (m->mod && dwfl_module_getdwarf(m->mod, &bias))
+			return true; /* DWARF whose units are unknown */
+	} else if (cp_ranges_hold(m->units, m->nunits, addr, lo, hi)) {
+		return true;
+	}
+	for (int i = 0; i < m->nseg; i++) {
+		uint64_t s = m->seg[i].vaddr + m->bias, e = s + m->seg[i].filesz;
+
+		if (s <= addr && addr < e) {
+			*lo = *lo > s ? *lo : s;
+			*hi = *hi < e ? *hi : e;
+			return false;
+		}
+	}
+	*lo = addr, *hi = addr + 1; /* in no segment: for itself */
+	return false;
 }

@@ -56,7 +56,13 @@ struct cp_mod {
 		struct cp_scopes *scopes;
 	} *cus;
 	size_t ncus, cucap;
-	size_t bytes; /* the heap this module's tables hold (symbols, scopes) */
+	/* the module addresses its DWARF's compilation units cover (libdw's
+	 * aranges), sorted and merged: read at the first address no unit
+	 * covers; units_read -1: no DWARF or unreadable */
+	struct cp_range *units;
+	size_t nunits;
+	int units_read;
+	size_t bytes; /* the heap this module's tables hold (symbols, scopes, units) */
 	/* debuginfod: the session's debug file was still being fetched when
 	 * libdw looked for it (the session lacks it for good) */
 	struct cp_modcache *owner;
@@ -117,5 +123,11 @@ size_t cp_modcache_drop_landed(struct cp_modcache *c);
 struct cp_mod *cp_modcache_get_fd(struct cp_modcache *c, const char *key, const char *path, int fd);
 /* The module address (for libdw) of a file offset, or 0 when no segment holds it. */
 uint64_t cp_mod_addr(const struct cp_mod *m, uint64_t off);
+/* Whether a compilation unit of m's DWARF covers the module address addr
+ * (or might: its units cannot be read).  When none does (or m has no
+ * DWARF), libdw has no answer for addr, and [*lo, *hi) (which holds addr) is
+ * cut to the gap between units around it and to addr's segment: where
+ * addr's answer from the symbols alone holds. */
+bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi);
 
 #endif

@@ -443,7 +443,8 @@ static const char *name_at(struct cp_mod *sm, uint32_t off, char *buf, size_t ca
 }
 
 /* The function symbol at addr, or NULL; [*lo, *hi): the addresses it is the
- * answer for (0, 0: NULL). */
+ * answer for (NULL: the gap between symbols that holds addr; 0, 0: a symbol
+ * without a size, for addr alone). */
 static const struct cp_modsym *find_sym(struct cp_mod *sm, uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
 	const struct cp_modsym *y;
@@ -454,11 +455,16 @@ static const struct cp_modsym *find_sym(struct cp_mod *sm, uint64_t addr, uint64
 	_Static_assert(offsetof(struct cp_modsym, addr) == 0, "the key leads");
 	*lo = *hi = 0;
 	i = cp_sparse_upper_bound(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
+	/* the gap: from the end of the symbol before (its start when it has no
+	 * size: it holds up to addr) to the start of the next */
+	*lo = i == 0 ? 0 : sm->syms[i - 1].addr + (sm->syms[i - 1].size ? sm->syms[i - 1].size : 1);
+	*hi = i < sm->nsyms ? sm->syms[i].addr : UINT64_MAX;
 	if (i == 0)
 		return NULL;
 	y = &sm->syms[i - 1];
 	if (y->size && addr - y->addr >= y->size)
 		return NULL;
+	*lo = *hi = 0;
 	if (y->size) { /* up to its end, or the next symbol's start (found instead) */
 		*lo = y->addr;
 		*hi = y->addr + y->size;
@@ -520,8 +526,10 @@ static int cu_scopes_find(struct cp_mod *sm, Dwarf_Die *cu, uint64_t pc, Dwarf_D
 }
 
 /* Look addr up with libdw: innermost (inlined) frame first.  [*lo, *hi):
- * the addresses the same lines are the answer for: the function symbol's in
- * a binary without DWARF (no line of it differs), else [addr, addr + 1). */
+ * the addresses the same lines are the answer for.  Where no compilation
+ * unit covers addr (a binary without DWARF, or code built without -g beside
+ * code with it), no line of a function differs: its symbol's span, or the
+ * gap between symbols, within the gap between units.  Else [addr, addr + 1). */
 static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out, uint64_t *lo,
 		       uint64_t *hi)
 {
@@ -537,12 +545,17 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 
 	y = find_sym(sm, addr, lo, hi);
 	named = y && sym_name(s, sm, y, &symname);
-	if (!named)
+	if (y && !named)
 		*lo = *hi = 0;
 	sm->dwarf_read = true;
-	cu = dwfl_module_addrdie(mod, addr, &bias);
-	l = dwfl_module_getsrc(mod, addr);
-	if (cu || l || sm->debuginfo_pending || dwfl_module_getdwarf(mod, &bias) || !(*lo <= addr && addr < *hi))
+	cu = NULL;
+	l = NULL;
+	if (sm->debuginfo_pending || cp_mod_in_unit(sm, addr, lo, hi)) {
+		cu = dwfl_module_addrdie(mod, addr, &bias);
+		l = dwfl_module_getsrc(mod, addr);
+		*lo = *hi = 0;
+	}
+	if (!(*lo <= addr && addr < *hi))
 		*lo = addr, *hi = addr + 1;
 	if (l)
 		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
@@ -921,7 +934,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		n = maddr ? lookup(s, sm, maddr, lines, &alo, &ahi) : 0;
 		if (sm && sm->debuginfo_pending)
 			late_add(s, key, p, m);
-		else if (n && alo <= maddr && maddr < ahi && maddr - alo <= off) /* (in the same segment) */
+		else if (alo <= maddr && maddr < ahi && maddr - alo <= off) /* (in the same segment) */
 			lo = off - (maddr - alo), hi = off + (ahi - maddr);
 		e = cache_add(s, mod, off, lo, hi, lines, n);
 		if (!e)

@@ -677,6 +677,101 @@ START_TEST(test_spans_answer_as_lookups)
 }
 END_TEST
 
+/* Code without DWARF in this binary (built with it): a function with a
+ * symbol and a size, then bytes no symbol names, in a section of their own
+ * that no compilation unit's ranges cover, as code built without -g lies
+ * beside code built with it (node's V8 beside its C libraries). */
+__asm__(".pushsection .text.cp_nodwarf,\"ax\",@progbits\n"
+	".globl cp_nodwarf_fn\n"
+	".type cp_nodwarf_fn,@function\n"
+	"cp_nodwarf_fn:\n"
+	".fill 255,1,0x90\n"
+	"ret\n"
+	".size cp_nodwarf_fn,.-cp_nodwarf_fn\n"
+	".fill 512,1,0xcc\n"
+	".popsection\n");
+void cp_nodwarf_fn(void);
+
+START_TEST(test_no_unit_spans)
+{
+	/* In a function no unit covers, its name holds over its symbol; past
+	 * it, no name over the gap to the next symbol: one lookup each.  Every
+	 * byte from 1 KiB before to 1 KiB after (units with DWARF around them)
+	 * answers as a symbolizer that forgets before each address does. */
+	uint64_t fn = (uint64_t)(uintptr_t)cp_nodwarf_fn, gap = fn + 256;
+	struct cp_symbolize_counts c0, c1;
+	struct self warm, cold;
+	char a[4096], b[4096];
+
+	self_open(&warm);
+	self_open(&cold);
+	cp_symbolize_counts(warm.s, &c0);
+	sym_of(warm.s, warm.p, fn + 3, a, sizeof(a));
+	ck_assert_str_eq(a, "cp_nodwarf_fn");
+	sym_of(warm.s, warm.p, fn + 200, a, sizeof(a));
+	ck_assert_str_eq(a, "cp_nodwarf_fn");
+	cp_symbolize_counts(warm.s, &c1);
+	ck_assert_uint_eq(c1.misses - c0.misses, 1);
+	frames_of(warm.s, warm.p, gap + 10, a, sizeof(a));
+	frames_of(warm.s, warm.p, gap + 400, b, sizeof(b));
+	ck_assert_ptr_null(strstr(a, "cp_nodwarf_fn"));
+	ck_assert_ptr_null(strstr(b, "cp_nodwarf_fn"));
+	ck_assert_str_ne(a, b); /* (each its own address) */
+	cp_symbolize_counts(warm.s, &c0);
+	ck_assert_uint_eq(c0.misses - c1.misses, 1);
+	for (uint64_t pc = fn - 1024; pc < gap + 512 + 1024; pc++) {
+		frames_of(warm.s, warm.p, pc, a, sizeof(a));
+		cp_symbolize_forget(cold.s);
+		frames_of(cold.s, cold.p, pc, b, sizeof(b));
+		ck_assert_msg(!strcmp(a, b), "at %+lld from cp_nodwarf_fn: %s, not %s", (long long)(pc - fn), a, b);
+	}
+	self_close(&warm);
+	self_close(&cold);
+}
+END_TEST
+
+START_TEST(test_mod_units)
+{
+	/* cp_nodwarf_fn lies in a gap between this binary's units: where
+	 * libdw has no answer, cut to that gap (whose ends are units' code, or
+	 * its segment's); check_unwinds lies in a unit */
+	struct cp_modcache *mc = cp_modcache_new(8, NULL, false, -1);
+	uint64_t fn = (uint64_t)(uintptr_t)cp_nodwarf_fn, own = (uint64_t)(uintptr_t)check_unwinds;
+	uint64_t a, lo = 0, hi = UINT64_MAX, l2, h2, s = 0, e = 0;
+	const struct cp_map *m;
+	struct cp_mod *sm;
+	struct self x;
+
+	self_open(&x);
+	ck_assert_ptr_nonnull(mc);
+	m = cp_proc_find_map(x.p, fn);
+	ck_assert_ptr_nonnull(m);
+	sm = cp_modcache_get_fd(mc, "self", "/proc/self/exe", open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+	ck_assert_ptr_nonnull(sm);
+	a = cp_mod_addr(sm, fn - m->start + m->pgoff);
+	ck_assert_uint_ne(a, 0);
+	for (int i = 0; i < sm->nseg; i++)
+		if (sm->seg[i].vaddr + sm->bias <= a && a - sm->seg[i].vaddr - sm->bias < sm->seg[i].filesz)
+			s = sm->seg[i].vaddr + sm->bias, e = s + sm->seg[i].filesz;
+	ck_assert_uint_ne(e, 0);
+	ck_assert(!cp_mod_in_unit(sm, a, &lo, &hi));
+	ck_assert(lo <= a && a < hi);
+	ck_assert(s <= lo && hi <= e);
+	/* each end: a unit's, or the segment's, and one of them a unit's */
+	l2 = 0, h2 = UINT64_MAX;
+	ck_assert(lo == s || cp_mod_in_unit(sm, lo - 1, &l2, &h2));
+	ck_assert(hi == e || cp_mod_in_unit(sm, hi, &l2, &h2));
+	ck_assert(lo > s || hi < e);
+	/* in a unit (check_unwinds): nothing is cut */
+	l2 = 5, h2 = 6;
+	ck_assert(cp_mod_in_unit(sm, cp_mod_addr(sm, own - m->start + m->pgoff), &l2, &h2));
+	ck_assert_uint_eq(l2, 5);
+	ck_assert_uint_eq(h2, 6);
+	cp_modcache_free(mc);
+	self_close(&x);
+}
+END_TEST
+
 START_TEST(test_modcache_keys)
 {
 	/* sessions are found by key, also after others were closed (their
@@ -827,6 +922,8 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_unwind_no_stack);
 	tcase_add_test(tc, test_budget_evicts_and_reads_again);
 	tcase_add_test(tc, test_modcache_keys);
+	tcase_add_test(tc, test_no_unit_spans);
+	tcase_add_test(tc, test_mod_units);
 	tcase_add_test(tc, test_symbol_names_once);
 	tcase_add_test(tc, test_spans_answer_as_lookups);
 	suite_add_tcase(s, tc);

@@ -50,7 +50,8 @@ struct cp_mod {
 	bool names_at;
 	int fd; /* a descriptor of the binary's file, or -1 */
 	bool dwarf_read; /* its DWARF (or debug file) was asked for */
-	/* the symbolizer's scope indexes, one per compilation unit looked at */
+	/* the symbolizer's scope indexes, one per compilation unit looked at,
+	 * sorted by the unit's offset */
 	struct cp_mod_cu {
 		Dwarf_Off off;
 		struct cp_scopes *scopes;

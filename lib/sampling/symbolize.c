@@ -509,16 +509,22 @@ static int cu_scopes_find(struct cp_mod *sm, Dwarf_Die *cu, uint64_t pc, Dwarf_D
 {
 	Dwarf_Off off = dwarf_dieoffset(cu);
 	struct cp_scopes *sc = NULL;
+	size_t i;
 
-	for (size_t i = 0; i < sm->ncus && !sc; i++)
-		if (sm->cus[i].off == off)
-			sc = sm->cus[i].scopes;
+	/* the units' indexes, sorted by offset (libc's debug file has 4,126
+	 * units: a scan read all those indexed for every address) */
+	_Static_assert(offsetof(struct cp_mod_cu, off) == 0 && sizeof(Dwarf_Off) == sizeof(uint64_t),
+		       "the key leads");
+	i = cp_upper_bound_u64(sm->cus, sm->ncus, sizeof(*sm->cus), off);
+	if (i > 0 && sm->cus[i - 1].off == off)
+		sc = sm->cus[i - 1].scopes;
 	if (!sc) {
 		if (cp_grow((void **)&sm->cus, &sm->cucap, sm->ncus + 1, sizeof(*sm->cus)) ||
 		    !(sc = cp_scopes_build(cu)))
 			return 0;
-		sm->cus[sm->ncus].off = off;
-		sm->cus[sm->ncus].scopes = sc;
+		memmove(&sm->cus[i + 1], &sm->cus[i], (sm->ncus - i) * sizeof(*sm->cus));
+		sm->cus[i].off = off;
+		sm->cus[i].scopes = sc;
 		sm->ncus++;
 		sm->bytes += cp_scopes_size(sc);
 	}

@@ -14,10 +14,12 @@
 #include <unistd.h>
 
 #include "profile.h"
+#include "util.h"
 #include "sampling/budget.h"
 #include "sampling/locmemo.h"
 #include "sampling/modcache.h"
 #include "sampling/proc.h"
+#include "sampling/spans.h"
 #include "sampling/symbolize.h"
 #include "sampling/unwind.h"
 
@@ -772,6 +774,70 @@ START_TEST(test_mod_units)
 }
 END_TEST
 
+/* A call inlined into a function of this unit (at -O0 too) */
+static volatile int inl_sink;
+static inline __attribute__((always_inline)) void inl_inner(int x)
+{
+	inl_sink = inl_sink * 7 + x;
+	inl_sink = inl_sink ^ (x << 3);
+}
+__attribute__((noinline, used)) void inl_outer(int x)
+{
+	inl_inner(x);
+	inl_sink = inl_sink + 1;
+}
+
+/* Some address of inl_outer where inl_inner's frame is found (0: none). */
+static uint64_t inlined_pc(struct self *x)
+{
+	uint64_t fn = (uint64_t)(uintptr_t)inl_outer;
+	char a[4096];
+
+	for (uint64_t pc = fn; pc < fn + 256; pc++) {
+		frames_of(x->s, x->p, pc, a, sizeof(a));
+		if (!strncmp(a, "inl_inner@", 10))
+			return strstr(a, ";inl_outer@") ? pc : 0;
+	}
+	return 0;
+}
+
+START_TEST(test_units_indexed)
+{
+	/* addresses of three units (util.c, spans.c and this one), asked in
+	 * two orders: each unit's scopes are read once and found again (an
+	 * inlined call's frame among them), the units kept in order */
+	const uint64_t pcs[3] = { (uint64_t)(uintptr_t)cp_ranges_merge + 4, (uint64_t)(uintptr_t)cp_spans_add + 4,
+				  (uint64_t)(uintptr_t)inl_outer };
+	struct self x;
+	struct cp_mod *sm;
+	const struct cp_map *m;
+	char key[64], a[4096];
+	uint64_t inl;
+
+	self_open(&x);
+	for (int order = 0; order < 2; order++)
+		for (int k = 0; k < 3; k++) {
+			frames_of(x.s, x.p, pcs[order ? 2 - k : k], a, sizeof(a));
+			ck_assert_ptr_nonnull(strchr(a, '@'));
+		}
+	inl = inlined_pc(&x);
+	ck_assert_msg(inl != 0, "no frame of inl_inner in inl_outer: the test binary needs its DWARF (-g)");
+	m = cp_proc_find_map(x.p, pcs[2]);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(cp_map_key((struct cp_map *)m, x.p, key, sizeof(key)));
+	sm = cp_modcache_get_fd(cp_unwind_modcache(x.u), key, "/proc/self/exe", open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+	ck_assert_ptr_nonnull(sm);
+	ck_assert_uint_eq(sm->ncus, 3);
+	for (size_t i = 1; i < sm->ncus; i++)
+		ck_assert_uint_lt(sm->cus[i - 1].off, sm->cus[i].off);
+	/* forgotten by the symbolizer, found by the binary's session */
+	cp_symbolize_forget(x.s);
+	ck_assert_uint_eq(inlined_pc(&x), inl);
+	ck_assert_uint_eq(sm->ncus, 3);
+	self_close(&x);
+}
+END_TEST
+
 START_TEST(test_modcache_keys)
 {
 	/* sessions are found by key, also after others were closed (their
@@ -924,6 +990,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_modcache_keys);
 	tcase_add_test(tc, test_no_unit_spans);
 	tcase_add_test(tc, test_mod_units);
+	tcase_add_test(tc, test_units_indexed);
 	tcase_add_test(tc, test_symbol_names_once);
 	tcase_add_test(tc, test_spans_answer_as_lookups);
 	suite_add_tcase(s, tc);

@@ -19,12 +19,26 @@ struct range {
 	uint32_t node;
 };
 
+/* from lo up to the next segment's lo, node (-1: none) is the deepest scope */
+struct seg {
+	uint64_t lo;
+	int32_t node;
+};
+
 struct cp_scopes {
 	struct node *nodes;
 	size_t nnodes, nodecap;
 	struct range *ranges;
 	size_t nranges, rangecap;
+	/* the ranges cut where any starts or ends, each piece with the deepest
+	 * scope holding it: a lookup is a binary search, not a pass over every
+	 * range (CPython's ceval.c: thousands of inlined calls).  NULL: not
+	 * made (out of memory, or overlaps too many to sort out): the pass. */
+	struct seg *segs;
+	size_t nsegs;
 };
+
+#define ACTIVE_MAX 64
 
 /* Tags whose children cannot hold code: not walked. */
 static bool no_code_inside(int tag)
@@ -87,6 +101,89 @@ static int walk(struct cp_scopes *s, Dwarf_Die *parent_die, int32_t parent, uint
 	return 0;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int range_lo_cmp(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The deepest of the n ranges in act (indexes into r), the first of them
+ * (in the order walked) among equals, as the pass over all ranges picks. */
+static int32_t deepest(const struct cp_scopes *s, const struct range *r, const uint32_t *act, size_t n)
+{
+	int32_t best = -1;
+	uint32_t bi = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct range *x = &r[act[k]];
+
+		if (best < 0 || s->nodes[x->node].depth > s->nodes[best].depth ||
+		    (s->nodes[x->node].depth == s->nodes[best].depth && act[k] < bi))
+			best = (int32_t)x->node, bi = act[k];
+	}
+	return best;
+}
+
+/* s->segs from s->ranges: a sweep over the points where a range starts
+ * or ends, with the ranges that hold the piece after each point. */
+static void make_segs(struct cp_scopes *s)
+{
+	size_t n = s->nranges, np = 0, nact = 0, j = 0, nseg = 0, segcap = 0;
+	uint64_t *pts = n ? malloc(2 * n * sizeof(*pts)) : NULL;
+	struct range *r = n ? malloc(n * sizeof(*r)) : NULL;
+	uint32_t act[ACTIVE_MAX];
+	struct seg *segs = NULL;
+
+	if (!pts || !r)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		pts[np++] = s->ranges[i].lo;
+		pts[np++] = s->ranges[i].hi;
+		/* by start, each with its place in the walk's order (not its node) */
+		r[i] = (struct range){ s->ranges[i].lo, s->ranges[i].hi, (uint32_t)i };
+	}
+	cp_qsort(pts, np, sizeof(*pts), u64_cmp);
+	cp_qsort(r, n, sizeof(*r), range_lo_cmp);
+	for (size_t k = 0; k < np; k++) {
+		uint64_t at = pts[k];
+		int32_t node;
+
+		if (k && pts[k - 1] == at)
+			continue;
+		for (size_t a = 0; a < nact;) /* ended */
+			if (s->ranges[act[a]].hi <= at)
+				act[a] = act[--nact];
+			else
+				a++;
+		for (; j < n && r[j].lo <= at; j++) { /* started */
+			if (nact == ACTIVE_MAX)
+				goto out; /* (the pass over every range, then) */
+			act[nact++] = r[j].node;
+		}
+		node = deepest(s, s->ranges, act, nact);
+		if (nseg && segs[nseg - 1].node == node)
+			continue; /* the same scope goes on */
+		if (cp_grow((void **)&segs, &segcap, nseg + 1, sizeof(*segs)))
+			goto out;
+		segs[nseg++] = (struct seg){ at, node };
+	}
+	s->segs = segs;
+	s->nsegs = nseg;
+	segs = NULL;
+out:
+	free(segs);
+	free(r);
+	free(pts);
+}
+
 struct cp_scopes *cp_scopes_build(Dwarf_Die *cu)
 {
 	struct cp_scopes *s = calloc(1, sizeof(*s));
@@ -96,6 +193,7 @@ struct cp_scopes *cp_scopes_build(Dwarf_Die *cu)
 		errno = ENOMEM;
 		return NULL;
 	}
+	make_segs(s);
 	return s;
 }
 
@@ -105,6 +203,7 @@ void cp_scopes_free(struct cp_scopes *s)
 		return;
 	free(s->nodes);
 	free(s->ranges);
+	free(s->segs);
 	free(s);
 }
 
@@ -114,11 +213,17 @@ int cp_scopes_find(const struct cp_scopes *s, uint64_t pc, Dwarf_Die *out, int m
 	int n = 0;
 
 	/* the deepest scope holding pc; its ancestors hold it too */
-	for (size_t i = 0; i < s->nranges; i++) {
-		const struct range *r = &s->ranges[i];
+	if (s->segs) {
+		size_t i = cp_upper_bound_u64(s->segs, s->nsegs, sizeof(*s->segs), pc);
 
-		if (pc >= r->lo && pc < r->hi && (best < 0 || s->nodes[r->node].depth > s->nodes[best].depth))
-			best = (int32_t)r->node;
+		best = i ? s->segs[i - 1].node : -1;
+	} else {
+		for (size_t i = 0; i < s->nranges; i++) {
+			const struct range *r = &s->ranges[i];
+
+			if (pc >= r->lo && pc < r->hi && (best < 0 || s->nodes[r->node].depth > s->nodes[best].depth))
+				best = (int32_t)r->node;
+		}
 	}
 	for (; best >= 0 && n < max; best = s->nodes[best].parent) {
 		out[n++] = s->nodes[best].die;
@@ -130,5 +235,6 @@ int cp_scopes_find(const struct cp_scopes *s, uint64_t pc, Dwarf_Die *out, int m
 
 size_t cp_scopes_size(const struct cp_scopes *s)
 {
-	return sizeof(*s) + s->nodecap * sizeof(*s->nodes) + s->rangecap * sizeof(*s->ranges);
+	return sizeof(*s) + s->nodecap * sizeof(*s->nodes) + s->rangecap * sizeof(*s->ranges) +
+	       s->nsegs * sizeof(*s->segs);
 }

@@ -3,8 +3,10 @@
  * once and indexed by address: looking an address up gives its chain of
  * scopes (innermost inlined call first, the function last) without walking
  * the unit's DIEs again, as libdw's dwarf_getscopes does for every address
- * (the symbolizer's cost on big units such as CPython's ceval.c).  The DIEs
- * returned belong to the unit's Dwarf, which must outlive the index. */
+ * (the symbolizer's cost on big units such as CPython's ceval.c), and
+ * without a pass over every scope's ranges: they are cut into pieces, each
+ * with its deepest scope, found by binary search.  The DIEs returned belong
+ * to the unit's Dwarf, which must outlive the index. */
 #ifndef CP_SCOPES_H
 #define CP_SCOPES_H
 

@@ -455,9 +455,9 @@ static const struct cp_modsym *find_sym(struct cp_mod *sm, uint64_t addr, uint64
 	_Static_assert(offsetof(struct cp_modsym, addr) == 0, "the key leads");
 	*lo = *hi = 0;
 	i = cp_sparse_upper_bound(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
-	/* the gap: from the end of the symbol before (its start when it has no
-	 * size: it holds up to addr) to the start of the next */
-	*lo = i == 0 ? 0 : sm->syms[i - 1].addr + (sm->syms[i - 1].size ? sm->syms[i - 1].size : 1);
+	/* no symbol holds addr: the gap from the end of the one before to the
+	 * start of the next (every address there finds the same two) */
+	*lo = i == 0 ? 0 : sm->syms[i - 1].addr + sm->syms[i - 1].size;
 	*hi = i < sm->nsyms ? sm->syms[i].addr : UINT64_MAX;
 	if (i == 0)
 		return NULL;

@@ -162,6 +162,7 @@ static void mod_free(struct cp_mod *m)
 		cp_scopes_free(m->cus[i].scopes);
 	free(m->cus);
 	free(m->units);
+	free(m->unit_of);
 	free(m->key);
 	free(m);
 }
@@ -494,34 +495,93 @@ uint64_t cp_mod_addr(const struct cp_mod *sm, uint64_t off)
 	return 0;
 }
 
-/* m's compilation units' address ranges, from libdw's aranges (as libdwfl
- * finds an address's unit): units_read 1, or -1 when m has no DWARF or they
- * cannot be read. */
+static int unit_cmp(const void *a, const void *b)
+{
+	const struct cp_mod_unit *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Adds [lo, hi) + bias of the unit whose DIE is at die to m->unit_of:
+ * false when out of memory (the units are then not known). */
+static bool add_unit(struct cp_mod *m, size_t *cap, uint64_t lo, uint64_t hi, Dwarf_Addr bias, uint64_t die)
+{
+	if (hi <= lo || lo + bias < lo || hi + bias < hi)
+		return true; /* (dropped) */
+	if (cp_grow((void **)&m->unit_of, cap, m->nunit_of + 1, sizeof(*m->unit_of)))
+		return false;
+	m->unit_of[m->nunit_of++] = (struct cp_mod_unit){ lo + bias, hi + bias, die };
+	return true;
+}
+
+/* m's compilation units' address ranges: from libdw's aranges, else (none:
+ * clang, rustc) from each unit's own DW_AT_ranges or low and high pc.
+ * units_read 1, or -1 when m has no DWARF or out of memory. */
 static void read_units(struct cp_mod *m)
 {
 	Dwarf_Addr bias;
 	Dwarf *dw = m->mod ? dwfl_module_getdwarf(m->mod, &bias) : NULL;
 	Dwarf_Aranges *ar;
-	size_t n;
+	size_t n = 0, cap = 0;
 
 	m->units_read = -1;
-	if (!dw || dwarf_getaranges(dw, &ar, &n) != 0)
+	if (!dw)
 		return;
-	if (n && !(m->units = malloc(n * sizeof(*m->units))))
-		return;
-	for (size_t i = 0; i < n; i++) {
-		Dwarf_Addr start = 0;
-		Dwarf_Word len = 0;
-		Dwarf_Arange *a = dwarf_onearange(ar, i);
+	if (dwarf_getaranges(dw, &ar, &n) == 0 && n) {
+		for (size_t i = 0; i < n; i++) {
+			Dwarf_Addr start = 0;
+			Dwarf_Word len = 0;
+			Dwarf_Off die = 0;
+			Dwarf_Arange *a = dwarf_onearange(ar, i);
 
-		if (!a || dwarf_getarangeinfo(a, &start, &len, NULL) != 0 || start + bias < start ||
-		    start + bias + len < start + bias)
-			len = 0; /* (dropped) */
-		m->units[i] = (struct cp_range){ start + bias, start + bias + len };
+			if (a && dwarf_getarangeinfo(a, &start, &len, &die) == 0 &&
+			    !add_unit(m, &cap, start, start + len, bias, die))
+				goto fail;
+		}
+	} else {
+		Dwarf_Off off = 0, next;
+		size_t hsize;
+
+		while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+			Dwarf_Die cu;
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t r = 0;
+
+			if (dwarf_offdie(dw, off + hsize, &cu))
+				while ((r = dwarf_ranges(&cu, r, &base, &lo, &hi)) > 0)
+					if (!add_unit(m, &cap, lo, hi, bias, off + hsize))
+						goto fail;
+			off = next;
+		}
 	}
-	m->nunits = cp_ranges_merge(m->units, n);
-	m->bytes += n * sizeof(*m->units);
+	cp_qsort(m->unit_of, m->nunit_of, sizeof(*m->unit_of), unit_cmp);
+	if (m->nunit_of && !(m->units = malloc(m->nunit_of * sizeof(*m->units))))
+		goto fail;
+	for (size_t i = 0; i < m->nunit_of; i++)
+		m->units[i] = (struct cp_range){ m->unit_of[i].lo, m->unit_of[i].hi };
+	m->nunits = cp_ranges_merge(m->units, m->nunit_of);
+	m->bytes += cap * sizeof(*m->unit_of) + m->nunit_of * sizeof(*m->units);
 	m->units_read = 1;
+	return;
+fail:
+	free(m->unit_of);
+	m->unit_of = NULL;
+	m->nunit_of = 0;
+}
+
+bool cp_mod_unit_die(struct cp_mod *m, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias)
+{
+	Dwarf *dw;
+	size_t i;
+
+	if (!m->units_read)
+		read_units(m);
+	_Static_assert(offsetof(struct cp_mod_unit, lo) == 0, "the key leads");
+	i = cp_upper_bound_u64(m->unit_of, m->nunit_of, sizeof(*m->unit_of), addr);
+	if (m->units_read < 0 || i == 0 || addr >= m->unit_of[i - 1].hi ||
+	    !(dw = dwfl_module_getdwarf(m->mod, bias)))
+		return false;
+	return dwarf_offdie(dw, m->unit_of[i - 1].die, cu) != NULL;
 }
 
 bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi)

@@ -58,10 +58,16 @@ struct cp_mod {
 	} *cus;
 	size_t ncus, cucap;
 	/* the module addresses its DWARF's compilation units cover (libdw's
-	 * aranges), sorted and merged: read at the first address no unit
-	 * covers; units_read -1: no DWARF or unreadable */
+	 * aranges; else, as clang and rustc emit none, the units' own ranges),
+	 * sorted and merged, and the same by unit (sorted by lo, with the unit
+	 * DIE's offset): read at the first lookup; units_read -1: no DWARF */
 	struct cp_range *units;
 	size_t nunits;
+	struct cp_mod_unit {
+		uint64_t lo, hi;
+		uint64_t die;
+	} *unit_of;
+	size_t nunit_of;
 	int units_read;
 	size_t bytes; /* the heap this module's tables hold (symbols, scopes, units) */
 	/* debuginfod: the session's debug file was still being fetched when
@@ -130,5 +136,9 @@ uint64_t cp_mod_addr(const struct cp_mod *m, uint64_t off);
  * cut to the gap between units around it and to addr's segment: where
  * addr's answer from the symbols alone holds. */
 bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi);
+/* The compilation unit whose ranges hold the module address addr, into
+ * *cu, and the DWARF's bias: false when none does.  libdwfl finds a unit
+ * through .debug_aranges only, which clang and rustc do not emit. */
+bool cp_mod_unit_die(struct cp_mod *m, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias);
 
 #endif

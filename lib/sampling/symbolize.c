@@ -543,7 +543,7 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	const char *file = NULL;
 	const struct cp_modsym *y;
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu, scopes[MAX_INLINE];
+	Dwarf_Die *cu, own, scopes[MAX_INLINE];
 	Dwfl_Line *l;
 	int line = 0, ns;
 	uint32_t n = 0, symname = 0;
@@ -559,6 +559,15 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 	if (sm->debuginfo_pending || cp_mod_in_unit(sm, addr, lo, hi)) {
 		cu = dwfl_module_addrdie(mod, addr, &bias);
 		l = dwfl_module_getsrc(mod, addr);
+		/* libdwfl finds units through .debug_aranges only: without them
+		 * (clang, rustc), the unit whose own ranges hold addr, and its row */
+		if (!cu && cp_mod_unit_die(sm, addr, &own, &bias)) {
+			Dwarf_Line *dl = dwarf_getsrc_die(&own, addr - bias);
+
+			cu = &own;
+			if (dl && (file = dwarf_linesrc(dl, NULL, NULL)) && dwarf_lineno(dl, &line) != 0)
+				line = 0;
+		}
 		*lo = *hi = 0;
 	}
 	if (!(*lo <= addr && addr < *hi))

@@ -97,6 +97,21 @@ else
 	like "$out" 'thread_name: +work' "and the thread name"
 fi
 
+# ---- a binary without .debug_aranges (clang and rustc emit none, and
+# libdwfl finds units only through them): its units are found by their own
+# ranges, with their inline frames and lines ----
+if cp "$T/work" "$T/work_noar" && objcopy --remove-section .debug_aranges "$T/work_noar" 2>/dev/null; then
+	unlike "$(readelf -S "$T/work_noar")" 'debug_aranges' "a copy of the workload without .debug_aranges"
+	run rec -q -F 499 -o "$T/noar.pb.gz" -- "$T/work_noar" 1
+	exits0 "record of it exits 0"
+	inl=$(folded -i "$T/noar.pb.gz" | sum ';run;hot_inline;inl_spin [0-9]+$')
+	ok "its always_inline function is its own frame under its caller ($inl samples)" test "$inl" -gt 0
+	run "$CPROF" query -i "$T/noar.pb.gz" -f json
+	like "$out" '"name":"hot_a","file":"[^"]*work\.c"' "and its functions have their files"
+else
+	ok "objcopy removes .debug_aranges from a copy of the workload" false
+fi
+
 # ---- -f folded to standard output ----
 run rec -q -F 199 -f folded -- "$T/work" 1
 exits0 "record -f folded exits 0"

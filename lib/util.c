@@ -270,6 +270,15 @@ int cp_stream_check(FILE *f, const char *what)
 	return cp_error(e, "write error on %s: %s", what, strerror(e));
 }
 
+int cp_cmp_u64_key(const void *a, const void *b)
+{
+	uint64_t x, y;
+
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	return x < y ? -1 : x > y;
+}
+
 size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key)
 {
 	size_t lo = 0, hi = n;
@@ -318,18 +327,12 @@ size_t cp_sparse_upper_bound(const struct cp_sparse *x, const void *base, size_t
 	return lo + cp_upper_bound_u64((const char *)base + lo * size, hi - lo, size, key);
 }
 
-static int range_cmp(const void *a, const void *b)
-{
-	const struct cp_range *x = a, *y = b;
-
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 size_t cp_ranges_merge(struct cp_range *r, size_t n)
 {
 	size_t k = 0;
 
-	cp_qsort(r, n, sizeof(*r), range_cmp);
+	_Static_assert(offsetof(struct cp_range, lo) == 0, "the key leads");
+	cp_qsort(r, n, sizeof(*r), cp_cmp_u64_key);
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].hi <= r[i].lo)
 			continue;

@@ -43,6 +43,9 @@ const char *cp_duration_text(int64_t ns, char *buf, size_t len);
 /* In an array sorted by a leading uint64_t key (elements of size bytes),
  * the index just past the last element whose key is <= key (0: none). */
 size_t cp_upper_bound_u64(const void *base, size_t n, size_t size, uint64_t key);
+/* qsort's order of two elements by their leading uint64_t key: the order
+ * cp_upper_bound_u64 searches. */
+int cp_cmp_u64_key(const void *a, const void *b);
 /* A sparse index over such an array: the key of every CP_SPARSE_STEP-th
  * element, packed.  A search through it reads log2(n / 64) keys from a few
  * pages, then one block of 64 elements, where a plain binary search reads

@@ -29,13 +29,6 @@ struct cp_ksyms {
 	size_t mapped; /* blob is the cache file mapped, this long (else malloc'ed) */
 };
 
-static int ksym_cmp(const void *a, const void *b)
-{
-	const struct ksym *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
 /* One /proc/kallsyms line (modified in place): a text symbol's address,
  * name and "[module]" (mod "" for the core kernel). 0, or -1 to skip it. */
 static int ksym_line(char *line, uint64_t *addr, char **name, char **mod)
@@ -96,8 +89,9 @@ static void ksyms_finish(struct cp_ksyms *k, char *text, size_t tlen)
 	t = k->n ? realloc(k->s, k->n * sizeof(*k->s)) : NULL;
 	if (t)
 		k->s = t;
+	_Static_assert(offsetof(struct ksym, addr) == 0, "the key leads");
 	if (k->n)
-		cp_qsort(k->s, k->n, sizeof(*k->s), ksym_cmp);
+		cp_qsort(k->s, k->n, sizeof(*k->s), cp_cmp_u64_key);
 	cp_sparse_build(&k->sx, k->s, k->n, sizeof(*k->s));
 }
 

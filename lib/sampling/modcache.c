@@ -495,13 +495,6 @@ uint64_t cp_mod_addr(const struct cp_mod *sm, uint64_t off)
 	return 0;
 }
 
-static int unit_cmp(const void *a, const void *b)
-{
-	const struct cp_mod_unit *x = a, *y = b;
-
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 /* Adds [lo, hi) + bias of the unit whose DIE is at die to m->unit_of:
  * false when out of memory (the units are then not known). */
 static bool add_unit(struct cp_mod *m, size_t *cap, uint64_t lo, uint64_t hi, Dwarf_Addr bias, uint64_t die)
@@ -554,7 +547,8 @@ static void read_units(struct cp_mod *m)
 			off = next;
 		}
 	}
-	cp_qsort(m->unit_of, m->nunit_of, sizeof(*m->unit_of), unit_cmp);
+	_Static_assert(offsetof(struct cp_mod_unit, lo) == 0, "the key leads");
+	cp_qsort(m->unit_of, m->nunit_of, sizeof(*m->unit_of), cp_cmp_u64_key);
 	if (m->nunit_of && !(m->units = malloc(m->nunit_of * sizeof(*m->units))))
 		goto fail;
 	for (size_t i = 0; i < m->nunit_of; i++)

@@ -101,20 +101,6 @@ static int walk(struct cp_scopes *s, Dwarf_Die *parent_die, int32_t parent, uint
 	return 0;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int range_lo_cmp(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 /* The deepest of the n ranges in act (indexes into r), the first of them
  * (in the order walked) among equals, as the pass over all ranges picks. */
 static int32_t deepest(const struct cp_scopes *s, const struct range *r, const uint32_t *act, size_t n)
@@ -150,8 +136,9 @@ static void make_segs(struct cp_scopes *s)
 		/* by start, each with its place in the walk's order (not its node) */
 		r[i] = (struct range){ s->ranges[i].lo, s->ranges[i].hi, (uint32_t)i };
 	}
-	cp_qsort(pts, np, sizeof(*pts), u64_cmp);
-	cp_qsort(r, n, sizeof(*r), range_lo_cmp);
+	_Static_assert(offsetof(struct range, lo) == 0, "the key leads");
+	cp_qsort(pts, np, sizeof(*pts), cp_cmp_u64_key);
+	cp_qsort(r, n, sizeof(*r), cp_cmp_u64_key);
 	for (size_t k = 0; k < np; k++) {
 		uint64_t at = pts[k];
 		int32_t node;

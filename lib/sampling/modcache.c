@@ -509,7 +509,7 @@ static bool add_unit(struct cp_mod *m, size_t *cap, uint64_t lo, uint64_t hi, Dw
 
 /* m's compilation units' address ranges: from libdw's aranges, else (none:
  * clang, rustc) from each unit's own DW_AT_ranges or low and high pc.
- * units_read 1, or -1 when m has no DWARF or out of memory. */
+ * units_read 1, -1 when m has no DWARF, -2 when out of memory. */
 static void read_units(struct cp_mod *m)
 {
 	Dwarf_Addr bias;
@@ -561,6 +561,7 @@ fail:
 	free(m->unit_of);
 	m->unit_of = NULL;
 	m->nunit_of = 0;
+	m->units_read = -2;
 }
 
 bool cp_mod_unit_die(struct cp_mod *m, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias)
@@ -582,14 +583,8 @@ bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
 	if (!m->units_read)
 		read_units(m);
-	if (m->units_read < 0) {
-		Dwarf_Addr bias;
-
-		if (m->mod && dwfl_module_getdwarf(m->mod, &bias))
-			return true; /* DWARF whose units are unknown */
-	} else if (cp_ranges_hold(m->units, m->nunits, addr, lo, hi)) {
-		return true;
-	}
+	if (m->units_read == -2 || (m->units_read > 0 && cp_ranges_hold(m->units, m->nunits, addr, lo, hi)))
+		return true; /* (-2: DWARF whose units are unknown: any may) */
 	for (int i = 0; i < m->nseg; i++) {
 		uint64_t s = m->seg[i].vaddr + m->bias, e = s + m->seg[i].filesz;
 

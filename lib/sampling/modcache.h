@@ -60,7 +60,8 @@ struct cp_mod {
 	/* the module addresses its DWARF's compilation units cover (libdw's
 	 * aranges; else, as clang and rustc emit none, the units' own ranges),
 	 * sorted and merged, and the same by unit (sorted by lo, with the unit
-	 * DIE's offset): read at the first lookup; units_read -1: no DWARF */
+	 * DIE's offset): read at the first lookup; units_read 1, -1: no
+	 * DWARF, -2: DWARF whose units could not be kept (out of memory) */
 	struct cp_range *units;
 	size_t nunits;
 	struct cp_mod_unit {

@@ -453,7 +453,6 @@ static const struct cp_modsym *find_sym(struct cp_mod *sm, uint64_t addr, uint64
 	if (!sm->syms_read)
 		read_syms(sm);
 	_Static_assert(offsetof(struct cp_modsym, addr) == 0, "the key leads");
-	*lo = *hi = 0;
 	i = cp_sparse_upper_bound(&sm->symx, sm->syms, sm->nsyms, sizeof(*sm->syms), addr);
 	/* no symbol holds addr: the gap from the end of the one before to the
 	 * start of the next (every address there finds the same two) */

@@ -81,10 +81,12 @@ stop_load() {
 }
 
 # cprof RATE LOAD: one recording, measured over SECS after WARMUP seconds of the load; appends
-# "rate load samples lost cpu_s startup_s startup_rss peak_rss bpf_s" to $d/cprof.tab
+# "rate load samples lost cpu_s startup_s startup_rss peak_rss bpf_s frames" to $d/cprof.tab (frames: the
+# user frames per stack unwound, over the whole recording, from its closing summary at --log-level debug,
+# which adds one line per flush and nothing on the sampling path)
 cprof_run() {
 	rm -rf "$d/store"
-	rec_start "$d/rec.err" "$b/cprof" record --all -F "$1" --data "$d/store" --log-level info
+	rec_start "$d/rec.err" "$b/cprof" record --all -F "$1" --data "$d/store" --log-level debug
 	c_start=$(cpu_s "$rec") r_start=$(rss_mb "$rec")
 	set -- "$1" "$2" $(bpf_now)
 	b_start=$3
@@ -101,8 +103,10 @@ cprof_run() {
 	kill -INT "$rec"
 	wait "$rec" || { echo "cprof record failed:"; grep -v '^libbpf:' "$d/rec.err" | tail -5; exit 1; }
 	rec=
+	frames=$(sed -n 's/.*unwinds \([0-9]*\), frames \([0-9]*\).*/\1 \2/p' "$d/rec.err" | tail -n 1 |
+		awk '{ printf "%.1f", ($1 ? $2 / $1 : 0) }')
 	echo "$1 $2 $((n1 - n0)) $((l1 - l0)) $(add "$(sub "$c1" "$c0")" "$(sub "$b1" "$b0")") \
-		$(add "$c_start" "$b_start") $r_start $hwm $(sub "$b1" "$b0")" >> "$d/cprof.tab"
+		$(add "$c_start" "$b_start") $r_start $hwm $(sub "$b1" "$b0") ${frames:-0}" >> "$d/cprof.tab"
 }
 
 # perf RATE: perf record -a --call-graph dwarf on the storm, then perf script; appends
@@ -159,22 +163,28 @@ for rate in $RATES; do
 done
 
 echo
-printf '  %-5s %-7s %8s %6s %9s %10s %9s %9s %9s %9s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" "peak MB" "BPF us"
-awk -v secs="$SECS" '{ printf "  %-5s %-7s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d %9.1f\n", $1, $2, $3, $4, $5,
-	($3 ? 1e6 * $5 / $3 : 0), 100 * $5 / secs, $6, $8, ($3 ? 1e6 * $9 / $3 : 0) }' "$d/cprof.tab"
+printf '  %-5s %-7s %8s %6s %9s %10s %9s %9s %9s %9s %7s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" \
+	"peak MB" "BPF us" frames
+awk -v secs="$SECS" '{ printf "  %-5s %-7s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d %9.1f %7.1f\n", $1, $2, $3, $4, $5,
+	($3 ? 1e6 * $5 / $3 : 0), 100 * $5 / secs, $6, $8, ($3 ? 1e6 * $9 / $3 : 0), $10 }' "$d/cprof.tab"
 printf '  %-5s %-7s %8s %6s %9s %10s\n' Hz perf samples "" "CPU s" "us/sample"
 awk '{ printf "  %-5s %-7s %8d %6s %9.3f %10.1f   (record %.2f s, script %.2f s)\n", $1, "storm", $2, "",
 	$3 + $4, ($2 ? 1e6 * ($3 + $4) / $2 : 0), $3, $4 }' "$d/perf.tab"
 echo
 for rate in $RATES; do
-	set -- $(awk -v r="$rate" '$1 == r && $2 == "steady" { s = ($3 ? $5 / $3 : 0); pct = 100 * $5 / '"$SECS"' }
-		$1 == r && $2 == "storm" { t = ($3 ? $5 / $3 : 0); lost = $4; hwm = $8 }
-		END { printf "%.9f %.9f %d %d %.3f\n", s, t, lost, hwm, pct }' "$d/cprof.tab")
-	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5
+	set -- $(awk -v r="$rate" '$1 == r && $2 == "steady" { s = ($3 ? $5 / $3 : 0); pct = 100 * $5 / '"$SECS"'; sf = $10 }
+		$1 == r && $2 == "storm" { t = ($3 ? $5 / $3 : 0); lost = $4; hwm = $8; tf = $10 }
+		END { printf "%.9f %.9f %d %d %.3f %.1f %.1f\n", s, t, lost, hwm, pct, sf, tf }' "$d/cprof.tab")
+	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5 steady_f=$6 storm_f=$7
 	perf_ps=$(awk -v r="$rate" '$1 == r { printf "%.9f", ($2 ? ($3 + $4) / $2 : 0) }' "$d/perf.tab")
 	ratio=$(awk -v a="$storm_ps" -v b="$steady" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 	vsperf=$(awk -v a="$storm_ps" -v b="$perf_ps" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
 	echo "$(verdict '<=' "$ratio" 2): $rate Hz: storm CPU per sample is ${ratio}x steady (target <= 2x)"
+	# (for reading the line above: the storm's stacks are deeper, and most of the recorder's work is per frame)
+	awk -v r="$rate" -v a="$storm_ps" -v b="$steady" -v fa="$storm_f" -v fb="$steady_f" 'BEGIN {
+		if (fa > 0 && fb > 0 && b > 0)
+			printf "INFO: %s Hz: the storm'"'"'s stacks have %.1f user frames, the steady load'"'"'s %.1f (%.2fx); per frame, storm CPU is %.2fx steady\n",
+				r, fa, fb, fa / fb, (a / fa) / (b / fb) }' 
 	echo "$(verdict '<=' "$vsperf" 0.3333): $rate Hz: storm CPU per sample is ${vsperf}x perf's (target <= 1/3)"
 	[ "$rate" != 19 ] || echo "$(verdict '<=' "$lost" 0): 19 Hz: $lost samples lost in the storm (target 0)"
 	echo "$(verdict '<=' "$hwm" 64): $rate Hz: peak RSS in the storm $hwm MB (target <= 64 MB)"

@@ -148,7 +148,7 @@ many_run() {
 	kill -INT "$rec"
 	wait "$rec" || { echo "cprof record failed:"; tail -3 "$d/rec.err"; exit 1; }
 	rec=
-	seen=$("$b/cprof" query -i "$d/many.pb.gz" -f folded 2> /dev/null | grep -o 'spin_[0-9]*' | sort -u | wc -l)
+	seen=$("$b/cprof" query -i "$d/many.pb.gz" -f folded 2> /dev/null | grep -o 'spin_[0-9][0-9]*' | sort -u | wc -l)
 	echo "$2 $hwm $end_rss $seen" > "$d/many.tab"
 }
 

@@ -184,7 +184,7 @@ for rate in $RATES; do
 	awk -v r="$rate" -v a="$storm_ps" -v b="$steady" -v fa="$storm_f" -v fb="$steady_f" 'BEGIN {
 		if (fa > 0 && fb > 0 && b > 0)
 			printf "INFO: %s Hz: the storm'"'"'s stacks have %.1f user frames, the steady load'"'"'s %.1f (%.2fx); per frame, storm CPU is %.2fx steady\n",
-				r, fa, fb, fa / fb, (a / fa) / (b / fb) }' 
+				r, fa, fb, fa / fb, (a / fa) / (b / fb) }'
 	echo "$(verdict '<=' "$vsperf" 0.3333): $rate Hz: storm CPU per sample is ${vsperf}x perf's (target <= 1/3)"
 	[ "$rate" != 19 ] || echo "$(verdict '<=' "$lost" 0): 19 Hz: $lost samples lost in the storm (target 0)"
 	echo "$(verdict '<=' "$hwm" 64): $rate Hz: peak RSS in the storm $hwm MB (target <= 64 MB)"

@@ -495,6 +495,9 @@ uint64_t cp_mod_addr(const struct cp_mod *sm, uint64_t off)
 	return 0;
 }
 
+/* (unit_of is sorted and searched by its leading key) */
+_Static_assert(offsetof(struct cp_mod_unit, lo) == 0, "the key leads");
+
 /* Adds [lo, hi) + bias of the unit whose DIE is at die to m->unit_of:
  * false when out of memory (the units are then not known). */
 static bool add_unit(struct cp_mod *m, size_t *cap, uint64_t lo, uint64_t hi, Dwarf_Addr bias, uint64_t die)
@@ -547,7 +550,6 @@ static void read_units(struct cp_mod *m)
 			off = next;
 		}
 	}
-	_Static_assert(offsetof(struct cp_mod_unit, lo) == 0, "the key leads");
 	cp_qsort(m->unit_of, m->nunit_of, sizeof(*m->unit_of), cp_cmp_u64_key);
 	if (m->nunit_of && !(m->units = malloc(m->nunit_of * sizeof(*m->units))))
 		goto fail;
@@ -571,10 +573,10 @@ bool cp_mod_unit_die(struct cp_mod *m, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr 
 
 	if (!m->units_read)
 		read_units(m);
-	_Static_assert(offsetof(struct cp_mod_unit, lo) == 0, "the key leads");
+	if (m->units_read < 0)
+		return false;
 	i = cp_upper_bound_u64(m->unit_of, m->nunit_of, sizeof(*m->unit_of), addr);
-	if (m->units_read < 0 || i == 0 || addr >= m->unit_of[i - 1].hi ||
-	    !(dw = dwfl_module_getdwarf(m->mod, bias)))
+	if (i == 0 || addr >= m->unit_of[i - 1].hi || !(dw = dwfl_module_getdwarf(m->mod, bias)))
 		return false;
 	return dwarf_offdie(dw, m->unit_of[i - 1].die, cu) != NULL;
 }

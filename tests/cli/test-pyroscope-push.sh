@@ -8,9 +8,7 @@
 command -v curl >/dev/null || skip_all "curl is not installed (apt-get install curl)"
 command -v jq >/dev/null || skip_all "jq is not installed (apt-get install jq)"
 PY=/usr/bin/python3
-NPM_PREFIX=${CPROF_TEST_NPM:-/usr/local/lib/cprof-test-npm}
-NODE_PATH=$NPM_PREFIX/node_modules${NODE_PATH:+:$NODE_PATH}
-export NODE_PATH
+use_test_npm
 CAP_PID= SPID=
 trap 'kill $CAP_PID $SPID 2>/dev/null; rm -rf "$T"' EXIT
 

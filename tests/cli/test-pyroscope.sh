@@ -5,13 +5,9 @@
 # right.  Also: Pyroscope label names and push times from curl, and that a
 # rejected push is logged with its reason, rate-limited.
 . "$srcdir/tests/cli/lib.sh"
-command -v node >/dev/null || skip_all "node is not installed (apt-get install nodejs)"
 command -v curl >/dev/null || skip_all "curl is not installed (apt-get install curl)"
 command -v jq >/dev/null || skip_all "jq is not installed (apt-get install jq)"
-# where tools/setup.sh installs the client (CPROF_TEST_NPM overrides)
-NPM_PREFIX=${CPROF_TEST_NPM:-/usr/local/lib/cprof-test-npm}
-NODE_PATH=$NPM_PREFIX/node_modules${NODE_PATH:+:$NODE_PATH}
-export NODE_PATH
+use_test_npm
 D=$T/data
 
 start_server() { serve_start serve --listen 127.0.0.1:0 --data "$D" "$@"; } # the server's stderr: $T/serve.err

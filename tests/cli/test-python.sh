@@ -123,7 +123,7 @@ for v in 3.12 3.13; do
 		[ -x "$c" ] && { P=$c; break; }
 	done
 	if [ -z "$P" ]; then
-		_n=$((_n + 1)); echo "ok $_n - CPython $v # SKIP no CPython $v interpreter on this machine"
+		_n=$((_n + 1)); echo "ok $_n - CPython $v # SKIP no CPython $v interpreter here (Debian 12 packages none; a pyenv build is used when present)"
 		continue
 	fi
 	run rec -F 999 -q --data "$T/s$v" -- "$P" "$W" 8

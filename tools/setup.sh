@@ -31,11 +31,14 @@ libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang libclang-rt-14-de
 libxml2-utils groff man-db zsh time libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool
 llvm linux-perf libc6-dbg libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl
 ca-certificates chromium python3-pil libncurses-dev tmux systemd python3-yaml faketime python3-dev nodejs
-npm xxd procps psmisc iproute2 file"
+xxd procps psmisc iproute2 file"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
 done
+# Debian's npm, unless an npm came with the machine's nodejs (another vendor's nodejs package brings its own
+# and conflicts with Debian's)
+command -v npm >/dev/null || missing="$missing npm"
 if [ -n "$missing" ]; then
 	echo "setup: installing$missing"
 	apt-get update -qq

@@ -129,6 +129,7 @@ static int run_serve(int argc, char **argv)
 	struct cp_shared *store = NULL;
 	struct cp_api *api = NULL;
 	struct cp_server *http = NULL;
+	struct cp_listener lsn = { -1, 0, false };
 	struct cp_scraper *scraper = NULL;
 	char dir[4096], host[300];
 	char *token = NULL, *cert = NULL, *key = NULL;
@@ -217,11 +218,17 @@ static int run_serve(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* the port first: a port in use must fail before the store is made */
+	if ((err = cp_listener_open(listen, &lsn))) {
+		status = fail("serve", "%s", cp_errmsg(err));
+		goto out;
+	}
 	if (!(store = cp_shared_open(dir, &upkeep)) || !(api = cp_api_new(store))) {
 		status = fail("serve", "%s", cp_errmsg(errno));
 		goto out;
 	}
 	so.listen = listen;
+	so.listener = &lsn;
 	so.token = token;
 	so.tls_cert_pem = cert;
 	so.tls_key_pem = key;
@@ -261,6 +268,7 @@ out:
 	cp_api_free(api);     /* after the handlers: it logs the rejected pushes left */
 	cp_scraper_free(scraper);
 	cp_shared_close(store);
+	cp_listener_close(&lsn);
 	free(token);
 	free(cert);
 	free(key);

@@ -900,7 +900,7 @@ int cp_listen_check(const char *addr)
 	return 0;
 }
 
-static int open_listener(const char *addr, int *fd_out, int *port_out, bool *v6)
+int cp_listener_open(const char *addr, struct cp_listener *l)
 {
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *res = NULL;
 	struct sockaddr_storage ss;
@@ -927,13 +927,21 @@ static int open_listener(const char *addr, int *fd_out, int *port_out, bool *v6)
 				err == EADDRINUSE ? " (another server has it: pick another --listen)" :
 				err == EACCES ? " (ports below 1024 need root)" : "");
 	}
-	*v6 = res->ai_family == AF_INET6;
+	l->v6 = res->ai_family == AF_INET6;
 	freeaddrinfo(res);
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	*port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-						     ((struct sockaddr_in *)&ss)->sin_port);
-	*fd_out = fd;
+	l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+						   ((struct sockaddr_in *)&ss)->sin_port);
+	l->fd = fd;
 	return 0;
+}
+
+void cp_listener_close(struct cp_listener *l)
+{
+	if (l && l->fd >= 0) {
+		close(l->fd);
+		l->fd = -1;
+	}
 }
 
 struct cp_server *cp_server_start(const struct cp_server_opts *o)
@@ -967,8 +975,20 @@ struct cp_server *cp_server_start(const struct cp_server_opts *o)
 		err = -ENOMEM;
 		goto fail;
 	}
-	if ((err = open_listener(o->listen, &s->fd, &s->port, &v6)))
-		goto fail;
+	if (o->listener) {
+		s->fd = o->listener->fd;
+		s->port = o->listener->port;
+		v6 = o->listener->v6;
+		o->listener->fd = -1;
+	} else {
+		struct cp_listener l = { -1, 0, false };
+
+		if ((err = cp_listener_open(o->listen, &l)))
+			goto fail;
+		s->fd = l.fd;
+		s->port = l.port;
+		v6 = l.v6;
+	}
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	if (o->tls_cert_pem && o->tls_key_pem)

@@ -48,8 +48,23 @@ struct cp_route {
 	bool open;          /* served without the token (the login page) */
 };
 
+/* A bound, listening socket, made before the rest of a server so that a port
+ * in use fails before anything else is made (a store, say); cp_server_start
+ * takes it over. */
+struct cp_listener {
+	int fd; /* -1: none */
+	int port;
+	bool v6;
+};
+/* Binds and listens on addr (as cp_server_opts.listen).  0 or -errno with
+ * a message (EADDRINUSE: another server has it). */
+int cp_listener_open(const char *addr, struct cp_listener *l);
+/* Closes it unless a server took it over; accepts a closed one. */
+void cp_listener_close(struct cp_listener *l);
+
 struct cp_server_opts {
 	const char *listen;       /* HOST:PORT, [V6]:PORT or :PORT; port 0 picks one */
+	struct cp_listener *listener; /* set: this socket instead of listen (taken over: its fd becomes -1) */
 	const char *token;        /* NULL: no authentication */
 	const char *tls_cert_pem; /* both set: HTTPS */
 	const char *tls_key_pem;

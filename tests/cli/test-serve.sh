@@ -61,6 +61,7 @@ run "$CPROF" serve --listen "127.0.0.1:$port" --data "$T/data2"
 is "$rc" 1 "a port in use: exit 1"
 like "$err" "^cprof serve: cannot listen on 127\.0\.0\.1:$port: Address already in use" "it says so"
 is "$(printf '%s\n' "$err" | wc -l | tr -d ' ')" 1 "in one line"
+ok "and made no store in its --data directory" test ! -e "$T/data2"
 
 # ---- native push with curl ----
 # Pushes of current data say so (time=now): a profile without time= is stored at its own time (checked

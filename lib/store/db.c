@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../error.h"
 #include "../util.h"
@@ -19,6 +20,10 @@ int cp_db_error(sqlite3 *db, const char *what)
 	int code = sqlite3_extended_errcode(db);
 	int e = (code & 0xff) == SQLITE_FULL ? ENOSPC : (code & 0xff) == SQLITE_BUSY ? EBUSY :
 		(code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB ? EBADMSG : EIO;
+
+	/* a full disk can also come as an I/O error (growing the -shm file, say): the system's errno says */
+	if (e == EIO && (code & 0xff) == SQLITE_IOERR && sqlite3_system_errno(db) == ENOSPC)
+		e = ENOSPC;
 
 	if (e == EBADMSG)
 		return cp_error(e, "%s: the store is corrupt (%s); restore it from a backup or move it away",
@@ -50,22 +55,36 @@ int64_t cp_db_count(sqlite3 *db, const char *sql)
 	return v;
 }
 
+/* Opens path.  A reader that may not write the file (another user's store) opens it read-only and
+ * leaves its pragmas alone (the writer set them).  Such a reader needs the writer's -wal and -shm
+ * files; when there are none (no writer has the store open, and the reader may not make them), the
+ * file is opened as immutable: it is at rest, and everything committed is in it. */
 static int open_db(const char *path, bool write, const char *pragmas, sqlite3 **out)
 {
-	int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE;
+	bool ro = !write && access(path, W_OK) < 0 && errno != ENOENT;
+	int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+	char wal[PATH_MAX + 8], *uri = NULL;
 	sqlite3 *db = NULL;
 	int err;
 
-	if (sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (ro && access(wal, R_OK) < 0) {
+		if (!(uri = sqlite3_mprintf("file:%s?immutable=1", path)))
+			return cp_error(ENOMEM, "out of memory");
+		flags |= SQLITE_OPEN_URI;
+	}
+	if (sqlite3_open_v2(uri ? uri : path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		err = db ? cp_db_error(db, path) : cp_error(ENOMEM, "out of memory");
 		sqlite3_close(db);
+		sqlite3_free(uri);
 		return err;
 	}
+	sqlite3_free(uri);
 	sqlite3_busy_timeout(db, 30000);
 	/* partition blocks are a few KiB: small pages waste less of each last
 	 * page (the size takes effect only while the file is new) */
-	if ((err = cp_db_exec(db, pragmas, path)) ||
-	    (err = cp_db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path))) {
+	if (!ro && ((err = cp_db_exec(db, pragmas, path)) ||
+		    (err = cp_db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path)))) {
 		sqlite3_close(db);
 		return err;
 	}

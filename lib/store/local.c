@@ -89,10 +89,18 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 	if ((err = cp_db_open(path, mode == CP_STORE_WRITE, "", &s->db)))
 		goto out;
 	s->dict.db = s->db;
+	/* the schema and its version in one transaction: a store is made whole or not at all (a full disk) */
 	if (mode == CP_STORE_WRITE &&
-	    ((err = cp_db_exec(s->db, index_schema, path)) ||
-	     (err = cp_db_exec(s->db, "INSERT OR IGNORE INTO meta VALUES('schema', '" SCHEMA_VERSION "')", path))))
+	    ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE;", path)) || (err = cp_db_exec(s->db, index_schema, path)) ||
+	     (err = cp_db_exec(s->db, "INSERT OR IGNORE INTO meta VALUES('schema', '" SCHEMA_VERSION "'); COMMIT;", path)))) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* the message stays err's */
 		goto out;
+	}
+	if (!cp_db_count(s->db, "SELECT count(*) FROM sqlite_schema WHERE name = 'meta'")) {
+		err = cp_error(EPROTO, "%s: the store was never finished (was the disk full when it was made?): write to it"
+				       " again (cprof import) or remove it", path);
+		goto out;
+	}
 	if ((err = cp_db_prepare(s->db, "SELECT value FROM meta WHERE key = 'schema'", &st)))
 		goto out;
 	if (sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), SCHEMA_VERSION)) {

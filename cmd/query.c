@@ -80,11 +80,16 @@ struct query_opts {
 };
 
 /* resolution: the store's when it read downsampled data, for top and json
- * (NULL: raw data, or none said) */
+ * (NULL: raw data, or none said); whole: the total before --focus/--ignore (0: none) */
 static int render(struct output *out, const struct query_opts *o, const struct cp_profile *p, int vidx,
-		  const char *resolution)
+		  const char *resolution, int64_t whole)
 {
-	struct cp_render_opts ro = { .invert = o->invert, .limit = o->limit, .title = o->title, .resolution = resolution };
+	char filters[1024];
+	struct cp_render_opts ro = { .invert = o->invert, .limit = o->limit, .title = o->title, .resolution = resolution,
+				     .whole_total = whole, .filters = filters };
+
+	snprintf(filters, sizeof(filters), "%s%s%s%s%s", o->focus ? "focus=" : "", o->focus ? o->focus : "",
+		 o->focus && o->ignore ? "\n" : "", o->ignore ? "ignore=" : "", o->ignore ? o->ignore : "");
 
 	if (!strcmp(o->format, "pprof"))
 		return write_pprof(out, p); /* its write errors name the output file */
@@ -154,6 +159,7 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 
 	for (i = 0; !err && i < n; i++) {
 		struct cp_profile *p = r[i].profile;
+		int64_t whole = cp_profile_total(p, 0);
 
 		r[i].profile = NULL;
 		if (!(p = cp_profile_filter(p, filter))) { /* printed by the caller */
@@ -169,7 +175,7 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 			snprintf(root, sizeof(root), "%s=%s", o->group_by, r[i].group);
 			err = cp_folded_write_rooted(out->f, p, 0, o->invert, root);
 		} else {
-			err = render(out, o, p, 0, res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL);
+			err = render(out, o, p, 0, res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL, whole);
 		}
 		cp_profile_free(p);
 	}
@@ -187,6 +193,7 @@ static int run_query(int argc, char **argv)
 	struct output out = { 0 };
 	const char *selector = NULL;
 	int opt, status = EXIT_OK, vidx, err, modes;
+	int64_t whole;
 
 	o.inputs = calloc((size_t)argc + 1, sizeof(*o.inputs));
 	if (!o.inputs)
@@ -310,13 +317,14 @@ static int run_query(int argc, char **argv)
 		status = EXIT_FAIL;
 		goto out;
 	}
+	whole = cp_profile_total(p, vidx);
 	if (!(p = cp_profile_filter(p, filter))) {
 		status = fail("query", "%s", cp_errmsg(errno));
 		goto out;
 	}
 	if ((status = output_open(&out, "query", o.output, !strcmp(o.format, "pprof"))))
 		goto out;
-	err = render(&out, &o, p, vidx, NULL);
+	err = render(&out, &o, p, vidx, NULL, whole);
 	if (err)
 		status = fail("query", "%s", cp_errmsg(err));
 	status = output_close(&out, status);

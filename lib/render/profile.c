@@ -67,7 +67,7 @@ int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p,
 	if (!f)
 		return cp_error(EINVAL, "unknown format '%.32s' (choose " CP_RENDER_FORMAT_NAMES ")", format ? format : "");
 	if (!strcmp(f->name, "top")) {
-		struct cp_table_opts to = { o->limit, o->resolution };
+		struct cp_table_opts to = { o->limit, o->resolution, o->whole_total, o->filters };
 
 		return cp_render_table(out, p, vidx, &to);
 	}

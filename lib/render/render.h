@@ -19,6 +19,10 @@ const char *cp_format_value(int64_t v, const char *unit, char *buf, size_t len);
 struct cp_table_opts {
 	int limit; /* rows; 0 = all */
 	const char *resolution; /* "Resolution: " line after Time (NULL: none) */
+	/* the total before --focus/--ignore kept some samples (0: the profile's own): the percentages and
+	 * "Total samples" are of it, as pprof shows them, under "Active filters:" and these lines */
+	int64_t whole_total;
+	const char *filters; /* "focus=RE", one a line (NULL: none) */
 };
 /* pprof's top table (the format -f top): flat flat% sum% cum cum% name */
 int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struct cp_table_opts *o);
@@ -106,6 +110,8 @@ struct cp_render_opts {
 	bool icicle;        /* flamegraph hanging down */
 	const char *resolution; /* top, json: the store resolution the profile was
 				 * selected at ("1m", "10m"; NULL: none said) */
+	int64_t whole_total;    /* top: as cp_table_opts */
+	const char *filters;    /* top: as cp_table_opts */
 };
 /* Value vidx of p in format (a name cp_render_format_find knows; else
  * -EINVAL).  pprof is gzipped, with every value. */

@@ -77,7 +77,7 @@ int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struc
 		err = err ? err : -ENOMEM;
 		goto out;
 	}
-	total = t->total[0];
+	total = o && o->whole_total ? o->whole_total : t->total[0];
 	sc = cp_unit_scale_for(total, unit);
 	shown = o && o->limit > 0 && (uint32_t)o->limit < n ? (uint32_t)o->limit : n;
 	for (i = 0; i < shown; i++)
@@ -104,6 +104,16 @@ int cp_render_table(FILE *out, const struct cp_profile *p, int vidx, const struc
 			cp_format_value(p->duration_nanos, "nanoseconds", a, sizeof(a)),
 			cp_format_scaled(total, sc, b, sizeof(b)),
 			cp_format_percent((double)total, (double)p->duration_nanos, c, sizeof(c)));
+	if (o && o->filters && *o->filters) {
+		const char *f = o->filters, *nl;
+
+		fprintf(out, "Active filters:\n");
+		for (; *f; f = *nl ? nl + 1 : nl) {
+			nl = strchr(f, '\n');
+			nl = nl ? nl : f + strlen(f);
+			fprintf(out, "   %.*s\n", (int)(nl - f), f);
+		}
+	}
 	fprintf(out, "Showing nodes accounting for %s, %s of %s total\n", cp_format_scaled(sum, sc, a, sizeof(a)),
 		cp_format_percent((double)sum, (double)total, b, sizeof(b)), cp_format_scaled(total, sc, c, sizeof(c)));
 	if (shown < n)

@@ -64,6 +64,19 @@ like "$out" 'main\.viaDelta;main\.gamma' "--focus keeps the whole matching stack
 run "$CPROF" query -i "$before" -f folded --ignore 'alpha|beta'
 unlike "$out" 'main\.(alpha|beta)' "--ignore drops matching stacks"
 like "$out" 'main\.gamma' "--ignore keeps the rest"
+# --focus shows shares of the whole profile, as go tool pprof -focus does (not rescaled to 100%)
+run "$CPROF" query -i "$before" --focus 'main\.alpha'
+like "$out" '^Active filters:$' "--focus: pprof's 'Active filters:' line"
+like "$out" '^   focus=main\\.alpha$' "naming the filter"
+if [ -n "$GO" ]; then
+	ref=$(HOME=$T "$GO" tool pprof -top -nodefraction=0 -nodecount=1000 -focus='main\.alpha' "$before" 2>/dev/null)
+	is "$(printf '%s\n' "$out" | grep '^Showing nodes accounting for')" \
+		"$(printf '%s\n' "$ref" | grep '^Showing nodes accounting for')" \
+		"--focus: 'Showing nodes accounting for X, P% of the whole total', as go tool pprof -focus prints it"
+	mine=$(printf '%s\n' "$out" | awk '$NF == "main.alpha" {print $1, $2, $4, $5}')
+	theirs=$(printf '%s\n' "$ref" | awk '$NF == "main.alpha" {print $1, $2, $4, $5}')
+	is "$mine" "$theirs" "--focus: main.alpha's flat, flat%, cum, cum% as go tool pprof -focus prints them"
+fi
 run "$CPROF" query -i "$before" --focus '('
 is "$rc" 2 "a bad regex is a usage error"
 like "$err" "^cprof query: bad --focus regex '\(' at offset 1" "the error names the regex and the offset"

@@ -104,11 +104,21 @@ static int run_lists(struct output *out, const struct query_opts *o, struct cp_s
 	bool json = !strcmp(o->format, "json");
 	int err = cp_store_series(store, sel, &ser, &n);
 
+	char **sv = NULL;
+	size_t nsv = 0;
+
 	if (!err && o->series)
 		err = cp_render_series(out->f, ser, n, json);
 	else if (!err && !(err = cp_store_distinct(ser, n, o->types ? CP_LIST_TYPES : o->labels ? CP_LIST_LABELS : CP_LIST_VALUES,
-						   o->values, &items, &nitems)))
-		err = cp_render_strings(out->f, items, nitems, json);
+						   o->values, &items, &nitems))) {
+		/* a label no series has: a sample label (an off-CPU wait's state), its values in the range */
+		if (o->values && !nitems && n &&
+		    !(err = cp_store_sample_values(store, sel, o->store.t_from, o->store.t_to, o->values, &sv, &nsv)))
+			err = cp_render_strings(out->f, (const char **)sv, nsv, json);
+		else if (!err)
+			err = cp_render_strings(out->f, items, nitems, json);
+	}
+	cp_store_values_free(sv, nsv);
 	free(items);
 	cp_store_series_free(ser, n);
 	return err;

@@ -313,6 +313,81 @@ static int str_ptr_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+int cp_store_sample_values(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+			   const char *label, char ***values, size_t *n)
+{
+	struct cp_store_series *ser = NULL;
+	const char **types = NULL;
+	char **v = NULL;
+	size_t nser = 0, ntypes = 0, cnt = 0, cap = 0, i, j;
+	int err;
+
+	*values = NULL;
+	*n = 0;
+	if ((err = cp_store_series(s, sel, &ser, &nser)) ||
+	    (err = cp_store_distinct(ser, nser, CP_LIST_TYPES, NULL, &types, &ntypes)))
+		goto out;
+	/* one selection per type (a selection is of one type), grouped by the label: its groups are the values */
+	for (i = 0; i < ntypes && !err; i++) {
+		const char *braces = sel && sel->src ? strchr(sel->src, '{') : NULL;
+		struct cp_selector *typed = NULL;
+		struct cp_store_query q = { NULL, from, to, label, NULL };
+		struct cp_store_result *r = NULL;
+		size_t nr = 0;
+		char *text = NULL;
+
+		/* the selector again with this type (as text, which a remote store is sent) */
+		if (asprintf(&text, "%s%s", types[i], braces ? braces : "") < 0) {
+			err = cp_error(ENOMEM, "out of memory listing the values of %s", label);
+			break;
+		}
+		err = cp_selector_parse(text, &typed);
+		free(text);
+		q.sel = typed;
+		if (err || (err = cp_store_select(s, &q, &r, &nr))) {
+			cp_selector_free(typed);
+			break;
+		}
+		cp_selector_free(typed);
+		for (j = 0; j < nr && !err; j++) {
+			if (!*r[j].group || !r[j].profile || !r[j].profile->nsamples)
+				continue;
+			if (cp_grow((void **)&v, &cap, cnt + 1, sizeof(*v)) || !(v[cnt] = strdup(r[j].group)))
+				err = cp_error(ENOMEM, "out of memory listing the values of %s", label);
+			else
+				cnt++;
+		}
+		cp_store_results_free(r, nr);
+	}
+	if (!err) {
+		cp_qsort(v, cnt, sizeof(*v), str_ptr_cmp);
+		for (i = 0, j = 0; i < cnt; i++) {
+			if (j && !strcmp(v[j - 1], v[i]))
+				free(v[i]);
+			else
+				v[j++] = v[i];
+		}
+		cnt = j;
+	}
+out:
+	free(types);
+	cp_store_series_free(ser, nser);
+	if (err) {
+		cp_store_values_free(v, cnt);
+		return err;
+	}
+	*values = v;
+	*n = cnt;
+	return 0;
+}
+
+void cp_store_values_free(char **values, size_t n)
+{
+	for (size_t i = 0; values && i < n; i++)
+		free(values[i]);
+	free(values);
+}
+
 int cp_store_distinct(const struct cp_store_series *ser, size_t n, enum cp_store_list what, const char *label,
 		      const char ***items, size_t *nitems)
 {

@@ -173,6 +173,14 @@ enum cp_store_list { CP_LIST_TYPES, CP_LIST_LABELS, CP_LIST_VALUES };
 int cp_store_distinct(const struct cp_store_series *ser, size_t n, enum cp_store_list what, const char *label,
 		      const char ***items, size_t *nitems);
 
+/* The values a label has in the samples of the matching series over [from, to) (a sample label, such
+ * as an off-CPU wait's state, which no series carries), sorted, each once (a sample without it is
+ * left out); *values and its strings are malloc'ed (cp_store_values_free).  Errors as
+ * cp_store_select's. */
+int cp_store_sample_values(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+			   const char *label, char ***values, size_t *n);
+void cp_store_values_free(char **values, size_t n);
+
 struct cp_store_query {
 	const struct cp_selector *sel;
 	int64_t from, to;     /* nanoseconds: [from, to) */

@@ -214,7 +214,8 @@ static int run_config(const struct scrape_opts *o)
 	}
 	if ((status = open_sink(o, &k, dir, sizeof(dir))))
 		goto out;
-	if (!(s = cp_scraper_new(&cfg.scrape, to_store, &k))) {
+	/* the last cumulative scrapes beside the targets' state: a next run (cron, --once) goes on from them */
+	if (!(s = cp_scraper_new(&cfg.scrape, to_store, &k)) || (errno = -cp_scraper_set_state_dir(s, dir))) {
 		status = fail("scrape", "%s", cp_errmsg(errno));
 		goto out;
 	}
@@ -297,6 +298,12 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 		}
 		if ((status = open_sink(o, &k, dir, sizeof(dir))))
 			goto out;
+		/* a cumulative profile is stored as what happened since the last run's scrape */
+		if ((err = cp_scrape_request_since_last(&q, dir, &p))) {
+			cp_store_close(k.store);
+			status = fail("scrape", "%s", cp_errmsg(err));
+			goto out;
+		}
 		a.profile = p;
 		a.name = q.name;
 		a.labels = labels;

@@ -241,7 +241,8 @@ static int run_serve(int argc, char **argv)
 	}
 	cp_api_set_server(api, http);
 	if (cfg.scrape.njobs) {
-		if (!(scraper = cp_scraper_new(&cfg.scrape, cp_api_scrape_sink, api))) {
+		if (!(scraper = cp_scraper_new(&cfg.scrape, cp_api_scrape_sink, api)) ||
+		    (errno = -cp_scraper_set_state_dir(scraper, dir))) {
 			status = fail("serve", "%s", cp_errmsg(errno));
 			goto out;
 		}

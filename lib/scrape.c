@@ -9,13 +9,17 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cumulative.h"
 #include "error.h"
+#include "index.h"
+#include "log.h"
 #include "pprof.h"
 #include "selector.h"
 #include "util.h"
@@ -156,6 +160,22 @@ int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t sec
 		return cp_error(ENOMEM, "out of memory making the scrape request");
 	}
 	return 0;
+}
+
+int cp_scrape_request_since_last(const struct cp_scrape_request *r, const char *state_dir, struct cp_profile **p)
+{
+	struct cp_scrape_last last;
+	char *key = NULL;
+	int err;
+
+	if (asprintf(&key, "scrape\n%s\n%s\n%s", r->instance, r->name, r->url) < 0)
+		return cp_error(ENOMEM, "out of memory");
+	err = cp_scrape_last_init(&last, state_dir, key);
+	free(key);
+	if (!err)
+		err = cp_scrape_since_last(&last, p, cp_now_ns());
+	cp_scrape_last_release(&last);
+	return err;
 }
 
 int cp_scrape_default_profiles(struct cp_scrape_profile **out, size_t *n)
@@ -345,6 +365,7 @@ struct target {
 	char errbuf[CURL_ERROR_SIZE];
 	struct cp_kv *labels; /* job, instance, the static labels */
 	size_t nlabels;
+	struct cp_scrape_last last; /* of a cumulative profile: the next is stored as the difference from it */
 	/* a finished scrape on its way to the sink */
 	struct cp_profile *p;
 	int err;
@@ -435,6 +456,7 @@ void cp_scraper_free(struct cp_scraper *s)
 		free(t->url);
 		free(t->labels);
 		cp_profile_free(t->p);
+		cp_scrape_last_release(&t->last);
 		free(t->msg);
 		free(t->state.job);
 		free(t->state.instance);
@@ -518,6 +540,24 @@ out:
 	return s;
 }
 
+int cp_scraper_set_state_dir(struct cp_scraper *s, const char *dir)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct target *t = &s->t[i];
+		char *key = NULL;
+		int err;
+
+		if (asprintf(&key, "%s\n%s\n%s\n%s", t->job->name, t->instance, t->prof->name, t->url) < 0)
+			return cp_error(ENOMEM, "out of memory");
+		cp_scrape_last_release(&t->last);
+		err = cp_scrape_last_init(&t->last, dir, key);
+		free(key);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 void cp_scraper_set_log(struct cp_scraper *s, void (*fn)(void *ctx, const struct cp_target_state *t), void *ctx)
 {
 	s->log = fn;
@@ -563,12 +603,85 @@ static int keep_types(const struct cp_scrape_profile *prof, struct cp_profile *p
 	return cp_profile_keep_types(p, keep);
 }
 
+int cp_scrape_last_init(struct cp_scrape_last *l, const char *state_dir, const char *key)
+{
+	memset(l, 0, sizeof(*l));
+	if (state_dir && asprintf(&l->path, "%s/scrape-last/%016llx.pb.gz", state_dir,
+				  (unsigned long long)cp_hash_bytes(key, strlen(key), 0x5c4a9e)) < 0) {
+		l->path = NULL;
+		return cp_error(ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void cp_scrape_last_release(struct cp_scrape_last *l)
+{
+	free(l->path);
+	cp_profile_free(l->p);
+	memset(l, 0, sizeof(*l));
+}
+
+/* what an earlier run kept (unreadable or absent: none, the next scrape starts the count again) */
+static void last_load(struct cp_scrape_last *l)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	l->loaded = true;
+	if (!l->path || cp_read_file(l->path, 64u << 20, &data, &len))
+		return;
+	l->p = cp_pprof_decode(data, len);
+	free(data);
+	cp_error_clear();
+}
+
+static void last_save(const struct cp_scrape_last *l)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char dir[PATH_MAX];
+	int err;
+
+	if (!l->path)
+		return;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(l->path, '/') - l->path), l->path);
+	if ((err = cp_mkdirs(dir, 0755)) || (err = cp_pprof_encode(l->p, 1, &buf, &len)) ||
+	    (err = cp_write_file_atomic(l->path, buf, len)))
+		cp_log("scrape", CP_LOG_WARN, "cannot keep the last cumulative scrape in %s: %s", l->path, cp_errmsg(err));
+	free(buf);
+}
+
+int cp_scrape_since_last(struct cp_scrape_last *l, struct cp_profile **p, int64_t t)
+{
+	struct cp_profile *d = NULL;
+	bool restarted;
+	int err;
+
+	if (!cp_profile_is_cumulative(*p))
+		return 0;
+	if (!l->loaded)
+		last_load(l);
+	/* the interval between two scrapes by the scraper's clock (the target's may be off, or not move:
+	 * a cache in between) */
+	(*p)->time_nanos = t;
+	if ((err = cp_cumulative_delta(*p, l->p, &d, &restarted)))
+		return err;
+	if (restarted)
+		cp_log("scrape", CP_LOG_DEBUG, "%s: the totals went down since the last scrape (a restart): stored"
+		       " as they are", l->path ? l->path : "a target");
+	cp_profile_free(l->p);
+	l->p = *p;
+	*p = d;
+	last_save(l);
+	return 0;
+}
+
 /* a finished transfer: decoded into t->p, or t->err with the reason */
 static void finished(struct cp_scraper *s, struct target *t, CURLcode rc)
 {
 	t->p = finish(t->easy, rc, t->url, &t->body, t->errbuf, &t->err);
-	if (t->p)
-		t->err = keep_types(t->prof, t->p);
+	if (t->p && !(t->err = keep_types(t->prof, t->p)))
+		t->err = cp_scrape_since_last(&t->last, &t->p, t->w0);
 	t->msg = t->err ? strdup(cp_errmsg(-t->err)) : NULL;
 	t->bytes = t->body.len;
 	t->t1 = cp_mono_ns();
@@ -598,7 +711,7 @@ static int drain(struct cp_scraper *s)
 			continue;
 		finished(s, t, m->data.result);
 		done[n++] = t; /* each target at most once: n <= s->n */
-		if (!t->err) {
+		if (!t->err && t->p->nsamples) { /* a first cumulative scrape may leave nothing to store */
 			memset(&a[na], 0, sizeof(a[na]));
 			a[na].profile = t->p;
 			a[na].name = t->prof->name;

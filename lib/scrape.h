@@ -88,6 +88,10 @@ void cp_scraper_free(struct cp_scraper *s);
 /* Called (from the scraping thread) when a target goes up or down, or its
  * error changes: what a log line is made of. */
 void cp_scraper_set_log(struct cp_scraper *s, void (*fn)(void *ctx, const struct cp_target_state *t), void *ctx);
+/* Where the last cumulative scrape of each target is kept (cp_scrape_last), so that the next run of a
+ * scraper (--once from cron, a restart) takes the difference from it; NULL (the default): in memory
+ * only.  Set before the first scrape; dir is copied. */
+int cp_scraper_set_state_dir(struct cp_scraper *s, const char *dir);
 /* Scrape every target on its schedule until *stop is set or
  * cp_scraper_stop is called (from another thread or a signal handler's
  * flag).  0 or -errno. */
@@ -131,6 +135,26 @@ struct cp_scrape_request {
 int cp_scrape_request_make(const char *url_arg, const char *profile, int64_t seconds, int64_t timeout,
 			   struct cp_scrape_request *r);
 void cp_scrape_request_release(struct cp_scrape_request *r);
+/* cp_scrape_since_last for the scrape of a request, with the last one kept in state_dir (NULL: none). */
+int cp_scrape_request_since_last(const struct cp_scrape_request *r, const char *state_dir, struct cp_profile **p);
+
+/* The last scrape of a cumulative profile (cumulative.h) of one target, which the next one is stored
+ * as the difference from: in memory, and with a state directory in DIR/scrape-last/ (a file per
+ * target, named by a hash of its key, written atomically), where the next run of a scraper finds it. */
+struct cp_scrape_last {
+	char *path;           /* NULL: memory only */
+	struct cp_profile *p; /* the last scrape as it came, NULL: none yet */
+	bool loaded;
+};
+/* key: what names the target and profile (job, instance, profile name, URL).  0 or -ENOMEM. */
+int cp_scrape_last_init(struct cp_scrape_last *l, const char *state_dir, const char *key);
+void cp_scrape_last_release(struct cp_scrape_last *l);
+/* *p, a scrape as it came, taken at time t (ns, the scraper's clock), becomes what to store: when it is
+ * cumulative, what happened since the last scrape (the first: only its other values; cumulative.h),
+ * its time the last one's and its duration the time between them, and the last becomes *p as it came
+ * (kept in the state directory too: a failure to write it is logged, not an error); else it stays.  0
+ * or -errno (ENOMEM); on error *p is as it was. */
+int cp_scrape_since_last(struct cp_scrape_last *l, struct cp_profile **p, int64_t t);
 
 /* One scrape of url (a full URL) with a timeout: the decoded profile.
  * NULL + errno with a message naming the URL and what went wrong. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cumulative.h"
 #include "../error.h"
 #include "../selector.h"
 #include "../util.h"
@@ -256,7 +257,10 @@ int cp_store_type_name(const struct cp_profile *p, int vidx, const char *name, c
 			name = "profile";
 	}
 	n = snprintf(buf, len, "%s:%s:%s:%s:%s%s", name, cp_profile_string(p, p->sample_types[vidx].type),
-		     cp_profile_string(p, p->sample_types[vidx].unit), pt, pu, p->duration_nanos ? ":delta" : "");
+		     cp_profile_string(p, p->sample_types[vidx].unit), pt, pu,
+		     /* a gauge is a value at a time, whatever interval its profile covers (cumulative.h) */
+		     p->duration_nanos && cp_value_kind(cp_profile_string(p, p->sample_types[vidx].type)) != CP_VALUE_GAUGE ?
+			     ":delta" : "");
 	return n < 0 || (size_t)n >= len ? cp_error(ENAMETOOLONG, "profile type name too long") : 0;
 }
 

@@ -156,6 +156,79 @@ is "$(gotop "$T/mem.pb.gz" -sample_index=alloc_space)" main.allocHog "go tool pp
 s=$(share "$T/mem.pb.gz" main.allocHog alloc_space)
 ok "cprof query -i agrees (main.allocHog $s% of alloc_space)" test "$s" -ge 50
 
+# ---- cumulative profiles are stored as what happened between scrapes (#47 item 2) ----
+# Go's allocs profile counts alloc_* since the program started.  Real scrapes of G1 (c1..c3, a second
+# apart) and of a target started afresh (r1, r2: a restart, its totals start again) are served in
+# that order, one a request, by a replay server; a continuous scraper stores what each scrape adds.
+for i in 1 2 3; do curl -s -o "$T/c$i.pb.gz" "http://$G1/debug/pprof/allocs"; sleep 1; done
+start_target fresh
+FRESH=$ADDR
+curl -s -o "$T/r1.pb.gz" "http://$FRESH/debug/pprof/allocs"
+sleep 1
+curl -s -o "$T/r2.pb.gz" "http://$FRESH/debug/pprof/allocs"
+kill "$TPID"
+cat >"$T/replay.py" <<'PYEOF'
+import http.server, sys
+files, served = sys.argv[2:], [0]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        data = open(files[min(served[0], len(files) - 1)], 'rb').read()
+        served[0] += 1
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/octet-stream')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        with open(sys.argv[1], 'w') as f:
+            f.write('%d\n' % served[0])
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(('127.0.0.1', 0), H)
+print('127.0.0.1:%d' % s.server_port, flush=True)
+s.serve_forever()
+PYEOF
+python3 "$T/replay.py" "$T/replay.n" "$T/c1.pb.gz" "$T/c2.pb.gz" "$T/c3.pb.gz" "$T/r1.pb.gz" "$T/r2.pb.gz" >"$T/replay.addr" &
+PIDS="$PIDS $!"
+wait_for 10 test -s "$T/replay.addr"
+REPLAY=$(cat "$T/replay.addr")
+cat >"$T/cum.yaml" <<EOF
+scrape_configs:
+  - job_name: cum
+    scrape_interval: 1s
+    static_configs:
+      - targets: ['$REPLAY']
+    profiling_config:
+      pprof_config:
+        process_cpu: {enabled: false}
+        block: {enabled: false}
+        mutex: {enabled: false}
+        goroutine: {enabled: false}
+EOF
+D=$T/cum
+"$CPROF" scrape --config "$T/cum.yaml" --data "$D" -q 2>"$T/cum.err" &
+cpid=$!
+PIDS="$PIDS $cpid"
+served() { [ "$(cat "$T/replay.n" 2>/dev/null || echo 0)" -ge 6 ]; }
+wait_for 20 served
+kill -TERM "$cpid"
+wait "$cpid"
+is "$?" 0 "the scraper of the replayed scrapes stopped with exit 0"
+atot() { "$CPROF" query -i "$1" -t alloc_space -f json | jq .total; }
+a1=$(atot "$T/c1.pb.gz") a3=$(atot "$T/c3.pb.gz") b2=$(atot "$T/r2.pb.gz")
+# Go's own difference of two scrapes: go tool pprof -diff_base
+gd=$("$GO" tool pprof -raw -sample_index=alloc_space -diff_base "$T/c1.pb.gz" "$T/c3.pb.gz" 2>/dev/null |
+	awk '/^Samples:/ {s = 1; next} /^Locations/ {s = 0} s && $1 ~ /^-?[0-9]+$/ {t += $2} END {print t + 0}')
+is "$gd" "$((a3 - a1))" "go tool pprof -diff_base c1 c3: the allocations between them are c3's totals less c1's"
+stored=$("$CPROF" query --data "$D" --from 2000-01-01T00:00:00Z 'memory:alloc_space{job="cum"}' -f json | jq .total)
+is "$stored" "$((a3 - a1 + b2))" \
+	"stored alloc_space: what c2 and c3 added to c1, then all of r1 (the restart), then what r2 added: c3 - c1 + r2 ($stored)"
+ok "not the scrapes' totals summed ($((a1 + a3 + b2)) and more)" test "$stored" -lt "$((a1 + a3))"
+is "$("$CPROF" query --data "$D" --types | grep -c '^memory:alloc_space:bytes:space:bytes:delta$')" 1 \
+	"the differences are stored as a delta type"
+is "$("$CPROF" query --data "$D" --types | grep -c '^memory:inuse_space:bytes:space:bytes$')" 1 \
+	"in-use memory, a gauge, as a value at a time (not :delta), from the first scrape on"
+ok "the last scrape is kept in the data directory for the next run" test -n "$(ls "$D/scrape-last" 2>/dev/null)"
+
 run "$CPROF" scrape --profile block -o "$T/block.pb.gz" "http://$G1"
 is "$rc" 0 "--profile block: exit 0"
 like "$(tail -n 1 "$T/g1.log")" ' /debug/pprof/block$' "from /debug/pprof/block"
@@ -285,11 +358,17 @@ t1=$(date +%s%N)
 is "$rc" 0 "--once with good targets: exit 0"
 ok "promptly ($(((t1 - t0) / 1000000)) ms)" test $(((t1 - t0) / 1000000)) -lt 5000
 is "$("$CPROF" query --data "$D" --series '{job="once"}' | sed 's/{.*//' | sort -u | tr '\n' ' ')" \
-	"goroutine:goroutine:count:goroutine:count memory:alloc_objects:count:space:bytes memory:alloc_space:bytes:space:bytes memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes " \
-	"the enabled profiles were stored, each sample type a series"
+	"goroutine:goroutine:count:goroutine:count memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes " \
+	"the enabled profiles were stored, each sample type a series; the cumulative ones (alloc_*) not yet: a first scrape is where they are counted from"
 is "$("$CPROF" query --data "$D" --series 'goroutine{job="once"}' | wc -l | tr -d ' ')" 2 "one per target"
 is "$(fcum "goroutine{job=\"once\",instance=\"$G1\"}" main.parked)/$(fcum "goroutine{job=\"once\",instance=\"$G2\"}" main.parked)" \
 	"11/13" "instance=G1 holds G1's goroutines, instance=G2 G2's"
+# a second run (as from cron) takes the difference from the first's scrapes, kept in the data directory
+run "$CPROF" scrape --config "$T/once.yaml" --data "$D" --once
+is "$rc" 0 "--once again: exit 0"
+is "$("$CPROF" query --data "$D" --series '{job="once"}' | sed 's/{.*//' | sort -u | tr '\n' ' ')" \
+	"goroutine:goroutine:count:goroutine:count memory:alloc_objects:count:space:bytes:delta memory:alloc_space:bytes:space:bytes:delta memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes " \
+	"and stores what was allocated since the first run as a delta type"
 ok "it wrote DIR/scrape-targets.json" jq -e 'length == 4' "$D/scrape-targets.json"
 cat >"$T/once-bad.yaml" <<EOF
 scrape_configs:
@@ -421,10 +500,10 @@ like "$(cat "$T/cont.err")" "$DOWN.*(refused|connect)" "the down one with its er
 like "$(cat "$T/cont.err")" "$ERROR.*500" "the 500 one with its status"
 
 # what was stored
-want="block:contentions:count:contentions:count
-block:delay:nanoseconds:contentions:count
+want="block:contentions:count:contentions:count:delta
+block:delay:nanoseconds:contentions:count:delta
 goroutine:goroutine:count:goroutine:count
-memory:alloc_space:bytes:space:bytes
+memory:alloc_space:bytes:space:bytes:delta
 process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta
 process_cpu:samples:count:cpu:nanoseconds:delta
 wallclock:goroutine:count:goroutine:count"
@@ -544,7 +623,9 @@ like "$err" '401|[Tt]oken|[Uu]nauthori' "saying the token is wrong"
 "$CPROF" scrape --config "$T/remote.yaml" --remote "$URL" --token-file "$T/token" >"$T/push.out" 2>"$T/push.err" &
 ppid=$!
 PIDS="$PIDS $ppid"
-pushed() { get /api/v1/series -G --data-urlencode 'query=goroutine{job="pushed"}' | jq -e 'length == 1'; }
+# (the memory profile's alloc_* from its second scrape on: the first is where they are counted from)
+pushed() { get /api/v1/series -G --data-urlencode 'query=goroutine{job="pushed"}' | jq -e 'length == 1' &&
+	get /api/v1/series -G --data-urlencode 'query=memory:alloc_space{job="pushed"}' | jq -e 'length == 1'; }
 wait_for 8 pushed
 ok "cprof scrape --config F --remote URL: the server has the scraped series" pushed
 remote_state() { # the --remote scraper's state (written every second) in the default data dir
@@ -558,8 +639,8 @@ kill -INT "$ppid"
 wait "$ppid"
 is "$?" 0 "and it stops on SIGINT with exit 0"
 is "$(get /api/v1/series -G --data-urlencode 'query=memory{job="pushed"}' | jq -r '[.[].type] | sort | join(" ")')" \
-	"memory:alloc_objects:count:space:bytes memory:alloc_space:bytes:space:bytes memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes" \
-	"every memory sample type as its own series"
+	"memory:alloc_objects:count:space:bytes:delta memory:alloc_space:bytes:space:bytes:delta memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes" \
+	"every memory sample type as its own series (the cumulative ones as the differences between scrapes)"
 c=$(get /api/v1/profile -G --data-urlencode "query=goroutine{job=\"pushed\",instance=\"$G2\"}" --data-urlencode from=now-1h -d format=json |
 	jq --arg f main.parked '[.top[] | select(.name == $f) | .cum] | add // 0')
 ok "G2's 13 parked goroutines per pushed scrape ($c)" test "$((c % 13))" = 0 -a "$c" -ge 13

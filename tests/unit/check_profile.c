@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The profile model: lib/profile.c, lib/strtab.c, lib/index.c, lib/filter.c. */
+/* The profile model: lib/profile.c, lib/strtab.c, lib/index.c, lib/filter.c, lib/cumulative.c. */
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cumulative.h"
 #include "error.h"
 #include "index.h"
 #include "profile.h"
@@ -1263,6 +1264,61 @@ START_TEST(test_index_direct)
 }
 END_TEST
 
+/* cumulative.h: two scrapes of a cumulative profile (alloc_space since the start, inuse_space now) */
+START_TEST(test_cumulative_delta)
+{
+	struct cp_profile *a = profile_with("alloc_space/bytes,inuse_space/bytes", "space/bytes", 0);
+	struct cp_profile *b = profile_with("alloc_space/bytes,inuse_space/bytes", "space/bytes", 0);
+	struct cp_profile *c = profile_with("alloc_space/bytes,inuse_space/bytes", "space/bytes", 0);
+	struct cp_profile *d = NULL;
+	bool restarted = true;
+
+	ck_assert_int_eq(cp_value_kind("alloc_space"), CP_VALUE_CUMULATIVE);
+	ck_assert_int_eq(cp_value_kind("inuse_space"), CP_VALUE_GAUGE);
+	ck_assert_int_eq(cp_value_kind("cpu"), CP_VALUE_DELTA);
+	add2(a, "main;f", 100, 40);
+	add2(a, "main;g", 50, 10);
+	a->time_nanos = 1000;
+	add2(b, "main;f", 130, 35); /* f allocated 30 more, holds 35 */
+	add2(b, "main;g", 50, 10);  /* g nothing more */
+	add2(b, "main;h", 7, 0);    /* h is new */
+	b->time_nanos = 4000;
+	ck_assert(cp_profile_is_cumulative(a));
+	/* the first scrape: only the gauge is kept */
+	ck_assert_int_eq(cp_cumulative_delta(a, NULL, &d, &restarted), 0);
+	ck_assert(!restarted);
+	ck_assert_uint_eq(d->ntypes, 1);
+	ck_assert_str_eq(cp_profile_string(d, d->sample_types[0].type), "inuse_space");
+	ck_assert_int_eq(value_of(d, "main;f", 0), 40);
+	cp_profile_free(d);
+	/* the second: the growth of the cumulative value, the gauge as it is now; g (no growth, holding
+	 * 10) stays for its gauge */
+	ck_assert_int_eq(cp_cumulative_delta(b, a, &d, &restarted), 0);
+	ck_assert(!restarted);
+	ck_assert_uint_eq(d->ntypes, 2);
+	ck_assert_int_eq(value_of(d, "main;f", 0), 30);
+	ck_assert_int_eq(value_of(d, "main;f", 1), 35);
+	ck_assert_int_eq(value_of(d, "main;g", 0), 0);
+	ck_assert_int_eq(value_of(d, "main;g", 1), 10);
+	ck_assert_int_eq(value_of(d, "main;h", 0), 7);
+	ck_assert_int_eq(d->time_nanos, 1000);
+	ck_assert_int_eq(d->duration_nanos, 3000);
+	ck_assert(!cp_profile_is_cumulative(d));
+	cp_profile_free(d);
+	/* a restart: f's total went down, the scrape's totals are the growth */
+	add2(c, "main;f", 12, 12);
+	c->time_nanos = 9000;
+	ck_assert_int_eq(cp_cumulative_delta(c, b, &d, &restarted), 0);
+	ck_assert(restarted);
+	ck_assert_int_eq(value_of(d, "main;f", 0), 12);
+	ck_assert_int_eq(value_of(d, "main;g", 0), 0);
+	cp_profile_free(d);
+	cp_profile_free(a);
+	cp_profile_free(b);
+	cp_profile_free(c);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
 	Suite *s = suite_create("profile");
@@ -1293,6 +1349,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(merge, test_merge_scale);
 	tcase_add_test(merge, test_merge_tag);
 	tcase_add_test(merge, test_copy_keep);
+	tcase_add_test(merge, test_cumulative_delta);
 	suite_add_tcase(s, merge);
 
 	tcase_add_test(frames, test_frames_inline);

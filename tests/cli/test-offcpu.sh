@@ -171,8 +171,11 @@ last=$(printf '%s\n' "$out" | awk '/SELF%/ { n = 0; delete r; next } NF { r[++n]
 ta=$(printf '%s\n' "$last" | awk '$4 == "wait_a" { sub("%", "", $2); print $2 }')
 tb=$(printf '%s\n' "$last" | awk '$4 == "wait_b" { sub("%", "", $2); print $2 }')
 diag "top: wait_a total ${ta:-none}%, wait_b total ${tb:-none}%"
-ok "wait_a and wait_b are there, wait_a about 3 times wait_b's share" \
-	awk -v a="${ta:-0}" -v b="${tb:-0}" 'BEGIN { exit !(b > 0 && a / b > 2.4 && a / b < 3.6) }'
+# 3:1 on an idle machine (30 ms and 10 ms); on a busy one each wait also takes the time its thread
+# waits to run again, which adds more to the 10 ms (and to the answerer's sleep before it): 2.2:1
+# was seen in a loaded CI run
+ok "wait_a and wait_b are there, wait_a 1.5 to 3.6 times wait_b's share (3 when idle)" \
+	awk -v a="${ta:-0}" -v b="${tb:-0}" 'BEGIN { exit !(b > 0 && a / b > 1.5 && a / b < 3.6) }'
 run top_ --show wall --stdio -n 1 -d 1 --view threads -- "$T/offcpu" 30
 is "$rc" 0 "top --show wall --view threads exits 0"
 like "$out" 'WALL% +VALUE +TID +PID +THREAD' "the threads' share of wall-clock time"

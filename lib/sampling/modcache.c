@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../error.h"
 #include "../index.h"
 #include "../util.h"
 #include "debugcopy.h"
@@ -163,6 +164,7 @@ static void mod_free(struct cp_mod *m)
 	free(m->cus);
 	free(m->units);
 	free(m->unit_of);
+	free(m->go);
 	free(m->key);
 	free(m);
 }
@@ -598,4 +600,26 @@ bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi)
 	}
 	*lo = addr, *hi = addr + 1; /* in no segment: for itself */
 	return false;
+}
+
+struct cp_gopclntab *cp_mod_gopclntab(struct cp_mod *m)
+{
+	Dwarf_Addr bias;
+	Elf *e;
+
+	if (m->go_read)
+		return m->go;
+	m->go_read = -1;
+	e = m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	if (!e || !(m->go = malloc(sizeof(*m->go))))
+		return NULL;
+	if (cp_gopclntab_elf(m->go, e)) { /* not Go (-ENOENT), or a table that cannot be read: no names from it */
+		cp_error_clear();
+		free(m->go);
+		m->go = NULL;
+		return NULL;
+	}
+	m->go_read = 1;
+	m->bytes += sizeof(*m->go);
+	return m->go;
 }

@@ -15,6 +15,7 @@
 
 #include "../util.h"
 
+#include "gopclntab.h"
 #include "proc.h"
 #include "scopes.h"
 
@@ -70,6 +71,10 @@ struct cp_mod {
 	} *unit_of;
 	size_t nunit_of;
 	int units_read;
+	/* Go's function table, read at the first address that neither its
+	 * symbols nor its DWARF name (go_read 1; -1: none, not a Go binary) */
+	struct cp_gopclntab *go;
+	int go_read;
 	size_t bytes; /* the heap this module's tables hold (symbols, scopes, units) */
 	/* debuginfod: the session's debug file was still being fetched when
 	 * libdw looked for it (the session lacks it for good) */
@@ -141,5 +146,8 @@ bool cp_mod_in_unit(struct cp_mod *m, uint64_t addr, uint64_t *lo, uint64_t *hi)
  * *cu, and the DWARF's bias: false when none does.  libdwfl finds a unit
  * through .debug_aranges only, which clang and rustc do not emit. */
 bool cp_mod_unit_die(struct cp_mod *m, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias);
+/* m's Go function table (gopclntab.h: in link-time addresses, a module
+ * address less m->bias), read at the first call; NULL when m has none. */
+struct cp_gopclntab *cp_mod_gopclntab(struct cp_mod *m);
 
 #endif

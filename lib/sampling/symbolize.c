@@ -15,6 +15,7 @@
 
 #include "debuginfod.h"
 #include "../error.h"
+#include "gopclntab.h"
 #include "../index.h"
 #include "locmemo.h"
 #include "modcache.h"
@@ -32,10 +33,19 @@ struct symline {
 };
 
 /* what an address is named, at the id of its span in s->spans (the module
- * key's id in s->strs, and the file offset (user) or address (kernel)) */
+ * key's id in s->strs, and the file offset (user) or address (kernel)):
+ * n lines from first, and what they hold (FOUND_*: what the profile's
+ * mapping then says it has) */
 struct entry {
-	uint32_t first, n;
+	uint32_t first;
+	uint16_t n;
+	uint8_t found;
 };
+
+#define FOUND_FUNCTIONS 1
+#define FOUND_FILENAMES 2
+#define FOUND_LINE_NUMBERS 4
+#define FOUND_INLINE_FRAMES 8 /* (the lines came from where inlined calls are told) */
 
 #define MAX_MODS 256
 #define MAX_LATE 64
@@ -183,9 +193,22 @@ void cp_symbolize_release_pages(struct cp_symbolizer *s)
 		cp_ksyms_release_pages(s->ksyms);
 }
 
-/* The n lines off of mod is named, which hold for [lo, hi) too. */
+/* What lines l[0..n) hold (FOUND_*), inline_frames: whether they came from
+ * where inlined calls are told (DWARF's scopes, Go's inline trees). */
+static uint8_t found_in(const struct symline *l, uint32_t n, bool inline_frames)
+{
+	uint8_t f = n && inline_frames ? FOUND_INLINE_FRAMES : 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		f |= (l[i].name ? FOUND_FUNCTIONS : 0) | (l[i].file ? FOUND_FILENAMES : 0) |
+		     (l[i].line > 0 ? FOUND_LINE_NUMBERS : 0);
+	return f;
+}
+
+/* The n lines off of mod is named, which hold for [lo, hi) too (with
+ * inline_frames: see found_in). */
 static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint64_t off, uint64_t lo, uint64_t hi,
-				     const struct symline *l, uint32_t n)
+				     const struct symline *l, uint32_t n, bool inline_frames)
 {
 	int64_t id;
 
@@ -196,7 +219,8 @@ static const struct entry *cache_add(struct cp_symbolizer *s, uint32_t mod, uint
 	if (n)
 		memcpy(s->lines + s->nlines, l, n * sizeof(*l));
 	s->e[id].first = (uint32_t)s->nlines;
-	s->e[id].n = n;
+	s->e[id].n = (uint16_t)n;
+	s->e[id].found = found_in(l, n, inline_frames);
 	s->nlines += n;
 	return &s->e[id];
 }
@@ -530,14 +554,49 @@ static int cu_scopes_find(struct cp_mod *sm, Dwarf_Die *cu, uint64_t pc, Dwarf_D
 	return cp_scopes_find(sc, pc, out, max);
 }
 
+/* addr's frames from Go's function table (in the table's addresses: a
+ * module address less the module's bias), innermost first, into out; [*lo,
+ * *hi), which holds addr, is cut to the run of addresses where they hold
+ * (in a stripped Go binary, nothing else cuts it: its segment). */
+static uint32_t go_lookup(struct cp_symbolizer *s, struct cp_mod *sm, const struct cp_gopclntab *go, uint64_t addr,
+			  struct symline *out, uint64_t *lo, uint64_t *hi, bool *inline_frames)
+{
+	struct cp_goframe f[MAX_INLINE];
+	uint64_t entry, glo, ghi;
+	int n = cp_gopclntab_lookup(go, addr - sm->bias, f, MAX_INLINE, &entry, &glo, &ghi);
+
+	if (!(*lo <= addr && addr < *hi))
+		*lo = addr, *hi = addr + 1;
+	if (n < 0) { /* the table is corrupt there: unnamed, for addr alone */
+		cp_error_clear();
+		*lo = addr, *hi = addr + 1;
+		return 0;
+	}
+	glo = glo > UINT64_MAX - sm->bias ? UINT64_MAX : glo + sm->bias;
+	ghi = ghi > UINT64_MAX - sm->bias ? UINT64_MAX : ghi + sm->bias;
+	*lo = glo > *lo ? glo : *lo;
+	*hi = ghi < *hi ? ghi : *hi;
+	for (int i = 0; i < n; i++) {
+		out[i].name = intern(s, f[i].func);
+		out[i].file = intern(s, f[i].file);
+		out[i].line = f[i].line;
+	}
+	*inline_frames = cp_gopclntab_inlines(go);
+	return (uint32_t)n;
+}
+
 /* Look addr up with libdw: innermost (inlined) frame first.  [*lo, *hi):
  * the addresses the same lines are the answer for.  Where no compilation
  * unit covers addr (a binary without DWARF, or code built without -g beside
  * code with it), no line of a function differs: its symbol's span, or the
- * gap between symbols, within the gap between units.  Else [addr, addr + 1). */
+ * gap between symbols, within the gap between units.  Else [addr, addr + 1).
+ * An address that neither the symbols nor DWARF name, in a Go binary, is
+ * looked up in Go's own table (go_lookup).  *inline_frames: whether the
+ * answer came from where inlined calls are told. */
 static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr, struct symline *out, uint64_t *lo,
-		       uint64_t *hi)
+		       uint64_t *hi, bool *inline_frames)
 {
+	struct cp_gopclntab *go;
 	Dwfl_Module *mod = sm->mod;
 	const char *file = NULL;
 	const struct cp_modsym *y;
@@ -569,6 +628,11 @@ static uint32_t lookup(struct cp_symbolizer *s, struct cp_mod *sm, uint64_t addr
 		}
 		*lo = *hi = 0;
 	}
+	/* (read the first time it is needed: only binaries without names for
+	 * some address pay for knowing whether they are Go) */
+	if (!named && !cu && !l && !file && (go = cp_mod_gopclntab(sm)))
+		return go_lookup(s, sm, go, addr, out, lo, hi, inline_frames);
+	*inline_frames = cu != NULL;
 	if (!(*lo <= addr && addr < *hi))
 		*lo = addr, *hi = addr + 1;
 	if (l)
@@ -651,19 +715,13 @@ static int entry_lines(struct cp_symbolizer *s, struct cp_profile *prof, const s
 	return 0;
 }
 
-static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
-			     const struct entry *e)
-{
-	struct cp_line lines[MAX_INLINE];
-	int err = entry_lines(s, prof, e, lines);
 
-	if (err)
-		return err;
-	return cp_profile_location(prof, mapping, addr, lines, e ? e->n : 0, false);
-}
-
+/* The profile's mapping of a file (or of memory without one).  It says it
+ * has functions, file names, line numbers or inline frames only once a
+ * location in it has them (mark_mapping): go tool pprof symbolizes the
+ * mappings that say they have none (as it marks those it symbolizes). */
 static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t limit, uint64_t offset,
-			       const char *file, const char *build_id, bool symbolized)
+			       const char *file, const char *build_id)
 {
 	struct cp_mapping m;
 	int64_t f = cp_profile_str(prof, file), b = cp_profile_str(prof, build_id);
@@ -676,8 +734,38 @@ static int64_t profile_mapping(struct cp_profile *prof, uint64_t start, uint64_t
 	m.offset = offset;
 	m.filename = (uint32_t)f;
 	m.build_id = (uint32_t)b;
-	m.has_functions = m.has_filenames = m.has_line_numbers = m.has_inline_frames = symbolized;
 	return cp_profile_mapping(prof, &m);
+}
+
+/* Mapping id (of prof) holds a location named as e says. */
+static void mark_mapping(struct cp_profile *prof, int64_t mapping, const struct entry *e)
+{
+	struct cp_mapping *m;
+
+	if (mapping <= 0 || !e || !e->found)
+		return;
+	m = &prof->mappings[mapping - 1];
+	m->has_functions |= (e->found & FOUND_FUNCTIONS) != 0;
+	m->has_filenames |= (e->found & FOUND_FILENAMES) != 0;
+	m->has_line_numbers |= (e->found & FOUND_LINE_NUMBERS) != 0;
+	m->has_inline_frames |= (e->found & FOUND_INLINE_FRAMES) != 0;
+}
+
+/* The location of addr in mapping named as e says (and the mapping says it
+ * has what e holds). */
+static int64_t make_location(struct cp_symbolizer *s, struct cp_profile *prof, uint32_t mapping, uint64_t addr,
+			     const struct entry *e)
+{
+	struct cp_line lines[MAX_INLINE];
+	int err = entry_lines(s, prof, e, lines);
+	int64_t loc;
+
+	if (err)
+		return err;
+	loc = cp_profile_location(prof, mapping, addr, lines, e ? e->n : 0, false);
+	if (loc > 0)
+		mark_mapping(prof, mapping, e);
+	return loc;
 }
 
 int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, struct cp_proc *p, uint64_t addr)
@@ -689,7 +777,7 @@ int64_t cp_symbolize_mapping(struct cp_symbolizer *s, struct cp_profile *prof, s
 	if (!m)
 		return -ENOENT;
 	return profile_mapping(prof, m->start, m->end, m->pgoff, m->path,
-			       cp_map_key(m, p, buf, sizeof(buf)) == buf ? buf : "", true);
+			       cp_map_key(m, p, buf, sizeof(buf)) == buf ? buf : "");
 }
 
 /* A location with one frame named name (a JIT's, from its perf map). */
@@ -706,6 +794,7 @@ static int64_t named_location(struct cp_symbolizer *s, struct cp_profile *prof, 
 	s->lines[s->nlines].line = 0;
 	tmp.first = (uint32_t)s->nlines;
 	tmp.n = 1;
+	tmp.found = found_in(&s->lines[s->nlines], 1, false);
 	return make_location(s, prof, mapping, addr, &tmp);
 }
 
@@ -740,7 +829,7 @@ static int64_t jit_location(struct cp_symbolizer *s, struct cp_profile *prof, st
 	 * mapping was learnt, and pprof keeps regions of processes apart */
 	file = !m->path[0] || !strcmp(m->path, "//anon") ? "//anon" : m->path;
 	offset = cp_map_no_file(m->path) ? m->start : m->pgoff;
-	mapping = profile_mapping(prof, m->start, m->end, offset, file, "", jit != NULL);
+	mapping = profile_mapping(prof, m->start, m->end, offset, file, "");
 	if (mapping < 0)
 		return mapping;
 	addr = addr - m->start + prof->mappings[mapping - 1].start;
@@ -836,8 +925,7 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 		struct cp_mapping *mp = &prof->mappings[i];
 
 		if (late_landed(s, cp_profile_string(prof, mp->build_id))) {
-			redo[i] = 1;
-			mp->has_functions = mp->has_filenames = mp->has_line_numbers = mp->has_inline_frames = true;
+			redo[i] = 1; /* (its flags follow what is found now) */
 			any = true;
 		}
 	}
@@ -863,6 +951,7 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 			struct cp_mod *sm;
 			uint64_t maddr, alo, ahi;
 			uint32_t n;
+			bool inl = false;
 
 			if (s->spans.n >= s->max) {
 				cache_reset(s);
@@ -870,10 +959,10 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 			}
 			sm = cp_modcache_get_fd(s->mc, l->key, l->path, l->fd >= 0 ? dup(l->fd) : -1);
 			maddr = sm ? cp_mod_addr(sm, off) : 0;
-			n = maddr ? lookup(s, sm, maddr, sl, &alo, &ahi) : 0;
+			n = maddr ? lookup(s, sm, maddr, sl, &alo, &ahi, &inl) : 0;
 			if (!n)
 				continue; /* not in the binary any more: as it was */
-			if (!(e = cache_add(s, mod, off, off, off + 1, sl, n))) {
+			if (!(e = cache_add(s, mod, off, off, off + 1, sl, n, inl))) {
 				free(redo);
 				return cp_error(ENOMEM, "out of memory caching a symbol");
 			}
@@ -885,6 +974,7 @@ int cp_symbolize_refresh(struct cp_symbolizer *s, struct cp_profile *prof)
 			free(redo);
 			return err;
 		}
+		mark_mapping(prof, prof->locations[i].mapping, e);
 	}
 	free(redo);
 	return 0;
@@ -933,6 +1023,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		struct cp_mod *sm;
 		uint64_t maddr, lo = off, hi = off + 1, alo = 0, ahi = 0;
 		uint32_t n;
+		bool inl = false;
 
 		s->counts.misses++;
 		if (!key)
@@ -945,12 +1036,12 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		}
 		sm = cp_modcache_get(s->mc, key, p, m);
 		maddr = sm ? cp_mod_addr(sm, off) : 0;
-		n = maddr ? lookup(s, sm, maddr, lines, &alo, &ahi) : 0;
+		n = maddr ? lookup(s, sm, maddr, lines, &alo, &ahi, &inl) : 0;
 		if (sm && sm->debuginfo_pending)
 			late_add(s, key, p, m);
 		else if (alo <= maddr && maddr < ahi && maddr - alo <= off) /* (in the same segment) */
 			lo = off - (maddr - alo), hi = off + (ahi - maddr);
-		e = cache_add(s, mod, off, lo, hi, lines, n);
+		e = cache_add(s, mod, off, lo, hi, lines, n, inl);
 		if (!e)
 			return cp_error(ENOMEM, "out of memory caching a symbol");
 	}
@@ -965,7 +1056,7 @@ int64_t cp_symbolize_user(struct cp_symbolizer *s, struct cp_profile *prof, stru
 		mapping = m->pmap_id;
 	} else {
 		key = key ? key : cp_map_key(m, p, buf, sizeof(buf));
-		mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, key == buf ? buf : "", e->n > 0);
+		mapping = profile_mapping(prof, m->start, m->end, m->pgoff, m->path, key == buf ? buf : "");
 		if (mapping < 0)
 			return mapping;
 		m->pmap_serial = prof->serial;
@@ -1028,11 +1119,11 @@ int64_t cp_symbolize_kernel(struct cp_symbolizer *s, struct cp_profile *prof, ui
 			l.line = 0;
 			n = 1;
 		}
-		e = cache_add(s, s->kernel_mod, addr, span[0], span[1], &l, n);
+		e = cache_add(s, s->kernel_mod, addr, span[0], span[1], &l, n, false);
 		if (!e)
 			return cp_error(ENOMEM, "out of memory caching a kernel symbol");
 	}
-	mapping = profile_mapping(prof, 0xffff800000000000ull, UINT64_MAX, 0, "[kernel.kallsyms]", "", e->n > 0);
+	mapping = profile_mapping(prof, 0xffff800000000000ull, UINT64_MAX, 0, "[kernel.kallsyms]", "");
 	if (mapping < 0)
 		return mapping;
 	return make_location(s, prof, (uint32_t)mapping, addr, e);

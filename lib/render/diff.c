@@ -33,8 +33,8 @@ static double sample_count(const struct cp_profile *p, int v)
 	return (double)total;
 }
 
-/* the significance of the table's rows, as o asks (*have: made) */
-static int significance(const struct cp_fn_table *ft, const struct cp_profile *before, int vb,
+/* the significance of src's rows, as o asks (*have: made) */
+static int significance(const struct cp_diffstat_source *src, const struct cp_profile *before, int vb,
 			const struct cp_profile *after, int va, const struct cp_render_diff_opts *o,
 			struct cp_diffstat *ds, bool *have)
 {
@@ -44,11 +44,11 @@ static int significance(const struct cp_fn_table *ft, const struct cp_profile *b
 	if (o->niv[0] && o->niv[1]) {
 		const int vidx[2] = { vb, va };
 
-		err = cp_diffstat_intervals(ft, o->iv, o->niv, vidx, o->alpha, o->min_change, ds);
+		err = cp_diffstat_intervals(src, o->iv, o->niv, vidx, o->alpha, o->min_change, ds);
 	} else if (o->significance) {
 		const double n[2] = { sample_count(before, vb), sample_count(after, va) };
 
-		err = cp_diffstat_counts(ft, n, o->alpha, o->min_change, ds);
+		err = cp_diffstat_counts(src, n, o->alpha, o->min_change, ds);
 	} else {
 		return 0;
 	}
@@ -126,13 +126,15 @@ static int table_and_test(const struct cp_profile *tb, const struct cp_profile *
 			  const struct cp_profile *after, int va, const struct cp_render_diff_opts *o,
 			  struct cp_fn_table **ft, struct cp_diffstat *ds, bool *have)
 {
+	struct cp_diffstat_source src;
 	int err;
 
 	if (!(*ft = cp_fn_table_new()))
 		return cp_error(ENOMEM, "out of memory building the function table");
 	if ((err = cp_fn_table_add(*ft, tb, vb, 0)) || (err = cp_fn_table_add(*ft, after, va, 1)))
 		return err;
-	return significance(*ft, unscaled, vb, after, va, o, ds, have);
+	cp_diffstat_functions(*ft, &src);
+	return significance(&src, unscaled, vb, after, va, o, ds, have);
 }
 
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../util.h"
 
 static int nomem(void)
 {
@@ -19,47 +20,139 @@ bool cp_diffstat_counted(const struct cp_diffstat *d, const struct cp_fn_stat *s
 	return s->tested && s->share[0] + s->share[1] >= d->min_change;
 }
 
-/* q-values over every counted row and kind; the significant ones marked */
-static int adjust(struct cp_diffstat *d)
+int cp_diffstat_adjust(struct cp_diffstat *const *d, size_t nd)
 {
 	size_t n = 0, k = 0;
 	double *p;
 
-	for (uint32_t i = 0; i < d->nrows; i++)
-		n += (size_t)cp_diffstat_counted(d, &d->rows[i][0]) + (size_t)cp_diffstat_counted(d, &d->rows[i][1]);
+	for (size_t i = 0; i < nd; i++)
+		for (uint32_t r = 0; r < d[i]->nrows; r++)
+			n += (size_t)cp_diffstat_counted(d[i], &d[i]->rows[r][0]) +
+			     (size_t)cp_diffstat_counted(d[i], &d[i]->rows[r][1]);
 	if (!n)
 		return 0;
 	if (!(p = malloc(n * sizeof(*p))))
 		return nomem();
-	for (uint32_t i = 0; i < d->nrows; i++)
-		for (int j = 0; j < 2; j++)
-			if (cp_diffstat_counted(d, &d->rows[i][j]))
-				p[k++] = d->rows[i][j].t.p;
+	for (size_t i = 0; i < nd; i++)
+		for (uint32_t r = 0; r < d[i]->nrows; r++)
+			for (int j = 0; j < 2; j++)
+				if (cp_diffstat_counted(d[i], &d[i]->rows[r][j]))
+					p[k++] = d[i]->rows[r][j].t.p;
 	if (cp_stats_bh(p, n, p)) {
 		free(p);
 		return nomem();
 	}
 	k = 0;
-	d->nsignificant = 0;
-	for (uint32_t i = 0; i < d->nrows; i++) {
-		bool any = false;
+	for (size_t i = 0; i < nd; i++) {
+		d[i]->nsignificant = 0;
+		for (uint32_t r = 0; r < d[i]->nrows; r++) {
+			bool any = false;
 
-		for (int j = 0; j < 2; j++) {
-			struct cp_fn_stat *s = &d->rows[i][j];
+			for (int j = 0; j < 2; j++) {
+				struct cp_fn_stat *s = &d[i]->rows[r][j];
 
-			if (!cp_diffstat_counted(d, s))
-				continue;
-			s->q = p[k++];
-			s->significant = s->q <= d->alpha;
-			any |= s->significant;
+				if (!cp_diffstat_counted(d[i], s))
+					continue;
+				s->q = p[k++];
+				s->significant = s->q <= d[i]->alpha;
+				any |= s->significant;
+			}
+			d[i]->nsignificant += any;
 		}
-		d->nsignificant += any;
 	}
 	free(p);
 	return 0;
 }
 
-static int start(const struct cp_fn_table *t, double alpha, double min_change, enum cp_diffstat_method m,
+/* ---- the rows: functions of the table, frames of the tree ---- */
+
+static void fn_values(const void *arg, uint32_t r, int s, int64_t *self, int64_t *total)
+{
+	const struct cp_fn_row *row = &((const struct cp_fn_table *)arg)->rows[r];
+
+	*self = row->flat[s];
+	*total = row->cum[s];
+}
+
+static int fn_interval(const void *arg, const struct cp_profile *p, int vidx, cp_diffstat_put_fn put, void *ctx,
+		       int64_t *sum)
+{
+	const struct cp_fn_table *t = arg;
+	struct cp_fn_table *it = cp_fn_table_new();
+	int err;
+
+	if (!it)
+		return nomem();
+	err = cp_fn_table_add(it, p, vidx, 0);
+	*sum = it->total[0];
+	for (uint32_t r = 0; !err && r < it->nrows; r++) {
+		int64_t row = cp_fn_table_find(t, cp_strtab_get(&it->names, it->rows[r].name));
+
+		if (row >= 0) /* else filtered out of the table */
+			err = put(ctx, (uint32_t)row, it->rows[r].flat[0], it->rows[r].cum[0]);
+	}
+	cp_fn_table_free(it);
+	return err;
+}
+
+void cp_diffstat_functions(const struct cp_fn_table *t, struct cp_diffstat_source *src)
+{
+	*src = (struct cp_diffstat_source){ t->nrows, { t->total[0], t->total[1] }, t, fn_values, fn_interval };
+}
+
+static void frame_values(const void *arg, uint32_t r, int s, int64_t *self, int64_t *total)
+{
+	const struct cp_tree_node *n = &((const struct cp_tree *)arg)->nodes[r];
+
+	*self = n->self[s];
+	*total = n->total[s];
+}
+
+/* the interval's own tree, each node matched to the diff tree's node of the
+ * same stack prefix: a node is made after its parent, so its parent's match
+ * is known when it is reached */
+static int frame_interval(const void *arg, const struct cp_profile *p, int vidx, cp_diffstat_put_fn put, void *ctx,
+			  int64_t *sum)
+{
+	const struct cp_tree *t = arg;
+	struct cp_tree *it = cp_tree_new();
+	uint32_t *match = NULL;
+	int err;
+
+	if (!it)
+		return nomem();
+	if ((err = cp_tree_add(it, p, vidx, 0, false)))
+		goto out;
+	if (!(match = malloc((size_t)it->nnodes * sizeof(*match)))) {
+		err = nomem();
+		goto out;
+	}
+	*sum = it->nodes[0].total[0];
+	match[0] = 0;
+	err = put(ctx, 0, it->nodes[0].self[0], it->nodes[0].total[0]);
+	for (uint32_t i = 1; !err && i < it->nnodes; i++) {
+		uint32_t parent = match[it->nodes[i].parent];
+		int64_t id = parent == UINT32_MAX ? -1 : cp_tree_find(t, parent, cp_tree_name(it, i));
+
+		match[i] = id < 0 ? UINT32_MAX : (uint32_t)id;
+		if (id >= 0) /* else filtered out of the tree */
+			err = put(ctx, (uint32_t)id, it->nodes[i].self[0], it->nodes[i].total[0]);
+	}
+out:
+	free(match);
+	cp_tree_free(it);
+	return err;
+}
+
+void cp_diffstat_frames(const struct cp_tree *t, struct cp_diffstat_source *src)
+{
+	*src = (struct cp_diffstat_source){ t->nnodes, { t->nodes[0].total[0], t->nodes[0].total[1] }, t, frame_values,
+					    frame_interval };
+}
+
+/* ---- the tests ---- */
+
+static int start(const struct cp_diffstat_source *src, double alpha, double min_change, enum cp_diffstat_method m,
 		 struct cp_diffstat *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -67,87 +160,122 @@ static int start(const struct cp_fn_table *t, double alpha, double min_change, e
 	d->alpha = alpha > 0 && alpha < 1 ? alpha : CP_DIFF_FDR;
 	d->min_change = min_change >= 0 && min_change < 1 ? min_change : CP_DIFF_MIN_CHANGE;
 	d->level = 1 - d->alpha;
-	d->nrows = t->nrows;
-	if (t->nrows && !(d->rows = calloc(t->nrows, sizeof(*d->rows))))
+	d->nrows = src->nrows;
+	if (src->nrows && !(d->rows = calloc(src->nrows, sizeof(*d->rows))))
 		return nomem();
-	for (uint32_t i = 0; i < t->nrows; i++)
+	for (uint32_t i = 0; i < src->nrows; i++)
 		d->rows[i][0].q = d->rows[i][1].q = 1;
 	return 0;
 }
 
-int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const *const iv[2], const size_t n[2],
+/* The intervals' values, sparse (a frame is in few of the intervals, and
+ * rows times intervals can be more than memory holds): one entry per row
+ * an interval has, its column the interval's (side 0's, then side 1's) */
+struct entry {
+	uint32_t row, col;
+	int64_t self, total;
+};
+
+struct entries {
+	struct entry *e;
+	size_t n, cap;
+	uint32_t col; /* the interval being read */
+};
+
+static int put_entry(void *ctx, uint32_t row, int64_t self, int64_t total)
+{
+	struct entries *es = ctx;
+
+	if (!self && !total)
+		return 0;
+	if (cp_grow((void **)&es->e, &es->cap, es->n + 1, sizeof(*es->e)))
+		return nomem();
+	es->e[es->n++] = (struct entry){ row, es->col, self, total };
+	return 0;
+}
+
+int cp_diffstat_intervals(const struct cp_diffstat_source *src, struct cp_profile *const *const iv[2], const size_t n[2],
 			  const int vidx[2], double alpha, double min_change, struct cp_diffstat *d)
 {
-	/* shares[(row * 2 + kind) * (n0 + n1) + column]: the intervals of side 0, then of side 1;
-	 * weight[column]: the interval's samples */
-	double *shares = NULL, *weight = NULL;
-	size_t cols = 0, used[2] = { 0, 0 }, ntested = 0;
-	int err = start(t, alpha, min_change, CP_DIFFSTAT_INTERVALS, d);
+	/* weight[col]: the interval's samples; by_row: the entries in row order
+	 * (rows' first entries at first[row]); share[kind * cols + col]: one
+	 * row's shares, the intervals of side 0, then of side 1 */
+	struct entries es = { NULL, 0, 0, 0 };
+	double *weight = NULL, *share = NULL;
+	size_t cols = n[0] + n[1], used[2] = { 0, 0 }, ntested = 0, *first = NULL, *by_row = NULL;
+	int err = start(src, alpha, min_change, CP_DIFFSTAT_INTERVALS, d);
 
 	if (err)
 		return err;
-	cols = n[0] + n[1];
-	if (cols && (!(weight = calloc(cols, sizeof(*weight))) ||
-		     (t->nrows && !(shares = calloc((size_t)t->nrows * 2 * cols, sizeof(*shares)))))) {
+	if (cols && (!(weight = calloc(cols, sizeof(*weight))) || !(share = calloc(2 * cols, sizeof(*share))))) {
 		err = nomem();
 		goto out;
 	}
 	for (int s = 0; s < 2; s++) {
 		for (size_t k = 0; k < n[s]; k++) {
-			struct cp_fn_table *it = cp_fn_table_new();
-			size_t col = (s ? n[0] : 0) + used[s];
+			size_t kept = es.n;
+			int64_t sum = 0;
 
-			if (!it) {
-				err = nomem();
+			es.col = (uint32_t)(used[0] + used[1]);
+			if ((err = src->interval(src->arg, iv[s][k], vidx[s], put_entry, &es, &sum)))
 				goto out;
+			if (sum <= 0) { /* no samples in this interval */
+				es.n = kept;
+				continue;
 			}
-			if ((err = cp_fn_table_add(it, iv[s][k], vidx[s], 0)) || it->total[0] <= 0) {
-				cp_fn_table_free(it);
-				if (err)
-					goto out;
-				continue; /* no samples in this interval */
-			}
-			for (uint32_t r = 0; r < it->nrows; r++) {
-				int64_t row = cp_fn_table_find(t, cp_strtab_get(&it->names, it->rows[r].name));
-
-				if (row < 0)
-					continue; /* filtered out of the table */
-				shares[((size_t)row * 2 + 0) * cols + col] = (double)it->rows[r].flat[0] / (double)it->total[0];
-				shares[((size_t)row * 2 + 1) * cols + col] = (double)it->rows[r].cum[0] / (double)it->total[0];
-			}
-			weight[col] = (double)it->total[0];
+			weight[es.col] = (double)sum;
 			used[s]++;
-			cp_fn_table_free(it);
 		}
 	}
 	d->n[0] = used[0];
 	d->n[1] = used[1];
 	if (!used[0] || !used[1]) {
-		err = cp_error(EINVAL, "no samples %s to test the changes against",
-			       !used[0] ? "before" : "after");
+		err = cp_error(EINVAL, "no samples %s to test the changes against", !used[0] ? "before" : "after");
 		goto out;
 	}
-	for (uint32_t r = 0; r < t->nrows; r++) {
+	/* the entries by row (a counting sort) */
+	if (!(first = calloc((size_t)src->nrows + 2, sizeof(*first))) ||
+	    (es.n && !(by_row = malloc(es.n * sizeof(*by_row))))) {
+		err = nomem();
+		goto out;
+	}
+	for (size_t i = 0; i < es.n; i++)
+		first[es.e[i].row + 2]++;
+	for (uint32_t r = 0; r < src->nrows; r++)
+		first[r + 2] += first[r + 1];
+	for (size_t i = 0; i < es.n; i++)
+		by_row[first[es.e[i].row + 1]++] = i;
+	cols = used[0] + used[1];
+	for (uint32_t r = 0; r < src->nrows; r++) {
+		for (size_t i = first[r]; i < first[r + 1]; i++) {
+			const struct entry *e = &es.e[by_row[i]];
+
+			share[e->col] += (double)e->self / weight[e->col];
+			share[cols + e->col] += (double)e->total / weight[e->col];
+		}
 		for (int j = 0; j < 2; j++) {
-			const double *a = &shares[((size_t)r * 2 + (size_t)j) * cols], *b = a + n[0];
+			const double *a = &share[(size_t)j * cols], *b = a + used[0];
 			struct cp_fn_stat *st = &d->rows[r][j];
 			double sa = 0, sb = 0, wa = 0, wb = 0;
 
-			/* side 1's intervals start at column n[0], whatever side 0 kept; each
-			 * interval weighs its samples (a short one moves the test little) */
+			/* each interval weighs its samples (a short one moves the test little) */
 			for (size_t k = 0; k < used[0]; k++) {
 				sa += weight[k] * a[k];
 				wa += weight[k];
 			}
 			for (size_t k = 0; k < used[1]; k++) {
-				sb += weight[n[0] + k] * b[k];
-				wb += weight[n[0] + k];
+				sb += weight[used[0] + k] * b[k];
+				wb += weight[used[0] + k];
 			}
 			st->share[0] = sa / wa;
 			st->share[1] = sb / wb;
-			st->tested = cp_stats_welch_w(a, weight, used[0], b, weight + n[0], used[1], d->level, &st->t);
+			st->tested = cp_stats_welch_w(a, weight, used[0], b, weight + used[0], used[1], d->level, &st->t);
 			st->t.p = cp_stats_p_beyond(&st->t, d->min_change);
 			ntested += st->tested;
+		}
+		for (size_t i = first[r]; i < first[r + 1]; i++) { /* zero again for the next row */
+			share[es.e[by_row[i]].col] = 0;
+			share[cols + es.e[by_row[i]].col] = 0;
 		}
 	}
 	if (!ntested) { /* one interval a side, or all alike: the plain diff is all there is */
@@ -155,35 +283,41 @@ int cp_diffstat_intervals(const struct cp_fn_table *t, struct cp_profile *const 
 			       used[0], used[1]);
 		goto out;
 	}
-	err = adjust(d);
+	err = cp_diffstat_adjust(&d, 1);
 out:
-	free(shares);
+	free(es.e);
+	free(first);
+	free(by_row);
+	free(share);
 	free(weight);
 	if (err)
 		cp_diffstat_release(d);
 	return err;
 }
 
-int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], double alpha, double min_change,
+int cp_diffstat_counts(const struct cp_diffstat_source *src, const double samples[2], double alpha, double min_change,
 		       struct cp_diffstat *d)
 {
-	int err = start(t, alpha, min_change, CP_DIFFSTAT_COUNTS, d);
+	int err = start(src, alpha, min_change, CP_DIFFSTAT_COUNTS, d);
 
 	if (err)
 		return err;
 	d->n[0] = (size_t)llround(samples[0]);
 	d->n[1] = (size_t)llround(samples[1]);
-	if (t->total[0] <= 0 || t->total[1] <= 0 || !(samples[0] > 0) || !(samples[1] > 0)) {
+	if (src->total[0] <= 0 || src->total[1] <= 0 || !(samples[0] > 0) || !(samples[1] > 0)) {
 		cp_diffstat_release(d);
-		return cp_error(EINVAL, "no samples %s to test the changes against", t->total[0] <= 0 ? "before" : "after");
+		return cp_error(EINVAL, "no samples %s to test the changes against",
+				src->total[0] <= 0 ? "before" : "after");
 	}
-	for (uint32_t r = 0; r < t->nrows; r++) {
-		const struct cp_fn_row *row = &t->rows[r];
+	for (uint32_t r = 0; r < src->nrows; r++) {
+		int64_t v[2][2]; /* [side][self, total] */
 
+		src->values(src->arg, r, 0, &v[0][0], &v[0][1]);
+		src->values(src->arg, r, 1, &v[1][0], &v[1][1]);
 		for (int j = 0; j < 2; j++) {
 			struct cp_fn_stat *st = &d->rows[r][j];
-			double x0 = (double)(j ? row->cum[0] : row->flat[0]) / (double)t->total[0];
-			double x1 = (double)(j ? row->cum[1] : row->flat[1]) / (double)t->total[1];
+			double x0 = (double)v[0][j] / (double)src->total[0];
+			double x1 = (double)v[1][j] / (double)src->total[1];
 
 			st->share[0] = x0;
 			st->share[1] = x1;
@@ -191,7 +325,7 @@ int cp_diffstat_counts(const struct cp_fn_table *t, const double samples[2], dou
 			st->t.p = cp_stats_p_beyond(&st->t, d->min_change);
 		}
 	}
-	if ((err = adjust(d)))
+	if ((err = cp_diffstat_adjust(&d, 1)))
 		cp_diffstat_release(d);
 	return err;
 }

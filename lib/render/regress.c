@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "../error.h"
-#include "../stats.h"
 #include "../util.h"
 #include "render.h"
 
@@ -105,6 +104,8 @@ static int compare(struct group *g, double alpha, double min_change)
 	const int vidx[2] = { 0, 0 };
 	int err;
 
+	struct cp_diffstat_source src;
+
 	if (!(g->ft = cp_fn_table_new()))
 		return nomem();
 	for (int s = 0; s < 2; s++)
@@ -113,8 +114,9 @@ static int compare(struct group *g, double alpha, double min_change)
 				return err;
 	if (g->ft->total[0] <= 0 || g->ft->total[1] <= 0)
 		return 0;
-	err = cp_diffstat_intervals(g->ft, (struct cp_profile *const *const[2]){ g->iv[0], g->iv[1] }, g->n, vidx,
-				    alpha, min_change, &g->ds);
+	cp_diffstat_functions(g->ft, &src);
+	err = cp_diffstat_intervals(&src, (struct cp_profile *const *const[2]){ g->iv[0], g->iv[1] }, g->n, vidx, alpha,
+				    min_change, &g->ds);
 	if (err == -EINVAL)
 		return 0; /* a side without samples */
 	g->compared = !err;
@@ -135,8 +137,8 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 			int64_t baseline, double alpha, double min_change, struct cp_regressions *out)
 {
 	struct groups gs = { 0 };
-	double *p = NULL;
-	size_t np = 0, k = 0, cap = 0;
+	struct cp_diffstat **all = NULL;
+	size_t nall = 0, cap = 0;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -152,46 +154,28 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 	    (err = load_side(s, sel, by, to - range, to, 1, &gs)))
 		goto out;
 	out->ngroups = gs.n;
-	for (size_t i = 0; i < gs.n; i++) {
-		if ((err = compare(&gs.g[i], out->alpha, out->min_change)))
-			goto out;
-		if (!gs.g[i].compared)
-			continue;
-		out->ncompared++;
-		for (uint32_t r = 0; r < gs.g[i].ds.nrows; r++)
-			np += (size_t)cp_diffstat_counted(&gs.g[i].ds, &gs.g[i].ds.rows[r][0]) +
-			      (size_t)cp_diffstat_counted(&gs.g[i].ds, &gs.g[i].ds.rows[r][1]);
-	}
-	/* one false discovery rate for the whole list */
-	if (np && !(p = malloc(np * sizeof(*p)))) {
+	if (gs.n && !(all = malloc(gs.n * sizeof(*all)))) {
 		err = nomem();
 		goto out;
 	}
-	for (size_t i = 0; i < gs.n; i++)
-		for (uint32_t r = 0; gs.g[i].compared && r < gs.g[i].ds.nrows; r++)
-			for (int j = 0; j < 2; j++)
-				if (cp_diffstat_counted(&gs.g[i].ds, &gs.g[i].ds.rows[r][j]))
-					p[k++] = gs.g[i].ds.rows[r][j].t.p;
-	if (np && (err = cp_stats_bh(p, np, p)))
+	for (size_t i = 0; i < gs.n; i++) {
+		if ((err = compare(&gs.g[i], out->alpha, out->min_change)))
+			goto out;
+		if (gs.g[i].compared)
+			all[nall++] = &gs.g[i].ds;
+	}
+	out->ncompared = nall;
+	/* one false discovery rate for the whole list */
+	if ((err = cp_diffstat_adjust(all, nall)))
 		goto out;
-	k = 0;
 	for (size_t i = 0; i < gs.n; i++) {
 		struct group *g = &gs.g[i];
 
 		for (uint32_t r = 0; g->compared && r < g->ds.nrows; r++) {
-			struct cp_fn_stat st[2];
-			bool grew[2];
+			const struct cp_fn_stat *st = g->ds.rows[r];
+			bool grew[2] = { st[0].significant && st[0].t.delta > 0, st[1].significant && st[1].t.delta > 0 };
 			struct cp_regression *x;
 
-			for (int j = 0; j < 2; j++) {
-				st[j] = g->ds.rows[r][j];
-				grew[j] = false;
-				if (!cp_diffstat_counted(&g->ds, &st[j]))
-					continue;
-				st[j].q = p[k++];
-				st[j].significant = st[j].q <= out->alpha;
-				grew[j] = st[j].significant && st[j].t.delta > 0;
-			}
 			if (!grew[0] && !grew[1])
 				continue;
 			if (cp_grow((void **)&out->rows, &cap, out->nrows + 1, sizeof(*out->rows))) {
@@ -215,7 +199,7 @@ int cp_regressions_find(struct cp_store *s, const struct cp_selector *sel, const
 	}
 	cp_qsort(out->rows, out->nrows, sizeof(*out->rows), by_change);
 out:
-	free(p);
+	free(all);
 	groups_free(&gs);
 	if (err)
 		cp_regressions_release(out);

@@ -85,10 +85,27 @@ void cp_tree_free(struct cp_tree *t)
 	free(t);
 }
 
+static uint32_t node_hash(uint32_t parent, uint32_t name)
+{
+	return (uint32_t)cp_hash_u64(((uint64_t)parent << 32) | name, 7);
+}
+
+int64_t cp_tree_find(const struct cp_tree *t, uint32_t parent, const char *name)
+{
+	int64_t id = cp_strtab_find(&t->names, name, strlen(name));
+	struct node_key k = { parent, (uint32_t)id };
+	uint32_t node;
+
+	if (id < 0)
+		return -1;
+	node = cp_index_find(&t->idx, node_hash(parent, k.name), node_eq, t, &k);
+	return node == UINT32_MAX ? -1 : (int64_t)node;
+}
+
 static int64_t child(struct cp_tree *t, uint32_t parent, uint32_t name)
 {
 	struct node_key k = { parent, name };
-	uint32_t h = (uint32_t)cp_hash_u64(((uint64_t)parent << 32) | name, 7);
+	uint32_t h = node_hash(parent, name);
 	uint32_t id = cp_index_find(&t->idx, h, node_eq, t, &k);
 	struct cp_tree_node *n;
 	size_t cap = t->cap;

@@ -38,6 +38,8 @@ void cp_tree_free(struct cp_tree *t);
 int cp_tree_add(struct cp_tree *t, const struct cp_profile *p, int vidx, int side, bool invert);
 /* Orders each node's children by name (flame graphs) . */
 int cp_tree_sort(struct cp_tree *t);
+/* The child of parent called name, or -1. */
+int64_t cp_tree_find(const struct cp_tree *t, uint32_t parent, const char *name);
 static inline const char *cp_tree_name(const struct cp_tree *t, uint32_t node)
 {
 	return cp_strtab_get(&t->names, t->nodes[node].name);

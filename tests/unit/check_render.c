@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Renderers and their aggregations: lib/render/units.c, tree.c, top.c,
- * json.c (and one smoke test of flame.c, which check_flame.c covers). */
+ * json.c, diffstat.c's tests of a diff's frames (and one smoke test of
+ * flame.c, which check_flame.c covers). */
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
@@ -13,6 +14,7 @@
 #include "error.h"
 #include "folded.h"
 #include "profile.h"
+#include "render/diffstat.h"
 #include "render/render.h"
 #include "render/tree.h"
 #include "render/units.h"
@@ -822,6 +824,158 @@ START_TEST(test_render_diff_units)
 }
 END_TEST
 
+/* ---- significance by frame (diffstat.h) ---- */
+
+/* 8 intervals a side of 1,000 samples: light and heavy, both calling spin,
+ * trade share under hot (light 10% -> 35%, heavy 50% -> 25%), whose total
+ * share stays at 60% give or take the intervals' spread; steady has the
+ * rest */
+#define NIV 8
+static void trade(struct cp_profile *iv[2][NIV])
+{
+	static const int a[2][NIV] = { { -8, 3, 5, -2, 7, -6, 1, 0 }, { 2, -4, 6, -7, 3, 0, -1, 5 } };
+	static const int b[2][NIV] = { { 4, -5, 2, 6, -3, -1, -7, 4 }, { -6, 1, 5, -2, 4, -3, 7, -5 } };
+	char text[160];
+
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < NIV; k++) {
+			int light = (s ? 350 : 100) + a[s][k], heavy = (s ? 250 : 500) + b[s][k];
+
+			snprintf(text, sizeof(text), "main;hot;light;spin %d\nmain;hot;heavy;spin %d\nmain;steady %d\n", light,
+				 heavy, 1000 - light - heavy);
+			iv[s][k] = folded(text, NULL, NULL);
+		}
+}
+
+static void trade_free(struct cp_profile *iv[2][NIV])
+{
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < NIV; k++)
+			cp_profile_free(iv[s][k]);
+}
+
+#define ck_stat(ds, row, kind, is_tested, is_significant)                                            \
+	do {                                                                                       \
+		const struct cp_fn_stat *s_ = &(ds)->rows[row][kind];                              \
+		ck_assert_msg(s_->tested == (is_tested) && s_->significant == (is_significant),    \
+			      "row %u %s: tested %d significant %d (q %g, change %g)", (unsigned)(row), \
+			      (kind) ? "total" : "self", s_->tested, s_->significant, s_->q,          \
+			      s_->share[1] - s_->share[0]);                                          \
+	} while (0)
+
+START_TEST(test_diffstat_frames)
+{
+	struct cp_profile *iv[2][NIV];
+	struct cp_tree *t = cp_tree_new();
+	struct cp_fn_table *ft = cp_fn_table_new();
+	struct cp_diffstat ds, fs;
+	struct cp_diffstat_source src;
+	const size_t n[2] = { NIV, NIV };
+	const int vidx[2] = { 0, 0 };
+	uint32_t hot, light, lspin, hspin, heavy, steady;
+
+	trade(iv);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(ft);
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < NIV; k++) {
+			ck_assert_int_eq(cp_tree_add(t, iv[s][k], 0, s, false), 0);
+			ck_assert_int_eq(cp_fn_table_add(ft, iv[s][k], 0, s), 0);
+		}
+	ck_assert_int_eq(cp_tree_sort(t), 0); /* the children's order is the tree's own, not the intervals' */
+	hot = node_at(t, "main;hot");
+	light = node_at(t, "main;hot;light");
+	lspin = node_at(t, "main;hot;light;spin");
+	heavy = node_at(t, "main;hot;heavy");
+	hspin = node_at(t, "main;hot;heavy;spin");
+	steady = node_at(t, "main;steady");
+	ck_assert_int_eq(cp_tree_find(t, light, "spin"), lspin);
+	ck_assert_int_eq(cp_tree_find(t, hot, "spin"), -1);
+	ck_assert_int_eq(cp_tree_find(t, hot, "nosuch"), -1);
+
+	/* by frame, over the intervals: Welch's test per stack prefix */
+	cp_diffstat_frames(t, &src);
+	ck_assert_uint_eq(src.nrows, t->nnodes);
+	ck_assert_int_eq(cp_diffstat_intervals(&src, (struct cp_profile *const *const[2]){ iv[0], iv[1] }, n, vidx, 0, -1,
+					       &ds), 0);
+	ck_assert_uint_eq(ds.nrows, t->nnodes);
+	ck_assert_uint_eq(ds.n[0], NIV);
+	ck_assert_uint_eq(ds.n[1], NIV);
+	ck_stat(&ds, 0, 1, false, false); /* the root: 100% on both sides */
+	ck_stat(&ds, hot, 0, false, false); /* no self */
+	ck_stat(&ds, hot, 1, true, false);  /* its total share stays */
+	ck_stat(&ds, light, 0, false, false);
+	ck_stat(&ds, light, 1, true, true); /* its callee's share moved: its total did */
+	ck_stat(&ds, heavy, 1, true, true);
+	ck_stat(&ds, lspin, 0, true, true); /* the frames where the samples are */
+	ck_stat(&ds, hspin, 0, true, true);
+	ck_stat(&ds, steady, 0, true, false);
+	ck_assert_double_eq_tol(ds.rows[light][1].share[0], 0.1, 0.002);
+	ck_assert_double_eq_tol(ds.rows[light][1].share[1], 0.35, 0.002);
+	ck_assert_double_gt(ds.rows[lspin][0].t.delta, 0.2);
+	ck_assert_double_lt(ds.rows[hspin][0].t.delta, -0.2);
+	ck_assert_uint_eq(ds.nsignificant, 4); /* light, heavy and the spin under each */
+
+	/* by function, the same data: spin's self share is hot's total, which stays */
+	cp_diffstat_functions(ft, &src);
+	ck_assert_int_eq(cp_diffstat_intervals(&src, (struct cp_profile *const *const[2]){ iv[0], iv[1] }, n, vidx, 0, -1,
+					       &fs), 0);
+	ck_stat(&fs, cp_fn_table_find(ft, "spin"), 0, true, false);
+	ck_stat(&fs, cp_fn_table_find(ft, "light"), 1, true, true);
+	cp_diffstat_release(&fs);
+
+	/* by frame, on counts: the sums, 8,000 samples a side */
+	cp_diffstat_release(&ds);
+	cp_diffstat_frames(t, &src);
+	ck_assert_int_eq(cp_diffstat_counts(&src, (const double[2]){ 8000, 8000 }, 0, -1, &ds), 0);
+	ck_assert_int_eq(ds.method, CP_DIFFSTAT_COUNTS);
+	ck_stat(&ds, hot, 1, true, false);
+	ck_stat(&ds, lspin, 0, true, true);
+	ck_stat(&ds, light, 1, true, true);
+	ck_stat(&ds, steady, 0, true, false);
+	cp_diffstat_release(&ds);
+	cp_diffstat_release(&ds); /* twice is harmless */
+
+	cp_fn_table_free(ft);
+	cp_tree_free(t);
+	trade_free(iv);
+}
+END_TEST
+
+/* an interval's frame that the diff's tree lacks (a filter took it out of
+ * the sums) is left out; a side whose intervals hold nothing is -EINVAL */
+START_TEST(test_diffstat_frames_filtered)
+{
+	struct cp_profile *iv[2][NIV], *extra[NIV];
+	struct cp_tree *t = cp_tree_new();
+	struct cp_diffstat ds;
+	struct cp_diffstat_source src;
+	const size_t n[2] = { NIV, NIV };
+	const int vidx[2] = { 0, 0 };
+
+	trade(iv);
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < NIV; k++)
+			ck_assert_int_eq(cp_tree_add(t, iv[s][k], 0, s, false), 0);
+	for (int k = 0; k < NIV; k++) { /* before's intervals hold a frame the sums do not */
+		ck_assert_int_eq(cp_profile_merge(iv[0][k], extra[k] = folded("main;gc;sweep 100\n", NULL, NULL), NULL), 0);
+		cp_profile_free(extra[k]);
+	}
+	cp_diffstat_frames(t, &src);
+	ck_assert_int_eq(cp_diffstat_intervals(&src, (struct cp_profile *const *const[2]){ iv[0], iv[1] }, n, vidx, 0, -1,
+					       &ds), 0);
+	ck_assert_uint_eq(ds.nrows, t->nnodes);
+	ck_assert_int_eq(node_at(t, "main;gc"), UINT32_MAX);
+	/* the shares are of the intervals' totals: light's before is 100 of 1,100 */
+	ck_assert_double_eq_tol(ds.rows[node_at(t, "main;hot;light")][1].share[0], 100.0 / 1100, 0.002);
+	cp_diffstat_release(&ds);
+	ck_assert_int_eq(cp_diffstat_intervals(&src, (struct cp_profile *const *const[2]){ iv[0], iv[1] },
+					       (const size_t[2]){ NIV, 0 }, vidx, 0, -1, &ds), -EINVAL);
+	cp_tree_free(t);
+	trade_free(iv);
+}
+END_TEST
+
 /* ---- flame graph, once ---- */
 
 START_TEST(test_render_flame_names)
@@ -977,6 +1131,8 @@ static Suite *render_suite(void)
 	tcase_add_test(diff, test_render_diff_table);
 	tcase_add_test(diff, test_render_diff_json);
 	tcase_add_test(diff, test_render_diff_units);
+	tcase_add_test(diff, test_diffstat_frames);
+	tcase_add_test(diff, test_diffstat_frames_filtered);
 	suite_add_tcase(s, diff);
 
 	tcase_add_test(flame, test_render_flame_names);

@@ -33,7 +33,8 @@ static double sample_count(const struct cp_profile *p, int v)
 	return (double)total;
 }
 
-/* the significance of src's rows, as o asks (*have: made) */
+/* the significance of src's rows (the table's functions or the tree's
+ * frames), as o asks (*have: made) */
 static int significance(const struct cp_diffstat_source *src, const struct cp_profile *before, int vb,
 			const struct cp_profile *after, int va, const struct cp_render_diff_opts *o,
 			struct cp_diffstat *ds, bool *have)
@@ -61,27 +62,8 @@ static int significance(const struct cp_diffstat_source *src, const struct cp_pr
 static const char *d_subtitle(const struct cp_diffstat *ds)
 {
 	return ds->method == CP_DIFFSTAT_INTERVALS
-		       ? "width: after; red: grew, blue: shrank (self value); grey: not significant (Welch's t over the intervals, FDR)"
-		       : "width: after; red: grew, blue: shrank (self value); grey: not significant (test of sample counts, FDR)";
-}
-
-struct sig_ctx {
-	const struct cp_fn_table *ft;
-	const struct cp_diffstat *ds;
-};
-
-/* the flame graph's question: is the change of this function significant?
- * (yes when it was not tested: grey says chance, and nothing says that) */
-static bool significant(const char *name, void *arg)
-{
-	const struct sig_ctx *c = arg;
-	int64_t r = cp_fn_table_find(c->ft, name);
-	const struct cp_fn_stat *s;
-
-	if (r < 0 || (uint32_t)r >= c->ds->nrows)
-		return true;
-	s = c->ds->rows[r];
-	return s[0].significant || s[1].significant || (!s[0].tested && !s[1].tested);
+		       ? "width: after; red: grew, blue: shrank (share: self, else total); grey: not significant (Welch's t over the intervals, FDR)"
+		       : "width: after; red: grew, blue: shrank (share: self, else total); grey: not significant (test of sample counts, FDR)";
 }
 
 /* pprof's form carries the figures as comments (go tool pprof -comments
@@ -121,7 +103,8 @@ static bool wants_test(const struct cp_render_diff_opts *o)
 }
 
 /* the function table of before (tb: as shown) and after, and the
- * significance o asks for, of unscaled (before as it was) against after */
+ * significance o asks for of its functions, of unscaled (before as it was)
+ * against after */
 static int table_and_test(const struct cp_profile *tb, const struct cp_profile *unscaled, int vb,
 			  const struct cp_profile *after, int va, const struct cp_render_diff_opts *o,
 			  struct cp_fn_table **ft, struct cp_diffstat *ds, bool *have)
@@ -137,12 +120,25 @@ static int table_and_test(const struct cp_profile *tb, const struct cp_profile *
 	return significance(&src, unscaled, vb, after, va, o, ds, have);
 }
 
+/* the significance o asks for of the frames of t (one per stack prefix) */
+static int frames_test(const struct cp_tree *t, const struct cp_profile *unscaled, int vb, const struct cp_profile *after,
+		       int va, const struct cp_render_diff_opts *o, struct cp_diffstat *ns, bool *have)
+{
+	struct cp_diffstat_source src;
+
+	*have = false;
+	if (!wants_test(o))
+		return 0;
+	cp_diffstat_frames(t, &src);
+	return significance(&src, unscaled, vb, after, va, o, ns, have);
+}
+
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
 {
 	const struct cp_profile *unscaled = before;
-	struct cp_diffstat ds = { 0 };
-	bool have_stat = false;
+	struct cp_diffstat ds = { 0 }, ns = { 0 };
+	bool have_stat = false, have_ns = false;
 	const char *unit = cp_profile_string(after, after->sample_types[va].unit);
 	struct cp_merge_opts mo = { 0 };
 	struct cp_fn_table *ft = NULL;
@@ -167,29 +163,28 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 			goto out;
 	}
 	if (!strcmp(format, "table") || json) {
-		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes, NULL, false };
+		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes, NULL, false, NULL };
 
-		if ((err = table_and_test(before, unscaled, vb, after, va, o, &ft, &ds, &have_stat)))
+		if ((err = table_and_test(before, unscaled, vb, after, va, o, &ft, &ds, &have_stat)) ||
+		    (json && o->with_tree && (err = frames_test(t, unscaled, vb, after, va, o, &ns, &have_ns))))
 			goto out;
 		d.tree = o->with_tree ? t : NULL;
 		d.stat = have_stat ? &ds : NULL;
+		d.tree_stat = have_ns ? &ns : NULL;
 		d.only_significant = o->only_significant;
 		err = json ? cp_render_diff_json(out, ft, &d) : cp_render_diff_table(out, ft, &d);
 	} else if (!strcmp(format, "folded")) {
 		err = cp_folded_write_diff(out, before, after, vb, va);
 	} else if (!strcmp(format, "flamegraph")) {
 		struct cp_flame_opts fo = { 0 };
-		struct sig_ctx sc = { NULL, &ds };
 
-		if (wants_test(o) && (err = table_and_test(before, unscaled, vb, after, va, o, &ft, &ds, &have_stat)))
+		if ((err = frames_test(t, unscaled, vb, after, va, o, &ns, &have_ns)))
 			goto out;
 		fo.title = o->title ? o->title : "Differential Flame Graph";
 		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
-		if (have_stat) {
-			sc.ft = ft;
-			fo.significant = significant;
-			fo.significant_arg = &sc;
-			fo.subtitle = d_subtitle(&ds);
+		if (have_ns) {
+			fo.stat = &ns;
+			fo.subtitle = d_subtitle(&ns);
 		}
 		fo.unit = unit;
 		fo.diff = true;
@@ -219,6 +214,7 @@ out:
 		cp_error(ENOMEM, "out of memory");
 	free(buf);
 	cp_diffstat_release(&ds);
+	cp_diffstat_release(&ns);
 	cp_fn_table_free(ft);
 	cp_tree_free(t);
 	cp_profile_free(scaled);

@@ -10,12 +10,14 @@
 #include "render.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../error.h"
 #include "../index.h"
 #include "../util.h"
+#include "diffstat.h"
 
 #define FRAME_H 16     /* pixels per level */
 #define FONT_SIZE 12   /* label font, px */
@@ -29,13 +31,13 @@ struct flame {
 	const char *unit;
 	int side;
 	bool diff, icicle;
-	bool (*significant)(const char *name, void *arg);
-	void *significant_arg;
+	const struct cp_tree *t;
+	const struct cp_diffstat *stat; /* diff: per node, or NULL */
 	int width;
 	uint32_t depths; /* levels drawn: max_depth + 1 */
 	double ybase;    /* y of depth 0 */
 	int64_t total;   /* the root's value (the full width) */
-	int64_t maxdelta; /* largest |self after - self before| (diff) */
+	double maxdelta; /* diff: the largest |frame_change| of a frame not grey */
 	double scale;    /* pixels per unit of value */
 };
 
@@ -189,11 +191,32 @@ static void put_delta(struct flame *fl, int64_t before, int64_t after)
 	put_change(fl, before, after);
 }
 
-/* The tooltip after the name: " (value, P%)", or for a diff " (before A,
- * after B, delta +D +P%, self +S +Q%)".  It never contains "(" beyond the
- * first, which is how the script finds where the name ends. */
-static void put_info(struct flame *fl, const struct cp_tree_node *n)
+/* ", self share +1.23pp q 0.012 *": a test of a frame's change (no
+ * parenthesis: see put_info) */
+static void put_test(struct flame *fl, const char *what, const struct cp_fn_stat *s)
 {
+	char buf[48];
+
+	num(buf, sizeof(buf), 100 * (s->share[1] - s->share[0]), 2, false);
+	fprintf(fl->out, ", %s share %s%spp q ", what, buf[0] == '-' ? "" : "+", buf);
+	if (!s->tested)
+		fputs("-", fl->out);
+	else if (s->q < 0.001)
+		fputs("&lt;0.001", fl->out);
+	else
+		fputs(num(buf, sizeof(buf), s->q, 3, false), fl->out);
+	if (s->significant)
+		fputs(" *", fl->out);
+}
+
+/* The tooltip after the name: " (value, P%)", or for a diff " (before A,
+ * after B, delta +D +P%, self +S +Q%)", with the tests of its shares when
+ * there are (", self share +C1pp q Q1, total share +C2pp q Q2").  It never
+ * contains "(" beyond the first, which is how the script finds where the
+ * name ends. */
+static void put_info(struct flame *fl, uint32_t id)
+{
+	const struct cp_tree_node *n = &fl->t->nodes[id];
 	char buf[48];
 
 	fputs(" (", fl->out);
@@ -206,6 +229,10 @@ static void put_info(struct flame *fl, const struct cp_tree_node *n)
 		put_delta(fl, n->total[0], n->total[1]);
 		fputs(", self ", fl->out);
 		put_delta(fl, n->self[0], n->self[1]);
+		if (fl->stat && id < fl->stat->nrows) {
+			put_test(fl, "self", &fl->stat->rows[id][0]);
+			put_test(fl, "total", &fl->stat->rows[id][1]);
+		}
 	} else {
 		put_value(fl, n->total[0]);
 		fprintf(fl->out, ", %s%%",
@@ -214,12 +241,32 @@ static void put_info(struct flame *fl, const struct cp_tree_node *n)
 	fputs(")", fl->out);
 }
 
-static void frame_fill(struct flame *fl, const char *name, const struct cp_tree_node *n, char *buf,
-		       size_t len)
+/* What a diff frame's colour shows: with the significance of the frames,
+ * the change of its self share, or of its total share where only that is
+ * significant (a caller whose callees trade share changes in total only),
+ * and *grey when it was tested and neither is significant (the self share
+ * of a frame that was not tested, as the root's, has nothing saying it is
+ * chance); without, the change of its self value. */
+static double frame_change(const struct flame *fl, uint32_t id, bool *grey)
+{
+	const struct cp_tree_node *n = &fl->t->nodes[id];
+	const struct cp_fn_stat *s;
+
+	*grey = false;
+	if (!fl->stat || id >= fl->stat->nrows)
+		return (double)cp_sub_sat(n->self[1], n->self[0]);
+	s = fl->stat->rows[id];
+	if (!s[0].significant && s[1].significant)
+		return s[1].share[1] - s[1].share[0];
+	*grey = !s[0].significant && (s[0].tested || s[1].tested);
+	return *grey ? 0 : s[0].share[1] - s[0].share[0];
+}
+
+static void frame_fill(struct flame *fl, const char *name, uint32_t id, char *buf, size_t len)
 {
 	uint64_t h;
-	double r;
-	int64_t d;
+	double r, d;
+	bool grey;
 	int c;
 
 	if (!fl->diff) {
@@ -229,13 +276,13 @@ static void frame_fill(struct flame *fl, const char *name, const struct cp_tree_
 			 (int)((h >> 32) % 55));
 		return;
 	}
-	d = n->self[1] - n->self[0];
-	if (d && fl->significant && !fl->significant(name, fl->significant_arg)) {
+	d = frame_change(fl, id, &grey);
+	if (grey) {
 		snprintf(buf, len, "rgb(221,221,221)"); /* a change that chance explains */
 		return;
 	}
-	r = fl->maxdelta ? (double)(d < 0 ? -d : d) / (double)fl->maxdelta : 0;
-	c = 250 - (int)(r * 190 + 0.5);
+	r = fl->maxdelta > 0 ? fabs(d) / fl->maxdelta : 0;
+	c = 250 - (int)((r < 1 ? r : 1) * 190 + 0.5);
 	if (d > 0)
 		snprintf(buf, len, "rgb(255,%d,%d)", c, c);
 	else if (d < 0)
@@ -244,17 +291,16 @@ static void frame_fill(struct flame *fl, const char *name, const struct cp_tree_
 		snprintf(buf, len, "rgb(250,250,250)");
 }
 
-static void put_frame(struct flame *fl, const struct cp_tree_node *n, const char *name, double x,
-		      double w, uint32_t depth)
+static void put_frame(struct flame *fl, uint32_t id, const char *name, double x, double w, uint32_t depth)
 {
 	char bx[32], by[32], bw[32], btx[32], bty[32], fill[48];
 	double y = fl->icicle ? fl->ybase + depth * (double)FRAME_H : fl->ybase - depth * (double)FRAME_H;
 	size_t fit = w >= 6 + 3 * CHAR_W ? (size_t)((w - 6) / CHAR_W) : 0, len;
 
-	frame_fill(fl, name, n, fill, sizeof(fill));
+	frame_fill(fl, name, id, fill, sizeof(fill));
 	fputs("<g><title>", fl->out);
 	xml_put(fl->out, name, SIZE_MAX);
-	put_info(fl, n);
+	put_info(fl, id);
 	fprintf(fl->out, "</title><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%d\" fill=\"%s\"/>"
 		"<text x=\"%s\" y=\"%s\">",
 		num(bx, sizeof(bx), x, 3, true), num(by, sizeof(by), y, 3, true),
@@ -292,7 +338,7 @@ static int put_frames(struct flame *fl, const struct cp_tree *t, double *xs)
 		if (++seen > t->nnodes)
 			return cp_error(EINVAL, "malformed call tree (a cycle)");
 		if (w >= MIN_W) {
-			put_frame(fl, nd, n ? cp_tree_name(t, n) : "all", xs[d], w, d);
+			put_frame(fl, n, n ? cp_tree_name(t, n) : "all", xs[d], w, d);
 			if (ferror(fl->out))
 				return 0; /* reported by the caller */
 			if (nd->child && nd->child < t->nnodes && d + 1 < fl->depths) {
@@ -458,8 +504,9 @@ int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_op
 	static const struct cp_flame_opts defaults;
 	struct flame fl;
 	double ytop, *xs = NULL;
-	int64_t d;
+	double d;
 	uint32_t i;
+	bool grey;
 	int height, err = 0;
 	char buf[32];
 
@@ -469,8 +516,8 @@ int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_op
 	fl.out = out;
 	fl.unit = o->unit ? o->unit : "";
 	fl.diff = o->diff;
-	fl.significant = o->diff ? o->significant : NULL;
-	fl.significant_arg = o->significant_arg;
+	fl.t = t;
+	fl.stat = o->diff ? o->stat : NULL;
 	fl.side = o->diff ? 1 : 0;
 	fl.icicle = o->icicle;
 	fl.width = o->width > 0 ? o->width : 1200;
@@ -482,10 +529,8 @@ int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_op
 	if (!fl.depths || fl.depths > 100000) /* a wrapped or absurd max_depth */
 		fl.depths = 100000;
 	for (i = 0; fl.diff && fl.total && i < t->nnodes; i++) {
-		d = t->nodes[i].self[1] - t->nodes[i].self[0];
-		if (d < 0)
-			d = -d;
-		if (d > fl.maxdelta)
+		d = fabs(frame_change(&fl, i, &grey));
+		if (!grey && d > fl.maxdelta)
 			fl.maxdelta = d;
 	}
 	if (fl.total)

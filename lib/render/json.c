@@ -87,7 +87,30 @@ static int prune(const struct cp_tree *t, uint32_t max, uint8_t **keep)
  * its recursion limit, jq 1.6's to 256). */
 #define JSON_TREE_MAX_DEPTH 256
 
-static json_t *tree_json(const struct cp_tree *t, uint32_t id, bool diff, const uint8_t *keep)
+/* a diff frame's tests (diffstat.h): the change of its self and total
+ * shares, their q-values when tested, and which are significant */
+static int node_stat_json(json_t *o, const struct cp_fn_stat *s)
+{
+	static const char *const kind[] = { "self", "total" };
+	char key[32];
+
+	for (int j = 0; j < 2; j++) {
+		snprintf(key, sizeof(key), "%s_change", kind[j]);
+		if (json_object_set_new(o, key, json_real(s[j].share[1] - s[j].share[0])))
+			return -1;
+		snprintf(key, sizeof(key), "%s_q", kind[j]);
+		if (s[j].tested && json_object_set_new(o, key, json_real(s[j].q)))
+			return -1;
+	}
+	if ((s[0].significant || s[1].significant) &&
+	    json_object_set_new(o, "significant",
+				json_string(s[0].significant && s[1].significant ? "self+total" : s[0].significant ? "self" : "total")))
+		return -1;
+	return 0;
+}
+
+static json_t *tree_json(const struct cp_tree *t, uint32_t id, bool diff, const uint8_t *keep,
+			 const struct cp_diffstat *ns)
 {
 	const struct cp_tree_node *n = &t->nodes[id];
 	json_t *o = json_object(), *kids = json_array();
@@ -104,12 +127,14 @@ static json_t *tree_json(const struct cp_tree *t, uint32_t id, bool diff, const 
 		   json_object_set_new(o, "value", json_integer(n->total[0])) ||
 			   json_object_set_new(o, "self", json_integer(n->self[0])))
 		goto fail;
+	if (ns && id < ns->nrows && node_stat_json(o, ns->rows[id]))
+		goto fail;
 	for (c = n->child; c; c = t->nodes[c].sibling) {
 		json_t *k;
 
 		if ((keep && !keep[c]) || t->nodes[c].depth > JSON_TREE_MAX_DEPTH)
 			continue;
-		if (!(k = tree_json(t, c, diff, keep)))
+		if (!(k = tree_json(t, c, diff, keep, ns)))
 			goto fail;
 
 		if (!k || json_array_append_new(kids, k))
@@ -145,8 +170,9 @@ int cp_render_json(FILE *out, const struct cp_profile *p, int vidx, bool invert)
 	return cp_render_json_opts(out, p, vidx, &o);
 }
 
-/* the tree as JSON under key, pruned to max nodes and JSON_TREE_MAX_DEPTH ("truncated" when it was) */
-static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t max)
+/* the tree as JSON under key, pruned to max nodes and JSON_TREE_MAX_DEPTH ("truncated" when it was);
+ * ns: its frames' tests (a diff's; NULL: none) */
+static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t max, const struct cp_diffstat *ns)
 {
 	uint8_t *keep = NULL;
 	int pruned = prune(t, max, &keep);
@@ -156,7 +182,7 @@ static int set_tree(json_t *root, const struct cp_tree *t, bool diff, uint32_t m
 		return pruned;
 	if (t->max_depth > JSON_TREE_MAX_DEPTH)
 		pruned = 1;
-	tree = tree_json(t, 0, diff, keep);
+	tree = tree_json(t, 0, diff, keep, ns);
 	free(keep);
 	if (!tree || json_object_set_new(root, "tree", tree) ||
 	    (pruned && json_object_set_new(root, "truncated", json_true())))
@@ -203,7 +229,7 @@ int cp_render_json_opts(FILE *out, const struct cp_profile *p, int vidx, const s
 		json_object_set_new(root, "resolution", json_string(jo->resolution));
 	json_object_set_new(root, "top", top);
 	top = NULL;
-	if ((err = set_tree(root, tree, false, jo->max_nodes)))
+	if ((err = set_tree(root, tree, false, jo->max_nodes, NULL)))
 		goto out;
 	err = dump(out, root);
 	root = NULL;
@@ -278,7 +304,7 @@ int cp_render_diff_json(FILE *out, const struct cp_fn_table *t, const struct cp_
 	json_object_set_new(root, "total_before", json_integer(t->total[0]));
 	json_object_set_new(root, "total_after", json_integer(t->total[1]));
 	json_object_set_new(root, "rows", rows);
-	if (o->tree && set_tree(root, o->tree, true, o->max_nodes)) {
+	if (o->tree && set_tree(root, o->tree, true, o->max_nodes, o->tree_stat)) {
 		json_decref(root);
 		return cp_error(ENOMEM, "out of memory building JSON");
 	}

@@ -36,15 +36,18 @@ struct cp_json_opts {
 };
 int cp_render_json_opts(FILE *out, const struct cp_profile *p, int vidx, const struct cp_json_opts *o);
 
+struct cp_diffstat;
 struct cp_flame_opts {
 	const char *title;    /* NULL: "Flame Graph" */
 	const char *subtitle; /* NULL: none */
 	const char *unit;     /* the unit of values, for the tooltip */
 	bool diff;            /* widths from side 1 (after); colour from self after - before */
-	/* diff: frames of functions whose change is not significant are grey
-	 * (NULL: none is) */
-	bool (*significant)(const char *name, void *arg);
-	void *significant_arg;
+	/* diff: the significance of each frame's change (diffstat.h, rows: the
+	 * tree's nodes; NULL: none).  A frame whose change was tested and is not
+	 * significant, self nor total, is grey; the others are coloured by the
+	 * change of their self share, or of their total share where only that
+	 * is significant */
+	const struct cp_diffstat *stat;
 	bool icicle;          /* root at the top */
 	int width;            /* pixels; 0 = 1200 */
 };
@@ -52,7 +55,6 @@ struct cp_flame_opts {
  * zoom; search).  For a plain graph the tree has side 0 only. */
 int cp_render_flame(FILE *out, const struct cp_tree *t, const struct cp_flame_opts *o);
 
-struct cp_diffstat;
 struct cp_diff_opts {
 	int limit;      /* rows; 0 = all */
 	bool normalize; /* sort by the normalised delta */
@@ -61,6 +63,7 @@ struct cp_diff_opts {
 	uint32_t max_nodes;         /* of that tree (0: all) */
 	const struct cp_diffstat *stat; /* the rows' significance (diffstat.h): shown, and the order */
 	bool only_significant;          /* with stat: only the significant rows */
+	const struct cp_diffstat *tree_stat; /* JSON: the significance of tree's frames (rows: its nodes) */
 };
 /* Per function: before, after, delta, delta%, and the same normalised to
  * equal totals; sorted by the largest |delta|. */

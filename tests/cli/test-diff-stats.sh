@@ -73,6 +73,32 @@ is "$n" 9 "flame graph: the nine functions that shrank by chance are grey"
 like "$(cat "$T/ab.svg")" 'grey: not significant' "flame graph: the subtitle says what grey means"
 d --no-significance -f flamegraph -o "$T/ab2.svg" '{run="a1"}' '{run="b"}'
 unlike "$(fill "$T/ab2.svg" f9)" '221,221,221' "flame graph --no-significance: no grey"
+# ... judged frame by frame (#47): light and heavy, both calling spin, trade share (light from 10%
+# to 35% of the samples) under hot, which keeps its 60%, beside steady's 40%.  By function, spin did
+# not change and light's and heavy's self is 0; by frame, light, heavy and the spin under each did
+drawf() {
+	awk -v seed="$1" -v pl="$2" 'BEGIN { srand(seed)
+		for (i = 0; i < 1000; i++) { r = rand(); k = r < pl ? 1 : r < 0.6 ? 2 : 3; n[k]++ }
+		printf "main;hot;light;spin %d\nmain;hot;heavy;spin %d\nmain;steady %d\n", n[1], n[2], n[3] }'
+}
+for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	drawf $((4000 + k)) 0.10 > "$T/p.folded"
+	"$CPROF" import --data "$S" -l run=fr1 --time "now-$((2500 - 10 * k))s" "$T/p.folded" > /dev/null
+	drawf $((4100 + k)) 0.35 > "$T/p.folded"
+	"$CPROF" import --data "$S" -l run=fr2 --time "now-$((2300 - 10 * k))s" "$T/p.folded" > /dev/null
+done
+d -f flamegraph -o "$T/fr.svg" '{run="fr1"}' '{run="fr2"}'
+# fills NAME: the fills of NAME's frames, sorted
+fills() { grep "<title>$1 " "$T/fr.svg" | grep -o 'fill="rgb([0-9,]*)"' | sort | tr '\n' ' '; }
+like "$(fills light)" '^fill="rgb\(255,([0-9]+),\1\)" $' "by frame, over intervals: light (its total share grew) is red"
+like "$(fills heavy)" '^fill="rgb\(([0-9]+),\1,255\)" $' "by frame, over intervals: heavy (its total share shrank) is blue"
+is "$(fills spin | sed -E 's/fill="rgb\(255,([0-9]+),\1\)"/red/; s/fill="rgb\(([0-9]+),\1,255\)"/blue/g')" "red blue " \
+	"by frame, over intervals: the spin under each is coloured, one red, one blue ($(fills spin))"
+is "$(fills hot)$(fills steady)" 'fill="rgb(221,221,221)" fill="rgb(221,221,221)" ' \
+	"by frame, over intervals: hot and steady, whose shares did not change, are grey"
+run d '{run="fr1"}' '{run="fr2"}'
+like "$(printf '%s\n' "$out" | awk '$NF == "spin"')" '^ +[56][0-9]\.[0-9]+% +[56][0-9]\.[0-9]+% +[-+][0-9.]+pp +\[[^*]*spin$' \
+	"... where the table, by function, has spin at about 60% before and after, not significant"
 # pprof's diff form carries the figures as comments, which go tool pprof -comments lists
 [ -n "${GO:-}" ] || GO=$(command -v go || true)
 d -f pprof -o "$T/ab.pb.gz" '{run="a1"}' '{run="b"}'

@@ -976,6 +976,72 @@ START_TEST(test_diffstat_frames_filtered)
 }
 END_TEST
 
+/* cp_render_diff: the flame graph colours each frame by its own tests, the
+ * JSON tree carries them */
+START_TEST(test_render_diff_frames)
+{
+	struct cp_profile *iv[2][NIV], *sum[2];
+	struct cp_render_diff_opts o = { .min_change = -1, .with_tree = true };
+	struct capture c;
+	json_error_t jerr;
+	json_t *root, *hot, *light;
+	char *out, *p;
+
+	trade(iv);
+	for (int s = 0; s < 2; s++) {
+		sum[s] = folded("", NULL, NULL);
+		for (int k = 0; k < NIV; k++)
+			ck_assert_int_eq(cp_profile_merge(sum[s], iv[s][k], NULL), 0);
+		o.iv[s] = iv[s];
+		o.niv[s] = NIV;
+	}
+	ck_assert_int_eq(cp_render_diff(cap_open(&c), "flamegraph", sum[0], 0, sum[1], 0, &o), 0);
+	out = cap_close(&c);
+	ck_assert_contains(out, "grey: not significant");
+	ck_assert_ptr_nonnull(p = strstr(out, "<title>light ("));
+	ck_assert_contains(p, "total share +25.");
+	ck_assert_msg(strstr(p, "fill=\"rgb(255,") && strstr(p, "fill=\"rgb(255,") < strchr(p, '\n'), "light is not red: %.300s", p);
+	ck_assert_ptr_nonnull(p = strstr(out, "<title>hot ("));
+	ck_assert_msg(strstr(p, "fill=\"rgb(221,221,221)\"") && strstr(p, "fill=\"rgb(221,221,221)\"") < strchr(p, '\n'),
+		      "hot is not grey: %.300s", p);
+	free(out);
+
+	ck_assert_int_eq(cp_render_diff(cap_open(&c), "json", sum[0], 0, sum[1], 0, &o), 0);
+	out = cap_close(&c);
+	root = json_loads(out, 0, &jerr);
+	ck_assert_msg(root != NULL, "bad JSON (%s)", jerr.text);
+	free(out);
+	hot = json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(root, "tree"), "children"), 0),
+					     "children"), 0);
+	if (strcmp(json_string_value(json_object_get(hot, "name")), "hot"))
+		hot = json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(root, "tree"), "children"), 0),
+						     "children"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(hot, "name")), "hot");
+	ck_assert_ptr_nonnull(json_object_get(hot, "total_q"));
+	ck_assert_ptr_null(json_object_get(hot, "self_q")); /* no self: not tested */
+	ck_assert_ptr_null(json_object_get(hot, "significant"));
+	light = json_array_get(json_object_get(hot, "children"), 0);
+	if (strcmp(json_string_value(json_object_get(light, "name")), "light"))
+		light = json_array_get(json_object_get(hot, "children"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(light, "name")), "light");
+	ck_assert_str_eq(json_string_value(json_object_get(light, "significant")), "total");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(light, "total_change")), 0.25, 0.01);
+	ck_assert_double_lt(json_real_value(json_object_get(light, "total_q")), 0.0001);
+	json_decref(root);
+
+	/* without the test: the self value's change, no grey */
+	o.niv[0] = o.niv[1] = 0;
+	ck_assert_int_eq(cp_render_diff(cap_open(&c), "flamegraph", sum[0], 0, sum[1], 0, &o), 0);
+	out = cap_close(&c);
+	ck_assert_ptr_null(strstr(out, "rgb(221,221,221)"));
+	ck_assert_ptr_null(strstr(out, "share"));
+	free(out);
+	cp_profile_free(sum[0]);
+	cp_profile_free(sum[1]);
+	trade_free(iv);
+}
+END_TEST
+
 /* ---- flame graph, once ---- */
 
 START_TEST(test_render_flame_names)
@@ -1133,6 +1199,7 @@ static Suite *render_suite(void)
 	tcase_add_test(diff, test_render_diff_units);
 	tcase_add_test(diff, test_diffstat_frames);
 	tcase_add_test(diff, test_diffstat_frames_filtered);
+	tcase_add_test(diff, test_render_diff_frames);
 	suite_add_tcase(s, diff);
 
 	tcase_add_test(flame, test_render_flame_names);

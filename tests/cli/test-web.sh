@@ -531,8 +531,9 @@ IB=$(enc "cpu{service=\"iv1\"}")
 IA=$(enc "cpu{service=\"iv2\"}")
 page a "$url/?query=$IB&mode=diff&compare=$IA" ivdiff
 is "$(field ivdiff state 1)" ready "diff with intervals: the page renders"
-is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/ivdiff.txt")" "before,after,delta,delta%,share Δ,q,name" \
-	"diff with intervals: the change of share and its q-value are columns"
+is "$(awk -F'\t' '$1 == "th" && $2 == "top" { print $3 }' "$T/ivdiff.txt")" \
+	"self before,self after,self Δ,q,total before,total after,total Δ,q,name" \
+	"diff with intervals: the shares tested, self and total, their change and q-value are the columns"
 like "$(row ivdiff top f1 | cut -f1)" '\+[0-9.]+pp\|(<0\.0001|0\.00[0-9]*|0\.0100) \*\|f1$' "diff with intervals: f1's change is significant (*)"
 like "$(get ivdiff note)" 'significant changes \(q <= 0.01, Welch' "diff with intervals: the note names the test"
 f1fill=$(awk -F'\t' '$1 == "frame" && $2 == "graph" && $3 == "f1" { print $7; exit }' "$T/ivdiff.txt")
@@ -542,6 +543,40 @@ for f in f2 f3 f4 f5 f6 f7 f8 f9 f10; do
 done
 like "$f1fill" '^rgb\(255,' "diff with intervals: f1's frame is red ($f1fill)"
 is "$grey" 9 "diff with intervals: the nine frames whose change is chance are grey"
+
+# diff by frame (#47): light and heavy, both calling spin, trade share (light 10% -> 35% of the
+# samples) under hot, which keeps its 60%; 12 pushes of 1,000 samples a side.  The significant
+# rows are light and heavy, whose self is 0: the table shows the total shares it tested, and the
+# graph colours light, heavy and the spin under each, and greys hot
+drawf() {
+	awk -v seed="$1" -v pl="$2" 'BEGIN { srand(seed)
+		for (i = 0; i < 1000; i++) { r = rand(); k = r < pl ? 1 : r < 0.6 ? 2 : 3; n[k]++ }
+		printf "main;hot;light;spin %d\nmain;hot;heavy;spin %d\nmain;steady %d\n", n[1], n[2], n[3] }'
+}
+: > "$T/frpush"
+for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	drawf $((700 + k)) 0.10 | curl -s -o /dev/null -w '%{http_code}\n' --data-binary @- \
+		"$url/api/v1/push?name=cpu&service=fr1&time=now-$((600 - 10 * k))s" >> "$T/frpush"
+	drawf $((720 + k)) 0.35 | curl -s -o /dev/null -w '%{http_code}\n' --data-binary @- \
+		"$url/api/v1/push?name=cpu&service=fr2&time=now-$((300 - 10 * k))s" >> "$T/frpush"
+done
+is "$(sort -u "$T/frpush")" 200 "24 folded pushes where two callees trade share"
+FB=$(enc "cpu{service=\"fr1\"}")
+FA=$(enc "cpu{service=\"fr2\"}")
+page a "$url/?query=$FB&mode=diff&compare=$FA" frdiff
+is "$(field frdiff state 1)" ready "diff by frame: the page renders"
+is "$(awk -F'\t' '$1 == "row" && $2 == "top" { print $3 }' "$T/frdiff.txt" | head -n 2 | sort | tr '\n' ' ')" "heavy light " \
+	"diff by frame: light and heavy, the significant changes, are the first rows"
+like "$(row frdiff top light | cut -f1)" '^0\.00%\|0\.00%\|\+0\.00pp\|–\|[0-9]+\.[0-9]+%\|3[0-9]\.[0-9]+%\|\+2[0-9]\.[0-9]+pp\|<0\.0001 \*\|light$' \
+	"diff by frame: light's row shows its total share tested, about 10% to 35%, q < 0.0001 (not 0 0 0)"
+like "$(row frdiff top heavy | cut -f1)" '^0\.00%\|0\.00%\|\+0\.00pp\|–\|[0-9.]+%\|[0-9.]+%\|-2[0-9]\.[0-9]+pp\|<0\.0001 \*\|heavy$' \
+	"diff by frame: heavy's row shows its total share tested, down by about 25 points"
+frfill() { awk -F'\t' -v f="$1" '$1 == "frame" && $2 == "graph" && $3 == f { print $7 }' "$T/frdiff.txt" | sort | tr '\n' ' '; }
+like "$(frfill light)" '^rgb\(255,([0-9]+),\1\) $' "diff by frame: light's frame is red ($(frfill light))"
+like "$(frfill heavy)" '^rgb\(([0-9]+),\1,255\) $' "diff by frame: heavy's frame is blue ($(frfill heavy))"
+like "$(frfill spin | tr ' ' '\n' | sed -E 's/^rgb\(255,([0-9]+),\1\)$/red/; s/^rgb\(([0-9]+),\1,255\)$/blue/' | sort | tr '\n' ' ')" '^ ?blue red $' \
+	"diff by frame: the spin under each is coloured, one red, one blue ($(frfill spin))"
+is "$(frfill hot)" 'rgb(221,221,221) ' "diff by frame: hot, whose share did not change, is grey"
 
 # regressions (#19): each service's last hour against the same hour a day before; rg1's f1 grew
 # from 10% to 14%, rg2 did not change.  The page lists what the API lists, and a row opens the diff

@@ -498,7 +498,10 @@
 	const MATCH = 'rgb(230,80,230)';
 	const GREY = 'rgb(221,221,221)'; // a diff's change that is not significant
 	// The API's tree (nested {name, value, self, children} or, for a diff,
-	// {name, before, after, children}) flattened into linked nodes.
+	// {name, before, after, children}, with each frame's tests when the diff
+	// has them: self_change, total_change (of share), self_q, total_q when
+	// tested, significant: "self", "total" or "self+total") flattened into
+	// linked nodes.
 	function prepare(tree, diff) {
 		const all = [];
 		const mk = (t, parent) => {
@@ -508,6 +511,8 @@
 				n.v = Number(t.after) || 0;
 				if (t.self_after !== undefined) n.self = Number(t.self_after);
 				if (t.self_before !== undefined) n.selfBefore = Number(t.self_before);
+				if (t.self_change !== undefined)
+					n.st = { self: Number(t.self_change), total: Number(t.total_change), selfQ: t.self_q, totalQ: t.total_q, sig: t.significant || '' };
 			} else {
 				n.v = Number(t.value) || 0;
 				// the API's self (max_nodes folds small subtrees into it)
@@ -527,7 +532,10 @@
 			}
 			n.c.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 		}
-		let maxAbs = 0;
+		// a frame's colour: with its tests (as the server's SVG), grey when tested and
+		// neither significant, else the change of its self share, or of its total share
+		// where only that is significant; without, the change of its self value
+		let maxAbs = 0, maxShare = 0;
 		for (const n of all) {
 			if (n.self === undefined) n.self = n.v - n.c.reduce((a, c) => a + c.v, 0);
 			if (diff) {
@@ -535,8 +543,14 @@
 				n.delta = n.self - n.selfBefore;
 				maxAbs = Math.max(maxAbs, Math.abs(n.delta));
 			}
+			if (n.st) {
+				const s = n.st;
+				n.chance = (s.selfQ !== undefined || s.totalQ !== undefined) && !s.sig;
+				n.shareDelta = n.chance ? 0 : s.sig === 'total' ? s.total : s.self;
+				maxShare = Math.max(maxShare, Math.abs(n.shareDelta));
+			}
 		}
-		return { root, all, maxAbs };
+		return { root, all, maxAbs, maxShare, tested: all.some((n) => n.st) };
 	}
 
 	class Flame {
@@ -624,7 +638,8 @@
 				let fill, dark = false;
 				const hit = re && re.test(n.name);
 				if (hit) fill = MATCH;
-				else if (diff && n.delta && this.opts.chance && this.opts.chance.has(n.name)) fill = GREY; // chance explains it
+				else if (diff && n.chance) fill = GREY; // chance explains it
+				else if (diff && this.g.tested) [fill, dark] = diffColor(n.shareDelta || 0, this.g.maxShare);
 				else if (diff) [fill, dark] = diffColor(n.delta, this.g.maxAbs);
 				else fill = n.p ? warm(n.name) : 'rgb(220,110,40)';
 				const chars = Math.floor((w - 6) / 7);
@@ -656,7 +671,14 @@
 				h += '<table><tr><td>before</td><td>' + esc(fmtValue(n.before, u)) + '</td></tr>' +
 					'<tr><td>after</td><td>' + esc(fmtValue(n.v, u)) + ' (' + fmtPct(pct(n.v, root.v)) + ')</td></tr>' +
 					'<tr><td>change</td><td>' + (d > 0 ? '+' : '') + esc(fmtValue(d, u)) + (n.before ? ' (' + (d > 0 ? '+' : '') + fmtPct(pct(d, n.before)) + ')' : '') + '</td></tr>' +
-					'<tr><td>self change</td><td>' + (n.delta > 0 ? '+' : '') + esc(fmtValue(n.delta, u)) + '</td></tr></table>';
+					'<tr><td>self change</td><td>' + (n.delta > 0 ? '+' : '') + esc(fmtValue(n.delta, u)) + '</td></tr>';
+				if (n.st) { // the frame's tests: its change of share, self and total, and q
+					const q = (x, sig) => (x === undefined ? '–' : x < 1e-4 ? '<0.0001' : Number(x).toFixed(4)) + (sig ? ' *' : '');
+					const sp = (x) => (x > 0 ? '+' : '') + (100 * x).toFixed(2) + 'pp';
+					h += '<tr><td>self share</td><td>' + sp(n.st.self) + ', q ' + esc(q(n.st.selfQ, n.st.sig.includes('self'))) + '</td></tr>' +
+						'<tr><td>total share</td><td>' + sp(n.st.total) + ', q ' + esc(q(n.st.totalQ, n.st.sig.includes('total'))) + '</td></tr>';
+				}
+				h += '</table>';
 			} else {
 				h += '<table><tr><td>total</td><td>' + esc(fmtValue(n.v, u)) + ' (' + fmtPct(pct(n.v, root.v)) + ')</td></tr>' +
 					(Z !== root ? '<tr><td>of zoomed</td><td>' + fmtPct(pct(n.v, Z.v)) + '</td></tr>' : '') +
@@ -725,8 +747,24 @@
 					{ k: 'name', label: 'name', v: (r) => r.name, f: (r) => r.name, name: true },
 				];
 			}
-			const norm = this.opts.normalize;
 			const sign = (x) => (x > 0 ? '+' : '');
+			if (this.opts.sig) { // the shares tested, self and total, their change and q-value (* significant): as cprof diff's table
+				const pc = (x) => (100 * x).toFixed(2) + '%';
+				const sp = (x) => (x < 0 ? '' : '+') + (100 * x).toFixed(2) + 'pp'; // as cprof diff's table: +0.00pp
+				const st = (r, k) => r[k] || { share_before: 0, share_after: 0, change: 0, tested: false };
+				const q = (s) => (s.tested ? s.q : 1);
+				const qf = (s) => (s.tested ? (s.q < 1e-4 ? '<0.0001' : s.q.toFixed(4)) + (s.significant ? ' *' : '') : '–');
+				const cols = [];
+				for (const k of ['self', 'total']) {
+					cols.push({ k: k + '_before', label: k + ' before', v: (r) => st(r, k).share_before, f: (r) => pc(st(r, k).share_before) });
+					cols.push({ k: k + '_after', label: k + ' after', v: (r) => st(r, k).share_after, f: (r) => pc(st(r, k).share_after) });
+					cols.push({ k: k + '_change', label: k + ' Δ', v: (r) => st(r, k).change, f: (r) => sp(st(r, k).change), color: true, d: (r) => st(r, k).change });
+					cols.push({ k: k + '_q', label: 'q', v: (r) => q(st(r, k)), f: (r) => qf(st(r, k)) });
+				}
+				cols.push({ k: 'name', label: 'name', v: (r) => r.name, f: (r) => r.name, name: true });
+				return cols;
+			}
+			const norm = this.opts.normalize;
 			const dp = (r, k) => (r[k] === undefined || r[k] === null ? (r.after ? 'new' : '–') : sign(r[k]) + fmtPct(r[k]));
 			const cols = [
 				{ k: 'before', label: 'before', v: (r) => r.before, f: (r) => fmtValue(r.before, u), raw: true },
@@ -737,11 +775,6 @@
 			if (norm) {
 				cols.push({ k: 'norm_delta', label: 'norm. delta', v: (r) => r.norm_delta, f: (r) => sign(r.norm_delta) + fmtValue(Math.round(r.norm_delta), u), raw: true, color: true });
 				cols.push({ k: 'norm_pct', label: 'norm%', v: (r) => r.norm_pct ?? (r.after ? Infinity : 0), f: (r) => dp(r, 'norm_pct'), color: true });
-			}
-			if (this.opts.sig) { // the change of the self share, and its q-value (* significant)
-				const q = (r) => (r.self && r.self.tested ? r.self.q : 1);
-				cols.push({ k: 'share', label: 'share Δ', v: (r) => (r.self ? r.self.change : 0), f: (r) => (r.self ? sign(r.self.change) + (100 * r.self.change).toFixed(2) + 'pp' : ''), color: true });
-				cols.push({ k: 'q', label: 'q', v: q, f: (r) => (r.self && r.self.tested ? (r.self.q < 1e-4 ? '<0.0001' : r.self.q.toFixed(4)) + (r.self.significant ? ' *' : '') : '–') });
 			}
 			cols.push({ k: 'name', label: 'name', v: (r) => r.name, f: (r) => r.name, name: true });
 			return cols;
@@ -769,7 +802,7 @@
 					esc(this.opts.by) + ' against its baseline"' : '') + (r.file ? ' title="' + esc(r.file) + '"' : '') + '>';
 				for (const c of cols) {
 					let cls = c.name ? 'name' : 'num';
-					if (c.color) { const d = r.delta ?? r.change; cls += d > 0 ? ' up' : d < 0 ? ' down' : ''; }
+					if (c.color) { const d = c.d ? c.d(r) : r.delta ?? r.change; cls += d > 0 ? ' up' : d < 0 ? ' down' : ''; }
 					s += '<td class="' + cls + '"' + (c.raw ? ' data-v="' + esc(c.v(r)) + '"' : '') + '>' + esc(c.f(r)) + '</td>';
 				}
 				s += '</tr>';
@@ -952,12 +985,11 @@
 			ui.topB.clear();
 			jobs.push(api('api/v1/diff', { ...diffParams(), format: 'json' }).then((d) => {
 				if (!cur()) return;
-				// the functions whose change was tested and is not significant (self nor total): grey
+				// the graph greys the frames whose change was tested and is not significant,
+				// each frame by its own tests (the tree's self_q, total_q, significant)
 				const tested = (r) => (r.self && r.self.tested) || (r.total && r.total.tested);
-				const sig = (r) => (r.self && r.self.significant) || (r.total && r.total.significant);
 				const rows = d.significance ? (d.rows || []) : [];
-				const chance = new Set(rows.filter((r) => tested(r) && !sig(r)).map((r) => r.name));
-				if (d.tree) ui.fgA.set(d.tree, { unit: d.unit, diff: true, chance });
+				if (d.tree) ui.fgA.set(d.tree, { unit: d.unit, diff: true });
 				else {
 					ui.fgA.clear('the server sent no diff tree');
 					showError('/api/v1/diff answered without a "tree" field');

@@ -171,11 +171,11 @@ void store_args_release(struct store_args *a);
  * one profile; NULL after printing, with *status the exit code. */
 struct cp_profile *load_selection(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
 				  int *status);
-/* A stored selector's samples as one profile per interval (at most 200, of
- * 10 s or more) over [from, to): cp_store_select_intervals.  Returns the
- * status (EXIT_OK, else the error said); *n = 0 when none holds samples. */
+/* A stored selector's samples as one profile per interval over [from,
+ * to): cp_store_select_intervals, whose one group *out is (*n = 0 when
+ * none holds samples).  Returns the status (EXIT_OK, else the error said). */
 int load_intervals(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
-		   struct cp_profile ***out, size_t *n);
+		   struct cp_store_intervals **out, size_t *n);
 /* Is arg a profile file rather than a selector? */
 bool is_file_arg(const char *arg);
 

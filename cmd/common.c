@@ -390,11 +390,10 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 }
 
 int load_intervals(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
-		   struct cp_profile ***out, size_t *n)
+		   struct cp_store_intervals **out, size_t *n)
 {
 	struct cp_store_query q = { NULL, from, to, NULL, NULL };
 	struct cp_selector *sel = NULL;
-	int64_t step;
 	int err, status = EXIT_FAIL;
 
 	*out = NULL;
@@ -403,7 +402,7 @@ int load_intervals(const char *verb, const char *arg, struct store_args *a, int6
 		return usage_error(verb, "'%s' is neither a file nor a selector: %s", arg, cp_errmsg(err));
 	q.sel = sel;
 	if (store_get(verb, a)) {
-		err = cp_store_select_intervals(a->store, &q, 10 * (int64_t)1000000000, 200, out, n, &step);
+		err = cp_store_select_intervals(a->store, &q, CP_STORE_INTERVAL_STEP, CP_STORE_INTERVALS_MAX, out, n);
 		status = err ? fail(verb, "%s: %s", arg, cp_errmsg(err)) : EXIT_OK;
 	}
 	cp_selector_free(sel);

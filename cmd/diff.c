@@ -154,7 +154,8 @@ static int run_diff(int argc, char **argv)
 {
 	static const char *formats[] = { "table", "flamegraph", "folded", "json", "pprof", NULL };
 	struct diff_opts o = { .format = "table", .min_change = -1 };
-	struct cp_profile *before = NULL, *after = NULL, **iv[2] = { NULL, NULL };
+	struct cp_profile *before = NULL, *after = NULL;
+	struct cp_store_intervals *iv[2] = { NULL, NULL }; /* one group, or none */
 	size_t niv[2] = { 0, 0 };
 	struct cp_filter *filter = NULL;
 	struct store_args sa = { 0 };
@@ -244,8 +245,8 @@ static int run_diff(int argc, char **argv)
 	     (status = load_intervals("diff", aname, &sa, af, at, &iv[1], &niv[1]))))
 		goto out;
 	for (int s = 0; s < 2; s++)
-		for (i = 0; i < niv[s]; i++)
-			if (!(iv[s][i] = cp_profile_filter(iv[s][i], filter))) {
+		for (i = 0; niv[s] && i < iv[s]->n; i++)
+			if (!(iv[s]->iv[i] = cp_profile_filter(iv[s]->iv[i], filter))) {
 				status = fail("diff", "%s", cp_errmsg(errno));
 				goto out;
 			}
@@ -271,7 +272,8 @@ static int run_diff(int argc, char **argv)
 		goto out;
 	{
 		struct cp_render_diff_opts ro = { o.limit, o.normalize, o.title, false, false, 0, !o.no_significance,
-						  o.significant, o.fdr, { iv[0], iv[1] }, { niv[0], niv[1] }, o.min_change };
+						  o.significant, o.fdr, { niv[0] ? iv[0]->iv : NULL, niv[1] ? iv[1]->iv : NULL },
+						  { niv[0] ? iv[0]->n : 0, niv[1] ? iv[1]->n : 0 }, o.min_change };
 
 		err = cp_render_diff(out.f, o.format, before, vb, after, va, &ro);
 	}

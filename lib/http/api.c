@@ -222,11 +222,10 @@ static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct 
 /* sel's samples per interval over [from, to) (cp_store_select_intervals, as
  * cprof diff), filtered */
 static bool select_intervals(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
-			     int64_t to, struct cp_filter *filter, struct cp_profile ***iv, size_t *n)
+			     int64_t to, struct cp_filter *filter, struct cp_store_intervals **iv, size_t *n)
 {
 	struct cp_store_query q = { sel, from, to, NULL, NULL };
 	struct cp_store *st = cp_shared_reader(s->store);
-	int64_t step;
 	int err;
 
 	*iv = NULL;
@@ -235,14 +234,14 @@ static bool select_intervals(struct cp_api *s, struct cp_resp *out, const struct
 		cp_resp_error(out, 500, "%s", cp_errmsg(errno));
 		return false;
 	}
-	err = cp_store_select_intervals(st, &q, 10 * (int64_t)1000000000, 200, iv, n, &step);
+	err = cp_store_select_intervals(st, &q, CP_STORE_INTERVAL_STEP, CP_STORE_INTERVALS_MAX, iv, n);
 	cp_shared_release(s->store, st);
 	if (err) {
 		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
 		return false;
 	}
-	for (size_t i = 0; i < *n; i++)
-		if (!((*iv)[i] = cp_profile_filter((*iv)[i], filter))) {
+	for (size_t i = 0; *n && i < (*iv)->n; i++)
+		if (!((*iv)->iv[i] = cp_profile_filter((*iv)->iv[i], filter))) {
 			cp_resp_error(out, errno == CP_REGEX_ECOST ? 422 : 500, "%s", cp_errmsg(errno));
 			return false;
 		}
@@ -496,7 +495,7 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_selector *sb = NULL, *sa = NULL;
 	struct cp_filter *filter = NULL;
 	struct cp_render_diff_opts o = { .min_change = -1 };
-	struct cp_profile **iv[2] = { NULL, NULL };
+	struct cp_store_intervals *iv[2] = { NULL, NULL }; /* one group, or none */
 	int64_t from, to, bf, bt, af, at;
 	size_t nb = 0, na = 0, i, niv[2] = { 0, 0 };
 	long max_nodes, limit;
@@ -533,10 +532,10 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 			       !select_intervals(arg, out, sa, af, at, filter, &iv[1], &niv[1])))
 		goto out;
 	o.only_significant = flag(r, "significant");
-	o.iv[0] = iv[0];
-	o.iv[1] = iv[1];
-	o.niv[0] = niv[0];
-	o.niv[1] = niv[1];
+	for (int k = 0; k < 2; k++) {
+		o.iv[k] = niv[k] ? iv[k]->iv : NULL;
+		o.niv[k] = niv[k] ? iv[k]->n : 0;
+	}
 	if (mem_open(&m, out))
 		goto out;
 	o.limit = (int)limit;

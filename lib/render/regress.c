@@ -14,13 +14,10 @@
 #include "../util.h"
 #include "render.h"
 
-#define MIN_STEP (10 * (int64_t)1000000000)
-#define MAX_STEPS 200
-
 struct group {
 	char *name;
 	struct cp_profile **iv[2]; /* owned */
-	size_t n[2], cap[2];
+	size_t n[2];
 	struct cp_fn_table *ft;
 	struct cp_diffstat ds;
 	bool compared;
@@ -66,36 +63,30 @@ static void groups_free(struct groups *gs)
 	free(gs->g);
 }
 
-/* side s's intervals of [from, to), per group */
+/* side s's intervals of [from, to), per group: each group cut as a diff
+ * of its own selection is (cp_store_select_intervals) */
 static int load_side(struct cp_store *st, const struct cp_selector *sel, const char *by, int64_t from, int64_t to,
 		     int s, struct groups *gs)
 {
-	int64_t step = (to - from + MAX_STEPS - 1) / MAX_STEPS;
+	struct cp_store_query q = { sel, from, to, by, NULL };
+	struct cp_store_intervals *iv = NULL;
+	size_t n = 0;
+	int err = cp_store_select_intervals(st, &q, CP_STORE_INTERVAL_STEP, CP_STORE_INTERVALS_MAX, &iv, &n);
 
-	if (step < MIN_STEP)
-		step = MIN_STEP;
-	step = (step + MIN_STEP - 1) / MIN_STEP * MIN_STEP;
-	for (int64_t t0 = from / step * step; t0 < to; t0 += step) {
-		struct cp_store_query q = { sel, t0 > from ? t0 : from, t0 + step < to ? t0 + step : to, by, NULL };
-		struct cp_store_result *res = NULL;
-		size_t nr = 0;
-		int err = cp_store_select(st, &q, &res, &nr);
+	for (size_t i = 0; !err && i < n; i++) {
+		struct group *g = group_get(gs, iv[i].group);
 
-		if (err)
-			return err;
-		for (size_t i = 0; i < nr; i++) {
-			struct group *g = group_get(gs, res[i].group ? res[i].group : "");
-
-			if (!g || cp_grow((void **)&g->iv[s], &g->cap[s], g->n[s] + 1, sizeof(*g->iv[s]))) {
-				cp_store_results_free(res, nr);
-				return nomem();
-			}
-			g->iv[s][g->n[s]++] = res[i].profile;
-			res[i].profile = NULL;
+		if (!g) {
+			err = nomem();
+			break;
 		}
-		cp_store_results_free(res, nr);
+		g->iv[s] = iv[i].iv; /* taken */
+		g->n[s] = iv[i].n;
+		iv[i].iv = NULL;
+		iv[i].n = 0;
 	}
-	return 0;
+	cp_store_intervals_free(iv, n);
+	return err;
 }
 
 /* the group's test, as cprof diff's (its own q-values are redone over all groups) */

@@ -6,8 +6,10 @@
  * returns.
  *
  * Each group is compared as `cprof diff` compares two stored selections
- * (diffstat.h: Welch's t test over the intervals, at most 200 steps of
- * 10 s or more a side), and the Benjamini-Hochberg q-values are taken over
+ * (diffstat.h: Welch's t test over the intervals), over the intervals a
+ * diff of that group's selection has (cp_store_select_intervals: each
+ * group's samples cut by their own span), and the Benjamini-Hochberg
+ * q-values are taken over
  * the tests of all the groups together, so that the false discovery rate
  * holds for the whole list.  A group with no samples on one side is counted
  * (ngroups) but not compared.

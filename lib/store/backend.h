@@ -27,6 +27,7 @@ struct cp_store_query;
 struct cp_store_result;
 struct cp_store_series;
 struct cp_store_stats;
+struct cp_store_group_totals;
 struct cp_downsample;
 struct cp_compact_stats;
 
@@ -41,6 +42,9 @@ struct cp_store_ops {
 	int (*over_time)(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 			 struct cp_buckets *b, char **type);
 	int (*stats)(struct cp_store *s, struct cp_store_stats *st);
+	/* NULL: store.c asks select for each step instead */
+	int (*over_time_groups)(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+				struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b);
 	/* NULL: holds nothing of the kind (0) */
 	size_t (*memory)(struct cp_store *s);
 	void (*limit_memory)(struct cp_store *s, size_t bytes);

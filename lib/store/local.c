@@ -446,6 +446,12 @@ static int op_over_time(struct cp_store *s, const struct cp_store_query *q, int6
 	return cp_local_over_time(L(s), q, step, totals, b, type);
 }
 
+static int op_over_time_groups(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+			       struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b)
+{
+	return cp_local_over_time_groups(L(s), q, step, out, n, b);
+}
+
 static size_t op_memory(struct cp_store *s)
 {
 	const struct cp_local *l = L(s);
@@ -484,6 +490,7 @@ static const struct cp_store_ops local_ops = {
 	.series = op_series,
 	.select = op_select,
 	.over_time = op_over_time,
+	.over_time_groups = op_over_time_groups,
 	.stats = op_stats,
 	.memory = op_memory,
 	.limit_memory = op_limit_memory,

@@ -478,34 +478,32 @@ void cp_local_scan_close(struct cp_local_scanner *it)
 
 #define BY_SAMPLE SIZE_MAX
 
-struct select_ctx {
-	struct agg *groups;
-	char **names;     /* the groups' values */
-	size_t ngroups, cap;
-	size_t *group_of; /* series index -> group; BY_SAMPLE: by the sample's label */
+/* The groups of a query's samples by q->group_by: the value of a series
+ * label, else of the samples' label (off-CPU's state, a thread's name), ""
+ * when neither has it, in order of first appearance; without group_by, one
+ * group "".  Shared by selections and totals over time, so that both name
+ * the same groups. */
+struct grouping {
 	const char *by;
+	char **names; /* the groups' values */
+	size_t n, cap;
+	size_t *group_of; /* series index (into want) -> group; BY_SAMPLE: by the sample's label */
 	const struct cp_profile *dict;
 	uint32_t last_labels; /* the last sample label set looked up, and its group */
 	size_t last_group;
 };
 
-/* The group of value gv, made (in order of first appearance) when new. */
-static int group_index(struct select_ctx *c, const char *gv, size_t *out)
+/* The group of value gv, made when new. */
+static int group_index(struct grouping *g, const char *gv, size_t *out)
 {
 	size_t j;
 
-	for (j = 0; j < c->ngroups && strcmp(c->names[j], gv); j++)
+	for (j = 0; j < g->n && strcmp(g->names[j], gv); j++)
 		;
-	if (j == c->ngroups) {
-		size_t cap = c->cap;
-
-		if (cp_grow((void **)&c->groups, &cap, j + 1, sizeof(*c->groups)) ||
-		    cp_grow((void **)&c->names, &c->cap, j + 1, sizeof(*c->names)) || !(c->names[j] = strdup(gv)))
+	if (j == g->n) {
+		if (cp_grow((void **)&g->names, &g->cap, j + 1, sizeof(*g->names)) || !(g->names[j] = strdup(gv)))
 			return cp_error(ENOMEM, "out of memory reading the store");
-		memset(&c->groups[j], 0, sizeof(c->groups[j]));
-		c->groups[j].tmin = INT64_MAX;
-		c->groups[j].tmax = INT64_MIN;
-		c->ngroups++;
+		g->n++;
 	}
 	*out = j;
 	return 0;
@@ -525,20 +523,113 @@ static const char *sample_label(const struct cp_profile *p, uint32_t id, const c
 	return "";
 }
 
+struct series_group {
+	int64_t id;
+	size_t group;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct series_group *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The groups of series ser[0..nser), by `by` (NULL: one), and the ids to
+ * scan in *want (sorted, as the scan wants them; group_of follows it). */
+static int grouping_init(struct grouping *g, const char *by, const struct cp_profile *dict,
+			 const struct cp_store_series *ser, size_t nser, int64_t **want)
+{
+	struct series_group *pairs = calloc(nser + 1, sizeof(*pairs));
+	size_t i, j;
+	int err = 0;
+
+	memset(g, 0, sizeof(*g));
+	g->by = by;
+	g->dict = dict;
+	g->last_labels = UINT32_MAX;
+	*want = calloc(nser + 1, sizeof(**want));
+	g->group_of = calloc(nser + 1, sizeof(*g->group_of));
+	if (!pairs || !*want || !g->group_of) {
+		err = cp_error(ENOMEM, "out of memory reading the store");
+		goto out;
+	}
+	for (i = 0; i < nser; i++) {
+		const char *gv = NULL;
+
+		for (j = 0; by && j < ser[i].nlabels; j++)
+			if (!strcmp(ser[i].names[j], by))
+				gv = ser[i].values[j];
+		if (by && !gv)
+			j = BY_SAMPLE;
+		else if ((err = group_index(g, gv ? gv : "", &j)))
+			goto out;
+		pairs[i].id = ser[i].id;
+		pairs[i].group = j;
+	}
+	cp_qsort(pairs, nser, sizeof(*pairs), pair_cmp);
+	for (i = 0; i < nser; i++) {
+		(*want)[i] = pairs[i].id;
+		g->group_of[i] = pairs[i].group;
+	}
+out:
+	free(pairs);
+	return err;
+}
+
+/* The group of an entry of series si (into want) with label set labels. */
+static int grouping_of(struct grouping *g, size_t si, uint32_t labels, size_t *out)
+{
+	size_t k = g->group_of[si];
+	int err;
+
+	if (k == BY_SAMPLE) { /* a label of the samples, not of the series */
+		if (labels != g->last_labels) {
+			if ((err = group_index(g, sample_label(g->dict, labels, g->by), &g->last_group)))
+				return err;
+			g->last_labels = labels;
+		}
+		k = g->last_group;
+	}
+	*out = k;
+	return 0;
+}
+
+static void grouping_release(struct grouping *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->names[i]);
+	free(g->names);
+	free(g->group_of);
+}
+
+struct select_ctx {
+	struct grouping gr;
+	struct agg *groups; /* one per group of gr */
+	size_t ngroups, cap;
+};
+
+/* an aggregate for every group made */
+static int aggs_grow(struct select_ctx *c)
+{
+	if (c->gr.n > c->ngroups && cp_grow((void **)&c->groups, &c->cap, c->gr.n, sizeof(*c->groups)))
+		return cp_error(ENOMEM, "out of memory reading the store");
+	for (; c->ngroups < c->gr.n; c->ngroups++) {
+		memset(&c->groups[c->ngroups], 0, sizeof(c->groups[0]));
+		c->groups[c->ngroups].tmin = INT64_MAX;
+		c->groups[c->ngroups].tmax = INT64_MIN;
+	}
+	return 0;
+}
+
 static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
 {
 	struct select_ctx *c = ctx;
-	size_t g = c->group_of[si];
+	size_t g;
 	int err;
 
-	if (g == BY_SAMPLE) { /* a label of the samples, not of the series */
-		if (labels != c->last_labels) {
-			if ((err = group_index(c, sample_label(c->dict, labels, c->by), &c->last_group)))
-				return err;
-			c->last_labels = labels;
-		}
-		g = c->last_group;
-	}
+	if ((err = grouping_of(&c->gr, si, labels, &g)) || (err = aggs_grow(c)))
+		return err;
 	return agg_add(&c->groups[g], stack, labels, v, t);
 }
 
@@ -627,75 +718,31 @@ static const char *common_label(const struct cp_store_series *ser, size_t n, con
 	return v;
 }
 
-struct series_group {
-	int64_t id;
-	size_t group;
-};
-
-static int pair_cmp(const void *a, const void *b)
-{
-	const struct series_group *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
 {
 	struct cp_store_series *ser = NULL;
 	struct cp_store_result *res = NULL;
 	struct select_ctx c = { 0 };
-	struct series_group *pairs = NULL;
 	int64_t *want = NULL;
 	size_t nser = 0, i, j;
 	int err;
 
-	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
+	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)) ||
+	    (err = grouping_init(&c.gr, q->group_by, s->dict.p, ser, nser, &want)) || (err = aggs_grow(&c)))
 		goto out;
-	want = calloc(nser, sizeof(*want));
-	pairs = calloc(nser, sizeof(*pairs));
-	c.group_of = calloc(nser, sizeof(*c.group_of));
-	if (!want || !pairs || !c.group_of) {
-		err = cp_error(ENOMEM, "out of memory reading the store");
-		goto out;
-	}
-	c.by = q->group_by;
-	c.dict = s->dict.p;
-	c.last_labels = UINT32_MAX;
-	/* groups by the label's value, in order of first appearance: a series
-	 * label, else the samples' (off-CPU's state, a thread's name) */
-	for (i = 0; i < nser; i++) {
-		const char *gv = NULL;
-
-		if (q->group_by)
-			for (j = 0; j < ser[i].nlabels; j++)
-				if (!strcmp(ser[i].names[j], q->group_by))
-					gv = ser[i].values[j];
-		if (q->group_by && !gv)
-			j = BY_SAMPLE;
-		else if ((err = group_index(&c, gv ? gv : "", &j)))
-			goto out;
-		pairs[i].id = ser[i].id;
-		pairs[i].group = j;
-	}
-	/* the scan wants series ids sorted */
-	cp_qsort(pairs, nser, sizeof(*pairs), pair_cmp);
-	for (i = 0; i < nser; i++) {
-		want[i] = pairs[i].id;
-		c.group_of[i] = pairs[i].group;
-	}
 	if (q->resolution)
 		*q->resolution = 0;
 	if ((err = scan(s, want, nser, q->from, q->to, add_to_group, &c, NULL, q->resolution)))
 		goto out;
-	if (!c.ngroups && nser && (err = group_index(&c, "", &j))) /* no sample: one empty profile */
-		goto out;
+	if (!c.ngroups && nser && ((err = group_index(&c.gr, "", &j)) || (err = aggs_grow(&c))))
+		goto out; /* no sample: one empty profile */
 	if (!(res = calloc(c.ngroups + 1, sizeof(*res)))) {
 		err = cp_error(ENOMEM, "out of memory reading the store");
 		goto out;
 	}
 	for (i = 0; i < c.ngroups; i++) {
-		res[i].group = c.names[i];
-		c.names[i] = NULL;
+		res[i].group = c.gr.names[i];
+		c.gr.names[i] = NULL;
 	}
 	for (i = 0; i < c.ngroups; i++)
 		if ((err = build(s, nser ? ser[0].type : "", &c.groups[i], common_label(ser, nser, "exe"), &res[i].profile)))
@@ -707,54 +754,69 @@ out:
 	for (i = 0; i < c.ngroups; i++) {
 		free(c.groups[i].e);
 		cp_index_release(&c.groups[i].idx);
-		free(c.names[i]);
 	}
 	if (res)
 		cp_store_results_free(res, c.ngroups);
 	free(c.groups);
-	free(c.names);
-	free(c.group_of);
+	grouping_release(&c.gr);
 	free(want);
-	free(pairs);
 	cp_store_series_free(ser, nser);
 	return err;
 }
 
-static int id_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 struct over_ctx {
+	struct grouping gr;
 	struct cp_buckets b;
-	int64_t *totals;
+	int64_t **totals; /* per group of gr: b.n */
+	size_t ntotals, cap;
 };
+
+/* totals for every group made */
+static int totals_grow(struct over_ctx *c)
+{
+	if (c->gr.n > c->ntotals && cp_grow((void **)&c->totals, &c->cap, c->gr.n, sizeof(*c->totals)))
+		return cp_error(ENOMEM, "out of memory reading the store");
+	for (; c->ntotals < c->gr.n; c->ntotals++)
+		if (!(c->totals[c->ntotals] = calloc(c->b.n + 1, sizeof(**c->totals))))
+			return cp_error(ENOMEM, "out of memory reading the store");
+	return 0;
+}
 
 static int add_to_step(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t labels, int64_t v)
 {
 	struct over_ctx *c = ctx;
 	ssize_t k = cp_buckets_index(&c->b, t);
+	size_t g;
+	int err;
 
-	(void)si;
 	(void)stack;
-	(void)labels;
-	if (k >= 0)
-		c->totals[k] = cp_add_sat(c->totals[k], v);
+	if (k < 0)
+		return 0;
+	if ((err = grouping_of(&c->gr, si, labels, &g)) || (err = totals_grow(c)))
+		return err;
+	c->totals[g][k] = cp_add_sat(c->totals[g][k], v);
 	return 0;
 }
 
-int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
-		       struct cp_buckets *b, char **type)
+static void over_release(struct over_ctx *c)
+{
+	for (size_t i = 0; i < c->ntotals; i++)
+		free(c->totals[i]);
+	free(c->totals);
+	grouping_release(&c->gr);
+}
+
+/* The totals over time of each group of q's samples into c (released by
+ * the caller), and their type (NULL: not wanted). */
+static int over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, struct over_ctx *c, char **type)
 {
 	struct cp_store_series *ser = NULL;
-	struct over_ctx c = { { 0, 0, 0 }, NULL };
 	int64_t *want = NULL;
 	int64_t res = 0;
-	size_t nser = 0, i;
+	size_t nser = 0;
 	int err;
 
+	memset(c, 0, sizeof(*c));
 	/* never finer than the data: steps of whole multiples of its resolution */
 	if ((err = range_step(s, q->from, q->to, &res)))
 		return err;
@@ -762,32 +824,64 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 		step = step < INT64_MAX - res ? (step / res + 1) * res : step;
 	if (q->resolution)
 		*q->resolution = res;
-	if ((err = cp_buckets_align(q->from, q->to, step, &c.b)))
+	if ((err = cp_buckets_align(q->from, q->to, step, &c->b)))
 		return err;
-	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)))
+	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)) ||
+	    (err = grouping_init(&c->gr, q->group_by, s->dict.p, ser, nser, &want)) || (err = totals_grow(c)))
 		goto out;
-	c.totals = calloc(c.b.n, sizeof(*c.totals));
-	want = malloc(nser * sizeof(*want));
-	if (!c.totals || !want || !(*type = strdup(ser[0].type))) {
+	if (type && !(*type = strdup(ser[0].type))) {
 		err = cp_error(ENOMEM, "out of memory reading the store");
 		goto out;
 	}
-	for (i = 0; i < nser; i++)
-		want[i] = ser[i].id;
-	cp_qsort(want, nser, sizeof(*want), id_cmp);
 	/* whole buckets: from the first one's start to the last one's end */
-	if ((err = scan(s, want, nser, c.b.start, cp_buckets_end(&c.b), add_to_step, &c, &c.b, NULL))) {
+	if ((err = scan(s, want, nser, c->b.start, cp_buckets_end(&c->b), add_to_step, c, &c->b, NULL)) && type) {
 		free(*type);
 		*type = NULL;
-		goto out;
 	}
-	*totals = c.totals;
-	*b = c.b;
-	c.totals = NULL;
 out:
-	free(c.totals);
 	free(want);
 	cp_store_series_free(ser, nser);
+	return err;
+}
+
+int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
+		       struct cp_buckets *b, char **type)
+{
+	struct cp_store_query one = *q;
+	struct over_ctx c;
+	int err;
+
+	one.group_by = NULL; /* every series in group "" */
+	if (!(err = over_time(s, &one, step, &c, type))) {
+		*totals = c.totals[0];
+		c.totals[0] = NULL;
+		*b = c.b;
+	}
+	over_release(&c);
+	return err;
+}
+
+int cp_local_over_time_groups(struct cp_local *s, const struct cp_store_query *q, int64_t step,
+			      struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b)
+{
+	struct over_ctx c;
+	int err = over_time(s, q, step, &c, NULL);
+
+	*out = NULL;
+	*n = 0;
+	if (!err && !(*out = calloc(c.ntotals + 1, sizeof(**out))))
+		err = cp_error(ENOMEM, "out of memory reading the store");
+	for (size_t i = 0; !err && i < c.ntotals; i++) {
+		(*out)[i].group = c.gr.names[i];
+		(*out)[i].totals = c.totals[i];
+		c.gr.names[i] = NULL;
+		c.totals[i] = NULL;
+	}
+	if (!err) {
+		*n = c.ntotals;
+		*b = c.b;
+	}
+	over_release(&c);
 	return err;
 }
 

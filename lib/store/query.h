@@ -6,9 +6,10 @@
  * group, the result profiles holding only the dictionary entries their
  * samples use), totals over time, and the store's figures.  Both report the
  * resolution read (blocks.step, downsampling: compact.h) through
- * q->resolution, and totals over time never step finer than it.  The contracts
- * are cp_store_select, cp_store_over_time and cp_store_stats's (store.h);
- * these are the local backend's.
+ * q->resolution, and totals over time never step finer than it.  A selection
+ * and totals over time name their groups (q->group_by) alike.  The contracts
+ * are cp_store_select, cp_store_over_time, cp_store_over_time_groups and
+ * cp_store_stats's (store.h); these are the local backend's.
  *
  * Ownership: results are the caller's (cp_store_results_free, free).
  * Errors: -errno with the message recorded (series.h's for the selector,
@@ -27,6 +28,8 @@ struct cp_local;
 int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       struct cp_buckets *b, char **type);
+int cp_local_over_time_groups(struct cp_local *s, const struct cp_store_query *q, int64_t step,
+			      struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b);
 /* The raw entries of the series want[0..nwant) (ids, sorted ascending) with
  * times in [from, to), for the SQL tables (sqlvtab.h), as an iterator: only
  * the partitions and blocks whose time bounds overlap the range are read, a

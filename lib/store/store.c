@@ -150,88 +150,286 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	return s->ops->over_time(s, q, step, totals, b, type);
 }
 
-int cp_store_select_intervals(struct cp_store *s, const struct cp_store_query *q, int64_t min_step,
-			      size_t max_intervals, struct cp_profile ***out, size_t *n, int64_t *step)
+void cp_store_group_totals_free(struct cp_store_group_totals *g, size_t n)
+{
+	for (size_t i = 0; g && i < n; i++) {
+		free(g[i].group);
+		free(g[i].totals);
+	}
+	free(g);
+}
+
+/* The group called name in g[0..*n), made (with b->n zero totals) when new;
+ * NULL when out of memory. */
+static struct cp_store_group_totals *totals_of(struct cp_store_group_totals **g, size_t *n, size_t *cap,
+					       const char *name, const struct cp_buckets *b)
+{
+	struct cp_store_group_totals *x;
+
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*g)[i].group, name))
+			return &(*g)[i];
+	if (cp_grow((void **)g, cap, *n + 1, sizeof(**g)))
+		return NULL;
+	x = &(*g)[*n];
+	x->group = strdup(name);
+	x->totals = calloc(b->n + 1, sizeof(*x->totals));
+	if (!x->group || !x->totals) {
+		free(x->group);
+		free(x->totals);
+		return NULL;
+	}
+	(*n)++;
+	return x;
+}
+
+/* For a backend without its own: the buckets of the totals over time, then
+ * a selection by group of each bucket that holds samples. */
+static int over_time_by_select(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+			       struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b)
 {
 	struct cp_store_query sq = *q;
-	struct cp_buckets b;
-	int64_t *totals = NULL, coarse, from = INT64_MAX, to = INT64_MIN;
+	int64_t *all = NULL;
 	char *type = NULL;
-	size_t k, cap;
+	size_t cap = 0;
+	int err;
+
+	if ((err = cp_store_over_time(s, q, step, &all, b, &type)))
+		return err;
+	free(type);
+	if (!q->group_by) { /* one group: the totals themselves */
+		if (!(*out = calloc(1, sizeof(**out))) || !((*out)[0].group = strdup(""))) {
+			free(*out);
+			*out = NULL;
+			free(all);
+			return cp_error(ENOMEM, "out of memory reading totals over time");
+		}
+		(*out)[0].totals = all;
+		*n = 1;
+		return 0;
+	}
+	for (size_t k = 0; !err && k < b->n; k++) {
+		struct cp_store_result *res = NULL;
+		size_t nr = 0;
+
+		if (!all[k])
+			continue;
+		sq.from = b->start + (int64_t)k * b->step; /* whole buckets, as cp_store_over_time's */
+		sq.to = sq.from + b->step;
+		if ((err = cp_store_select(s, &sq, &res, &nr)))
+			break;
+		for (size_t i = 0; i < nr; i++) {
+			struct cp_store_group_totals *g;
+
+			if (!res[i].profile || !res[i].profile->nsamples)
+				continue;
+			if (!(g = totals_of(out, n, &cap, res[i].group ? res[i].group : "", b))) {
+				err = cp_error(ENOMEM, "out of memory reading totals over time");
+				break;
+			}
+			g->totals[k] = cp_add_sat(g->totals[k], cp_profile_total(res[i].profile, 0));
+		}
+		cp_store_results_free(res, nr);
+	}
+	free(all);
+	if (err) {
+		cp_store_group_totals_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
+}
+
+int cp_store_over_time_groups(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+			      struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b)
+{
+	*out = NULL;
+	*n = 0;
+	if (s->ops->over_time_groups)
+		return s->ops->over_time_groups(s, q, step, out, n, b);
+	return over_time_by_select(s, q, step, out, n, b);
+}
+
+/* A group's cut: its span [from, to) (empty: no samples) in steps aligned
+ * to multiples of step, the first starting at t0 */
+struct cut {
+	int64_t from, to, step, t0;
+	size_t nsteps;
+};
+
+static void cut_span(struct cut *c, const struct cp_buckets *b, const int64_t *totals, const struct cp_store_query *q,
+		     int64_t min_step, size_t max_intervals)
+{
+	memset(c, 0, sizeof(*c));
+	c->from = INT64_MAX;
+	c->to = INT64_MIN;
+	for (size_t k = 0; k < b->n; k++) {
+		if (!totals[k])
+			continue;
+		if (c->from == INT64_MAX)
+			c->from = b->start + (int64_t)k * b->step;
+		c->to = b->start + (int64_t)(k + 1) * b->step;
+	}
+	if (c->from < q->from)
+		c->from = q->from;
+	if (c->to > q->to)
+		c->to = q->to;
+	if (c->from >= c->to)
+		return;
+	c->step = (c->to - c->from + (int64_t)max_intervals - 1) / (int64_t)max_intervals;
+	if (c->step < min_step)
+		c->step = min_step;
+	c->step = (c->step + min_step - 1) / min_step * min_step;
+	c->t0 = c->from / c->step * c->step;
+	c->nsteps = (size_t)((c->to - c->t0 + c->step - 1) / c->step);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void cp_store_intervals_free(struct cp_store_intervals *g, size_t n)
+{
+	for (size_t i = 0; g && i < n; i++) {
+		for (size_t k = 0; g[i].iv && k < g[i].n; k++)
+			cp_profile_free(g[i].iv[k]);
+		free(g[i].iv);
+		free(g[i].group);
+	}
+	free(g);
+}
+
+/* piece p of a selection into its group's step (merged into what the step
+ * has; p is taken) */
+static int add_piece(struct cp_store_intervals *g, const struct cut *c, int64_t from, struct cp_profile **p)
+{
+	size_t k = (size_t)((from - c->t0) / c->step);
+	int err;
+
+	if (k >= c->nsteps)
+		return 0;
+	if (!g->iv[k]) {
+		g->iv[k] = *p;
+		*p = NULL;
+		return 0;
+	}
+	err = cp_profile_merge(g->iv[k], *p, NULL);
+	return err;
+}
+
+int cp_store_select_intervals(struct cp_store *s, const struct cp_store_query *q, int64_t min_step,
+			      size_t max_intervals, struct cp_store_intervals **out, size_t *n)
+{
+	struct cp_store_group_totals *gt = NULL;
+	struct cp_store_intervals *g = NULL;
+	struct cut *cuts = NULL;
+	struct cp_buckets b;
+	int64_t coarse, *edges = NULL;
+	size_t ng = 0, nedges = 0, kept = 0;
 	int err;
 
 	*out = NULL;
 	*n = 0;
-	*step = min_step;
 	if (min_step <= 0 || !max_intervals || q->from >= q->to)
 		return cp_error(EINVAL, "no time range to cut into intervals");
-	/* where the samples are, in about a thousand coarse steps */
+	/* where each group's samples are, in about a thousand coarse steps */
 	coarse = (q->to - q->from) / 1000;
 	if (coarse < min_step)
 		coarse = min_step;
-	if ((err = cp_store_over_time(s, q, coarse, &totals, &b, &type)))
+	if ((err = cp_store_over_time_groups(s, q, coarse, &gt, &ng, &b)))
 		return err;
-	for (k = 0; k < b.n; k++) {
-		if (!totals[k])
-			continue;
-		if (from == INT64_MAX)
-			from = b.start + (int64_t)k * b.step;
-		to = b.start + (int64_t)(k + 1) * b.step;
+	if (!(g = calloc(ng + 1, sizeof(*g))) || !(cuts = calloc(ng + 1, sizeof(*cuts))))
+		goto nomem;
+	for (size_t i = 0; i < ng; i++) {
+		cut_span(&cuts[i], &b, gt[i].totals, q, min_step, max_intervals);
+		g[i].group = gt[i].group;
+		gt[i].group = NULL;
+		g[i].step = cuts[i].step;
+		if (cuts[i].from < cuts[i].to && !(g[i].iv = calloc(cuts[i].nsteps, sizeof(*g[i].iv))))
+			goto nomem;
+		nedges += cuts[i].from < cuts[i].to ? cuts[i].nsteps + 1 : 0;
 	}
-	free(totals);
-	free(type);
-	if (from == INT64_MAX)
-		return 0;
-	if (from < q->from)
-		from = q->from;
-	if (to > q->to)
-		to = q->to;
-	*step = (to - from + (int64_t)max_intervals - 1) / (int64_t)max_intervals;
-	if (*step < min_step)
-		*step = min_step;
-	*step = (*step + min_step - 1) / min_step * min_step;
-	cap = (size_t)((to - from + *step - 1) / *step);
-	if (!(*out = calloc(cap ? cap : 1, sizeof(**out))))
-		return cp_error(ENOMEM, "out of memory cutting the range into intervals");
-	/* steps aligned to multiples of the step, as the store's blocks are */
-	for (int64_t t0 = from / *step * *step; t0 < to && *n < cap + 1; t0 += *step) {
+	/* the pieces between the groups' step boundaries: one selection each,
+	 * whose groups go to the step that holds the piece */
+	if (nedges && !(edges = malloc(nedges * sizeof(*edges))))
+		goto nomem;
+	nedges = 0;
+	for (size_t i = 0; i < ng; i++) {
+		const struct cut *c = &cuts[i];
+
+		if (c->from >= c->to)
+			continue;
+		edges[nedges++] = c->from;
+		for (size_t k = 1; k < c->nsteps; k++)
+			edges[nedges++] = c->t0 + (int64_t)k * c->step;
+		edges[nedges++] = c->to;
+	}
+	cp_qsort(edges, nedges, sizeof(*edges), cmp_i64);
+	for (size_t e = 0; e + 1 < nedges; e++) {
+		struct cp_store_query sq = *q;
 		struct cp_store_result *res = NULL;
 		size_t nr = 0;
+		bool wanted = false;
 
-		sq.from = t0 > from ? t0 : from;
-		sq.to = t0 + *step < to ? t0 + *step : to;
-		sq.group_by = NULL;
-		if ((err = cp_store_select(s, &sq, &res, &nr))) {
-			cp_store_intervals_free(*out, *n);
-			*out = NULL;
-			*n = 0;
-			return err;
-		}
-		if (*n == cap) { /* the aligned steps can be one more than cap */
-			struct cp_profile **more = realloc(*out, (cap + 1) * sizeof(**out));
+		if (edges[e] == edges[e + 1])
+			continue;
+		for (size_t i = 0; i < ng && !wanted; i++)
+			wanted = cuts[i].from <= edges[e] && edges[e + 1] <= cuts[i].to;
+		if (!wanted)
+			continue; /* between the groups' spans */
+		sq.from = edges[e];
+		sq.to = edges[e + 1];
+		if ((err = cp_store_select(s, &sq, &res, &nr)))
+			goto out;
+		for (size_t r = 0; !err && r < nr; r++) {
+			const char *name = res[r].group ? res[r].group : "";
+			size_t i = 0;
 
-			if (!more) {
-				cp_store_results_free(res, nr);
-				cp_store_intervals_free(*out, *n);
-				*out = NULL;
-				*n = 0;
-				return cp_error(ENOMEM, "out of memory cutting the range into intervals");
-			}
-			*out = more;
-			cap++;
+			if (!res[r].profile || !res[r].profile->nsamples)
+				continue;
+			while (q->group_by && i < ng && strcmp(g[i].group, name))
+				i++;
+			if (i < ng && cuts[i].from <= sq.from && sq.to <= cuts[i].to)
+				err = add_piece(&g[i], &cuts[i], sq.from, &res[r].profile);
 		}
-		(*out)[(*n)++] = res[0].profile;
-		res[0].profile = NULL;
 		cp_store_results_free(res, nr);
+		if (err)
+			goto out;
 	}
-	return 0;
-}
+	/* the groups with samples, and their steps that hold them */
+	for (size_t i = 0; i < ng; i++) {
+		size_t m = 0;
 
-void cp_store_intervals_free(struct cp_profile **p, size_t n)
-{
-	for (size_t i = 0; p && i < n; i++)
-		cp_profile_free(p[i]);
-	free(p);
+		for (size_t k = 0; k < cuts[i].nsteps; k++)
+			if (g[i].iv[k])
+				g[i].iv[m++] = g[i].iv[k];
+		g[i].n = m;
+		if (!m) {
+			free(g[i].iv);
+			free(g[i].group);
+			continue;
+		}
+		g[kept++] = g[i];
+	}
+	*out = g;
+	*n = kept;
+	g = NULL;
+	goto out;
+nomem:
+	err = cp_error(ENOMEM, "out of memory cutting the range into intervals");
+out:
+	if (g) {
+		for (size_t i = 0; i < ng; i++)
+			g[i].n = cuts && g[i].iv ? cuts[i].nsteps : 0;
+		cp_store_intervals_free(g, ng);
+	}
+	cp_store_group_totals_free(gt, ng);
+	free(cuts);
+	free(edges);
+	return err;
 }
 
 int cp_store_stats(struct cp_store *s, struct cp_store_stats *st)

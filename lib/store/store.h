@@ -209,15 +209,48 @@ void cp_store_results_free(struct cp_store_result *r, size_t n);
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       struct cp_buckets *b, char **type);
 
-/* The matching samples as one profile per interval of time, for tests of
- * significance (`cprof diff`): the span of [from, to) that holds samples is
- * cut into at most max_intervals steps of at least min_step (both > 0), and
- * each step's profile (possibly empty) goes into (*out)[0..*n).  *step says
- * the step used.  Errors as cp_store_select's; none with *n = 0 when the
- * range holds no samples.  Free with cp_store_intervals_free. */
+/* Totals over time per group of the matching samples (q->group_by: the
+ * value of a series label, else of the samples' label, "" when neither has
+ * it; without group_by, one group ""): cp_store_over_time's buckets and
+ * totals, a row for each group, named as cp_store_select names its groups.
+ * Groups without samples in the buckets may be there (all zero).  Errors as
+ * cp_store_over_time's.  Free with cp_store_group_totals_free. */
+struct cp_store_group_totals {
+	char *group;
+	int64_t *totals; /* b->n */
+};
+int cp_store_over_time_groups(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+			      struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b);
+void cp_store_group_totals_free(struct cp_store_group_totals *g, size_t n);
+
+/* The intervals `cprof diff` tests a stored selection over (docs/DIFF.md):
+ * steps of at least CP_STORE_INTERVAL_STEP (the recorder flushes a profile
+ * per process every 10 s, so a step holds whole flushes), at most
+ * CP_STORE_INTERVALS_MAX of them. */
+#define CP_STORE_INTERVAL_STEP (10 * (int64_t)1000000000)
+#define CP_STORE_INTERVALS_MAX 200
+
+struct cp_store_intervals {
+	char *group;            /* the group_by value ("" when missing, and without group_by) */
+	struct cp_profile **iv; /* iv[0..n): the steps that hold samples, in time order */
+	size_t n;
+	int64_t step;
+};
+/* The matching samples as one profile per interval of time, per group
+ * (q->group_by, as cp_store_over_time_groups; without it, one), for tests of
+ * significance (`cprof diff`, `cprof diff --baseline`): the span of [from,
+ * to) that holds a group's samples (found in buckets of a thousandth of the
+ * range, at least min_step) is cut into at most max_intervals steps, a
+ * multiple of min_step (both > 0), aligned to multiples of the step; each
+ * step that holds samples is a profile.  Each group is cut by its own span,
+ * as a selection of that group alone is: a group gets the same intervals
+ * whatever else the selector matches.  Groups without samples in the range
+ * are left out (none: *n = 0).  A pass over the range to find the spans,
+ * then a selection per piece of it between two groups' step boundaries.
+ * Errors as cp_store_select's.  Free with cp_store_intervals_free. */
 int cp_store_select_intervals(struct cp_store *s, const struct cp_store_query *q, int64_t min_step,
-			      size_t max_intervals, struct cp_profile ***out, size_t *n, int64_t *step);
-void cp_store_intervals_free(struct cp_profile **p, size_t n);
+			      size_t max_intervals, struct cp_store_intervals **out, size_t *n);
+void cp_store_intervals_free(struct cp_store_intervals *g, size_t n);
 
 /* The bytes of memory the handle holds for what it wrote and read: the
  * dictionary (as a writer keeps all of it, to find what is there already)

@@ -175,6 +175,23 @@ unlike "$out" '(^|\n)db ' "--baseline: db, unchanged, is not listed"
 run "$CPROF" diff --data "$B" --baseline 1d -f json
 is "$(printf '%s' "$out" | jq -r '[.groups, .compared, (.regressions | length), .regressions[0].group, .regressions[0].function, .regressions[0].kind, .baseline, .by] | join(" ")')" \
 	"3 2 1 api f1 self+total 1d comm" "--baseline -f json: groups, compared, the regression, baseline and grouping"
+# --baseline tests each program over the intervals a diff of its own selection has (#47): api's
+# 12 imports a side fill 2 minutes of the range, which a diff cuts into 12 intervals of 10 s; cut
+# from the range's start in steps of a 200th of the range, they were 6 of 20 s (--range 1h) or one
+# of 440 s (--range 1d), where nothing can be tested
+for r in 1h 1d; do
+	secs=3600; [ $r = 1d ] && secs=86400
+	run "$CPROF" diff --data "$B" -f json --before-range "now-$((86400 + secs))s..now-1d" --after-range "now-$r..now" 'cpu{comm="api"}'
+	direct=$(printf '%s' "$out" | jq -c '[.significance.before, .significance.after] + [.rows[] | select(.name == "f1") | .self | .change, .p, .q]')
+	like "$direct" '^\[12,12,0\.0[3-5][0-9]*,[0-9.e-]+,[0-9.e-]+\]$' \
+		"diff of api's own selection, --range $r: 12 intervals a side, f1 up by about 4 points ($direct)"
+	ok "... at q < 0.0001" jq -en --argjson d "$direct" '$d[4] < 0.0001'
+	run "$CPROF" diff --data "$B" --baseline 1d --range "$r" -f json
+	reg=$(printf '%s' "$out" | jq -c '[.regressions[] | select(.group == "api" and .function == "f1") | .intervals_before, .intervals_after, .change, .p]')
+	is "$(printf '%s' "$reg" | jq -c '.[0:2]')" "[12,12]" "--baseline 1d --range $r: api has the diff's intervals, 12 a side"
+	ok "--baseline 1d --range $r: api's f1 grew as the diff found, the same change and p ($reg, diff: $direct)" \
+		jq -en --argjson r "$reg" --argjson d "$direct" '($r | length) == 4 and ($r[2] - $d[2] | fabs) < 1e-12 and ($r[3] - $d[3] | fabs) < 1e-15'
+done
 run "$CPROF" diff --data "$B" --baseline 1d --by pid
 like "$out" 'by pid' "--by: another label groups"
 run "$CPROF" diff --data "$B" --baseline 1d --range 1m

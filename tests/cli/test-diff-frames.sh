@@ -4,9 +4,10 @@
 # callees (light 1/15 -> 4/15 of the work, heavy 9/15 -> 6/15) while main.hotLoop keeps its 10/15
 # and main.steady its 5/15: by function name, main.spin did not change (its self share is
 # hotLoop's), and neither did main.light's or main.heavy's self (0), so every frame was grey or
-# white; by frame, light, heavy and the main.spin under each changed.  The units of work are
-# amounts of arithmetic, not of time, so the shares hold however much CPU the runs get.  The
-# direction and size of the changes are checked against go tool pprof -diff_base.
+# white; by frame, light, heavy and the main.spin under each changed.  The runs do a fixed amount
+# of arithmetic (-rounds), not of time, so their shares and their number of samples (at 250 Hz)
+# hold however busy the machine is.  The direction and size of the changes are checked against go
+# tool pprof -diff_base.
 . "$srcdir/tests/cli/lib.sh"
 [ -n "${GO:-}" ] || GO=$(command -v go || true)
 if [ -z "$GO" ]; then
@@ -18,9 +19,9 @@ fi
 (cd "$FIXTURES/burn" && GOCACHE="$T/gocache" GOPATH="$T/gopath" GO111MODULE=off GOFLAGS='' CGO_ENABLED=0 \
 	"$GO" build -trimpath -o "$T/burn" burn.go) 2> "$T/build.err"
 ok "the Go burn program builds" test -x "$T/burn"
-run "$T/burn" -mode hotloop -seconds 3 -weights 1,9,5 -cpuprofile "$T/before.pb.gz"
+run "$T/burn" -mode hotloop -rounds 40 -hz 250 -weights 1,9,5 -cpuprofile "$T/before.pb.gz"
 is "$rc" 0 "burn -mode hotloop -weights 1,9,5 (light, heavy, steady) writes a CPU profile"
-run "$T/burn" -mode hotloop -seconds 3 -weights 4,6,5 -cpuprofile "$T/after.pb.gz"
+run "$T/burn" -mode hotloop -rounds 40 -hz 250 -weights 4,6,5 -cpuprofile "$T/after.pb.gz"
 is "$rc" 0 "burn -mode hotloop -weights 4,6,5 writes another"
 b=$T/before.pb.gz
 a=$T/after.pb.gz
@@ -53,6 +54,7 @@ jcum() {
 }
 cl=$(jcum main.light)
 ch=$(jcum main.heavy)
+# (pprof prints 3 significant digits: 1.23s)
 near_ms() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d <= 10.5 && d >= -10.5) }'; }
 ok "json: main.light's total change is go tool pprof's ($cl ms, pprof $pl ms)" near_ms "$cl" "$pl"
 ok "json: main.heavy's total change is go tool pprof's ($ch ms, pprof $ph ms)" near_ms "$ch" "$ph"

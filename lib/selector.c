@@ -350,14 +350,34 @@ void cp_selector_free(struct cp_selector *sel)
 	free(sel);
 }
 
+const char *cp_type_name_canonical(const char *name, size_t *len)
+{
+	if (*len == 3 && !strncmp(name, "cpu", 3)) {
+		*len = strlen("process_cpu");
+		return "process_cpu";
+	}
+	return name;
+}
+
 bool cp_selector_match_type(const struct cp_selector *sel, const char *type)
 {
-	size_t n;
+	size_t sn, tn, n;
+	const char *sname, *tname;
 
 	if (!sel->type)
 		return true;
-	n = strlen(sel->type);
-	return !strncmp(type, sel->type, n) && (type[n] == '\0' || type[n] == ':');
+	/* the names, as they stand */
+	sn = strcspn(sel->type, ":");
+	tn = strcspn(type, ":");
+	sname = cp_type_name_canonical(sel->type, &sn);
+	tname = cp_type_name_canonical(type, &tn);
+	if (sn != tn || strncmp(sname, tname, sn))
+		return false;
+	/* then the rest, a prefix of whole components */
+	sname = sel->type + strcspn(sel->type, ":");
+	tname = type + strcspn(type, ":");
+	n = strlen(sname);
+	return !strncmp(tname, sname, n) && (tname[n] == '\0' || tname[n] == ':');
 }
 
 void cp_selector_begin(const struct cp_selector *sel)
@@ -384,23 +404,52 @@ int cp_matcher_match(const struct cp_matcher *m, const char *value)
 	}
 }
 
+static const char *label_of(const char *name, const char *const *names, const char *const *values, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		if (!strcmp(names[j], name))
+			return values[j];
+	return NULL;
+}
+
 int cp_selector_match_labels(const struct cp_selector *sel, const char *const *names, const char *const *values,
 			     size_t n)
 {
-	size_t i, j;
 	int hit;
 
-	for (i = 0; i < sel->n; i++) {
-		const char *v = NULL;
+	for (size_t i = 0; i < sel->n; i++)
+		if ((hit = cp_matcher_match(&sel->matchers[i], label_of(sel->matchers[i].name, names, values, n))) <= 0)
+			return hit;
+	return 1;
+}
 
-		for (j = 0; j < n; j++)
-			if (!strcmp(names[j], sel->matchers[i].name)) {
-				v = values[j];
-				break;
-			}
+int cp_selector_match_series(const struct cp_selector *sel, const char *const *names, const char *const *values,
+			     size_t n, uint64_t *deferred)
+{
+	int hit;
+
+	*deferred = 0;
+	for (size_t i = 0; i < sel->n; i++) {
+		const char *v = label_of(sel->matchers[i].name, names, values, n);
+
+		if (!v && i < 64) {
+			*deferred |= (uint64_t)1 << i;
+			continue;
+		}
 		if ((hit = cp_matcher_match(&sel->matchers[i], v)) <= 0)
 			return hit;
 	}
+	return 1;
+}
+
+int cp_selector_match_sample(const struct cp_selector *sel, uint64_t mask, const char *const *names,
+			     const char *const *values, size_t n)
+{
+	int hit;
+
+	for (size_t i = 0; i < sel->n && i < 64; i++)
+		if ((mask >> i & 1) && (hit = cp_matcher_match(&sel->matchers[i], label_of(sel->matchers[i].name, names, values, n))) <= 0)
+			return hit;
 	return 1;
 }
 

@@ -49,8 +49,14 @@ int cp_selector_add_matcher(struct cp_selector *sel, const char *name, enum cp_m
  * characters escaped.  n = 0 is -EINVAL; otherwise as cp_selector_add_matcher. */
 int cp_selector_add_any(struct cp_selector *sel, const char *name, const char *const *values, size_t n);
 /* Does the type (full name) match the selector's TYPE (exactly or by a
- * prefix of whole components)? */
+ * prefix of whole components)?  A type's name (its first component) is
+ * compared as cp_type_name_canonical gives it: "cpu" finds process_cpu, and
+ * process_cpu finds a store's older cpu:... series. */
 bool cp_selector_match_type(const struct cp_selector *sel, const char *type);
+/* The name that a profile type name (n bytes of name) stands for: process_cpu for cpu (the name
+ * cprof record gave CPU profiles before it took Pyroscope's), else the name itself (not
+ * NUL-terminated then: *len says how long). */
+const char *cp_type_name_canonical(const char *name, size_t *len);
 /* Starts an evaluation (a pass over the series): the time budget of the
  * selector's regexes starts again. */
 void cp_selector_begin(const struct cp_selector *sel);
@@ -60,6 +66,16 @@ void cp_selector_begin(const struct cp_selector *sel);
  * message naming the label and the regex; -ENOMEM. */
 int cp_selector_match_labels(const struct cp_selector *sel, const char *const *names, const char *const *values,
 			     size_t n);
+/* A series' labels: as cp_selector_match_labels for the matchers of labels it has; a matcher of a
+ * label it lacks is left to its samples (a sample label: pid, thread_id, an off-CPU wait's state),
+ * its bit set in *deferred (matcher i, bit i; the matchers past the 64th count a missing label as
+ * "" here). */
+int cp_selector_match_series(const struct cp_selector *sel, const char *const *names, const char *const *values,
+			     size_t n, uint64_t *deferred);
+/* The matchers of mask (cp_selector_match_series's deferred) against a sample's labels (missing ones
+ * count as ""): 1, 0, or an error as cp_selector_match_labels. */
+int cp_selector_match_sample(const struct cp_selector *sel, uint64_t mask, const char *const *names,
+			     const char *const *values, size_t n);
 /* A label name as selectors take it: [A-Za-z_][A-Za-z0-9_]*. */
 bool cp_label_name_valid(const char *s, size_t n);
 /* A part of a profile type name (cpu, process_cpu, alloc_space): letters,

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -483,15 +484,70 @@ void cp_local_scan_close(struct cp_local_scanner *it)
  * when neither has it, in order of first appearance; without group_by, one
  * group "".  Shared by selections and totals over time, so that both name
  * the same groups. */
+/* The selector's matchers of labels a series lacks, on its samples' labels (cp_selector_match_series):
+ * a label set's answer is kept, for the set of matchers last asked (one, as a rule: the series that
+ * lack pid all leave {pid="..."} to their samples). */
+struct sample_filter {
+	const struct cp_selector *sel;
+	uint64_t mask;  /* the matchers the answers are for */
+	uint8_t *known; /* label set id -> 0: not asked yet, 1: passes, 2: does not */
+	size_t cap;
+};
+
 struct grouping {
 	const char *by;
 	char **names; /* the groups' values */
 	size_t n, cap;
 	size_t *group_of; /* series index (into want) -> group; BY_SAMPLE: by the sample's label */
+	uint64_t *deferred; /* series index (into want) -> its matchers left to the samples */
+	struct sample_filter filter;
 	const struct cp_profile *dict;
 	uint32_t last_labels; /* the last sample label set looked up, and its group */
 	size_t last_group;
 };
+
+/* Does label set id of dict pass the matchers of mask?  1, 0, or an error (a costly regex). */
+static int sample_passes(struct sample_filter *f, const struct cp_profile *dict, uint64_t mask, uint32_t id)
+{
+	const char *names[16], *values[16];
+	char num[16][24];
+	size_t n = 0;
+	int hit;
+
+	if (f->mask != mask) {
+		if (f->known)
+			memset(f->known, 0, f->cap);
+		f->mask = mask;
+	}
+	if (id < f->cap && f->known[id])
+		return f->known[id] == 1;
+	if (id < dict->nlabelsets) {
+		const struct cp_span *ls = &dict->labelsets[id];
+
+		for (uint32_t i = 0; i < ls->len && n < 16; i++, n++) {
+			const struct cp_label *l = &dict->labels[ls->off + i];
+
+			names[n] = cp_profile_string(dict, l->key);
+			if (l->str) {
+				values[n] = cp_profile_string(dict, l->str);
+			} else {
+				snprintf(num[n], sizeof(num[n]), "%" PRId64, l->num);
+				values[n] = num[n];
+			}
+		}
+	}
+	if ((hit = cp_selector_match_sample(f->sel, mask, names, values, n)) < 0)
+		return hit;
+	if (id >= f->cap) {
+		size_t cap = f->cap;
+
+		if (cp_grow((void **)&f->known, &f->cap, (size_t)id + 1, 1))
+			return cp_error(ENOMEM, "out of memory reading samples");
+		memset(f->known + cap, 0, f->cap - cap);
+	}
+	f->known[id] = hit ? 1 : 2;
+	return hit;
+}
 
 /* The group of value gv, made when new. */
 static int group_index(struct grouping *g, const char *gv, size_t *out)
@@ -526,6 +582,7 @@ static const char *sample_label(const struct cp_profile *p, uint32_t id, const c
 struct series_group {
 	int64_t id;
 	size_t group;
+	uint64_t deferred;
 };
 
 static int pair_cmp(const void *a, const void *b)
@@ -536,9 +593,11 @@ static int pair_cmp(const void *a, const void *b)
 }
 
 /* The groups of series ser[0..nser), by `by` (NULL: one), and the ids to
- * scan in *want (sorted, as the scan wants them; group_of follows it). */
-static int grouping_init(struct grouping *g, const char *by, const struct cp_profile *dict,
-			 const struct cp_store_series *ser, size_t nser, int64_t **want)
+ * scan in *want (sorted, as the scan wants them; group_of follows it); sel:
+ * the selector that chose the series, whose matchers of labels a series
+ * lacks its samples must pass (NULL: none). */
+static int grouping_init(struct grouping *g, const char *by, const struct cp_selector *sel,
+			 const struct cp_profile *dict, const struct cp_store_series *ser, size_t nser, int64_t **want)
 {
 	struct series_group *pairs = calloc(nser + 1, sizeof(*pairs));
 	size_t i, j;
@@ -547,10 +606,12 @@ static int grouping_init(struct grouping *g, const char *by, const struct cp_pro
 	memset(g, 0, sizeof(*g));
 	g->by = by;
 	g->dict = dict;
+	g->filter.sel = sel;
 	g->last_labels = UINT32_MAX;
 	*want = calloc(nser + 1, sizeof(**want));
 	g->group_of = calloc(nser + 1, sizeof(*g->group_of));
-	if (!pairs || !*want || !g->group_of) {
+	g->deferred = calloc(nser + 1, sizeof(*g->deferred));
+	if (!pairs || !*want || !g->group_of || !g->deferred) {
 		err = cp_error(ENOMEM, "out of memory reading the store");
 		goto out;
 	}
@@ -566,22 +627,31 @@ static int grouping_init(struct grouping *g, const char *by, const struct cp_pro
 			goto out;
 		pairs[i].id = ser[i].id;
 		pairs[i].group = j;
+		pairs[i].deferred = sel ? ser[i].deferred : 0;
 	}
 	cp_qsort(pairs, nser, sizeof(*pairs), pair_cmp);
 	for (i = 0; i < nser; i++) {
 		(*want)[i] = pairs[i].id;
 		g->group_of[i] = pairs[i].group;
+		g->deferred[i] = pairs[i].deferred;
 	}
 out:
 	free(pairs);
 	return err;
 }
 
-/* The group of an entry of series si (into want) with label set labels. */
+/* The group of an entry of series si (into want) with label set labels;
+ * SKIP when its labels do not pass the selector's matchers left to them. */
+#define SKIP (SIZE_MAX - 1)
 static int grouping_of(struct grouping *g, size_t si, uint32_t labels, size_t *out)
 {
 	size_t k = g->group_of[si];
 	int err;
+
+	if (g->deferred[si] && (err = sample_passes(&g->filter, g->dict, g->deferred[si], labels)) <= 0) {
+		*out = SKIP;
+		return err;
+	}
 
 	if (k == BY_SAMPLE) { /* a label of the samples, not of the series */
 		if (labels != g->last_labels) {
@@ -628,7 +698,7 @@ static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_
 	size_t g;
 	int err;
 
-	if ((err = grouping_of(&c->gr, si, labels, &g)) || (err = aggs_grow(c)))
+	if ((err = grouping_of(&c->gr, si, labels, &g)) || g == SKIP || (err = aggs_grow(c)))
 		return err;
 	return agg_add(&c->groups[g], stack, labels, v, t);
 }
@@ -728,7 +798,7 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 	int err;
 
 	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)) ||
-	    (err = grouping_init(&c.gr, q->group_by, s->dict.p, ser, nser, &want)) || (err = aggs_grow(&c)))
+	    (err = grouping_init(&c.gr, q->group_by, q->sel, s->dict.p, ser, nser, &want)) || (err = aggs_grow(&c)))
 		goto out;
 	if (q->resolution)
 		*q->resolution = 0;
@@ -792,7 +862,7 @@ static int add_to_step(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_t
 	(void)stack;
 	if (k < 0)
 		return 0;
-	if ((err = grouping_of(&c->gr, si, labels, &g)) || (err = totals_grow(c)))
+	if ((err = grouping_of(&c->gr, si, labels, &g)) || g == SKIP || (err = totals_grow(c)))
 		return err;
 	c->totals[g][k] = cp_add_sat(c->totals[g][k], v);
 	return 0;
@@ -827,7 +897,7 @@ static int over_time(struct cp_local *s, const struct cp_store_query *q, int64_t
 	if ((err = cp_buckets_align(q->from, q->to, step, &c->b)))
 		return err;
 	if ((err = cp_series_resolve(s->db, q->sel, &ser, &nser)) || (err = cp_dict_load(&s->dict)) ||
-	    (err = grouping_init(&c->gr, q->group_by, s->dict.p, ser, nser, &want)) || (err = totals_grow(c)))
+	    (err = grouping_init(&c->gr, q->group_by, q->sel, s->dict.p, ser, nser, &want)) || (err = totals_grow(c)))
 		goto out;
 	if (type && !(*type = strdup(ser[0].type))) {
 		err = cp_error(ENOMEM, "out of memory reading the store");

@@ -223,8 +223,8 @@ int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_s
 		if (sel)
 			hit = !cp_selector_match_type(sel, x.type) ?
 				      0 :
-				      cp_selector_match_labels(sel, (const char *const *)x.names,
-							       (const char *const *)x.values, x.nlabels);
+				      cp_selector_match_series(sel, (const char *const *)x.names,
+							       (const char *const *)x.values, x.nlabels, &x.deferred);
 		if (hit <= 0) { /* < 0: a regex too costly, the error is the answer */
 			cp_store_series_release(&x);
 			if ((err = hit))
@@ -261,14 +261,19 @@ static const char *main_type(const struct cp_store_series *ser, size_t n)
 		{ "process_cpu", "cpu" }, { "wall", "wall" },	 { "memory", "inuse_space" },
 		{ "mutex", "delay" },	  { "block", "delay" }, { "goroutines", "goroutine" },
 	};
-	const char *pick = NULL;
-	char name[128], n2[128], st[128], pt[128];
-	size_t i, k;
+	const char *pick = NULL, *name, *n2;
+	char st[128], pt[128];
+	size_t i, k, len, len2;
 
-	cp_store_type_part(ser[0].type, 0, name, sizeof(name));
-	for (i = 0; i < n; i++)
-		if (strcmp(cp_store_type_part(ser[i].type, 0, n2, sizeof(n2)), name))
+	/* one name (cpu and process_cpu are one: cp_type_name_canonical) */
+	len = strcspn(ser[0].type, ":");
+	name = cp_type_name_canonical(ser[0].type, &len);
+	for (i = 0; i < n; i++) {
+		len2 = strcspn(ser[i].type, ":");
+		n2 = cp_type_name_canonical(ser[i].type, &len2);
+		if (len2 != len || strncmp(n2, name, len))
 			return NULL;
+	}
 	for (i = 0; i < n; i++) {
 		const char *want = NULL;
 
@@ -276,7 +281,7 @@ static const char *main_type(const struct cp_store_series *ser, size_t n)
 			continue;
 		cp_store_type_part(ser[i].type, 1, st, sizeof(st));
 		for (k = 0; k < sizeof(mains) / sizeof(mains[0]); k++)
-			if (!strcmp(mains[k][0], name))
+			if (strlen(mains[k][0]) == len && !strncmp(mains[k][0], name, len))
 				want = mains[k][1];
 		if (want ? strcmp(st, want) : strcmp(st, cp_store_type_part(ser[i].type, 3, pt, sizeof(pt))))
 			continue;

@@ -162,6 +162,9 @@ struct cp_store_series {
 	char *type;
 	size_t nlabels;
 	char **names, **values; /* sorted by name */
+	/* the selector's matchers of labels this series lacks, left to its samples' labels (pid,
+	 * thread_id, state: cp_selector_match_series); 0: none */
+	uint64_t deferred;
 };
 /* Series matching sel (NULL: all), sorted by type then labels. */
 int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);

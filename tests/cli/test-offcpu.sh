@@ -148,6 +148,13 @@ like "$out" '^S$' "query --values state lists the wait states of the samples (S:
 like "$out" '^CPU$' "and the wall type's CPU state"
 run "$CPROF" query --data "$T/nap" 'offcpu{comm="cpnap"}' --values state -f json
 like "$(printf '%s' "$out" | tr -d ' \n')" '^\[("[A-Z]+",)*"S"(,"[A-Z]+")*\]$' "for a selector too, as JSON"
+# a selector's matcher of a label that the series do not have applies to their samples' labels
+byst=$("$CPROF" query --data "$T/nap" offcpu --group-by state -f folded | sum '^state=S;')
+sel=$("$CPROF" query --data "$T/nap" 'offcpu{state="S"}' -f folded | sum '.')
+is "$sel" "$byst" "offcpu{state=\"S\"} selects the samples whose state is S: the total of --group-by state's S"
+notS=$("$CPROF" query --data "$T/nap" 'offcpu{state!="S"}' -f folded | sum '.')
+all=$("$CPROF" query --data "$T/nap" offcpu -f folded | sum '.')
+is "$((sel + notS))" "$all" "and state!=\"S\" the others: together the whole"
 run rec --off-cpu -o "$T/exec.pb.gz" -- sh -c "'$T/cpnap' 0.2; exec '$T/cpnap' 0.3"
 is "$rc" 0 "record --off-cpu -- sh -c 'sleep; exec sleep' exits 0"
 f=$("$CPROF" query -i "$T/exec.pb.gz" -t offcpu -f folded)

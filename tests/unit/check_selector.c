@@ -468,6 +468,34 @@ START_TEST(test_match_type)
 	ck_assert(type_matches("", FULL_CPU));
 	ck_assert(type_matches("{}", FULL_CPU));
 	ck_assert(type_matches("{comm=\"x\"}", "anything:at:all"));
+	/* cpu is process_cpu, either way round (cprof record's name before it took Pyroscope's) */
+	ck_assert(type_matches("cpu", FULL_CPU));
+	ck_assert(type_matches("cpu:cpu", FULL_CPU));
+	ck_assert(type_matches("process_cpu:samples", "cpu:samples:count:cpu:nanoseconds:delta"));
+	ck_assert(type_matches("cpu", "cpu:samples:count:cpu:nanoseconds:delta"));
+	ck_assert(!type_matches("cpu:samples", FULL_CPU));
+	ck_assert(!type_matches("cp", FULL_CPU));
+	ck_assert(!type_matches("cpux", FULL_CPU));
+	ck_assert(!type_matches("offcpu", FULL_CPU));
+}
+END_TEST
+
+/* matchers of labels a series lacks are left to its samples */
+START_TEST(test_match_series_deferred)
+{
+	struct cp_selector *sel = parse_ok("cpu{comm=\"a\", pid=\"7\", state=~\"S|D\"}");
+	const char *names[] = { "comm", "node" }, *values[] = { "a", "h" };
+	const char *sn[] = { "pid", "state" }, *sv[] = { "7", "D" }, *sv2[] = { "8", "D" };
+	uint64_t d = 99;
+
+	ck_assert_int_eq(cp_selector_match_series(sel, names, values, 2, &d), 1);
+	ck_assert_uint_eq(d, 6); /* pid (matcher 1) and state (2) */
+	ck_assert_int_eq(cp_selector_match_sample(sel, d, sn, sv, 2), 1);
+	ck_assert_int_eq(cp_selector_match_sample(sel, d, sn, sv2, 2), 0);
+	ck_assert_int_eq(cp_selector_match_sample(sel, d, NULL, NULL, 0), 0); /* no pid: "" */
+	values[0] = "b";
+	ck_assert_int_eq(cp_selector_match_series(sel, names, values, 2, &d), 0);
+	cp_selector_free(sel);
 }
 END_TEST
 
@@ -777,6 +805,7 @@ static Suite *selector_suite(void)
 	tcase_add_test(match, test_match_regex_ordinary);
 	tcase_add_test(match, test_match_missing_label);
 	tcase_add_test(match, test_match_type);
+	tcase_add_test(match, test_match_series_deferred);
 	tcase_add_test(match, test_add_matcher);
 	tcase_add_test(match, test_add_matcher_errors);
 	tcase_add_test(match, test_add_any);

@@ -424,7 +424,7 @@ int cp_selector_match_labels(const struct cp_selector *sel, const char *const *n
 }
 
 int cp_selector_match_series(const struct cp_selector *sel, const char *const *names, const char *const *values,
-			     size_t n, uint64_t *deferred)
+			     size_t n, uint64_t mask, uint64_t *deferred)
 {
 	int hit;
 
@@ -432,7 +432,7 @@ int cp_selector_match_series(const struct cp_selector *sel, const char *const *n
 	for (size_t i = 0; i < sel->n; i++) {
 		const char *v = label_of(sel->matchers[i].name, names, values, n);
 
-		if (!v && i < 64) {
+		if (!v && i < 64 && (mask >> i & 1)) {
 			*deferred |= (uint64_t)1 << i;
 			continue;
 		}

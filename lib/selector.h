@@ -67,11 +67,11 @@ void cp_selector_begin(const struct cp_selector *sel);
 int cp_selector_match_labels(const struct cp_selector *sel, const char *const *names, const char *const *values,
 			     size_t n);
 /* A series' labels: as cp_selector_match_labels for the matchers of labels it has; a matcher of a
- * label it lacks is left to its samples (a sample label: pid, thread_id, an off-CPU wait's state),
- * its bit set in *deferred (matcher i, bit i; the matchers past the 64th count a missing label as
- * "" here). */
+ * label it lacks, among those of mask (matcher i: bit i; labels that no series has: pid, thread_id,
+ * an off-CPU wait's state), is left to its samples, its bit set in *deferred (the others count a
+ * missing label as "", as do the matchers past the 64th). */
 int cp_selector_match_series(const struct cp_selector *sel, const char *const *names, const char *const *values,
-			     size_t n, uint64_t *deferred);
+			     size_t n, uint64_t mask, uint64_t *deferred);
 /* The matchers of mask (cp_selector_match_series's deferred) against a sample's labels (missing ones
  * count as ""): 1, 0, or an error as cp_selector_match_labels. */
 int cp_selector_match_sample(const struct cp_selector *sel, uint64_t mask, const char *const *names,

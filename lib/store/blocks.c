@@ -54,19 +54,23 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 		b->samples = cp_add_sat(b->samples, e[i].value);
 		nseries += i == 0 || e[i].series != e[i - 1].series;
 	}
+	b->smin = n ? e[0].series : 0;
+	b->smax = n ? e[n - 1].series : 0;
 	raw = malloc(n * 4 * CP_VARINT_MAX + nseries * 2 * CP_VARINT_MAX + 16);
 	b->series = malloc((nseries + 1) * CP_VARINT_MAX);
-	if (!raw || !b->series) {
+	b->ends = malloc((nseries + 1) * CP_VARINT_MAX);
+	if (!raw || !b->series || !b->ends) {
 		err = cp_error(ENOMEM, "out of memory writing samples");
 		goto out;
 	}
 	sn = cp_put_uvarint(b->series, nseries);
 	for (i = 0; i < n; i = j) {
-		int64_t pt = b->tmin, ps = 0;
+		int64_t pt = b->tmin, ps = 0, end = b->tmin;
 
 		for (j = i; j < n && e[j].series == e[i].series; j++)
-			;
+			end = e[j].end > end ? e[j].end : e[j].t > end ? e[j].t : end;
 		sn += cp_put_uvarint(b->series + sn, (uint64_t)(e[i].series - prev));
+		b->ends_len += cp_put_uvarint(b->ends + b->ends_len, (uint64_t)end - (uint64_t)b->tmin);
 		prev = e[i].series;
 		/* values as multiples of their gcd: CPU time is counts x the period */
 		gcd = 0;
@@ -105,8 +109,26 @@ out:
 void cp_block_release(struct cp_block *b)
 {
 	free(b->series);
+	free(b->ends);
 	free(b->data);
-	b->series = b->data = NULL;
+	b->series = b->ends = b->data = NULL;
+}
+
+int cp_block_ends(const void *blob, size_t len, int64_t tmin, int64_t tmax, int64_t *ends, size_t n)
+{
+	const uint8_t *p = blob, *end = blob ? p + len : p;
+	size_t i, used;
+	uint64_t v;
+
+	for (i = 0; i < n; i++) {
+		if (p < end && (used = cp_get_uvarint(p, end, &v))) {
+			p += used;
+			ends[i] = v > (uint64_t)INT64_MAX - (uint64_t)(tmin < 0 ? 0 : tmin) ? INT64_MAX : tmin + (int64_t)v;
+		} else {
+			ends[i] = tmax;
+		}
+	}
+	return 0;
 }
 
 int cp_block_series(const void *blob, size_t len, int64_t **ids, size_t *n)

@@ -3,7 +3,9 @@
  * one append batch in one day (a row of a partition's blocks table,
  * docs/STORE.md "Encodings").  An entry is (series, time, stack, label set,
  * value); a block keeps the ids of its series apart (so that a reader skips a
- * block without a wanted series before inflating it) and the entries
+ * block without a wanted series before inflating it), with when what each
+ * series counts ended (its profiles' time + duration: the Duration a query
+ * says), and the entries
  * column by column per series (times as deltas from the block's t_min,
  * stacks as deltas, label sets, values divided by their gcd), zlib level 9.
  * Pure encoding: no SQLite, no dictionary.
@@ -23,6 +25,7 @@ struct cp_block_entry {
 	int64_t series, t;
 	uint32_t stack, labels;
 	int64_t value;
+	int64_t end; /* when what the entry counts ended: its profile's time + duration (>= t) */
 };
 
 /* The order of entries in a block: series, time, stack, label set. */
@@ -30,8 +33,11 @@ int cp_block_entry_cmp(const void *a, const void *b);
 
 struct cp_block {
 	int64_t tmin, tmax, entries, samples; /* samples: the sum of the values (saturating) */
+	int64_t smin, smax;                   /* the lowest and highest series id */
 	uint8_t *series;                      /* the series blob */
 	size_t series_len;
+	uint8_t *ends;                        /* each series' end (blocks.ends), in the series blob's order */
+	size_t ends_len;
 	uint8_t *data;                        /* the entries, compressed */
 	size_t data_len, rawlen;              /* rawlen: data's length inflated */
 };
@@ -42,6 +48,9 @@ void cp_block_release(struct cp_block *b);
 
 /* The series ids a block's series blob lists, in order: *ids malloc'ed. */
 int cp_block_series(const void *blob, size_t len, int64_t **ids, size_t *n);
+/* The ends of a block's n series (its ends blob, tmin its t_min), into ends[0..n): when what each
+ * counts ended (a blob that is missing, a store's of schema 2, or short: the block's t_max). */
+int cp_block_ends(const void *blob, size_t len, int64_t tmin, int64_t tmax, int64_t *ends, size_t n);
 
 /* Called for each entry decoded: the block's k-th series (as the blob lists
  * them), its time, stack and label set as stored (unchecked: stack may be

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../cumulative.h"
 #include "../error.h"
 #include "../util.h"
 #include "blocks.h"
@@ -29,10 +30,81 @@
 /* hours are summarized while they are this recent (days always) */
 #define ROLLUP_HOURS_AGE (2 * CP_DAY_NS)
 
+/* The ids of a day's series of gauge types (cumulative.h), sorted: merged over time, their values
+ * are averaged over the times merged, never summed. */
+struct gauges {
+	int64_t *ids;
+	size_t n;
+};
+
+static int gauges_of(sqlite3 *db, struct gauges *g)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int err, rc;
+
+	memset(g, 0, sizeof(*g));
+	if ((err = cp_db_prepare(db, "SELECT id, type FROM series ORDER BY id", &st)))
+		return err;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char part[128];
+
+		if (cp_value_kind(cp_store_type_part((const char *)sqlite3_column_text(st, 1), 1, part, sizeof(part))) !=
+		    CP_VALUE_GAUGE)
+			continue;
+		if (cp_grow((void **)&g->ids, &cap, g->n + 1, sizeof(*g->ids))) {
+			err = cp_error(ENOMEM, "out of memory downsampling");
+			break;
+		}
+		g->ids[g->n++] = sqlite3_column_int64(st, 0);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cp_db_error(db, "reading series to downsample");
+	sqlite3_finalize(st);
+	return err;
+}
+
+static bool is_gauge(const struct gauges *g, int64_t id)
+{
+	size_t lo = 0, hi = g->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g->ids[mid] == id)
+			return true;
+		if (g->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* a gauge entry's (series, step, time it was taken at) */
+struct gauge_time {
+	int64_t series, step, t;
+};
+
+static int gt_cmp(const void *a, const void *b)
+{
+	const struct gauge_time *x = a, *y = b;
+
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
 /* what one window's old blocks decode into */
 struct gather {
 	const int64_t *ids; /* the block's series */
+	const int64_t *ends; /* and their ends */
 	size_t nids;
+	const struct gauges *gauges; /* NULL: none */
+	struct gauge_time *gt;       /* the gauges' times */
+	size_t ngt, gtcap;
 	int64_t step, w0, w1; /* entries in [w0, w1) only */
 	int64_t taken;        /* entries taken, over all windows */
 	struct cp_block_entry *e;
@@ -54,8 +126,43 @@ static int gather_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t 
 	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)))
 		return cp_error(ENOMEM, "out of memory downsampling");
 	g->taken++;
-	g->e[g->n++] = (struct cp_block_entry){ g->ids[k], t - t % g->step, (uint32_t)stack, (uint32_t)labels, v };
+	g->e[g->n++] = (struct cp_block_entry){ g->ids[k], t - t % g->step, (uint32_t)stack, (uint32_t)labels, v,
+						g->ends[k] };
+	if (g->gauges && is_gauge(g->gauges, g->ids[k])) {
+		if (cp_grow((void **)&g->gt, &g->gtcap, g->ngt + 1, sizeof(*g->gt)))
+			return cp_error(ENOMEM, "out of memory downsampling");
+		g->gt[g->ngt++] = (struct gauge_time){ g->ids[k], t - t % g->step, t };
+	}
 	return g->fold && g->n >= g->fold_at ? g->fold(g) : 0;
+}
+
+/* The gauges' sums among e[0..n) (sorted, merged) divided by the times they were taken at in their
+ * step: their average over it.  Their times are forgotten then. */
+static void gauge_average(struct gather *g, struct cp_block_entry *e, size_t n)
+{
+	size_t i, j, k = 0;
+
+	if (!g->ngt)
+		return;
+	cp_qsort(g->gt, g->ngt, sizeof(*g->gt), gt_cmp);
+	for (i = 0, j = 0; i < g->ngt; i++)
+		if (!j || gt_cmp(&g->gt[j - 1], &g->gt[i]))
+			g->gt[j++] = g->gt[i];
+	g->ngt = j;
+	for (i = 0; i < n; i++) {
+		size_t lo, cnt = 0;
+
+		if (!is_gauge(g->gauges, e[i].series))
+			continue;
+		while (k < g->ngt && (g->gt[k].series < e[i].series ||
+				      (g->gt[k].series == e[i].series && g->gt[k].step < e[i].t)))
+			k++;
+		for (lo = k; lo < g->ngt && g->gt[lo].series == e[i].series && g->gt[lo].step == e[i].t; lo++)
+			cnt++;
+		if (cnt > 1)
+			e[i].value = e[i].value / (int64_t)cnt + (2 * (e[i].value % (int64_t)cnt) >= (int64_t)cnt);
+	}
+	g->ngt = 0;
 }
 
 /* Decodes the blocks of db finer than step (in the caller's transaction)
@@ -70,24 +177,28 @@ static int gather_window(sqlite3_stmt *q, struct cp_block_reader *rd, struct gat
 	sqlite3_bind_int64(q, 2, g->w0);
 	sqlite3_bind_int64(q, 3, g->w1);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t *ids = NULL;
+		int64_t *ids = NULL, *ends = NULL;
 		size_t ns = 0;
 
 		if ((err = cp_block_series(sqlite3_column_blob(q, 1), (size_t)sqlite3_column_bytes(q, 1), &ids, &ns)))
 			break;
 		free(all);
-		if (!(all = malloc(ns + 1))) {
+		if (!(all = malloc(ns + 1)) || !(ends = calloc(ns + 1, sizeof(*ends)))) {
 			free(ids);
 			err = cp_error(ENOMEM, "out of memory downsampling");
 			break;
 		}
 		memset(all, 1, ns + 1);
+		cp_block_ends(sqlite3_column_blob(q, 5), (size_t)sqlite3_column_bytes(q, 5), sqlite3_column_int64(q, 3),
+			      sqlite3_column_int64(q, 4), ends, ns);
 		g->ids = ids;
+		g->ends = ends;
 		g->nids = ns;
 		err = cp_block_decode(rd, sqlite3_column_blob(q, 2), (size_t)sqlite3_column_bytes(q, 2),
 				      (uint64_t)sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 3), all, ns, gather_entry, g);
 		free(ids);
-		g->ids = NULL;
+		free(ends);
+		g->ids = g->ends = NULL;
 		if (err)
 			break;
 	}
@@ -98,21 +209,33 @@ static int gather_window(sqlite3_stmt *q, struct cp_block_reader *rd, struct gat
 	return err;
 }
 
-/* Inserts e[0..n) (sorted) as one block of step. */
+/* Inserts e[0..n) (sorted) as blocks of step laid out by series: each of at most CUT_ENTRIES
+ * entries, cut where a series starts when one does in its second half, so that a block holds few
+ * series and a query of a few skips the blocks of the others (their s_min, s_max). */
+#define CUT_ENTRIES 65536
 static int insert_block(sqlite3_stmt *ins, const struct cp_block_entry *e, size_t n, int64_t step,
 			struct cp_compact_stats *st)
 {
-	struct cp_block b;
-	int err;
+	int err = 0;
 
-	if ((err = cp_block_encode(e, n, &b)))
-		return err;
-	cp_part_bind_block(ins, &b);
-	sqlite3_bind_int64(ins, 8, step);
-	err = cp_db_step(ins, "writing downsampled samples");
-	cp_block_release(&b);
-	st->blocks_after += !err;
-	st->entries_after += err ? 0 : (int64_t)n;
+	for (size_t i = 0, j; !err && i < n; i = j) {
+		struct cp_block b;
+
+		j = n - i > CUT_ENTRIES ? i + CUT_ENTRIES : n;
+		for (size_t k = j; j < n && k > i + CUT_ENTRIES / 2; k--)
+			if (e[k].series != e[k - 1].series) {
+				j = k;
+				break;
+			}
+		if ((err = cp_block_encode(e + i, j - i, &b)))
+			return err;
+		cp_part_bind_block(ins, &b);
+		sqlite3_bind_int64(ins, 11, step);
+		err = cp_db_step(ins, "writing downsampled samples");
+		cp_block_release(&b);
+		st->blocks_after += !err;
+		st->entries_after += err ? 0 : (int64_t)(j - i);
+	}
 	return err;
 }
 
@@ -123,10 +246,12 @@ static size_t merge_entries(struct cp_block_entry *e, size_t n)
 	size_t i, j = 0;
 
 	for (i = 0; i < n; i++) {
-		if (j && !cp_block_entry_cmp(&e[j - 1], &e[i]))
+		if (j && !cp_block_entry_cmp(&e[j - 1], &e[i])) {
 			e[j - 1].value = cp_add_sat(e[j - 1].value, e[i].value);
-		else
+			e[j - 1].end = e[i].end > e[j - 1].end ? e[i].end : e[j - 1].end;
+		} else {
 			e[j++] = e[i];
+		}
 	}
 	for (i = 0, n = j, j = 0; i < n; i++)
 		if (e[i].value)
@@ -146,7 +271,8 @@ static size_t merge_entries(struct cp_block_entry *e, size_t n)
 static int merge_day(sqlite3 *db, int64_t step, struct cp_compact_stats *st)
 {
 	int64_t win = 3 * step > 10 * MINUTE_NS ? 3 * step : 10 * MINUTE_NS, lo, hi, w;
-	struct gather g = { NULL, 0, step, 0, 0, 0, NULL, 0, 0, NULL, 0, NULL };
+	struct gather g = { .step = step };
+	struct gauges gauges = { 0 };
 	int64_t entries;
 	struct cp_block_reader rd = { 0 };
 	sqlite3_stmt *q = NULL, *ins = NULL, *range = NULL;
@@ -167,11 +293,13 @@ static int merge_day(sqlite3 *db, int64_t step, struct cp_compact_stats *st)
 	hi = sqlite3_column_int64(range, 3);
 	if (!sqlite3_column_int64(range, 0))
 		goto out;
-	if ((err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min FROM blocks WHERE step < ?1 AND t_max >= ?2"
-				  " AND t_min < ?3 ORDER BY id", &q)) ||
-	    (err = cp_db_prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data, step)"
-				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?)", &ins)))
+	if ((err = gauges_of(db, &gauges)) ||
+	    (err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min, t_max, ends FROM blocks WHERE step < ?1"
+				  " AND t_max >= ?2 AND t_min < ?3 ORDER BY id", &q)) ||
+	    (err = cp_db_prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data, ends,"
+				  " s_min, s_max, step, layout) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)", &ins)))
 		goto out;
+	g.gauges = &gauges;
 	for (w = lo - lo % win; !err && w <= hi; w += win) {
 		size_t n;
 
@@ -181,7 +309,9 @@ static int merge_day(sqlite3 *db, int64_t step, struct cp_compact_stats *st)
 		if ((err = gather_window(q, &rd, &g)))
 			break;
 		cp_qsort(g.e, g.n, sizeof(*g.e), cp_block_entry_cmp);
-		if ((n = merge_entries(g.e, g.n)))
+		n = merge_entries(g.e, g.n);
+		gauge_average(&g, g.e, n);
+		if (n)
 			err = insert_block(ins, g.e, n, step, st);
 	}
 	/* every entry in exactly one window: else a block holds entries outside
@@ -198,6 +328,8 @@ out:
 	sqlite3_finalize(ins);
 	cp_block_reader_release(&rd);
 	free(g.e);
+	free(g.gt);
+	free(gauges.ids);
 	return err;
 }
 
@@ -207,16 +339,18 @@ static int compact_day(struct cp_local *s, const char *name, int64_t step, struc
 	struct cp_compact_stats day = { 0 };
 	char path[PATH_MAX], sql[128];
 	sqlite3_stmt *up = NULL;
+	struct cp_part *part;
 	sqlite3 *db;
 	bool busy = false;
 	int err;
 
 	/* gone since listed (retention, the size limit): not made again */
-	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	cp_part_path(&s->parts, name, path, sizeof(path));
 	if (access(path, F_OK) < 0)
 		return 0;
-	if ((err = cp_parts_open(&s->parts, name, &db)))
+	if ((err = cp_parts_open(&s->parts, name, &part)))
 		return err;
+	db = part->db;
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM blocks WHERE step < %" PRId64, step);
 	if (!cp_db_count(db, sql))
 		return 0;
@@ -353,7 +487,9 @@ static int merge_runs(const struct cp_block_entry *a, size_t na, const struct cp
 			o[n++] = b[j++];
 		} else {
 			o[n] = a[i++];
-			o[n].value = cp_add_sat(o[n].value, b[j++].value);
+			o[n].value = cp_add_sat(o[n].value, b[j].value);
+			o[n].end = b[j].end > o[n].end ? b[j].end : o[n].end;
+			j++;
 			n++;
 		}
 	}
@@ -362,26 +498,39 @@ static int merge_runs(const struct cp_block_entry *a, size_t na, const struct cp
 	return 0;
 }
 
-/* Inserts e[0..n) as one summary row of [t0, t0 + len) at resolution res. */
+/* Inserts e[0..n) (sorted) as summary rows of [t0, t0 + len) at resolution res, laid out by series
+ * as insert_block's blocks are. */
 static int insert_rollup(sqlite3_stmt *ins, const struct cp_block_entry *e, size_t n, int64_t t0, int64_t len,
 			 int64_t res)
 {
-	struct cp_block b;
-	int err;
+	int err = 0;
 
-	if ((err = cp_block_encode(e, n, &b)))
-		return err;
-	sqlite3_bind_int64(ins, 1, t0);
-	sqlite3_bind_int64(ins, 2, t0 + len - 1);
-	sqlite3_bind_int64(ins, 3, len);
-	sqlite3_bind_int64(ins, 4, res);
-	sqlite3_bind_int64(ins, 5, b.entries);
-	sqlite3_bind_int64(ins, 6, b.samples);
-	sqlite3_bind_int64(ins, 7, (int64_t)b.rawlen);
-	sqlite3_bind_blob(ins, 8, b.series, (int)b.series_len, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 9, b.data, (int)b.data_len, SQLITE_STATIC);
-	err = cp_db_step(ins, "writing summaries");
-	cp_block_release(&b);
+	for (size_t i = 0, j; !err && i < n; i = j) {
+		struct cp_block b;
+
+		j = n - i > CUT_ENTRIES ? i + CUT_ENTRIES : n;
+		for (size_t k = j; j < n && k > i + CUT_ENTRIES / 2; k--)
+			if (e[k].series != e[k - 1].series) {
+				j = k;
+				break;
+			}
+		if ((err = cp_block_encode(e + i, j - i, &b)))
+			return err;
+		sqlite3_bind_int64(ins, 1, t0);
+		sqlite3_bind_int64(ins, 2, t0 + len - 1);
+		sqlite3_bind_int64(ins, 3, len);
+		sqlite3_bind_int64(ins, 4, res);
+		sqlite3_bind_int64(ins, 5, b.entries);
+		sqlite3_bind_int64(ins, 6, b.samples);
+		sqlite3_bind_int64(ins, 7, (int64_t)b.rawlen);
+		sqlite3_bind_blob(ins, 8, b.series, (int)b.series_len, SQLITE_STATIC);
+		sqlite3_bind_blob(ins, 9, b.data, (int)b.data_len, SQLITE_STATIC);
+		sqlite3_bind_blob(ins, 10, b.ends, (int)b.ends_len, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 11, b.smin);
+		sqlite3_bind_int64(ins, 12, b.smax);
+		err = cp_db_step(ins, "writing summaries");
+		cp_block_release(&b);
+	}
 	return err;
 }
 
@@ -438,7 +587,8 @@ static int rollup_fold(struct gather *g)
 static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact_stats *st)
 {
 	struct rollup r = { NULL, 0, NULL, t0, len, 0 };
-	struct gather g = { NULL, 0, len, t0, t0 + len, 0, NULL, 0, 0, rollup_fold, ROLLUP_FOLD_AT, &r };
+	struct gather g = { .step = len, .w0 = t0, .w1 = t0 + len, .fold = rollup_fold, .fold_at = ROLLUP_FOLD_AT,
+			    .fold_ctx = &r };
 	struct cp_block_reader rd = { 0 };
 	sqlite3_stmt *q = NULL, *meta = NULL;
 	int64_t entries = 0;
@@ -465,14 +615,14 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 	for (int64_t h = t0; from_hours && h < t0 + len; h += CP_HOUR_NS)
 		from_hours = !rollup_due(db, h, CP_HOUR_NS);
 	if ((err = cp_db_prepare(db, from_hours ?
-				  "SELECT rawlen, series, data, t_min FROM rollups WHERE ?1 > 0 AND t_min >= ?2"
+				  "SELECT rawlen, series, data, t_min, t_max, ends FROM rollups WHERE ?1 > 0 AND t_min >= ?2"
 				  " AND t_max < ?3 AND step = ?4 ORDER BY id" :
-				  "SELECT rawlen, series, data, t_min FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
+				  "SELECT rawlen, series, data, t_min, t_max, ends FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
 				  " AND t_min < ?3 ORDER BY id", &q)) ||
 	    (from_hours && sqlite3_bind_int64(q, 4, CP_HOUR_NS) != SQLITE_OK &&
 	     (err = cp_db_error(db, "summarizing samples"))) ||
-	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data)"
-				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
+	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data,"
+				  " ends, s_min, s_max) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
 	    (err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))
 		goto out;
 	if (len == CP_DAY_NS && !from_hours && g.taken != entries)
@@ -501,14 +651,16 @@ static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_
 	} due[25];
 	char path[PATH_MAX];
 	size_t n = 0, i;
+	struct cp_part *part;
 	sqlite3 *db;
 	int err = 0, made = 0;
 
-	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	cp_part_path(&s->parts, name, path, sizeof(path));
 	if (access(path, F_OK) < 0)
 		return 0;
-	if ((err = cp_parts_open(&s->parts, name, &db)))
+	if ((err = cp_parts_open(&s->parts, name, &part)))
 		return err;
+	db = part->db;
 	/* the hours first: a day whose hours are all summarized is summed from them */
 	for (int64_t h = day0; h < day0 + CP_DAY_NS && h + CP_HOUR_NS <= now; h += CP_HOUR_NS)
 		if (h + CP_HOUR_NS > now - ROLLUP_HOURS_AGE && rollup_due(db, h, CP_HOUR_NS))

@@ -97,7 +97,44 @@ static int load_chunk(struct cp_dict *s, const char *kind, const uint8_t *p, siz
 	} while (0)
 
 	for (i = 0; i < cnt; i++) {
-		if (!strcmp(kind, "locations")) {
+		if (!strcmp(kind, "strings")) {
+			uint64_t n;
+
+			GET(n);
+			if (n > (uint64_t)(end - p))
+				goto bad;
+			EXPECT(cp_profile_strn(d, (const char *)p, (size_t)n), s->nstr + 1);
+			p += n;
+			s->nstr++;
+		} else if (!strcmp(kind, "functions")) {
+			uint64_t name, sys, file, line;
+
+			GET(name);
+			GET(sys);
+			GET(file);
+			GET(line);
+			if (name > s->nstr || sys > s->nstr || file > s->nstr)
+				goto bad;
+			EXPECT(cp_profile_function(d, &(struct cp_function){ (uint32_t)name, (uint32_t)sys, (uint32_t)file,
+									     cp_unzigzag(line) }),
+			       s->nfn + 1);
+			s->nfn++;
+		} else if (!strcmp(kind, "mappings")) {
+			uint64_t start, lim, off, file, bid, flags;
+
+			GET(start);
+			GET(lim);
+			GET(off);
+			GET(file);
+			GET(bid);
+			GET(flags);
+			if (file > s->nstr || bid > s->nstr)
+				goto bad;
+			EXPECT(cp_profile_mapping(d, &(struct cp_mapping){ start, lim, off, (uint32_t)file, (uint32_t)bid,
+									   flags & 1, flags & 2, flags & 4, flags & 8 }),
+			       s->nmap + 1);
+			s->nmap++;
+		} else if (!strcmp(kind, "locations")) {
 			uint64_t mapping, address, folded, n, f, l, c;
 
 			GET(mapping);
@@ -224,6 +261,9 @@ int cp_dict_load(struct cp_dict *s)
 		return err;
 	/* the rows, id for id: equal ones too (written after a writer's forget) */
 	cp_profile_keep_duplicates(d, true);
+	if (!s->legacy)
+		goto chunks;
+	/* a store of schema version 2 (read to convert it): strings, functions and mappings are rows */
 	QUERY("SELECT id, s FROM strings WHERE id > ? ORDER BY id", s->nstr);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
@@ -255,7 +295,8 @@ int cp_dict_load(struct cp_dict *s)
 		      "mappings", id);
 		s->nmap++;
 	}
-	/* locations, stacks and label sets come in compressed chunks, in the
+chunks:
+	/* every kind (schema 2: locations, stacks and label sets) comes in compressed chunks, in the
 	 * order they were written (a chunk refers only to what came before) */
 	QUERY("SELECT id, kind, first, count, rawlen, data FROM chunks WHERE id > ? ORDER BY id", s->nchunk);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -273,7 +314,10 @@ int cp_dict_load(struct cp_dict *s)
 			      dlen == (uLongf)rawlen, "chunks", id);
 		CHECK(!strcmp(kind, "locations") ? first == (int64_t)s->nloc + 1 :
 		      !strcmp(kind, "stacks")    ? first == (int64_t)s->nstack + 1 :
-		      !strcmp(kind, "labelsets") && first == (int64_t)s->nls + 1,
+		      !strcmp(kind, "labelsets") ? first == (int64_t)s->nls + 1 :
+		      !strcmp(kind, "strings")   ? !s->legacy && first == (int64_t)s->nstr + 1 :
+		      !strcmp(kind, "functions") ? !s->legacy && first == (int64_t)s->nfn + 1 :
+		      !strcmp(kind, "mappings") && !s->legacy && first == (int64_t)s->nmap + 1,
 		      "chunks", id);
 		err = load_chunk(s, kind, raw, (size_t)rawlen, cnt);
 		if (err == -EBADMSG) {
@@ -302,29 +346,19 @@ out:
 /* The last row of each kind (L_*), and the last chunk: -errno. */
 static int last_rows(struct cp_dict *s, uint32_t *last, int64_t *chunk)
 {
-	static const char *const kinds[] = { "locations", "stacks", "labelsets" };
+	static const char *const kinds[] = { "strings", "functions", "mappings", "locations", "stacks", "labelsets" };
 	/* the chunks since the last one seen (all of them when none was, or ours were rolled back) */
 	int64_t since = s->nchunk > 0 ? s->nchunk : 0, v[L_N] = { 0 };
 	sqlite3_stmt *st = NULL;
-	int err, i, rc;
+	int err = 0, i, rc;
 
-	if ((err = cp_db_prepare(s->db, "SELECT (SELECT ifnull(max(id), 0) FROM strings), (SELECT ifnull(max(id), 0) FROM"
-				 " functions), (SELECT ifnull(max(id), 0) FROM mappings), (SELECT ifnull(max(id), 0)"
-				 " FROM chunks)", &st)))
-		return err;
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		err = cp_db_error(s->db, "reading the store");
-		goto out;
-	}
-	v[L_STR] = sqlite3_column_int64(st, 0);
-	v[L_FN] = sqlite3_column_int64(st, 1);
-	v[L_MAP] = sqlite3_column_int64(st, 2);
-	v[L_CHUNK] = sqlite3_column_int64(st, 3);
+	v[L_STR] = since ? s->nstr : 0;
+	v[L_FN] = since ? s->nfn : 0;
+	v[L_MAP] = since ? s->nmap : 0;
 	v[L_LOC] = since ? s->nloc : 0;
 	v[L_STACK] = since ? s->nstack : 0;
 	v[L_LS] = since ? s->nls : 0;
-	sqlite3_finalize(st);
-	st = NULL;
+	v[L_CHUNK] = cp_db_count(s->db, "SELECT ifnull(max(id), 0) FROM chunks");
 	if (v[L_CHUNK] == s->nchunk)
 		goto out;
 	/* a kind's chunks come in the order of their ids: its last is the newest */
@@ -334,9 +368,9 @@ static int last_rows(struct cp_dict *s, uint32_t *last, int64_t *chunk)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 0);
 
-		for (i = 0; kind && i < 3; i++)
+		for (i = 0; kind && i < L_CHUNK; i++)
 			if (!strcmp(kind, kinds[i]))
-				v[L_LOC + i] = sqlite3_column_int64(st, 1);
+				v[i] = sqlite3_column_int64(st, 1);
 	}
 	if (rc != SQLITE_DONE)
 		err = cp_db_error(s->db, "reading the store");
@@ -344,7 +378,7 @@ out:
 	sqlite3_finalize(st);
 	for (i = 0; !err && i < L_CHUNK; i++) {
 		if (v[i] < 0 || v[i] >= UINT32_MAX)
-			err = bad_row(i < L_LOC ? "strings, functions or mappings" : "chunks", v[i]);
+			err = bad_row("chunks", v[i]);
 		last[i] = (uint32_t)v[i];
 	}
 	*chunk = v[L_CHUNK];
@@ -404,61 +438,75 @@ static int put_chunk(struct cp_dict *s, sqlite3_stmt *st, const char *kind, int6
 	return err;
 }
 
-/* Writes the dictionary entries added since the last sync. */
+/* room for n more bytes in *buf */
+static int room(uint8_t **buf, size_t *cap, size_t used, size_t n)
+{
+	return cp_grow((void **)buf, cap, used + n, 1) ? cp_error(ENOMEM, "out of memory writing the dictionary") : 0;
+}
+
+/* Writes the dictionary entries added since the last sync: a compressed chunk per kind, in the order
+ * a load reads them (each refers only to kinds before it). */
 int cp_dict_save(struct cp_dict *s)
 {
 	struct cp_profile *d = s->p;
-	sqlite3_stmt *st[4] = { NULL };
+	sqlite3_stmt *st = NULL;
 	uint8_t *buf = NULL;
 	size_t cap = 0, n;
 	uint32_t i, j;
 	int err = 0;
 
-	if ((err = cp_db_prepare(s->db, "INSERT INTO strings(id, s) VALUES(?, ?)", &st[0])) ||
-	    (err = cp_db_prepare(s->db, "INSERT INTO functions VALUES(?, ?, ?, ?, ?)", &st[1])) ||
-	    (err = cp_db_prepare(s->db, "INSERT INTO mappings VALUES(?, ?, ?, ?, ?, ?, ?)", &st[2])) ||
-	    (err = cp_db_prepare(s->db, "INSERT INTO chunks(kind, first, count, rawlen, data) VALUES(?, ?, ?, ?, ?)", &st[3])))
+	if (s->legacy)
+		return cp_error(EPERM, "a store of schema version 2 is read only to convert it");
+	if ((err = cp_db_prepare(s->db, "INSERT INTO chunks(kind, first, count, rawlen, data) VALUES(?, ?, ?, ?, ?)", &st)))
 		goto out;
+	n = 0;
 	for (i = s->nstr - s->bstr + 1; i < d->strs.n; i++) {
-		sqlite3_bind_int64(st[0], 1, s->bstr + i);
-		sqlite3_bind_text(st[0], 2, cp_profile_string(d, i), -1, SQLITE_STATIC);
-		if ((err = cp_db_step(st[0], "writing strings")))
+		const char *str = cp_profile_string(d, i);
+		size_t len = strlen(str);
+
+		if ((err = room(&buf, &cap, n, CP_VARINT_MAX + len)))
 			goto out;
+		n += cp_put_uvarint(buf + n, len);
+		memcpy(buf + n, str, len);
+		n += len;
 	}
+	if ((err = put_chunk(s, st, "strings", s->nstr + 1, d->strs.n - 1 - (s->nstr - s->bstr), buf, n)))
+		goto out;
+	n = 0;
 	for (i = s->nfn - s->bfn; i < d->nfunctions; i++) {
 		const struct cp_function *f = &d->functions[i];
 
-		sqlite3_bind_int64(st[1], 1, s->bfn + i + 1);
-		sqlite3_bind_int64(st[1], 2, cp_dict_row(f->name, s->bstr));
-		sqlite3_bind_int64(st[1], 3, cp_dict_row(f->system_name, s->bstr));
-		sqlite3_bind_int64(st[1], 4, cp_dict_row(f->filename, s->bstr));
-		sqlite3_bind_int64(st[1], 5, f->start_line);
-		if ((err = cp_db_step(st[1], "writing functions")))
+		if ((err = room(&buf, &cap, n, 4 * CP_VARINT_MAX)))
 			goto out;
+		n += cp_put_uvarint(buf + n, cp_dict_row(f->name, s->bstr));
+		n += cp_put_uvarint(buf + n, cp_dict_row(f->system_name, s->bstr));
+		n += cp_put_uvarint(buf + n, cp_dict_row(f->filename, s->bstr));
+		n += cp_put_uvarint(buf + n, cp_zigzag(f->start_line));
 	}
+	if ((err = put_chunk(s, st, "functions", s->nfn + 1, d->nfunctions - (s->nfn - s->bfn), buf, n)))
+		goto out;
+	n = 0;
 	for (i = s->nmap - s->bmap; i < d->nmappings; i++) {
 		const struct cp_mapping *m = &d->mappings[i];
 
-		sqlite3_bind_int64(st[2], 1, s->bmap + i + 1);
-		sqlite3_bind_int64(st[2], 2, (int64_t)m->start);
-		sqlite3_bind_int64(st[2], 3, (int64_t)m->limit);
-		sqlite3_bind_int64(st[2], 4, (int64_t)m->offset);
-		sqlite3_bind_int64(st[2], 5, cp_dict_row(m->filename, s->bstr));
-		sqlite3_bind_int64(st[2], 6, cp_dict_row(m->build_id, s->bstr));
-		sqlite3_bind_int64(st[2], 7, m->has_functions | m->has_filenames << 1 | m->has_line_numbers << 2 |
-						     m->has_inline_frames << 3);
-		if ((err = cp_db_step(st[2], "writing mappings")))
+		if ((err = room(&buf, &cap, n, 6 * CP_VARINT_MAX)))
 			goto out;
+		n += cp_put_uvarint(buf + n, m->start);
+		n += cp_put_uvarint(buf + n, m->limit);
+		n += cp_put_uvarint(buf + n, m->offset);
+		n += cp_put_uvarint(buf + n, cp_dict_row(m->filename, s->bstr));
+		n += cp_put_uvarint(buf + n, cp_dict_row(m->build_id, s->bstr));
+		n += cp_put_uvarint(buf + n, (uint64_t)(m->has_functions | m->has_filenames << 1 | m->has_line_numbers << 2 |
+							m->has_inline_frames << 3));
 	}
-	/* locations, stacks and label sets: one compressed chunk each */
+	if ((err = put_chunk(s, st, "mappings", s->nmap + 1, d->nmappings - (s->nmap - s->bmap), buf, n)))
+		goto out;
 	n = 0;
 	for (i = s->nloc - s->bloc; i < d->nlocations; i++) {
 		const struct cp_location *l = &d->locations[i];
 
-		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (3 * (size_t)l->nlines + 4), 1)) {
-			err = cp_error(ENOMEM, "out of memory writing the dictionary");
+		if ((err = room(&buf, &cap, n, CP_VARINT_MAX * (3 * (size_t)l->nlines + 4))))
 			goto out;
-		}
 		n += cp_put_uvarint(buf + n, cp_dict_row(l->mapping, s->bmap));
 		n += cp_put_uvarint(buf + n, l->address);
 		n += cp_put_uvarint(buf + n, l->is_folded);
@@ -471,7 +519,7 @@ int cp_dict_save(struct cp_dict *s)
 			n += cp_put_uvarint(buf + n, cp_zigzag(ln->column));
 		}
 	}
-	if ((err = put_chunk(s, st[3], "locations", s->nloc + 1, d->nlocations - (s->nloc - s->bloc), buf, n)))
+	if ((err = put_chunk(s, st, "locations", s->nloc + 1, d->nlocations - (s->nloc - s->bloc), buf, n)))
 		goto out;
 	n = 0;
 	for (i = s->nstack - s->bstack + 1; i < d->nstacks; i++) {
@@ -494,10 +542,8 @@ int cp_dict_save(struct cp_dict *s)
 		}
 		if (shared < 2)
 			ref = shared = 0; /* a reference would not pay */
-		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * ((size_t)sp->len + 3), 1)) {
-			err = cp_error(ENOMEM, "out of memory writing the dictionary");
+		if ((err = room(&buf, &cap, n, CP_VARINT_MAX * ((size_t)sp->len + 3))))
 			goto out;
-		}
 		n += cp_put_uvarint(buf + n, cp_dict_row(ref, s->bstack));
 		if (ref)
 			n += cp_put_uvarint(buf + n, shared);
@@ -505,16 +551,14 @@ int cp_dict_save(struct cp_dict *s)
 		for (j = 0; j < sp->len - shared; j++)
 			n += cp_put_uvarint(buf + n, cp_dict_row(d->stack_locs[sp->off + j], s->bloc));
 	}
-	if ((err = put_chunk(s, st[3], "stacks", s->nstack + 1, d->nstacks - 1 - (s->nstack - s->bstack), buf, n)))
+	if ((err = put_chunk(s, st, "stacks", s->nstack + 1, d->nstacks - 1 - (s->nstack - s->bstack), buf, n)))
 		goto out;
 	n = 0;
 	for (i = s->nls - s->bls + 1; i < d->nlabelsets; i++) {
 		const struct cp_span *sp = &d->labelsets[i];
 
-		if (cp_grow((void **)&buf, &cap, n + CP_VARINT_MAX * (4 * (size_t)sp->len + 1), 1)) {
-			err = cp_error(ENOMEM, "out of memory writing the dictionary");
+		if ((err = room(&buf, &cap, n, CP_VARINT_MAX * (4 * (size_t)sp->len + 1))))
 			goto out;
-		}
 		n += cp_put_uvarint(buf + n, sp->len);
 		for (j = 0; j < sp->len; j++) {
 			const struct cp_label *l = &d->labels[sp->off + j];
@@ -525,7 +569,7 @@ int cp_dict_save(struct cp_dict *s)
 			n += cp_put_uvarint(buf + n, cp_dict_row(l->num_unit, s->bstr));
 		}
 	}
-	if ((err = put_chunk(s, st[3], "labelsets", s->nls + 1, d->nlabelsets - 1 - (s->nls - s->bls), buf, n)))
+	if ((err = put_chunk(s, st, "labelsets", s->nls + 1, d->nlabelsets - 1 - (s->nls - s->bls), buf, n)))
 		goto out;
 	s->nstr = s->bstr + d->strs.n - 1;
 	s->nfn = s->bfn + d->nfunctions;
@@ -539,12 +583,10 @@ int cp_dict_save(struct cp_dict *s)
 		err = forget_at(s, last, s->nchunk);
 	}
 out:
-	for (i = 0; i < 4; i++)
-		sqlite3_finalize(st[i]);
+	sqlite3_finalize(st);
 	free(buf);
 	return err;
 }
-
 
 void cp_dict_rolled_back(struct cp_dict *s)
 {

@@ -43,6 +43,7 @@ struct cp_dict {
 	int64_t nchunk;                              /* the last row of chunks loaded */
 	size_t max_bytes;                            /* a writer's: forget past it (0: never) */
 	bool forgot;                                 /* p holds the rows past the bases only */
+	bool legacy; /* a schema 2 store's (index.db), read to convert it: strings, functions, mappings are rows */
 };
 
 /* The row id of p's id (0, "none", stays 0). */

@@ -56,7 +56,7 @@ out:
 
 /* ---- the size limit ---- */
 
-/* DIR/parts/YYYYMMDD.db, -wal or -shm: the day's name into day (9 bytes). */
+/* DIR/days/YYYYMMDD.db, -wal or -shm: the day's name into day (9 bytes). */
 static bool part_file(const char *f, char *day)
 {
 	size_t i;
@@ -79,9 +79,9 @@ int cp_local_size(struct cp_local *s, uint64_t *bytes)
 	uint64_t n;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/index.db", s->dir);
+	snprintf(path, sizeof(path), "%s/store.db", s->dir);
 	n = cp_db_files_bytes(path);
-	snprintf(path, sizeof(path), "%s/parts", s->dir);
+	snprintf(path, sizeof(path), "%s/days", s->dir);
 	if (!(d = opendir(path))) {
 		if (errno == ENOENT) { /* a store opened read-only that never had data */
 			*bytes = n;
@@ -261,7 +261,7 @@ static int drop_oldest(struct cp_local *s, uint64_t size, uint64_t max, const ch
 	st = NULL;
 	/* files without a row: appends add the row before the file, so under
 	 * the lock these are dead (the names, rows and files, are sorted alike) */
-	snprintf(path, sizeof(path), "%s/parts", s->dir);
+	snprintf(path, sizeof(path), "%s/days", s->dir);
 	if ((d = opendir(path))) {
 		while ((de = readdir(d))) {
 			size_t lo = 0, hi = nrows;
@@ -341,6 +341,7 @@ int64_t cp_local_limit(struct cp_local *s, uint64_t max_bytes)
 	 * other processes may write meanwhile */
 	for (round = 0; round < 64; round++) {
 		int64_t deleted;
+		struct cp_part *day;
 		sqlite3 *pdb;
 
 		if ((err = cp_local_size(s, &size)))
@@ -357,11 +358,13 @@ int64_t cp_local_limit(struct cp_local *s, uint64_t max_bytes)
 		/* the oldest blocks of the oldest day (the newest, where appends go,
 		 * when it is the only one), unless a reader kept the index's WAL,
 		 * which may be what is over */
-		snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, oldest);
+		cp_part_path(&s->parts, oldest, path, sizeof(path));
 		if (!*oldest || ibusy || access(path, F_OK) < 0)
 			break;
-		if ((err = cp_parts_open(&s->parts, oldest, &pdb)) || (err = cp_part_reclaim(pdb, oldest, &pbusy)) ||
-		    (err = cp_local_size(s, &size)))
+		if ((err = cp_parts_open(&s->parts, oldest, &day)))
+			return err;
+		pdb = day->db;
+		if ((err = cp_part_reclaim(pdb, oldest, &pbusy)) || (err = cp_local_size(s, &size)))
 			return err;
 		if (size <= max_bytes || pbusy)
 			break;

@@ -22,19 +22,12 @@
 #include "limit.h"
 #include "query.h"
 
-#define SCHEMA_VERSION "2"
+#define SCHEMA_VERSION "3"
+#define INDEX_FILE "store.db" /* schema 3; schema 2's was index.db (migrate.h) */
 
+/* what the index file holds: its schema version, and the list of days (docs/STORE.md) */
 static const char index_schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS strings(id INTEGER PRIMARY KEY, s TEXT NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS functions(id INTEGER PRIMARY KEY, name INTEGER NOT NULL,"
-	" system_name INTEGER NOT NULL, filename INTEGER NOT NULL, start_line INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS mappings(id INTEGER PRIMARY KEY, start INTEGER NOT NULL, lim INTEGER NOT NULL,"
-	" off INTEGER NOT NULL, filename INTEGER NOT NULL, build_id INTEGER NOT NULL, flags INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, first INTEGER NOT NULL,"
-	" count INTEGER NOT NULL, rawlen INTEGER NOT NULL, data BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, type TEXT NOT NULL, labels TEXT NOT NULL,"
-	" UNIQUE(type, labels));"
 	"CREATE TABLE IF NOT EXISTS partitions(name TEXT PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL);";
 
 static const struct cp_store_ops local_ops;
@@ -59,14 +52,14 @@ const char *cp_store_default_dir(char *buf, size_t len)
 	return buf;
 }
 
-struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+struct cp_local *cp_local_open(const char *dir, enum cp_store_mode mode, const char *index)
 {
 	struct cp_local *s = calloc(1, sizeof(*s));
 	char path[PATH_MAX];
 	sqlite3_stmt *st = NULL;
 	int err = 0;
 
-	if (!s || !(s->dir = strdup(dir)) || cp_series_ids_init(&s->series) || cp_dict_reset(&s->dict)) {
+	if (!s || !(s->dir = strdup(dir))) {
 		err = cp_error(ENOMEM, "out of memory opening the store");
 		goto out;
 	}
@@ -74,21 +67,20 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 	s->mode = mode;
 	s->parts.dir = s->dir;
 	s->parts.write = mode == CP_STORE_WRITE;
-	snprintf(path, sizeof(path), "%s/index.db", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, index);
 	if (mode == CP_STORE_READ && access(path, F_OK) < 0) {
 		err = cp_error(ENOENT, "no store at %s: import or record profiles first (cprof import FILE), or give --data DIR",
 			       dir);
 		goto out;
 	}
 	if (mode == CP_STORE_WRITE) {
-		snprintf(path, sizeof(path), "%s/parts", dir);
+		snprintf(path, sizeof(path), "%s/days", dir);
 		if ((err = cp_mkdirs(path, 0755)))
 			goto out;
-		snprintf(path, sizeof(path), "%s/index.db", dir);
+		snprintf(path, sizeof(path), "%s/%s", dir, index);
 	}
 	if ((err = cp_db_open(path, mode == CP_STORE_WRITE, "", &s->db)))
 		goto out;
-	s->dict.db = s->db;
 	/* the schema and its version in one transaction: a store is made whole or not at all (a full disk) */
 	if (mode == CP_STORE_WRITE &&
 	    ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE;", path)) || (err = cp_db_exec(s->db, index_schema, path)) ||
@@ -117,7 +109,21 @@ out:
 		errno = -err;
 		return NULL;
 	}
-	return &s->base;
+	return s;
+}
+
+struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+{
+	struct cp_local *s;
+	int err;
+
+	/* a store of an earlier cprof is converted first (migrate.h) */
+	if ((err = cp_local_migrate(dir, mode == CP_STORE_WRITE))) {
+		errno = -err;
+		return NULL;
+	}
+	s = cp_local_open(dir, mode, INDEX_FILE);
+	return s ? &s->base : NULL;
 }
 
 static void local_close(struct cp_local *s)
@@ -125,35 +131,26 @@ static void local_close(struct cp_local *s)
 	if (!s)
 		return;
 	cp_parts_close(&s->parts);
-	cp_series_ids_release(&s->series); /* its statements first */
 	sqlite3_close(s->db);
-	cp_dict_release(&s->dict);
 	free(s->dir);
 	free(s);
 }
 
+void cp_local_close(struct cp_local *s)
+{
+	local_close(s);
+}
+
 /* ---- appending ---- */
 
-/* the UTC day of t (>= 0): its partition */
+/* the UTC day of t (>= 0) */
 static int64_t day_of(int64_t t)
 {
 	return t / CP_DAY_NS;
 }
 
-/* entries by day, then in the order of a block */
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct cp_block_entry *x = a, *y = b;
-
-	if (day_of(x->t) != day_of(y->t))
-		return day_of(x->t) < day_of(y->t) ? -1 : 1;
-	return cp_block_entry_cmp(x, y);
-}
-
-/* Writes e[0..n) (one day, sorted) as one block into the partition db, in a
- * transaction left open: *pdb its partition, *id its row.  On error, nothing
- * is left open. */
-static int write_block(sqlite3 *db, const struct cp_block_entry *e, size_t n, sqlite3 **pdb, int64_t *id)
+/* Writes e[0..n) (one day, sorted) as one block into the day's db, in its open transaction. */
+static int write_block(sqlite3 *db, const struct cp_block_entry *e, size_t n, int64_t *id)
 {
 	struct cp_block b;
 	sqlite3_stmt *st = NULL;
@@ -161,21 +158,17 @@ static int write_block(sqlite3 *db, const struct cp_block_entry *e, size_t n, sq
 
 	if ((err = cp_block_encode(e, n, &b)))
 		return err;
-	if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "writing samples")) ||
-	    (err = cp_db_prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data)"
-				  " VALUES(?, ?, ?, ?, ?, ?, ?)", &st)))
+	if ((err = cp_db_prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data, ends,"
+				  " s_min, s_max) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st)))
 		goto out;
 	cp_part_bind_block(st, &b);
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		err = cp_db_error(db, "writing samples");
 		goto out;
 	}
-	*pdb = db;
 	*id = sqlite3_last_insert_rowid(db);
 out:
 	sqlite3_finalize(st);
-	if (err && !sqlite3_get_autocommit(db))
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	cp_block_release(&b);
 	return err;
 }
@@ -210,11 +203,11 @@ static int undo_blocks(const struct block *blk, size_t k, int err)
 	return cp_error(-err, "%s", why);
 }
 
-/* Merges p's dictionary into the store's: *ostack and *olabels (made
- * again) take each sample's stack and label set ids there.  The names
- * build() gives a selected profile's header are stored with the
- * dictionary too, so a select adds no strings of its own. */
-static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **ostack, uint32_t **olabels)
+/* Merges p's dictionary into the day's: *ostack and *olabels (made again)
+ * take each sample's stack and label set ids there.  The names build() gives
+ * a selected profile's header are stored with the dictionary too, so a
+ * select adds no strings of its own. */
+static int merge_one(struct cp_dict *d, const struct cp_profile *p, uint32_t **ostack, uint32_t **olabels)
 {
 	struct cp_merge_opts mo = { 0 };
 	int err;
@@ -227,12 +220,12 @@ static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **
 		return cp_error(ENOMEM, "out of memory writing to the store");
 	mo.out_stack = *ostack;
 	mo.out_labels = *olabels;
-	if ((err = cp_profile_merge(s->dict.p, p, &mo)))
+	if ((err = cp_profile_merge(d->p, p, &mo)))
 		return err;
 	for (size_t k = 0; k <= p->ntypes; k++) {
 		const struct cp_valuetype *vt = k < p->ntypes ? &p->sample_types[k] : &p->period_type;
-		int64_t r1 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->type));
-		int64_t r2 = cp_profile_str(s->dict.p, cp_profile_string(p, vt->unit));
+		int64_t r1 = cp_profile_str(d->p, cp_profile_string(p, vt->type));
+		int64_t r2 = cp_profile_str(d->p, cp_profile_string(p, vt->unit));
 
 		if (r1 < 0 || r2 < 0)
 			return (int)(r1 < 0 ? r1 : r2);
@@ -240,68 +233,81 @@ static int merge_one(struct cp_local *s, const struct cp_profile *p, uint32_t **
 	return 0;
 }
 
-static int local_append(struct cp_local *s, const struct cp_store_append *a, size_t n)
+/* an append's time */
+static int64_t append_time(const struct cp_store_append *a)
+{
+	return a->time_ns ? a->time_ns : a->profile->time_nanos ? a->profile->time_nanos : cp_now_ns();
+}
+
+static int check_append(const struct cp_store_append *a, int64_t t)
+{
+	const struct cp_profile *p = a->profile;
+
+	if (t < CP_STORE_TIME_MIN || t > CP_STORE_TIME_MAX)
+		return cp_error(EINVAL, "profile time %" PRId64 " ns is out of range: the store takes times from"
+					" 1970-01-01 up to 2262-04-11T23:47:16Z (%" PRId64 " ns), that a query can reach",
+				t, (int64_t)CP_STORE_TIME_MAX);
+	for (size_t j = 0; a->sel && j < a->nsel; j++)
+		if (a->sel[j] >= p->nsamples)
+			return cp_error(EINVAL, "sample %" PRIu32 " of a profile of %" PRIu32 " samples", a->sel[j],
+					p->nsamples);
+	if (a->type && p->ntypes != 1)
+		return cp_error(EINVAL, "a profile stored as type %s has %zu sample types, not one", a->type, p->ntypes);
+	return 0;
+}
+
+/* The entries of the appends a[k] with idx[k] of one day into the day's dictionary, series and one
+ * block (in day's transaction, left open): *nb grows by the block. */
+static int append_day(struct cp_local *s, struct cp_part *day, const struct cp_store_append *a, const size_t *idx,
+		      size_t n, struct block *blk, size_t *nb)
 {
 	struct cp_block_entry *e = NULL;
 	size_t ne = 0, ecap = 0, i, j, k;
 	uint32_t *ostack = NULL, *olabels = NULL;
 	const struct cp_profile *merged = NULL;
-	sqlite3_stmt *pst = NULL;
-	sqlite3 *pdb;
-	struct block *blk = NULL;
-	size_t nb = 0, bcap = 0;
-	bool in_tx = false;
-	int err = 0;
+	int err;
 
-	if (s->mode != CP_STORE_WRITE)
-		return cp_error(EPERM, "the store was opened read-only");
-	if ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE", "writing to the store")))
+	(void)s;
+	if ((err = cp_db_exec(day->db, "BEGIN IMMEDIATE", "writing samples")))
 		return err;
-	in_tx = true;
-	/* under the write lock: take in what other writers added, then ours */
-	if ((err = cp_dict_catch_up(&s->dict)))
+	blk[*nb].db = day->db;
+	blk[*nb].id = 0;
+	(*nb)++;
+	/* under the day's write lock: take in what other writers added, then ours */
+	if ((err = cp_dict_catch_up(&day->dict)))
 		goto out;
 	for (i = 0; i < n; i++) {
-		const struct cp_profile *p = a[i].profile;
-		char type[512], *lj = NULL;
-		int64_t t = a[i].time_ns ? a[i].time_ns : p->time_nanos ? p->time_nanos : cp_now_ns();
-		size_t nsel = a[i].sel ? a[i].nsel : p->nsamples;
+		const struct cp_store_append *ai = &a[idx[i]];
+		const struct cp_profile *p = ai->profile;
+		int64_t t = append_time(ai);
+		int64_t end = ai->end_ns > t ? ai->end_ns : cp_add_sat(t, p->duration_nanos > 0 ? p->duration_nanos : 0);
+		size_t nsel = ai->sel ? ai->nsel : p->nsamples;
+		char type[512], *lj;
 
-		if (t < CP_STORE_TIME_MIN || t > CP_STORE_TIME_MAX) {
-			err = cp_error(EINVAL, "profile time %" PRId64 " ns is out of range: the store takes times from"
-					       " 1970-01-01 up to 2262-04-11T23:47:16Z (%" PRId64 " ns), that a query can reach",
-				       t, (int64_t)CP_STORE_TIME_MAX);
-			goto out;
-		}
-		for (j = 0; a[i].sel && j < nsel; j++) {
-			if (a[i].sel[j] >= p->nsamples) {
-				err = cp_error(EINVAL, "sample %" PRIu32 " of a profile of %" PRIu32 " samples", a[i].sel[j],
-					       p->nsamples);
-				goto out;
-			}
-		}
-		lj = cp_series_labels_json(a[i].labels, a[i].nlabels, &err);
-		if (!lj)
+		if (!(lj = cp_series_labels_json(ai->labels, ai->nlabels, &err)))
 			goto dict_error;
 		/* a profile the last append merged already (its samples' ids are in
 		 * ostack and olabels) */
-		if (p != merged && (err = merge_one(s, p, &ostack, &olabels)))
+		if (p != merged && (err = merge_one(&day->dict, p, &ostack, &olabels))) {
+			free(lj);
 			goto dict_error;
+		}
 		merged = p;
 		for (k = 0; k < p->ntypes; k++) {
 			int64_t sid;
 
-			if ((err = cp_store_type_name(p, (int)k, a[i].name, type, sizeof(type))) ||
-			    (sid = cp_series_id(&s->series, s->db, type, lj)) < 0) {
+			if (ai->type)
+				snprintf(type, sizeof(type), "%s", ai->type);
+			if ((!ai->type && (err = cp_store_type_name(p, (int)k, ai->name, type, sizeof(type)))) ||
+			    (sid = cp_series_id(&day->series, day->db, type, lj)) < 0) {
 				err = err ? err : (int)sid;
 				break;
 			}
 			for (size_t js = 0; js < nsel; js++) {
 				int64_t v;
 
-				j = a[i].sel ? a[i].sel[js] : js;
+				j = ai->sel ? ai->sel[js] : js;
 				v = cp_profile_values(p, (uint32_t)j)[k];
-
 				if (!v || ostack[j] == UINT32_MAX)
 					continue;
 				if (cp_grow((void **)&e, &ecap, ne + 1, sizeof(*e))) {
@@ -310,8 +316,9 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 				}
 				e[ne].series = sid;
 				e[ne].t = t;
-				e[ne].stack = cp_dict_row(ostack[j], s->dict.bstack); /* the rows' ids */
-				e[ne].labels = cp_dict_row(olabels[j], s->dict.bls);
+				e[ne].end = end;
+				e[ne].stack = cp_dict_row(ostack[j], day->dict.bstack); /* the rows' ids */
+				e[ne].labels = cp_dict_row(olabels[j], day->dict.bls);
 				e[ne].value = v;
 				ne++;
 			}
@@ -321,87 +328,131 @@ static int local_append(struct cp_local *s, const struct cp_store_append *a, siz
 		free(lj);
 		if (err)
 			goto out;
-		continue;
-dict_error:
-		err = cp_dict_error(err, "adding a profile to the store's dictionary");
-		free(lj);
-		goto out;
 	}
-	if ((err = cp_dict_save(&s->dict)))
+	if ((err = cp_dict_save(&day->dict)))
 		goto out;
-	cp_qsort(e, ne, sizeof(*e), entry_cmp);
+	if (!ne)
+		goto out; /* nothing but zeros: the series are there, no block */
+	cp_qsort(e, ne, sizeof(*e), cp_block_entry_cmp);
 	/* identical keys (two profiles of one series at one time) add up */
 	for (i = 0, j = 0; i < ne; i++) {
-		if (j && !entry_cmp(&e[j - 1], &e[i]))
+		if (j && !cp_block_entry_cmp(&e[j - 1], &e[i])) {
 			e[j - 1].value = cp_add_sat(e[j - 1].value, e[i].value);
-		else
+			e[j - 1].end = e[i].end > e[j - 1].end ? e[i].end : e[j - 1].end;
+		} else {
 			e[j++] = e[i];
-	}
-	ne = j;
-	if ((err = cp_db_prepare(s->db, "INSERT INTO partitions VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE SET"
-				  " t_min = min(t_min, ?2), t_max = max(t_max, ?3)", &pst)))
-		goto out;
-	for (i = 0; i < ne; i = j) {
-		int64_t tmin = INT64_MAX, tmax = INT64_MIN;
-		char part[16];
-
-		cp_part_name(e[i].t, part, sizeof(part));
-		for (j = i; j < ne && day_of(e[j].t) == day_of(e[i].t); j++) {
-			tmin = e[j].t < tmin ? e[j].t : tmin;
-			tmax = e[j].t > tmax ? e[j].t : tmax;
 		}
-		/* the partition's file and schema exist before index.db lists it: a reader that sees the row
-		 * finds the table (else a writer stopped in between left a row whose every query failed with
-		 * "no such table: blocks", and an empty file that reads as a truncated one) */
-		if ((err = cp_parts_open(&s->parts, part, &pdb)))
-			goto out;
-		sqlite3_bind_text(pst, 1, part, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(pst, 2, tmin);
-		sqlite3_bind_int64(pst, 3, tmax);
-		if ((err = cp_db_step(pst, "writing partitions")))
-			goto out;
-		/* the day's block, its transaction left open until every day's is written: a day that
-		 * cannot be written (full disk, I/O error) fails the batch with nothing stored.  The
-		 * days are taken in order of their names under index.db's write lock, by every
-		 * appender, so two never wait for each other's days. */
-		if (cp_grow((void **)&blk, &bcap, nb + 1, sizeof(*blk))) {
-			err = cp_error(ENOMEM, "out of memory writing samples");
-			goto out;
-		}
-		if ((err = write_block(pdb, e + i, j - i, &blk[nb].db, &blk[nb].id)))
-			goto out;
-		nb++;
 	}
-	/* the dictionary first: the blocks refer to it.  A crash before the
-	 * blocks commit leaves unused dictionary rows, never dangling ids. */
-	if ((err = cp_db_exec(s->db, "COMMIT", "writing to the store")))
-		goto out;
-	in_tx = false;
-	for (i = 0; i < nb; i++)
-		if ((err = cp_db_exec(blk[i].db, "COMMIT", "writing samples")))
-			break;
-	if (err) /* a late failure: take back the days committed so far */
-		err = undo_blocks(blk, i, err);
+	err = write_block(day->db, e, j, &blk[*nb - 1].id);
+	goto out;
+dict_error:
+	err = cp_dict_error(err, "adding a profile to the store's dictionary");
 out:
-	for (i = 0; i < nb; i++)
-		if (!sqlite3_get_autocommit(blk[i].db))
-			sqlite3_exec(blk[i].db, "ROLLBACK", NULL, NULL, NULL);
-	free(blk);
-	sqlite3_finalize(pst);
-	if (in_tx) {
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		/* the series this batch added are gone again: forget their ids */
-		if (cp_series_ids_reset(&s->series) && !err)
-			err = cp_error(ENOMEM, "out of memory writing to the store");
-	}
-	if (err)
-		cp_dict_rolled_back(&s->dict);
 	free(e);
 	free(ostack);
 	free(olabels);
 	return err;
 }
 
+struct day_of_append {
+	int64_t day;
+	size_t i;
+};
+
+static int by_day(const void *x, const void *y)
+{
+	const struct day_of_append *a = x, *b = y;
+
+	if (a->day != b->day)
+		return a->day < b->day ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* A batch: the appends of each day (in the order of the days' names) into the day's dictionary,
+ * series and a block, each in the day's transaction; then the days' bounds in the index; then the
+ * days commit.  All writers take the index's write lock first, then the days' in order. */
+static int local_append(struct cp_local *s, const struct cp_store_append *a, size_t n)
+{
+	struct day_of_append *da = NULL;
+	size_t *idx = NULL, nb = 0, i, j, k;
+	struct block *blk = NULL;
+	sqlite3_stmt *pst = NULL;
+	bool in_tx = false;
+	int err = 0;
+
+	if (s->mode != CP_STORE_WRITE)
+		return cp_error(EPERM, "the store was opened read-only");
+	if (!n)
+		return 0;
+	if (!(da = calloc(n, sizeof(*da))) || !(idx = calloc(n, sizeof(*idx))) || !(blk = calloc(n, sizeof(*blk))))
+		return cp_error(ENOMEM, "out of memory writing to the store");
+	for (i = 0; i < n; i++) {
+		int64_t t = append_time(&a[i]);
+
+		if ((err = check_append(&a[i], t)))
+			goto out;
+		da[i].day = day_of(t);
+		da[i].i = i;
+	}
+	cp_qsort(da, n, sizeof(*da), by_day);
+	if ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE", "writing to the store")))
+		goto out;
+	in_tx = true;
+	if ((err = cp_db_prepare(s->db, "INSERT INTO partitions VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE SET"
+				  " t_min = min(t_min, ?2), t_max = max(t_max, ?3)", &pst)))
+		goto out;
+	for (i = 0; i < n; i = j) {
+		int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+		struct cp_part *day;
+		char name[16];
+
+		for (j = i; j < n && da[j].day == da[i].day; j++) {
+			int64_t t = append_time(&a[da[j].i]);
+
+			idx[j - i] = da[j].i;
+			tmin = t < tmin ? t : tmin;
+			tmax = t > tmax ? t : tmax;
+		}
+		cp_part_name(tmin, name, sizeof(name));
+		/* the day's file and schema exist before the index lists it */
+		if ((err = cp_parts_open(&s->parts, name, &day)) || (err = append_day(s, day, a, idx, j - i, blk, &nb)))
+			goto out;
+		sqlite3_bind_text(pst, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(pst, 2, tmin);
+		sqlite3_bind_int64(pst, 3, tmax);
+		if ((err = cp_db_step(pst, "writing the list of days")))
+			goto out;
+	}
+	/* the index first: a crash before the days commit leaves bounds of times without samples,
+	 * never a day no row lists */
+	if ((err = cp_db_exec(s->db, "COMMIT", "writing to the store")))
+		goto out;
+	in_tx = false;
+	for (k = 0; k < nb; k++)
+		if ((err = cp_db_exec(blk[k].db, "COMMIT", "writing samples")))
+			break;
+	if (err) /* a late failure: take back the days committed so far */
+		err = undo_blocks(blk, k, err);
+out:
+	for (k = 0; k < nb; k++)
+		if (!sqlite3_get_autocommit(blk[k].db)) {
+			sqlite3_exec(blk[k].db, "ROLLBACK", NULL, NULL, NULL);
+			/* what the day's dictionary and series ids hold is not what was committed */
+			for (size_t v = 0; v < s->parts.n; v++)
+				if (s->parts.v[v].db == blk[k].db) {
+					cp_dict_rolled_back(&s->parts.v[v].dict);
+					if (cp_series_ids_reset(&s->parts.v[v].series) && !err)
+						err = cp_error(ENOMEM, "out of memory writing to the store");
+				}
+		}
+	sqlite3_finalize(pst);
+	if (in_tx)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	free(da);
+	free(idx);
+	free(blk);
+	return err;
+}
 
 /* ---- the backend ---- */
 
@@ -432,7 +483,7 @@ static int op_size(struct cp_store *s, uint64_t *bytes)
 
 static int op_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
 {
-	return cp_series_list(L(s)->db, sel, out, n);
+	return cp_local_series(L(s), sel, INT64_MIN, INT64_MAX, out, n);
 }
 
 static int op_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)
@@ -455,14 +506,25 @@ static int op_over_time_groups(struct cp_store *s, const struct cp_store_query *
 static size_t op_memory(struct cp_store *s)
 {
 	const struct cp_local *l = L(s);
+	size_t b = 0;
 
-	return (l->dict.p ? cp_profile_bytes(l->dict.p) : 0) + cp_strtab_bytes(&l->series.keys) +
-	       l->series.cap * sizeof(*l->series.ids);
+	for (size_t i = 0; i < l->parts.n; i++) {
+		const struct cp_part *d = &l->parts.v[i];
+
+		if (d->db)
+			b += (d->dict.p ? cp_profile_bytes(d->dict.p) : 0) + cp_strtab_bytes(&d->series.keys) +
+			     d->series.cap * sizeof(*d->series.ids);
+	}
+	return b;
 }
 
 static void op_limit_memory(struct cp_store *s, size_t bytes)
 {
-	L(s)->dict.max_bytes = bytes;
+	struct cp_local *l = L(s);
+
+	l->parts.max_dict = bytes;
+	for (size_t i = 0; i < l->parts.n; i++)
+		l->parts.v[i].dict.max_bytes = bytes;
 }
 
 static int op_stats(struct cp_store *s, struct cp_store_stats *st)

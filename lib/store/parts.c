@@ -15,25 +15,33 @@
 #include "blocks.h"
 #include "db.h"
 
-#define NPARTS 8 /* partition handles kept open between calls */
+#define NPARTS 8 /* day handles kept open between calls */
 
+/* A day's file (docs/STORE.md): its dictionary (every kind in compressed chunks), its series, its
+ * blocks (with each series' end and the range of its series ids, s_min..s_max, so that a query skips a
+ * block without a wanted series before reading its blobs) and their summaries. */
 static const char part_schema[] =
+	"CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, first INTEGER NOT NULL,"
+	" count INTEGER NOT NULL, rawlen INTEGER NOT NULL, data BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, type TEXT NOT NULL, labels TEXT NOT NULL,"
+	" UNIQUE(type, labels));"
 	"CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
 	" entries INTEGER NOT NULL, samples INTEGER NOT NULL, rawlen INTEGER NOT NULL, series BLOB NOT NULL,"
-	" data BLOB NOT NULL, step INTEGER NOT NULL DEFAULT 0);"
+	" data BLOB NOT NULL, step INTEGER NOT NULL DEFAULT 0, ends BLOB, s_min INTEGER NOT NULL DEFAULT 0,"
+	" s_max INTEGER NOT NULL DEFAULT 0, layout INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS blocks_time ON blocks(t_max, t_min);"
 	/* summaries of whole hours and days (compact.h); any write of blocks
 	 * drops those of the time it touches, in its own transaction, so that a
-	 * summary present is always the sum of the blocks it covers, whatever
-	 * version of cprof wrote them */
+	 * summary present is always the sum of the blocks it covers */
 	"CREATE TABLE IF NOT EXISTS rollups(id INTEGER PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
 	" step INTEGER NOT NULL, res INTEGER NOT NULL, entries INTEGER NOT NULL, samples INTEGER NOT NULL,"
-	" rawlen INTEGER NOT NULL, series BLOB NOT NULL, data BLOB NOT NULL);"
+	" rawlen INTEGER NOT NULL, series BLOB NOT NULL, data BLOB NOT NULL, ends BLOB,"
+	" s_min INTEGER NOT NULL DEFAULT 0, s_max INTEGER NOT NULL DEFAULT 0);"
 	"CREATE TRIGGER IF NOT EXISTS blocks_insert_rollups AFTER INSERT ON blocks BEGIN"
 	" DELETE FROM rollups WHERE t_max >= NEW.t_min AND t_min <= NEW.t_max; END;"
 	"CREATE TRIGGER IF NOT EXISTS blocks_delete_rollups AFTER DELETE ON blocks BEGIN"
 	" DELETE FROM rollups WHERE t_max >= OLD.t_min AND t_min <= OLD.t_max; END;"
-	"CREATE TRIGGER IF NOT EXISTS blocks_update_rollups AFTER UPDATE ON blocks BEGIN"
+	"CREATE TRIGGER IF NOT EXISTS blocks_update_rollups AFTER UPDATE OF t_min, t_max, data ON blocks BEGIN"
 	" DELETE FROM rollups WHERE (t_max >= OLD.t_min AND t_min <= OLD.t_max)"
 	" OR (t_max >= NEW.t_min AND t_min <= NEW.t_max); END;";
 
@@ -46,26 +54,9 @@ bool cp_part_has_step(sqlite3 *db)
 	return has;
 }
 
-bool cp_part_has_rollups(sqlite3 *db)
+void cp_part_path(const struct cp_parts *ps, const char *name, char *buf, size_t len)
 {
-	sqlite3_stmt *st = NULL;
-	bool has = sqlite3_prepare_v2(db, "SELECT res FROM rollups LIMIT 0", -1, &st, NULL) == SQLITE_OK;
-
-	sqlite3_finalize(st);
-	return has;
-}
-
-/* A file written before downsampling has no blocks.step: add it (every
- * block of such a file is raw, 0).  Two writers may race to it: the loser's
- * ALTER fails with the column there, which is fine. */
-static int add_step(sqlite3 *db, const char *path)
-{
-	int err;
-
-	if (cp_part_has_step(db))
-		return 0;
-	err = cp_db_exec(db, "ALTER TABLE blocks ADD COLUMN step INTEGER NOT NULL DEFAULT 0", path);
-	return err && !cp_part_has_step(db) ? err : 0;
+	snprintf(buf, len, "%s/%s/%s.db", ps->dir, ps->legacy ? "parts" : "days", name);
 }
 
 void cp_part_name(int64_t t, char *buf, size_t len)
@@ -78,18 +69,27 @@ void cp_part_name(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y%m%d", &tm);
 }
 
-/* The handle of partition name (WRITE: made with its schema if missing).  A
- * handle in a transaction (an append's, until it commits) is never closed to
- * make room. */
-int cp_parts_open(struct cp_parts *s, const char *name, sqlite3 **out)
+/* closes day v's file and lets go of what it held */
+static void part_close(struct cp_part *v)
+{
+	cp_series_ids_release(&v->series); /* its statements before the file */
+	cp_dict_release(&v->dict);
+	sqlite3_close(v->db);
+	v->db = NULL;
+}
+
+/* The handle of day name (write: made with its schema if missing).  A handle in a transaction (an
+ * append's, until it commits) is never closed to make room. */
+int cp_parts_open(struct cp_parts *s, const char *name, struct cp_part **out)
 {
 	char path[PATH_MAX];
 	struct stat sb;
 	bool fresh, found = false;
 	size_t i, slot = s->n;
+	struct cp_part *v;
 	int err;
 
-	snprintf(path, sizeof(path), "%s/parts/%s.db", s->dir, name);
+	cp_part_path(s, name, path, sizeof(path));
 	for (i = 0; i < s->n; i++) {
 		if (s->v[i].db && !strcmp(s->v[i].name, name)) {
 			found = true;
@@ -100,11 +100,10 @@ int cp_parts_open(struct cp_parts *s, const char *name, sqlite3 **out)
 		/* still the file at path? (retention or a size limit in another process may
 		 * have deleted the day, and an append made it again) */
 		if (!stat(path, &sb) && sb.st_dev == s->v[i].dev && sb.st_ino == s->v[i].ino) {
-			*out = s->v[i].db;
+			*out = &s->v[i];
 			return 0;
 		}
-		sqlite3_close(s->v[i].db);
-		s->v[i].db = NULL;
+		part_close(&s->v[i]);
 	}
 	for (i = 0; i < s->n && slot == s->n; i++)
 		if (!s->v[i].db)
@@ -112,36 +111,46 @@ int cp_parts_open(struct cp_parts *s, const char *name, sqlite3 **out)
 	if (slot == s->n && s->n >= NPARTS) { /* full: close one not in a transaction */
 		for (i = 0; i < s->n && slot == s->n; i++)
 			if (sqlite3_get_autocommit(s->v[i].db)) {
-				sqlite3_close(s->v[i].db);
-				s->v[i].db = NULL;
+				part_close(&s->v[i]);
 				slot = i;
 			}
 	}
 	if (slot == s->n) {
 		if (cp_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v)))
-			return cp_error(ENOMEM, "out of memory opening a partition");
-		s->v[s->n++].db = NULL;
+			return cp_error(ENOMEM, "out of memory opening a day of the store");
+		memset(&s->v[s->n++], 0, sizeof(s->v[0]));
 	}
+	v = &s->v[slot];
+	memset(v, 0, sizeof(*v));
 	if (!s->write && access(path, F_OK) < 0)
-		return cp_error(ENOENT, "partition %s is missing", path);
+		return cp_error(ENOENT, "the store's day %s is missing", path);
+	if (s->write && !s->legacy) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s/days", s->dir);
+		if ((err = cp_mkdirs(dir, 0755)))
+			return err;
+	}
 	/* auto_vacuum before the first table, so that a size limit that deletes
 	 * the oldest blocks gives their pages back (PRAGMA incremental_vacuum);
 	 * only in a new file: in one that has it, setting it again writes */
 	fresh = s->write && (stat(path, &sb) < 0 || sb.st_size == 0);
 	if ((err = cp_db_open(path, s->write,
-				fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
-				&s->v[slot].db)))
+			      fresh ? "PRAGMA page_size=1024; PRAGMA auto_vacuum=INCREMENTAL;" : "PRAGMA page_size=1024;",
+			      &v->db)))
 		return err;
-	if ((s->write && ((err = cp_db_exec(s->v[slot].db, part_schema, path)) || (err = add_step(s->v[slot].db, path)))) ||
-	    (stat(path, &sb) < 0 && (err = cp_error(errno, "%s: %s", path, strerror(errno))))) {
-		sqlite3_close(s->v[slot].db);
-		s->v[slot].db = NULL;
+	if ((s->write && !s->legacy && (err = cp_db_exec(v->db, part_schema, path))) ||
+	    (stat(path, &sb) < 0 && (err = cp_error(errno, "%s: %s", path, strerror(errno)))) ||
+	    (!s->legacy && ((err = cp_series_ids_init(&v->series)) || (err = cp_dict_reset(&v->dict))))) {
+		part_close(v);
 		return err;
 	}
-	s->v[slot].dev = sb.st_dev;
-	s->v[slot].ino = sb.st_ino;
-	snprintf(s->v[slot].name, sizeof(s->v[slot].name), "%s", name);
-	*out = s->v[slot].db;
+	v->dict.db = v->db;
+	v->dict.max_bytes = s->max_dict;
+	v->dev = sb.st_dev;
+	v->ino = sb.st_ino;
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	*out = v;
 	return 0;
 }
 
@@ -150,17 +159,15 @@ void cp_parts_forget(struct cp_parts *s, const char *name)
 	size_t i;
 
 	for (i = 0; i < s->n; i++)
-		if (s->v[i].db && !strcmp(s->v[i].name, name)) {
-			sqlite3_close(s->v[i].db);
-			s->v[i].db = NULL;
-		}
+		if (s->v[i].db && !strcmp(s->v[i].name, name))
+			part_close(&s->v[i]);
 }
 
 uint64_t cp_parts_bytes(const struct cp_parts *s, const char *name)
 {
 	char base[PATH_MAX];
 
-	snprintf(base, sizeof(base), "%s/parts/%s.db", s->dir, name);
+	cp_part_path(s, name, base, sizeof(base));
 	return cp_db_files_bytes(base);
 }
 
@@ -190,7 +197,10 @@ int cp_parts_drop(struct cp_parts *s, sqlite3 *index, const char (*names)[16], s
 	for (i = 0; i < n; i++) {
 		cp_parts_forget(s, names[i]);
 		for (size_t k = 0; k < 3; k++) {
-			snprintf(path, sizeof(path), "%s/parts/%s.db%s", s->dir, names[i], sfx[k]);
+			char base[PATH_MAX - 8];
+
+			cp_part_path(s, names[i], base, sizeof(base));
+			snprintf(path, sizeof(path), "%s%s", base, sfx[k]);
 			unlink(path);
 		}
 	}
@@ -203,7 +213,8 @@ void cp_parts_close(struct cp_parts *s)
 	size_t i;
 
 	for (i = 0; i < s->n; i++)
-		sqlite3_close(s->v[i].db);
+		if (s->v[i].db)
+			part_close(&s->v[i]);
 	free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
@@ -218,4 +229,7 @@ void cp_part_bind_block(sqlite3_stmt *st, const struct cp_block *b)
 	sqlite3_bind_int64(st, 5, (int64_t)b->rawlen);
 	sqlite3_bind_blob(st, 6, b->series, (int)b->series_len, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 7, b->data, (int)b->data_len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, b->ends, (int)b->ends_len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 9, b->smin);
+	sqlite3_bind_int64(st, 10, b->smax);
 }

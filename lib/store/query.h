@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Reading the local store: a selection (the matching series of one type,
- * the blocks of the days that overlap the range, or the summaries of the
+/* Reading the local store, day by day (each day has its own dictionary and
+ * series: the results of the days are merged by content): a selection (the
+ * matching series of one type, the blocks of the days that overlap the range, or the summaries of the
  * hours and days it holds whole (compact.h), skipping blocks without a
  * wanted series before inflating them, aggregated per (stack, label set) and
  * group, the result profiles holding only the dictionary entries their
@@ -30,24 +31,26 @@ int cp_local_over_time(struct cp_local *s, const struct cp_store_query *q, int64
 		       struct cp_buckets *b, char **type);
 int cp_local_over_time_groups(struct cp_local *s, const struct cp_store_query *q, int64_t step,
 			      struct cp_store_group_totals **out, size_t *n, struct cp_buckets *b);
-/* The raw entries of the series want[0..nwant) (ids, sorted ascending) with
- * times in [from, to), for the SQL tables (sqlvtab.h), as an iterator: only
- * the partitions and blocks whose time bounds overlap the range are read, a
- * block none of whose series is wanted is skipped before it is inflated, and
- * the entries are decoded a block at a time (memory: one block's entries).
- * open, then next gives 1 and an entry (the index into want of its series,
- * its time, value, stack and label set ids in the dictionary s->dict) until 0
- * at the end, or -errno with the message recorded; close takes NULL.  The
- * dictionary is loaded by open, and again when a block needs newer entries. */
+/* The raw entries of the series ser[0..nser) (cp_local_series's, sorted) that sel matches, with
+ * times in [from, to), for the SQL tables (sqlvtab.h), as an iterator: day by day, only the blocks
+ * whose time bounds overlap the range are read, a block none of whose series is wanted is skipped
+ * before it is inflated, and the entries are decoded a block at a time (memory: one block's
+ * entries).  open, then next gives 1 and an entry (the index into ser of its series, its time,
+ * value, stack and label set ids in its day's dictionary, day->dict) until 0 at the end, or -errno
+ * with the message recorded; close takes NULL.  A day's dictionary is loaded as its blocks are
+ * read, and again when a block needs newer entries. */
+struct cp_part;
 struct cp_local_entry {
 	int64_t t, value;
-	uint32_t series; /* index into want */
+	uint32_t series; /* index into ser */
 	uint32_t stack, labels;
+	struct cp_part *day; /* valid until the next call */
 };
 struct cp_local_scanner;
-int cp_local_scan_open(struct cp_local *s, const int64_t *want, size_t nwant, int64_t from, int64_t to,
+int cp_local_scan_open(struct cp_local *s, const struct cp_selector *sel, int64_t from, int64_t to,
 		       struct cp_local_scanner **out);
-int cp_local_scan_next(struct cp_local_scanner *it, struct cp_local_entry *e);
+int cp_local_scan_next(struct cp_local_scanner *it, const struct cp_store_series *ser, size_t nser,
+		       struct cp_local_entry *e);
 void cp_local_scan_close(struct cp_local_scanner *it);
 int cp_local_stats(struct cp_local *s, struct cp_store_stats *st);
 

@@ -198,7 +198,31 @@ static int parse_labels(const char *json, struct cp_store_series *r)
 	return 0;
 }
 
-int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+uint64_t cp_series_deferrable(const struct cp_selector *sel, const struct cp_store_series *ser, size_t n)
+{
+	uint64_t mask = 0;
+
+	for (size_t i = 0; sel && i < sel->n && i < 64; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < n && !found; k++)
+			for (size_t j = 0; j < ser[k].nlabels && !found; j++)
+				found = !strcmp(ser[k].names[j], sel->matchers[i].name);
+		if (!found)
+			mask |= (uint64_t)1 << i;
+	}
+	return mask;
+}
+
+int cp_series_match(const struct cp_selector *sel, uint64_t mask, struct cp_store_series *s)
+{
+	if (!cp_selector_match_type(sel, s->type))
+		return 0;
+	return cp_selector_match_series(sel, (const char *const *)s->names, (const char *const *)s->values, s->nlabels,
+					mask, &s->deferred);
+}
+
+int cp_series_list(sqlite3 *db, const struct cp_selector *sel, uint64_t mask, struct cp_store_series **out, size_t *n)
 {
 	struct cp_store_series *r = NULL;
 	size_t cnt = 0, cap = 0;
@@ -221,10 +245,7 @@ int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_s
 			goto out;
 		}
 		if (sel)
-			hit = !cp_selector_match_type(sel, x.type) ?
-				      0 :
-				      cp_selector_match_series(sel, (const char *const *)x.names,
-							       (const char *const *)x.values, x.nlabels, &x.deferred);
+			hit = cp_series_match(sel, mask, &x);
 		if (hit <= 0) { /* < 0: a regex too costly, the error is the answer */
 			cp_store_series_release(&x);
 			if ((err = hit))
@@ -292,15 +313,13 @@ static const char *main_type(const struct cp_store_series *ser, size_t n)
 	return pick;
 }
 
-/* The matching series, which must be of one type (or of one name with a main type: main_type). */
-int cp_series_resolve(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **ser, size_t *n)
+/* The series ser[0..n) (sorted by type), which must be of one type (or of one name with a main type:
+ * main_type, whose series only are kept). */
+int cp_series_resolve(struct cp_store_series **ser, size_t *n)
 {
 	char list[512] = "";
 	size_t i, used = 0, ntypes = 0;
-	int err = cp_series_list(db, sel, ser, n);
 
-	if (err)
-		return err;
 	if (!*n) {
 		cp_store_series_free(*ser, *n);
 		*ser = NULL;
@@ -340,5 +359,15 @@ int cp_series_resolve(sqlite3 *db, const struct cp_selector *sel, struct cp_stor
 		return cp_error(EINVAL, "the selector matches %zu profile types; name one: %s", ntypes, list);
 	}
 	return 0;
+}
+
+int cp_store_series_cmp(const struct cp_store_series *a, const struct cp_store_series *b)
+{
+	int c = strcmp(a->type, b->type);
+
+	for (size_t i = 0; !c && i < a->nlabels && i < b->nlabels; i++)
+		if (!(c = strcmp(a->names[i], b->names[i])))
+			c = strcmp(a->values[i], b->values[i]);
+	return c ? c : a->nlabels < b->nlabels ? -1 : a->nlabels > b->nlabels;
 }
 

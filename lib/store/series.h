@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The local store's series: a series is (profile type, labels), one row of
- * index.db's series table with its labels as canonical JSON (keys sorted,
+ * a day's series table with its labels as canonical JSON (keys sorted,
  * compact, non-ASCII escaped; docs/STORE.md).  Writing: the id of a series,
  * made when new, with a cache of the ids seen.  Reading: the series that match
  * a selector, and the one profile type a selection reads.
@@ -51,11 +51,19 @@ char *cp_series_labels_json(const struct cp_kv *labels, size_t n, int *err);
 int64_t cp_series_id(struct cp_series_ids *c, sqlite3 *db, const char *type, const char *labels_json);
 
 /* The series matching sel (NULL: all), sorted by type then labels
- * (cp_store_series). */
-int cp_series_list(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
-/* The matching series, which must be of one type, or of one name that has a
- * main type (process_cpu:cpu, wall:wall...: only those are kept); at least
- * one. */
-int cp_series_resolve(sqlite3 *db, const struct cp_selector *sel, struct cp_store_series **ser, size_t *n);
+ * (cp_store_series).  The matchers of mask (cp_selector_match_series: of labels no series has) are
+ * left to the samples of the series that lack their label. */
+int cp_series_list(sqlite3 *db, const struct cp_selector *sel, uint64_t mask, struct cp_store_series **out, size_t *n);
+/* The matchers of sel whose label no series of ser[0..n) has: those a series lacking the label
+ * leaves to its samples (cp_selector_match_series). */
+uint64_t cp_series_deferrable(const struct cp_selector *sel, const struct cp_store_series *ser, size_t n);
+/* Whether series s matches sel, with the matchers of mask left to its samples (s->deferred set):
+ * 1, 0, or an error (a costly regex). */
+int cp_series_match(const struct cp_selector *sel, uint64_t mask, struct cp_store_series *s);
+/* The series ser[0..n) (sorted by type), which must be of one type, or of one name that has a main
+ * type (process_cpu:cpu, wall:wall...: only those are kept); at least one (ENOENT). */
+int cp_series_resolve(struct cp_store_series **ser, size_t *n);
+/* The order of cp_store_series lists: type, then labels. */
+int cp_store_series_cmp(const struct cp_store_series *a, const struct cp_store_series *b);
 
 #endif

@@ -15,10 +15,12 @@ SQLITE_EXTENSION_INIT3
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../error.h"
 #include "../selector.h"
 #include "../util.h"
+#include "db.h"
 #include "handle.h"
 #include "query.h"
 
@@ -245,10 +247,15 @@ struct cursor {
 	struct cp_local_entry e; /* the row; e.series: index into ser */
 	bool eof;
 	int64_t rowid;
-	uint32_t leaf_stack; /* the stack whose leaf is in leaf (UINT32_MAX: none) */
+	uint32_t leaf_stack; /* the stack whose leaf is in leaf (UINT32_MAX: none), and its day */
+	const struct cp_part *leaf_day;
 	char leaf[512];
+	struct cp_store_series *sub; /* the series scanned (shallow copies of all's, in its order) */
 	/* frames */
-	uint32_t stack, stack_end; /* the stack, and the one after the last */
+	char (*days)[16];          /* the days whose stacks are listed, and the one being read */
+	size_t ndays, di;
+	struct cp_part *day;
+	uint32_t stack, stack_end; /* the stack (in day), and the one after the last */
 	struct cp_frame *fr;
 	size_t nfr, frcap, depth;
 	/* both */
@@ -273,7 +280,13 @@ static void cursor_reset(struct cursor *c)
 	for (size_t i = 0; i < c->nser; i++)
 		free(c->ser[i].labels_json);
 	free(c->ser);
+	free(c->sub);
+	free(c->days);
 	c->ser = NULL;
+	c->sub = NULL;
+	c->days = NULL;
+	c->ndays = c->di = 0;
+	c->day = NULL;
 	c->nser = 0;
 	cp_store_series_free(c->all, c->nall);
 	c->all = NULL;
@@ -318,11 +331,22 @@ static int64_t bound(sqlite3_value *v, bool gt)
 	return (int64_t)d;
 }
 
-static int series_cmp(const void *a, const void *b)
+/* A stack's id in the tables: its day's number (days since 1970) and its id in the day's dictionary,
+ * stacks being a day's own. */
+static int64_t day_number(const char *name)
 {
-	const struct ser *x = a, *y = b;
+	struct tm tm = { 0 };
 
-	return x->s->id < y->s->id ? -1 : x->s->id > y->s->id;
+	if (sscanf(name, "%4d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday) != 3)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) / 86400;
+}
+
+static int64_t stack_id(const struct cp_part *day, uint32_t stack)
+{
+	return stack ? (int64_t)((uint64_t)day_number(day->name) << 32 | stack) : 0;
 }
 
 static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int argc, sqlite3_value **argv)
@@ -330,7 +354,7 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 	struct cp_selector *sel[8] = { 0 };
 	size_t nsel = 0;
 	const char *type = NULL, *label[NLABELCOLS] = { 0 };
-	int64_t from = INT64_MIN, to = INT64_MAX, series = -1, *want = NULL;
+	int64_t from = INT64_MIN, to = INT64_MAX, series = -1;
 	bool none = false;
 	size_t i, j;
 	int err = 0;
@@ -385,14 +409,14 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 	}
 	if (none || from >= to)
 		goto out;
-	if ((err = cp_store_series(t->store, sel[0], &c->all, &c->nall)))
+	if ((err = cp_local_series(t->local, sel[0], from, to, &c->all, &c->nall)))
 		goto out;
-	if (!(c->ser = calloc(c->nall + 1, sizeof(*c->ser))) || !(want = calloc(c->nall + 1, sizeof(*want)))) {
+	if (!(c->ser = calloc(c->nall + 1, sizeof(*c->ser))) || !(c->sub = calloc(c->nall + 1, sizeof(*c->sub)))) {
 		err = cp_error(ENOMEM, "out of memory reading series");
 		goto out;
 	}
 	for (i = 0; i < c->nall; i++) {
-		const struct cp_store_series *s = &c->all[i];
+		struct cp_store_series *s = &c->all[i];
 		struct ser *x = &c->ser[c->nser];
 		bool keep = (!type || !strcmp(type, s->type)) && (series < 0 || s->id == series);
 
@@ -435,66 +459,90 @@ static int filter_samples(struct vtab *t, struct cursor *c, const char *idx, int
 		if (!x->labels_json)
 			goto out;
 		cp_store_type_part(s->type, 2, x->unit, sizeof(x->unit));
-		c->nser++;
+		c->sub[c->nser++] = *s;
 	}
-	cp_qsort(c->ser, c->nser, sizeof(*c->ser), series_cmp);
-	for (i = 0; i < c->nser; i++)
-		want[i] = c->ser[i].s->id;
-	if (c->nser && !(err = cp_local_scan_open(t->local, want, c->nser, from, to, &c->it)) &&
-	    (err = cp_local_scan_next(c->it, &c->e)) > 0) {
+	if (c->nser && !(err = cp_local_scan_open(t->local, sel[0], from, to, &c->it)) &&
+	    (err = cp_local_scan_next(c->it, c->sub, c->nser, &c->e)) > 0) {
 		c->eof = false;
 		err = 0;
 	}
 out:
-	free(want);
 	for (i = 0; i < nsel; i++)
 		cp_selector_free(sel[i]);
 	return err ? vtab_error(t, err, NULL) : SQLITE_OK;
 }
 
+/* the dictionary of the cursor's row: the day of its entry, or of its stack */
 static const struct cp_profile *dict(struct cursor *c)
 {
-	return ((struct vtab *)c->base.pVtab)->local->dict.p;
+	return ((struct vtab *)c->base.pVtab)->frames ? c->day->dict.p : c->e.day->dict.p;
 }
 
-/* the frames of the cursor's stack into c->fr; skips empty stacks */
-static int load_frames(struct cursor *c)
+/* the frames of the cursor's stack into c->fr; skips empty stacks, and goes on to the next day */
+static int load_frames(struct vtab *t, struct cursor *c)
 {
-	const struct cp_profile *p = dict(c);
-	int n;
+	int n, err;
 
-	for (; c->stack < c->stack_end; c->stack++) {
-		if ((n = cp_profile_frames(p, c->stack, &c->fr, &c->frcap)) < 0)
-			return n;
-		c->nfr = (size_t)n;
-		c->depth = 0;
-		if (n)
+	for (;;) {
+		for (; c->day && c->stack < c->stack_end; c->stack++) {
+			if ((n = cp_profile_frames(c->day->dict.p, c->stack, &c->fr, &c->frcap)) < 0)
+				return n;
+			c->nfr = (size_t)n;
+			c->depth = 0;
+			if (n)
+				return 0;
+		}
+		c->nfr = 0;
+		c->day = NULL;
+		if (c->di >= c->ndays)
 			return 0;
+		if ((err = cp_parts_open(&t->local->parts, c->days[c->di++], &c->day)) == -ENOENT)
+			continue; /* gone since listed */
+		if (err || (err = cp_dict_load(&c->day->dict)))
+			return err;
+		c->stack = 1;
+		c->stack_end = c->day->dict.nstack + 1;
 	}
-	c->nfr = 0;
-	return 0;
 }
 
 static int filter_frames(struct vtab *t, struct cursor *c, int argc, sqlite3_value **argv)
 {
-	int err;
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int64_t want = -1;
+	int err = 0, rc;
 
-	if ((err = cp_dict_load(&t->local->dict)))
-		return vtab_error(t, err, NULL);
-	c->stack = 1;
-	c->stack_end = t->local->dict.p->nstacks;
 	if (argc == 1) {
-		int64_t s = sqlite3_value_int64(argv[0]);
-
-		if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER || s < 1 || s >= (int64_t)c->stack_end) {
-			c->stack = c->stack_end;
-		} else {
-			c->stack = (uint32_t)s;
-			c->stack_end = (uint32_t)s + 1;
-		}
+		want = sqlite3_value_int64(argv[0]);
+		if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER || (uint32_t)want < 1)
+			return SQLITE_OK; /* no such stack */
 	}
-	if ((err = load_frames(c)))
+	/* the days: every one, or the one the stack is of */
+	if ((err = cp_db_prepare(t->local->db, "SELECT name FROM partitions ORDER BY name", &st)))
 		return vtab_error(t, err, "reading stacks");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		if (want >= 0 && day_number(name) != want >> 32)
+			continue;
+		if (cp_grow((void **)&c->days, &cap, c->ndays + 1, sizeof(*c->days))) {
+			err = cp_error(ENOMEM, "out of memory reading stacks");
+			break;
+		}
+		snprintf(c->days[c->ndays++], sizeof(c->days[0]), "%s", name);
+	}
+	sqlite3_finalize(st);
+	if (err || (err = load_frames(t, c)))
+		return vtab_error(t, err, "reading stacks");
+	if (want >= 0 && c->day) { /* only that stack */
+		uint32_t k = (uint32_t)want;
+
+		c->stack = k < c->stack_end ? k : c->stack_end;
+		c->stack_end = c->stack < c->stack_end ? c->stack + 1 : c->stack_end;
+		c->ndays = 0;
+		if ((err = load_frames(t, c)))
+			return vtab_error(t, err, "reading stacks");
+	}
 	return SQLITE_OK;
 }
 
@@ -518,7 +566,7 @@ static int vt_next(sqlite3_vtab_cursor *cur)
 	int err;
 
 	if (!t->frames) {
-		if ((err = cp_local_scan_next(c->it, &c->e)) < 0)
+		if ((err = cp_local_scan_next(c->it, c->sub, c->nser, &c->e)) < 0)
 			return vtab_error(t, err, NULL);
 		c->eof = !err;
 		c->rowid++;
@@ -527,7 +575,7 @@ static int vt_next(sqlite3_vtab_cursor *cur)
 	if (++c->depth < c->nfr)
 		return SQLITE_OK;
 	c->stack++;
-	if ((err = load_frames(c)))
+	if ((err = load_frames(t, c)))
 		return vtab_error(t, err, "reading stacks");
 	return SQLITE_OK;
 }
@@ -537,7 +585,7 @@ static int vt_eof(sqlite3_vtab_cursor *cur)
 	struct cursor *c = (struct cursor *)cur;
 
 	if (((struct vtab *)cur->pVtab)->frames)
-		return c->stack >= c->stack_end;
+		return !c->day;
 	return c->eof;
 }
 
@@ -603,9 +651,9 @@ static int samples_column(struct cursor *c, sqlite3_context *ctx, int col)
 	case S_TYPE: sqlite3_result_text(ctx, s->s->type, -1, SQLITE_TRANSIENT); break;
 	case S_SERIES: sqlite3_result_int64(ctx, s->s->id); break;
 	case S_LABELS: sqlite3_result_text(ctx, s->labels_json, -1, SQLITE_TRANSIENT); break;
-	case S_STACK: sqlite3_result_int64(ctx, e->stack); break;
+	case S_STACK: sqlite3_result_int64(ctx, stack_id(e->day, e->stack)); break;
 	case S_FUNCTION:
-		if (c->leaf_stack != e->stack) {
+		if (c->leaf_stack != e->stack || c->leaf_day != e->day) {
 			if ((n = cp_profile_frames(p, e->stack, &c->tmp, &c->tmpcap)) < 0)
 				return SQLITE_NOMEM;
 			c->leaf[0] = 0;
@@ -615,6 +663,7 @@ static int samples_column(struct cursor *c, sqlite3_context *ctx, int col)
 					snprintf(c->leaf, sizeof(c->leaf), "%s", v);
 			}
 			c->leaf_stack = e->stack;
+			c->leaf_day = e->day;
 		}
 		if (e->stack)
 			sqlite3_result_text(ctx, c->leaf, -1, SQLITE_TRANSIENT);
@@ -647,7 +696,7 @@ static int frames_column(struct cursor *c, sqlite3_context *ctx, int col)
 	char buf[512];
 
 	switch (col) {
-	case F_STACK: sqlite3_result_int64(ctx, c->stack); break;
+	case F_STACK: sqlite3_result_int64(ctx, stack_id(c->day, c->stack)); break;
 	case F_DEPTH: sqlite3_result_int64(ctx, (int64_t)c->depth); break;
 	case F_FUNCTION: sqlite3_result_text(ctx, cp_frame_name(p, f, buf, sizeof(buf)), -1, SQLITE_TRANSIENT); break;
 	case F_FILE:
@@ -680,7 +729,7 @@ static int vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
 	struct cursor *c = (struct cursor *)cur;
 
 	if (((struct vtab *)cur->pVtab)->frames)
-		*rowid = ((sqlite3_int64)c->stack << 16) | (sqlite3_int64)c->depth;
+		*rowid = (sqlite3_int64)(((uint64_t)day_number(c->day->name) << 40) | ((uint64_t)c->stack << 16) | c->depth);
 	else
 		*rowid = c->rowid;
 	return SQLITE_OK;

@@ -444,6 +444,10 @@ int cp_store_type_name(const struct cp_profile *p, int vidx, const char *name, c
 	const char *pt = cp_profile_string(p, p->period_type.type), *pu = cp_profile_string(p, p->period_type.unit);
 	int n;
 
+	/* one name for one kind of data, however it arrived: cpu (cprof record's name before it took
+	 * Pyroscope's, and a push's) is process_cpu */
+	if (name && !strcmp(name, "cpu"))
+		name = "process_cpu";
 	if (!name || !*name) {
 		if (!strcmp(pt, "cpu"))
 			name = "process_cpu";

@@ -50,6 +50,10 @@ struct cp_store_append {
 	 * each take their part, and its dictionary is merged once. */
 	const uint32_t *sel;
 	size_t nsel;
+	/* the whole profile type to store it as (a copy from another store); NULL: name and the
+	 * profile's sample types, one series each */
+	const char *type;
+	int64_t end_ns; /* when what the profile counts ended; 0: time + its duration */
 };
 
 /* The sample times the store takes (ns): from 1970 (a query can reach earlier

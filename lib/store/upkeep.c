@@ -22,12 +22,12 @@ static void limit(struct cp_upkeep *u, struct cp_store *s)
 	if (freed > 0)
 		cp_log(u->verb, CP_LOG_INFO, "the store was over --max-store-size %s: deleted its oldest data (%s)",
 		       cp_size_str((size_t)u->max_size, a, sizeof(a)), cp_size_str((size_t)freed, b, sizeof(b)));
-	/* still over: the dictionary (index.db) alone is bigger, and it cannot
-	 * shrink by deleting samples; said once */
+	/* still over: the newest day's dictionary and series (what its samples use) alone are bigger,
+	 * and they cannot shrink by deleting samples; said once */
 	if (!u->warned && !cp_store_size(s, &size) && size > u->max_size) {
 		u->warned = true;
 		cp_log(u->verb, CP_LOG_WARN, "the store takes %s, over --max-store-size %s even with its samples deleted: "
-					     "its dictionary (index.db) alone is that big; raise the bound",
+					     "the newest day's dictionary alone is that big; raise the bound",
 		       cp_size_str((size_t)size, a, sizeof(a)), cp_size_str((size_t)u->max_size, b, sizeof(b)));
 	}
 }

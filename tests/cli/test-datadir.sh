@@ -4,7 +4,7 @@
 # top --from-store, each run for real with the store directory chosen each
 # way: --data DIR, $CPROF_DATA, the configuration file's data: (at the top
 # level, and in the command's section), and the default /var/lib/cprof.
-# Writers must create index.db and parts/ there and nowhere else; readers
+# Writers must create store.db and days/ there and nowhere else; readers
 # must read that store (every candidate directory holds a different one).
 # Each run is in a private mount namespace in which / is read-only but for
 # $T, and /var/lib/cprof is a directory of $T: a store written anywhere
@@ -42,15 +42,15 @@ in_ns() {
 	${IN_NS_EXEC:+exec} unshare -m sh -c 'mkdir -p /var/lib/cprof && mount --bind "$1" /var/lib/cprof && mount --bind "$2" "$2" &&
 		mount -o remount,bind,ro / && cd "$3" && shift 3 && exec "$@"' sh "$_v" "$T" "$_cwd" "$@"
 }
-# where D: the directories of case D that hold a store (index.db and parts/),
+# where D: the directories of case D that hold a store (store.db and days/),
 # then any other of them that is not empty (NAME?), then / if it holds one
 where() {
 	_w=
 	for _x in flag env cfgtop cfgsec varlib cwd home; do
-		if [ -f "$1/$_x/index.db" ] && [ -d "$1/$_x/parts" ]; then _w="$_w $_x"
+		if [ -f "$1/$_x/store.db" ] && [ -d "$1/$_x/days" ]; then _w="$_w $_x"
 		elif [ -n "$(ls -A "$1/$_x" 2>/dev/null)" ]; then _w="$_w $_x?"; fi
 	done
-	for _x in /index.db /parts /spool /scrape-targets.json; do
+	for _x in /store.db /days /spool /scrape-targets.json; do
 		[ -e "$_x" ] && _w="$_w $_x"
 	done
 	printf '%s\n' "${_w# }"
@@ -207,7 +207,7 @@ for x in flag env cfgtop cfgsec varlib; do
 		CPROF_CONFIG= "$CPROF" scrape --config "$S/$x.yaml" --once --data "$S/$x" 2>/dev/null ||
 		echo "# seeding $S/$x failed"
 done
-ok "five stores seeded" test "$(ls "$S"/*/index.db | wc -l)" = 5
+ok "five stores seeded" test "$(ls "$S"/*/store.db | wc -l)" = 5
 reader() { # WAY DESCRIPTION COMMAND ARGS... (w_@ in ARGS: w_ and the name of the expected store)
 	_way=$1 _what=$2
 	shift 2
@@ -222,7 +222,7 @@ reader() { # WAY DESCRIPTION COMMAND ARGS... (w_@ in ARGS: w_ and the name of th
 	# shellcheck disable=SC2086
 	run in_ns "$S/varlib" "$D/cwd" env $ENV "$CPROF" "$_c" $DATA $_args
 	_stray=$(ls -A "$D/cwd" "$D/home" "$D/varlib" 2>/dev/null | grep -v ':$' | grep -v '^$')
-	for _x in /index.db /parts; do [ -e "$_x" ] && _stray="$_stray $_x"; done
+	for _x in /store.db /days; do [ -e "$_x" ] && _stray="$_stray $_x"; done
 	is "$rc:$_stray" "0:" "$_c${_what:+ $_what}, $(desc "$_way"): it read the store in $w, wrote nothing elsewhere"
 	[ "$rc" = 0 ] || diag "$err"
 	[ -n "$out" ] || diag "no output"

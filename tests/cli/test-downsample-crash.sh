@@ -36,13 +36,13 @@ for round in $(seq 1 20); do
 	wait $pid 2>/dev/null
 	got=$(q "$W" "$sel")
 	t=$("$CPROF" query --data "$W" --since 30d "$sel" -f json 2>>"$T/err" | jq .total)
-	raw=$(for p in "$W"/parts/*.db; do sqlite3 "$p" 'SELECT count(*) FROM blocks WHERE step = 0'; done | awk '{ n += $1 } END { print n }')
+	raw=$(for p in "$W"/days/*.db; do sqlite3 "$p" 'SELECT count(*) FROM blocks WHERE step = 0'; done | awk '{ n += $1 } END { print n }')
 	case $raw in 80) old=$((old + 1)) ;; 0) new=$((new + 1)) ;; *) part=$((part + 1)) ;; esac
 	if [ "$got" != "$want" ] || [ "$t" != "$total" ]; then
 		bad=$((bad + 1))
 		diag "round $round: total $t, not $total: $(cat "$T/err")"
 	fi
-	for p in "$W"/parts/*.db; do
+	for p in "$W"/days/*.db; do
 		[ "$(sqlite3 "$p" 'pragma integrity_check')" = ok ] || { bad=$((bad + 1)); diag "round $round: $p is corrupt"; }
 	done
 	# a later run finishes what the killed one left

@@ -9,7 +9,7 @@ a="$FIXTURES/cpu-after.pb.gz"
 day=86400
 policy=raw=2d,1m=14d,10m
 folded() { "$CPROF" query --data "$D" --since 30d process_cpu:cpu -f folded | sort; }
-blocks() { for p in "$D"/parts/*.db; do sqlite3 "$p" 'SELECT count(*) FROM blocks'; done | awk '{ n += $1 } END { print n }'; }
+blocks() { for p in "$D"/days/*.db; do sqlite3 "$p" 'SELECT count(*) FROM blocks'; done | awk '{ n += $1 } END { print n }'; }
 
 # noon (UTC) 20 days ago (10m) and 5 days ago (1m), the last hour (raw): a few batches each, seconds
 # apart, never across midnight
@@ -53,9 +53,9 @@ na=$(blocks)
 ok "the blocks shrank in number ($nb -> $na)" test "$na" -lt "$nb"
 d20=$(date -u -d "@$t20" +%Y%m%d)
 d5=$(date -u -d "@$t5" +%Y%m%d)
-is "$(sqlite3 "$D/parts/$d20.db" 'SELECT DISTINCT step FROM blocks')" 600000000000 "20 days ago is at 10m steps"
-is "$(sqlite3 "$D/parts/$d5.db" 'SELECT DISTINCT step FROM blocks')" 60000000000 "5 days ago is at 1m steps"
-is "$(sqlite3 "$D/parts/$d20.db" 'SELECT count(*) FROM blocks WHERE t_min % 600000000000 != 0')" 0 \
+is "$(sqlite3 "$D/days/$d20.db" 'SELECT DISTINCT step FROM blocks')" 600000000000 "20 days ago is at 10m steps"
+is "$(sqlite3 "$D/days/$d5.db" 'SELECT DISTINCT step FROM blocks')" 60000000000 "5 days ago is at 1m steps"
+is "$(sqlite3 "$D/days/$d20.db" 'SELECT count(*) FROM blocks WHERE t_min % 600000000000 != 0')" 0 \
 	"the times of a 10m block are multiples of 10m"
 
 run "$CPROF" query --data "$D" --since 30d process_cpu:cpu
@@ -95,20 +95,7 @@ before=$(folded)
 run "$CPROF" import --data "$D" --downsample "$policy"
 like "$out" '^downsampled 1 day in ' "a late batch in a downsampled day is merged next time"
 is "$(folded)" "$before" "with exact totals"
-is "$(sqlite3 "$D/parts/$d20.db" 'SELECT count(*) FROM blocks WHERE step != 600000000000')" 0 "and no raw block left"
-
-# a partition written before downsampling (no blocks.step) reads as raw and is converted
-D2=$T/old
-"$CPROF" import --data "$D2" --time "$t20" "$b" >/dev/null
-sqlite3 "$D2/parts/$d20.db" 'DROP INDEX blocks_time; ALTER TABLE blocks DROP COLUMN step; CREATE INDEX blocks_time ON blocks(t_max, t_min)'
-run "$CPROF" query --data "$D2" --since 30d process_cpu:cpu -f json
-is "$rc" 0 "a partition without blocks.step is read"
-is "$(printf '%s' "$out" | jq -r '.resolution // "raw"')" raw "as raw"
-run "$CPROF" import --data "$D2" --downsample "$policy"
-like "$out" '^downsampled 1 day' "and downsampled"
-run "$CPROF" query --data "$D2" --since 30d process_cpu:cpu -f json
-is "$(printf '%s' "$out" | jq -r .resolution)" 10m "to 10m"
-is "$(printf '%s' "$out" | jq .total)" "$("$CPROF" query -i "$b" -f json | jq .total)" "with its total"
+is "$(sqlite3 "$D/days/$d20.db" 'SELECT count(*) FROM blocks WHERE step != 600000000000')" 0 "and no raw block left"
 
 run "$CPROF" import --data "$D" --downsample off
 like "$out" '^downsampled 0 days' "--downsample off does nothing"

@@ -42,7 +42,7 @@ http POST "/api/v1/push?name=late&time=$bad" --data-binary @"$T/seven.pb.gz"
 is "$code" 200 "the bad day exists"
 day=$(date -u -d "@$bad" +%Y%m%d)
 # every insert into that day fails, as on a full disk (a trigger: chmod does not stop root)
-sqlite3 "$T/data/parts/$day.db" "CREATE TRIGGER broken BEFORE INSERT ON blocks BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END;"
+sqlite3 "$T/data/days/$day.db" "CREATE TRIGGER broken BEFORE INSERT ON blocks BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END;"
 : >"$T/codes"
 for i in $(seq 1 200); do
 	if [ $((i % 10)) = 0 ]; then echo "many $bad"; else echo "many $good"; fi
@@ -55,7 +55,7 @@ run curl -s -G "$URL/api/v1/profile" --data-urlencode query=late:samples --data-
 	--data-urlencode max_nodes=1
 like "$out" '"total":7,' "a query over the broken day answers, with what it held"
 alive "a broken day under 200 concurrent pushes"
-sqlite3 "$T/data/parts/$day.db" "DROP TRIGGER broken;"
+sqlite3 "$T/data/days/$day.db" "DROP TRIGGER broken;"
 http POST "/api/v1/push?name=many&time=$bad" --data-binary @"$T/seven.pb.gz"
 is "$code" 200 "once the day can be written again, a push to it: 200"
 is "$(total many:samples)" 1267 "and it is stored once"

@@ -78,7 +78,7 @@ code=$(curl -s -o "$T/b" -w '%{http_code}' --data-binary @"$FIXTURES/cpu-before.
 is "$code" 200 "a native push after /metrics and a cprof query: 200"
 is "$(total 'seen:cpu')" "$("$CPROF" query -i "$FIXTURES/cpu-before.pb.gz" -t cpu -f json | jq .total)" \
 	"cprof query sees it while the server runs"
-ok "the store's WAL is still there" test -e "$D/index.db-wal"
+ok "the store's WAL is still there" test -e "$D/store.db-wal"
 
 # ---- label names as Pyroscope takes them, from curl ----
 now=$(date +%s)

@@ -361,14 +361,14 @@ is "$("$CPROF" query --data "$D" --series '{job="once"}' | sed 's/{.*//' | sort 
 	"goroutine:goroutine:count:goroutine:count memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes " \
 	"the enabled profiles were stored, each sample type a series; the cumulative ones (alloc_*) not yet: a first scrape is where they are counted from"
 is "$("$CPROF" query --data "$D" --series 'goroutine{job="once"}' | wc -l | tr -d ' ')" 2 "one per target"
-is "$(fcum "goroutine{job=\"once\",instance=\"$G1\"}" main.parked)/$(fcum "goroutine{job=\"once\",instance=\"$G2\"}" main.parked)" \
-	"11/13" "instance=G1 holds G1's goroutines, instance=G2 G2's"
 # a second run (as from cron) takes the difference from the first's scrapes, kept in the data directory
 run "$CPROF" scrape --config "$T/once.yaml" --data "$D" --once
 is "$rc" 0 "--once again: exit 0"
 is "$("$CPROF" query --data "$D" --series '{job="once"}' | sed 's/{.*//' | sort -u | tr '\n' ' ')" \
 	"goroutine:goroutine:count:goroutine:count memory:alloc_objects:count:space:bytes:delta memory:alloc_space:bytes:space:bytes:delta memory:inuse_objects:count:space:bytes memory:inuse_space:bytes:space:bytes " \
 	"and stores what was allocated since the first run as a delta type"
+is "$(fcum "goroutine{job=\"once\",instance=\"$G1\"}" main.parked)/$(fcum "goroutine{job=\"once\",instance=\"$G2\"}" main.parked)" \
+	"11/13" "instance=G1 holds G1's goroutines, instance=G2 G2's: their average over the two runs' scrapes, not their sum"
 ok "it wrote DIR/scrape-targets.json" jq -e 'length == 4' "$D/scrape-targets.json"
 cat >"$T/once-bad.yaml" <<EOF
 scrape_configs:
@@ -523,9 +523,9 @@ for spec in "$G1:11" "$G2:13" "$G3:17"; do
 	a=${spec%:*} ng=${spec##*:}
 	c=$(fcum "goroutine{job=\"app\",instance=\"$a\"}" main.parked)
 	n=$(q ".[] | select(.instance == \"$a\" and .profile == \"goroutine\") | .scrapes")
-	is "$c" $((ng * n)) "instance $a: main.parked = its $ng goroutines x its $n stored scrapes"
-	is "$(fcum "wallclock{job=\"app\",instance=\"$a\"}" main.parked)" \
-		$((ng * $(q ".[] | select(.instance == \"$a\" and .profile == \"wallclock\") | .scrapes"))) "the custom entry too"
+	# goroutines are a gauge: over a range, their average (the same at every scrape), never their sum
+	is "$c" "$ng" "instance $a: main.parked = its $ng goroutines, the average over its $n scrapes (not $((ng * n)))"
+	is "$(fcum "wallclock{job=\"app\",instance=\"$a\"}" main.parked)" "$ng" "the custom entry too"
 done
 n=$(q ".[] | select(.instance == \"$G1\" and .profile == \"process_cpu\") | .scrapes")
 cpu=$(total "process_cpu:cpu{job=\"app\",instance=\"$G1\"}")

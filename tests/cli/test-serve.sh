@@ -85,7 +85,7 @@ http POST '/api/v1/push?name=folded&service=text' --data-binary @"$T/f.folded"
 is "$code" 200 "native push of folded stacks: 200"
 
 http GET /api/v1/types
-like "$body" '"cpu:samples:count:cpu:nanoseconds:delta"' "types lists the pushed type"
+like "$body" '"process_cpu:samples:count:cpu:nanoseconds:delta"' "types lists the pushed type (name=cpu is process_cpu)"
 like "$body" '"folded:samples:count:samples:count"' "and the folded one"
 http GET '/api/v1/values?label=service'
 is "$(printf '%s' "$body" | jq -c .)" '["after","before","text"]' "values of service"
@@ -409,7 +409,7 @@ if [ -n "$GO" ] && HOME=$T GOCACHE=$T/gocache GO111MODULE=off "$GO" build -o "$T
 	ok "pushes went on after the restart (some failed while it was down: $errs)" test "$errs" -gt 0
 	ok "every answered push is stored ($got >= $acc x $per)" test "$got" -ge "$((acc * per))"
 	ok "and no more than was sent ($got <= ($acc + $errs) x $per)" test "$got" -le "$(((acc + errs) * per))"
-	ok "the store is sound after SIGKILL" sqlite3 "$T/rdata/index.db" 'PRAGMA integrity_check'
+	ok "the store is sound after SIGKILL" sqlite3 "$T/rdata/store.db" 'PRAGMA integrity_check'
 	stop_server
 fi
 
@@ -419,13 +419,15 @@ http POST "/api/v1/push?name=old&service=old&time=now-3d" --data-binary @"$befor
 is "$code" 200 "a push dated three days ago"
 http POST "/api/v1/push?name=old&service=new&time=now" --data-binary @"$before"
 stop_server
-days_before=$(ls "$T/ret/parts" | grep -c '\.db$')
+days_before=$(ls "$T/ret/days" | grep -c '\.db$')
 start_server s9 --listen 127.0.0.1:0 --data "$T/ret" --retention 1d
 sleep 0.5
 is "$(curl -s -G "$URL/api/v1/profile" --data-urlencode 'query=old:samples{service="old"}' --data-urlencode from=now-5d \
-	--data-urlencode max_nodes=1 | jq .total)" 0 "--retention 1d dropped the three-day-old data"
+	--data-urlencode max_nodes=1 | jq '.total // 0')" 0 "--retention 1d dropped the three-day-old data"
+is "$(curl -s -G "$URL/api/v1/series" --data-urlencode 'query={service="old"}' | jq length)" 0 \
+	"and its series (the day's file held them)"
 ok "the current data stays" test "$(total 'old:samples{service="new"}')" -gt 0
-is "$((days_before - $(ls "$T/ret/parts" | grep -c '\.db$')))" 1 "one day's partition file was deleted"
+is "$((days_before - $(ls "$T/ret/days" | grep -c '\.db$')))" 1 "one day's partition file was deleted"
 stop_server
 
 # a sanitizer build reports into the servers' stderr

@@ -93,8 +93,8 @@ like "$out" 'answer' "every statement's rows are printed"
 cp -r "$D" "$T/broken"
 # the day 3 days ago is corrupt; the last hour (today, maybe yesterday near midnight) is not touched
 oldday=$(date -u -d '-3 days' +%Y%m%d)
-ok "the old day has its own partition" test -f "$T/broken/parts/$oldday.db"
-printf 'this is not a database\n' > "$T/broken/parts/$oldday.db"
+ok "the old day has its own partition" test -f "$T/broken/days/$oldday.db"
+printf 'this is not a database\n' > "$T/broken/days/$oldday.db"
 run "$CPROF" sql --data "$T/broken" -f csv "SELECT comm, sum(value) FROM samples
 	WHERE time > now() - 3600e9 AND type = '$CPU' GROUP BY comm"
 is "$rc" 0 "a last-hour query does not read the corrupt old day (the time condition reaches the store)"

@@ -38,23 +38,23 @@ done
 is "$bad" 0 "after 25 kill -9s the store opens and holds only whole batches"
 batches=$(( $("$CPROF" query --data "$D" --since 1d process_cpu:cpu -f json | jq .total) / (5 * unit) ))
 ok "the writers got batches in before being killed ($batches)" test "$batches" -gt 0
-run sqlite3 "$D/index.db" 'pragma integrity_check'
-is "$out" ok "index.db passes SQLite's integrity check"
-for p in "$D"/parts/*.db; do
+run sqlite3 "$D/store.db" 'pragma integrity_check'
+is "$out" ok "store.db passes SQLite's integrity check"
+for p in "$D"/days/*.db; do
 	is "$(sqlite3 "$p" 'pragma integrity_check')" ok "$(basename "$p") passes the integrity check"
 done
 
 # a batch whose partition file cannot be made (here a directory stands at its path; on a real disk: full,
-# or an I/O error) stores nothing, not even index.db's row for that day, so later queries over the
+# or an I/O error) stores nothing, not even store.db's row for that day, so later queries over the
 # day still answer
 D2=$T/noday
 "$CPROF" import --data "$D2" --time now "$b" >/dev/null
 day=$(date -u -d '2 days ago' +%Y%m%d)
-mkdir -p "$D2/parts/$day.db"
+mkdir -p "$D2/days/$day.db"
 run "$CPROF" import --data "$D2" --time now-2d "$b"
 is "$rc" 1 "a batch whose day's partition cannot be made fails"
-is "$(sqlite3 "$D2/index.db" "SELECT count(*) FROM partitions WHERE name = '$day'")" 0 \
-	"and index.db does not list that day"
+is "$(sqlite3 "$D2/store.db" "SELECT count(*) FROM partitions WHERE name = '$day'")" 0 \
+	"and store.db does not list that day"
 run "$CPROF" query --data "$D2" --since 3d process_cpu:cpu -f json
 is "$rc" 0 "a query over that day still answers"
 is "$(printf '%s' "$out" | jq .total)" "$unit" "with the data stored before"

@@ -12,8 +12,8 @@ cpu_a=$("$CPROF" query -i "$a" -f json | jq .total)
 run "$CPROF" import --data "$D" -l host=a -l version=1.2 --time now-3h "$b" "$h"
 is "$rc" 0 "import exits 0"
 like "$out" "^imported 2 profiles into $D$" "import says what it did"
-ok "the store has an index" test -f "$D/index.db"
-ok "and a partition for the profiles' day" test -n "$(ls "$D/parts/"*.db)"
+ok "the store has an index" test -f "$D/store.db"
+ok "and a partition for the profiles' day" test -n "$(ls "$D/days/"*.db)"
 "$CPROF" import --data "$D" -l host=b -l version=1.3 --time now-10m "$a" >/dev/null
 
 run "$CPROF" query --data "$D" --types
@@ -152,25 +152,28 @@ is "$out" "$(printf 'main;a 3\nmain;b 1')" "CPROF_DATA: query; --name sets the t
 # retention drops whole old days
 "$CPROF" import --data "$T/ret" --time now-40d "$a" >/dev/null
 "$CPROF" import --data "$T/ret" --time now "$b" >/dev/null
-is "$(ls "$T/ret/parts" | grep -c '\.db$')" 2 "two days, two partitions"
+is "$(ls "$T/ret/days" | grep -c '\.db$')" 2 "two days, two partitions"
 run "$CPROF" import --data "$T/ret" --retention 30d --time now "$b"
-is "$(ls "$T/ret/parts" | grep -c '\.db$')" 1 "--retention 30d deletes the 40-day-old partition"
+is "$(ls "$T/ret/days" | grep -c '\.db$')" 1 "--retention 30d deletes the 40-day-old partition"
 is "$(total --data "$T/ret" --since 1000d process_cpu:cpu)" "$((2 * cpu_b))" "and keeps the recent data"
 
 # dedup: the same profile ten times adds samples, not stacks
 for i in 1 2 3 4 5 6 7 8 9 10; do "$CPROF" import --data "$T/dd" --time "now-${i}m" "$b" >/dev/null; done
-s1=$(sqlite3 "$T/dd/index.db" "select sum(count) from chunks where kind = 'stacks'")
+# (the stacks of the days' dictionaries: two days when this runs just after midnight)
+stacks() { for p in "$T/dd"/days/*.db; do sqlite3 "$p" "select sum(count) from chunks where kind = 'stacks'"; done |
+	awk '{ n += $1 } END { print n }'; }
+s1=$(stacks)
 "$CPROF" import --data "$T/dd" --time now "$b" >/dev/null
-is "$(sqlite3 "$T/dd/index.db" "select sum(count) from chunks where kind = 'stacks'")" "$s1" "stacks are stored once"
+is "$(stacks)" "$s1" "stacks are stored once"
 is "$(total --data "$T/dd" --since 1h process_cpu:cpu)" "$((11 * cpu_b))" "samples add up over imports"
 # a corrupt store: a clear error, never a crash
 mkdir -p "$T/bad"
-head -c 4096 /dev/urandom > "$T/bad/index.db"
+head -c 4096 /dev/urandom > "$T/bad/store.db"
 run "$CPROF" query --data "$T/bad" --types
-is "$rc" 1 "a corrupt index.db fails with 1"
+is "$rc" 1 "a corrupt store.db fails with 1"
 like "$err" "^cprof query: .*$T/bad" "and names the store"
 cp -r "$T/dd" "$T/dd2"
-for p in "$T/dd2"/parts/*.db; do head -c 3000 "$p" > "$p.x" && mv "$p.x" "$p"; rm -f "$p-wal" "$p-shm"; done
+for p in "$T/dd2"/days/*.db; do head -c 3000 "$p" > "$p.x" && mv "$p.x" "$p"; rm -f "$p-wal" "$p-shm"; done
 run "$CPROF" query --data "$T/dd2" --since 1h process_cpu:cpu
 is "$rc" 1 "a truncated partition fails with 1"
 like "$err" "^cprof query: " "with a one-line error"

@@ -209,19 +209,20 @@ START_TEST(test_split_others)
 	static const char *const go_goroutine[] = { "goroutine", "count" };
 	static const char *const other[] = { "exceptions", "count" };
 
+	/* in-use memory is a gauge (cumulative.h): a value at a time, never :delta */
 	split_is(node_heap, 2, "space", "bytes", "cpu",
-		 "memory:inuse_objects:count:space:bytes:delta|memory:inuse_space:bytes:space:bytes:delta");
+		 "memory:inuse_objects:count:space:bytes|memory:inuse_space:bytes:space:bytes");
 	split_is(go_cpu, 2, "cpu", "nanoseconds", "cpu",
 		 "process_cpu:samples:count:cpu:nanoseconds:delta|process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta");
 	split_is(go_heap, 4, "space", "bytes", "cpu",
 		 "memory:alloc_objects:count:space:bytes:delta|memory:alloc_space:bytes:space:bytes:delta|"
-		 "memory:inuse_objects:count:space:bytes:delta|memory:inuse_space:bytes:space:bytes:delta");
+		 "memory:inuse_objects:count:space:bytes|memory:inuse_space:bytes:space:bytes");
 	split_is(go_mutex, 2, "contentions", "count", "mutex",
 		 "mutex:contentions:count:contentions:count:delta|mutex:delay:nanoseconds:contentions:count:delta");
 	split_is(go_mutex, 2, "contentions", "count", "block_count",
 		 "block:contentions:count:contentions:count:delta|block:delay:nanoseconds:contentions:count:delta");
 	split_is(go_goroutine, 1, "goroutine", "count", "cpu",
-		 "goroutines:goroutine:count:goroutine:count:delta");
+		 "goroutines:goroutine:count:goroutine:count");
 	/* no Pyroscope name: the store names it from the period type, as before */
 	split_is(other, 1, "exceptions", "count", "cpu", "exceptions:exceptions:count:exceptions:count:delta");
 }

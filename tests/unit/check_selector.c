@@ -488,13 +488,13 @@ START_TEST(test_match_series_deferred)
 	const char *sn[] = { "pid", "state" }, *sv[] = { "7", "D" }, *sv2[] = { "8", "D" };
 	uint64_t d = 99;
 
-	ck_assert_int_eq(cp_selector_match_series(sel, names, values, 2, &d), 1);
+	ck_assert_int_eq(cp_selector_match_series(sel, names, values, 2, ~(uint64_t)0, &d), 1);
 	ck_assert_uint_eq(d, 6); /* pid (matcher 1) and state (2) */
 	ck_assert_int_eq(cp_selector_match_sample(sel, d, sn, sv, 2), 1);
 	ck_assert_int_eq(cp_selector_match_sample(sel, d, sn, sv2, 2), 0);
 	ck_assert_int_eq(cp_selector_match_sample(sel, d, NULL, NULL, 0), 0); /* no pid: "" */
 	values[0] = "b";
-	ck_assert_int_eq(cp_selector_match_series(sel, names, values, 2, &d), 0);
+	ck_assert_int_eq(cp_selector_match_series(sel, names, values, 2, ~(uint64_t)0, &d), 0);
 	cp_selector_free(sel);
 }
 END_TEST

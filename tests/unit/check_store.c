@@ -67,7 +67,7 @@ static bool exists(const char *name)
 	return access(path, F_OK) == 0;
 }
 
-/* The partition file of time t: DIR/parts/YYYYMMDD.db. */
+/* The day file of time t: DIR/days/YYYYMMDD.db. */
 static void part_path(int64_t t, char *buf, size_t len)
 {
 	time_t secs = (time_t)(t / NS);
@@ -76,7 +76,35 @@ static void part_path(int64_t t, char *buf, size_t len)
 
 	gmtime_r(&secs, &tm);
 	strftime(day, sizeof(day), "%Y%m%d", &tm);
-	snprintf(buf, len, "%s/parts/%s.db", dir, day);
+	snprintf(buf, len, "%s/days/%s.db", dir, day);
+}
+
+/* The handle of the day of time t in store s (its dictionary, its series ids). */
+static struct cp_part *day_handle(struct cp_store *s, int64_t t)
+{
+	struct cp_part *d = NULL;
+	char name[16];
+
+	cp_part_name(t, name, sizeof(name));
+	ck_assert_int_eq(cp_parts_open(&((struct cp_local *)s)->parts, name, &d), 0);
+	return d;
+}
+
+/* How many times str is among the strings of the dictionary of the day of t, as stored (equal ones
+ * kept apart, as a writer that forgot its copy writes them again). */
+static int dict_count(int64_t t, const char *str)
+{
+	struct cp_store *s = cp_store_open(dir, CP_STORE_READ);
+	struct cp_part *d;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(s);
+	d = day_handle(s, t);
+	ck_assert_int_eq(cp_dict_load(&d->dict), 0);
+	for (uint32_t i = 1; i < d->dict.p->strs.n; i++)
+		n += !strcmp(cp_strtab_get(&d->dict.p->strs, i), str);
+	cp_store_close(s);
+	return n;
 }
 
 /* ---- profiles ---- */
@@ -293,10 +321,10 @@ START_TEST(test_open_creates)
 {
 	struct cp_store *s;
 
-	ck_assert(!exists("index.db"));
+	ck_assert(!exists("store.db"));
 	s = open_store(CP_STORE_WRITE);
-	ck_assert(exists("index.db"));
-	ck_assert(exists("parts"));
+	ck_assert(exists("store.db"));
+	ck_assert(exists("days"));
 	cp_store_close(s);
 	/* reopening either way works */
 	s = open_store(CP_STORE_WRITE);
@@ -317,8 +345,8 @@ START_TEST(test_open_read_missing)
 	ck_assert_int_eq(errno, ENOENT);
 	ck_assert_contains(cp_errmsg(ENOENT), dir);
 	ck_assert_contains(cp_errmsg(ENOENT), "cprof import");
-	ck_assert(!exists("index.db")); /* reading creates nothing */
-	ck_assert(!exists("parts"));
+	ck_assert(!exists("store.db")); /* reading creates nothing */
+	ck_assert(!exists("days"));
 
 	snprintf(sub, sizeof(sub), "%s/not/there", dir);
 	errno = 0;
@@ -411,13 +439,13 @@ START_TEST(test_series_ids_bounded)
 		cp_error_clear();
 		ck_assert_msg(cp_store_append(s, a, n) == 0, "append: %s", cp_errmsg(-1));
 		/* (the empty string leads the keys) */
-		ck_assert_uint_le(((struct cp_local *)s)->series.keys.n, CP_SERIES_IDS_MAX + 1);
+		ck_assert_uint_le(day_handle(s, T0)->series.keys.n, CP_SERIES_IDS_MAX + 1);
 		mem[round + 1] = cp_store_memory(s);
-		dict[round + 1] = cp_profile_bytes(((struct cp_local *)s)->dict.p);
+		dict[round + 1] = cp_profile_bytes(day_handle(s, T0)->dict.p);
 	}
-	/* the handle's memory: the dictionary and the ids; the dictionary holds
-	 * the profile once, whatever the number of series */
-	ck_assert_uint_gt(mem[0], 0);
+	/* the handle's memory: the day's dictionary and ids (none before a day was written); the
+	 * dictionary holds the profile once, whatever the number of series */
+	ck_assert_uint_eq(mem[0], 0);
 	ck_assert_uint_gt(mem[1], mem[0]);
 	ck_assert_uint_gt(mem[1], dict[1]);
 	ck_assert_uint_eq(dict[2], dict[1]);
@@ -1269,7 +1297,7 @@ START_TEST(test_corrupt_index)
 	FILE *f;
 	int i;
 
-	snprintf(path, sizeof(path), "%s/index.db", dir);
+	snprintf(path, sizeof(path), "%s/store.db", dir);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	for (i = 0; i < 400; i++)
@@ -1301,7 +1329,7 @@ START_TEST(test_foreign_sqlite)
 	{
 		char cmd[PATH_MAX + 128];
 
-		snprintf(path, sizeof(path), "%s/index.db", dir);
+		snprintf(path, sizeof(path), "%s/store.db", dir);
 		snprintf(cmd, sizeof(cmd), "command -v sqlite3 >/dev/null && sqlite3 '%s' \"UPDATE meta SET value='99'\"",
 			 path);
 		if (system(cmd) == 0) {
@@ -1315,7 +1343,7 @@ START_TEST(test_foreign_sqlite)
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fclose(f);
-	snprintf(path, sizeof(path), "%s/index.db-wal", dir);
+	snprintf(path, sizeof(path), "%s/store.db-wal", dir);
 	unlink(path);
 	errno = 0;
 	cp_error_clear();
@@ -1424,7 +1452,7 @@ static int see(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, i
 	struct seen *sn = ctx;
 
 	ck_assert_uint_lt(sn->n, 8);
-	sn->e[sn->n++] = (struct cp_block_entry){ sn->ids[k], t, (uint32_t)stack, (uint32_t)labels, value };
+	sn->e[sn->n++] = (struct cp_block_entry){ sn->ids[k], t, (uint32_t)stack, (uint32_t)labels, value, 0 };
 	return 0;
 }
 
@@ -1433,14 +1461,14 @@ static int see(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, i
 START_TEST(test_block_roundtrip)
 {
 	const struct cp_block_entry e[] = {
-		{ 3, T0, 7, 0, 20 * MS }, { 3, T0 + NS, 7, 1, 10 * MS }, { 3, T0 + NS, 9, 0, 30 * MS },
-		{ 8, T0 - NS, 2, 0, -5 }, { 8, T0 + 2 * NS, 1, 4, INT64_MAX },
+		{ 3, T0, 7, 0, 20 * MS, T0 + 10 * NS }, { 3, T0 + NS, 7, 1, 10 * MS, T0 + 11 * NS },
+		{ 3, T0 + NS, 9, 0, 30 * MS, T0 + 11 * NS }, { 8, T0 - NS, 2, 0, -5, 0 }, { 8, T0 + 2 * NS, 1, 4, INT64_MAX, 0 },
 	};
 	struct cp_block b;
 	struct cp_block_reader rd = { 0 };
 	struct seen sn = { .n = 0 };
 	unsigned char want[2] = { 1, 1 };
-	int64_t *ids = NULL;
+	int64_t *ids = NULL, ends[2];
 	size_t n = 0, i;
 
 	ck_assert_int_eq(cp_block_encode(e, 5, &b), 0);
@@ -1448,10 +1476,19 @@ START_TEST(test_block_roundtrip)
 	ck_assert_int_eq(b.tmax, T0 + 2 * NS);
 	ck_assert_int_eq(b.entries, 5);
 	ck_assert_int_eq(b.samples, INT64_MAX); /* saturates */
+	ck_assert_int_eq(b.smin, 3);
+	ck_assert_int_eq(b.smax, 8);
 	ck_assert_int_eq(cp_block_series(b.series, b.series_len, &ids, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(ids[0], 3);
 	ck_assert_int_eq(ids[1], 8);
+	/* each series' end: its profiles' latest end (a profile without a duration ends at its time) */
+	ck_assert_int_eq(cp_block_ends(b.ends, b.ends_len, b.tmin, b.tmax, ends, 2), 0);
+	ck_assert_int_eq(ends[0], T0 + 11 * NS);
+	ck_assert_int_eq(ends[1], T0 + 2 * NS);
+	/* without ends (a store of schema 2): the block's last time */
+	ck_assert_int_eq(cp_block_ends(NULL, 0, b.tmin, b.tmax, ends, 2), 0);
+	ck_assert_int_eq(ends[0], T0 + 2 * NS);
 	sn.ids = ids;
 	ck_assert_int_eq(cp_block_decode(&rd, b.data, b.data_len, b.rawlen, b.tmin, want, n, see, &sn), 0);
 	ck_assert_uint_eq(sn.n, 5);
@@ -1550,8 +1587,8 @@ START_TEST(test_corrupt_pages)
 		append_at(s, p, T0 + i * NS, i % 2 ? "comm=a" : "comm=b");
 	cp_store_close(s);
 	part_path(T0, part, sizeof(part));
-	snprintf(rel, sizeof(rel), "parts/%s", strrchr(part, '/') + 1);
-	corrupt_each_page("index.db", 100 * 306);
+	snprintf(rel, sizeof(rel), "days/%s", strrchr(part, '/') + 1);
+	corrupt_each_page("store.db", 100 * 306);
 	corrupt_each_page(rel, 100 * 306);
 	/* and all is well again */
 	s = open_store(CP_STORE_READ);
@@ -1601,7 +1638,7 @@ START_TEST(test_short_file_pages_in_wal)
 	/* the store as a crash leaves it, the log included */
 	snprintf(orig, sizeof(orig), "%s", dir);
 	ck_assert_int_lt(snprintf(dir, sizeof(dir), "%s-copy", orig), (int)sizeof(dir) - 1);
-	ck_assert_int_lt(snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s' && rm -f '%s'/*-shm '%s'/parts/*-shm", orig, dir,
+	ck_assert_int_lt(snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s' && rm -f '%s'/*-shm '%s'/days/*-shm", orig, dir,
 				  dir, dir), (int)sizeof(cmd));
 	ck_assert_int_eq(system(cmd), 0);
 	cp_store_close(w);
@@ -1618,7 +1655,7 @@ START_TEST(test_short_file_pages_in_wal)
 	/* and the same without its log (the copy's: the first reader's close checkpoints) */
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	ck_assert_int_eq(access(wal, F_OK), 0);
-	ck_assert_int_lt(snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s2' && rm '%s2'/parts/*-wal", dir, dir, dir),
+	ck_assert_int_lt(snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s2' && rm '%s2'/days/*-wal", dir, dir, dir),
 			 (int)sizeof(cmd));
 	ck_assert_int_eq(system(cmd), 0);
 	r = open_store(CP_STORE_READ);
@@ -2003,7 +2040,7 @@ START_TEST(test_dict_forget)
 	append_at(w, o2, T0 + 2 * NS, "comm=a");
 	ck_assert_uint_lt(cp_store_memory(w), whole);
 	append_at(w, p, T0 + 3 * NS, "comm=a");
-	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM strings WHERE s = 'burn'"), 2);
+	ck_assert_int_eq(dict_count(T0, "burn"), 2);
 	/* a writer that keeps all loads the repeated rows, id for id */
 	w2 = open_store(CP_STORE_WRITE);
 	append_at(w2, o2, T0 + 4 * NS, "comm=b");
@@ -2030,7 +2067,7 @@ START_TEST(test_dict_forget)
 	w2 = open_store(CP_STORE_WRITE);
 	cp_store_limit_memory(w2, 64 * 40);
 	append_at(w2, p, T0 + 8 * NS, "comm=b");
-	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM strings WHERE s = 'burn'"), 3);
+	ck_assert_int_eq(dict_count(T0, "burn"), 3);
 	ck_assert_int_eq(select_total(r, "process_cpu:samples{comm=\"b\"}", 0, INT64_MAX), 22);
 	ck_assert_int_eq(select_total(r, "process_cpu:samples{comm=\"a\"}", 0, INT64_MAX), 27);
 	cp_store_close(r);
@@ -2160,7 +2197,7 @@ START_TEST(test_limit_days)
 	ck_assert_int_eq(steps[1], 0);
 	free(steps);
 	free(type);
-	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 4 - k / PER);
+	ck_assert_int_eq(sql_int("store.db", "SELECT count(*) FROM partitions"), 4 - k / PER);
 	/* under the bound already */
 	ck_assert_int_eq(limit(s, bound), 0);
 
@@ -2175,8 +2212,8 @@ START_TEST(test_limit_days)
 	ck_assert_msg(k > 2 * PER && k < 3 * PER, "the first append kept is %d, not within day 2", k);
 	ck_assert_int_eq(first_kept(r, tot, PER, 4 * PER), k);
 	ck_assert_int_eq(day_total(s, 3), want[3]);
-	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 2);
-	ck_assert_int_eq(sql_int("index.db", "SELECT min(t_min) FROM partitions"), T0 + 2 * DAY + (k - 2 * PER) * STEP);
+	ck_assert_int_eq(sql_int("store.db", "SELECT count(*) FROM partitions"), 2);
+	ck_assert_int_eq(sql_int("store.db", "SELECT min(t_min) FROM partitions"), T0 + 2 * DAY + (k - 2 * PER) * STEP);
 	ck_assert_int_eq(limit(s, bound), 0);
 	/* stats count the same files (nothing else is in the directory) */
 	ck_assert_int_eq(cp_store_stats(s, &st), 0);
@@ -2210,10 +2247,10 @@ static void check_trim(struct cp_store *s, const int64_t *tot, int per, uint64_t
 		total += tot[i];
 	ck_assert_int_eq(day_total(s, 0), total);
 	/* the partition row starts at the first block left */
-	ck_assert_int_eq(sql_int("index.db", "SELECT t_min FROM partitions"), T0 + k * STEP);
+	ck_assert_int_eq(sql_int("store.db", "SELECT t_min FROM partitions"), T0 + k * STEP);
 	/* the space went back to the file system, and the file can give back more */
-	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA freelist_count"), 0);
-	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA auto_vacuum"), 2);
+	ck_assert_int_eq(sql_int("days/20261118.db", "PRAGMA freelist_count"), 0);
+	ck_assert_int_eq(sql_int("days/20261118.db", "PRAGMA auto_vacuum"), 2);
 }
 
 START_TEST(test_limit_trim)
@@ -2225,10 +2262,10 @@ START_TEST(test_limit_trim)
 	int k, i;
 
 	part_path(T0, path, sizeof(path));
-	ck_assert_str_eq(path + strlen(dir), "/parts/20261118.db");
+	ck_assert_str_eq(path + strlen(dir), "/days/20261118.db");
 	fill(s, 1, 150, tot);
 	/* a new partition can shrink without a VACUUM */
-	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA auto_vacuum"), 2);
+	ck_assert_int_eq(sql_int("days/20261118.db", "PRAGMA auto_vacuum"), 2);
 	s = reopen(s);
 	r = open_store(CP_STORE_READ);
 	ck_assert_int_gt(day_total(r, 0), 0);
@@ -2277,12 +2314,12 @@ START_TEST(test_limit_trim_legacy)
 		char path[2 * PATH_MAX];
 		sqlite3 *db = NULL;
 
-		snprintf(path, sizeof(path), "%s/parts/20261118.db", dir);
+		snprintf(path, sizeof(path), "%s/days/20261118.db", dir);
 		ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
 		ck_assert_int_eq(sqlite3_exec(db, "PRAGMA auto_vacuum=NONE; VACUUM", NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_close(db);
 	}
-	ck_assert_int_eq(sql_int("parts/20261118.db", "PRAGMA auto_vacuum"), 0);
+	ck_assert_int_eq(sql_int("days/20261118.db", "PRAGMA auto_vacuum"), 0);
 	s = open_store(CP_STORE_WRITE);
 	size = store_size(s);
 	check_trim(s, tot, 100, size - 40 * 1024);
@@ -2312,11 +2349,11 @@ START_TEST(test_limit_dictionary)
 	ck_assert_int_ne(access(path, F_OK), 0);
 	part_path(T0 + 2 * DAY, path, sizeof(path)); /* the newest day's file stays, empty */
 	ck_assert_int_eq(access(path, F_OK), 0);
-	ck_assert_int_eq(sql_int("index.db", "SELECT count(*) FROM partitions"), 1);
-	/* what is left: the index, and the empty day of a few pages */
+	ck_assert_int_eq(sql_int("store.db", "SELECT count(*) FROM partitions"), 1);
+	/* what is left: the index, and the empty day of a few pages (its dictionary and series) */
 	ck_assert_int_eq(stat(path, &sb), 0);
-	ck_assert_int_le(sb.st_size, 8192);
-	ck_assert_int_eq(sql_int("parts/20261120.db", "SELECT count(*) FROM blocks"), 0);
+	ck_assert_int_le(sb.st_size, 16384);
+	ck_assert_int_eq(sql_int("days/20261120.db", "SELECT count(*) FROM blocks"), 0);
 	/* nothing more to free */
 	ck_assert_int_eq(limit(s, 1024), 0);
 	append_at(s, p, T0 + 2 * DAY + 3600 * NS, "comm=a");
@@ -2339,17 +2376,17 @@ START_TEST(test_limit_orphans)
 
 	fill(s, 2, 20, tot);
 	s = reopen(s);
-	snprintf(path, sizeof(path), "%s/parts/20200101.db", dir);
+	snprintf(path, sizeof(path), "%s/days/20200101.db", dir);
 	ck_assert_ptr_nonnull(f = fopen(path, "w"));
 	ck_assert_uint_eq(fwrite(junk, 1, 200 * 1024, f), 200 * 1024);
 	fclose(f);
-	snprintf(path, sizeof(path), "%s/parts/20200101.db-wal", dir);
+	snprintf(path, sizeof(path), "%s/days/20200101.db-wal", dir);
 	ck_assert_ptr_nonnull(f = fopen(path, "w"));
 	fclose(f);
 	size = store_size(s);
 	ck_assert_int_eq(limit(s, size - 100 * 1024), 200 * 1024);
-	ck_assert(!exists("parts/20200101.db"));
-	ck_assert(!exists("parts/20200101.db-wal"));
+	ck_assert(!exists("days/20200101.db"));
+	ck_assert(!exists("days/20200101.db-wal"));
 	ck_assert_int_eq(first_kept(s, tot, 20, 40), 0);
 	cp_store_close(s);
 	free(junk);

@@ -89,6 +89,11 @@ grep -h '^ok.*# SKIP' build-nobpf/test-nobpf.log 2>/dev/null | sed 's|^|build-no
 for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loaded.log build-asan/test-suite.log; do
 	grep -h '^\(FAIL\|ERROR\|XPASS\):' "$l" 2>/dev/null | sed "s|^|$l: |"
 done
+# what each failed check said (its diagnostics, up to its next check), so that a CI transcript tells why
+for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loaded.log build-asan/test-suite.log; do
+	[ -f "$l" ] && awk -v log="$l" '/^not ok / { show = 1; n = 0; print log ": " $0; next }
+		/^(ok|not ok|PASS|FAIL|ERROR|SKIP)/ { show = 0 } show && n++ < 12 { print log ": " $0 }' "$l"
+done
 echo "cprof: $pass passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] || status=1
 exit $status

@@ -383,6 +383,79 @@ out:
 
 static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_t now, struct cp_compact_stats *st);
 
+/* ---- the layout by series of a closed hour's raw blocks ---- */
+
+/* Rewrites the raw blocks (as appends wrote them: each holds every series of its batch) that lie
+ * whole in hour [h, h + 1h) of db into blocks laid out by series (insert_block), in one
+ * transaction: a query of a few series then reads their blocks only.  Exact: the entries stay as
+ * they were, merged where equal. */
+static int layout_hour(sqlite3 *db, int64_t h, struct cp_compact_stats *st)
+{
+	struct gather g = { .step = 1, .w0 = h, .w1 = h + CP_HOUR_NS };
+	struct cp_block_reader rd = { 0 };
+	sqlite3_stmt *q = NULL, *ins = NULL;
+	char sql[256];
+	size_t n;
+	int err;
+
+	if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "laying out samples")) ||
+	    (err = cp_db_prepare(db, "SELECT rawlen, series, data, t_min, t_max, ends FROM blocks WHERE ?1 > 0 AND layout = 0"
+				  " AND step = 0 AND t_min >= ?2 AND t_max < ?3 ORDER BY id", &q)) ||
+	    (err = cp_db_prepare(db, "INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data, ends,"
+				  " s_min, s_max, step, layout) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)", &ins)) ||
+	    (err = gather_window(q, &rd, &g)))
+		goto out;
+	cp_qsort(g.e, g.n, sizeof(*g.e), cp_block_entry_cmp);
+	n = merge_entries(g.e, g.n);
+	if (n && (err = insert_block(ins, g.e, n, 0, st)))
+		goto out;
+	snprintf(sql, sizeof(sql), "DELETE FROM blocks WHERE layout = 0 AND step = 0 AND t_min >= %" PRId64
+		 " AND t_max < %" PRId64, h, h + CP_HOUR_NS);
+	if (!(err = cp_db_exec(db, sql, "laying out samples")))
+		err = cp_db_exec(db, "COMMIT", "laying out samples");
+out:
+	if (!sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_finalize(q);
+	sqlite3_finalize(ins);
+	cp_block_reader_release(&rd);
+	free(g.e);
+	return err;
+}
+
+/* The closed hours of day name whose raw blocks are not laid out by series yet, laid out: 1 when
+ * some were, 0 when none was due. */
+static int layout_day(struct cp_local *s, const char *name, int64_t now, struct cp_compact_stats *st)
+{
+	char path[PATH_MAX], sql[192];
+	struct cp_part *part;
+	int64_t hours[25];
+	size_t n = 0;
+	sqlite3_stmt *q = NULL;
+	int err, rc;
+
+	cp_part_path(&s->parts, name, path, sizeof(path));
+	if (access(path, F_OK) < 0)
+		return 0;
+	if ((err = cp_parts_open(&s->parts, name, &part)))
+		return err;
+	snprintf(sql, sizeof(sql), "SELECT DISTINCT t_min - t_min %% %" PRId64 " FROM blocks WHERE layout = 0 AND step = 0"
+		 " AND t_max < ?1 ORDER BY 1", CP_HOUR_NS);
+	if ((err = cp_db_prepare(part->db, sql, &q)))
+		return err;
+	sqlite3_bind_int64(q, 1, now - now % CP_HOUR_NS);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < 25)
+		hours[n++] = sqlite3_column_int64(q, 0);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		err = cp_db_error(part->db, "laying out samples");
+	sqlite3_finalize(q);
+	for (size_t i = 0; !err && i < n; i++)
+		if (hours[i] + CP_HOUR_NS <= now)
+			err = layout_hour(part->db, hours[i], st);
+	return err ? cp_error_ctx(err, "laying out %s", name) : n > 0;
+}
+
+
 /* the partitions listed, with what a pass over them needs */
 struct day {
 	char name[16];
@@ -390,6 +463,13 @@ struct day {
 };
 typedef int (*day_fn)(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
 		      struct cp_compact_stats *st);
+
+static int layout_one(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
+		      struct cp_compact_stats *st)
+{
+	(void)p;
+	return layout_day(s, d->name, now, st);
+}
 
 static int downsample_one(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
 			  struct cp_compact_stats *st)
@@ -457,8 +537,10 @@ int cp_local_compact(struct cp_local *s, const struct cp_downsample *p, int64_t 
 	if (!err && rc != SQLITE_DONE)
 		err = cp_db_error(s->db, "listing partitions to downsample");
 	sqlite3_finalize(q);
-	/* the days to downsample, then the summaries, a day's at a time as well */
-	if (!err && (done = each_day(s, days, n, max_days, downsample_one, p, now, st, &last)) >= 0)
+	/* the closed hours laid out by series, the days to downsample, then the summaries, a day's at a
+	 * time as well (the summaries last: a layout or a downsampling drops those of its time) */
+	if (!err && (done = each_day(s, days, n, max_days, layout_one, p, now, st, &last)) >= 0 &&
+	    (done = each_day(s, days, n, max_days, downsample_one, p, now, st, &last)) >= 0)
 		err = each_day(s, days, n, max_days, rollup_one, p, now, st, &last);
 	free(days);
 	if (err < 0 || done < 0)

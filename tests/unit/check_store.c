@@ -1106,6 +1106,8 @@ START_TEST(test_downsample_policy)
 }
 END_TEST
 
+static int64_t part_count(int64_t t, const char *sql);
+
 /* A day merged into 10m steps keeps every stack's total; a query says 10m
  * and over-time steps are raised to it; a second run does nothing. */
 START_TEST(test_downsample_totals)
@@ -1125,10 +1127,16 @@ START_TEST(test_downsample_totals)
 		append_at(s, p, T0 + i * 20 * NS, i % 2 ? "comm=a" : "comm=b");
 	before = select1(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS);
 	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
-	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + DAY_NS, 0, &st), 0); /* a day old: raw */
+	/* a day old: raw, its closed hour laid out by series (the 30 appends' blocks, one block) */
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + DAY_NS, 0, &st), 0);
+	ck_assert_int_eq(part_count(T0, "SELECT count(*) FROM blocks WHERE step = 0 AND layout = 1"), 1);
+	ck_assert_int_eq(part_count(T0, "SELECT count(*) FROM blocks WHERE layout = 0"), 0);
+	after = select1(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS);
+	assert_same_folded(before, 0, after, 0);
+	cp_profile_free(after);
 	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, &st), 1);
 	ck_assert_int_eq(st.days, 1);
-	ck_assert_int_eq(st.blocks_before, 30);
+	ck_assert_int_eq(st.blocks_before, 1);
 	ck_assert_int_le(st.blocks_after, 2);
 	ck_assert_int_lt(st.entries_after, st.entries_before);
 	after = select1(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS);
@@ -1172,6 +1180,52 @@ static int64_t part_count(int64_t t, const char *sql)
 	sqlite3_close(db);
 	return v;
 }
+
+/* A closed hour's blocks, each holding every series of its batch, laid out by series: 120 hosts
+ * appended together 60 times; afterwards each block holds a narrow range of series ids, and every
+ * host's total is what it was. */
+START_TEST(test_layout_by_series)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	struct cp_store_append a[120];
+	struct cp_kv kv[120];
+	char host[120][16];
+	struct cp_downsample pol;
+	int64_t before[120];
+
+	for (int h = 0; h < 120; h++) {
+		snprintf(host[h], sizeof(host[h]), "h%03d", h);
+		kv[h] = (struct cp_kv){ "host", host[h] };
+	}
+	for (int i = 0; i < 60; i++) {
+		for (int h = 0; h < 120; h++)
+			a[h] = (struct cp_store_append){ .profile = p, .labels = &kv[h], .nlabels = 1, .time_ns = T0 + i * 10 * NS };
+		ck_assert_int_eq(cp_store_append(s, a, 120), 0);
+	}
+	for (int h = 0; h < 120; h++) {
+		char sel[64];
+
+		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
+		before[h] = select_total(s, sel, T0 - DAY_NS, T0 + DAY_NS);
+	}
+	ck_assert_int_eq(part_count(T0, "SELECT min(s_max - s_min) FROM blocks"), 2 * 120 - 1); /* two types a host */
+	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 2 * CP_HOUR_NS, 0, NULL), 0);
+	ck_assert_int_eq(part_count(T0, "SELECT count(*) FROM blocks WHERE layout = 0"), 0);
+	/* blocks of 64 Ki entries at most, cut where a series starts */
+	ck_assert_int_lt(part_count(T0, "SELECT max(s_max - s_min) FROM blocks"), 2 * 120 - 1);
+	ck_assert_int_gt(part_count(T0, "SELECT count(*) FROM blocks"), 1);
+	for (int h = 0; h < 120; h++) {
+		char sel[64];
+
+		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
+		ck_assert_int_eq(select_total(s, sel, T0 - DAY_NS, T0 + DAY_NS), before[h]);
+	}
+	cp_profile_free(p);
+	cp_store_close(s);
+}
+END_TEST
 
 /* Summaries of hours and days (compact.h): queries of whole hours and days
  * read them and get what the blocks say, partial ones mix them with blocks,
@@ -2907,6 +2961,7 @@ static Suite *store_suite(void)
 	tcase_add_test(limit, test_limit_days);
 	tcase_add_test(limit, test_downsample_policy);
 	tcase_add_test(limit, test_downsample_totals);
+	tcase_add_test(limit, test_layout_by_series);
 	tcase_add_test(limit, test_rollups);
 	tcase_add_test(limit, test_limit_trim);
 	tcase_add_test(limit, test_limit_trim_legacy);

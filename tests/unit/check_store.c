@@ -1182,8 +1182,8 @@ static int64_t part_count(int64_t t, const char *sql)
 }
 
 /* A closed hour's blocks, each holding every series of its batch, laid out by series: 120 hosts
- * appended together 60 times; afterwards each block holds a narrow range of series ids, and every
- * host's total is what it was. */
+ * appended together 120 times (more entries than a laid-out block holds); afterwards each block
+ * holds a narrower range of series ids, and every host's total is what it was. */
 START_TEST(test_layout_by_series)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
@@ -1198,7 +1198,7 @@ START_TEST(test_layout_by_series)
 		snprintf(host[h], sizeof(host[h]), "h%03d", h);
 		kv[h] = (struct cp_kv){ "host", host[h] };
 	}
-	for (int i = 0; i < 60; i++) {
+	for (int i = 0; i < 120; i++) {
 		for (int h = 0; h < 120; h++)
 			a[h] = (struct cp_store_append){ .profile = p, .labels = &kv[h], .nlabels = 1, .time_ns = T0 + i * 10 * NS };
 		ck_assert_int_eq(cp_store_append(s, a, 120), 0);

@@ -177,4 +177,18 @@ for p in "$T/dd2"/days/*.db; do head -c 3000 "$p" > "$p.x" && mv "$p.x" "$p"; rm
 run "$CPROF" query --data "$T/dd2" --since 1h process_cpu:cpu
 is "$rc" 1 "a truncated partition fails with 1"
 like "$err" "^cprof query: " "with a one-line error"
+
+# a query's Duration runs to the end of its last profile (#47): the Go profile, 2.21 s long, three
+# times 10 s apart, is 22.21 s of data, not the 20 s between the first and the last one's start
+dur=$("$CPROF" query -i "$b" -f json | jq .duration_nanos)
+for k in 0 10 20; do "$CPROF" import --data "$T/dur" --time "2026-11-20T10:00:${k}Z" "$b" >/dev/null; done
+run "$CPROF" query --data "$T/dur" --from 2026-11-20T09:00:00Z --to 2026-11-20T11:00:00Z process_cpu:cpu -f json
+is "$(printf '%s' "$out" | jq .duration_nanos)" "$((20000000000 + dur))" \
+	"a query's duration: from the first profile's start to the last one's end ($((20000000000 + dur)) ns)"
+run "$CPROF" query --data "$T/dur" --from 2026-11-20T09:00:00Z --to 2026-11-20T11:00:00Z process_cpu:cpu
+like "$out" "^Duration: 22\\.2[0-9]*s, Total samples = 6\\.12s \\(27\\.[0-9]*%\\)" \
+	"the top table's Duration, and the share of it the samples stand for"
+run "$CPROF" query --data "$T/dur" --from 2026-11-20T10:00:05Z --to 2026-11-20T10:00:21Z process_cpu:cpu -f json
+is "$(printf '%s' "$out" | jq .duration_nanos)" "$((21000000000 - 10000000000))" \
+	"cut at the range's end: the profile at 10 s to the range's end at 21 s"
 done_testing

@@ -68,14 +68,18 @@ static void remove_files(const char *dir, const char *base)
 	}
 }
 
-/* What a conversion reads: the old store's index (its dictionary and series) and its days. */
+/* What a copy reads: a store's days and, for each, the dictionary and series its blocks refer to (a
+ * schema 2 store's: one of each in its index; schema 3's: the day's own). */
 struct old_store {
 	const char *dir;
-	sqlite3 *db;                 /* DIR/index.db, in a write transaction: the old store's lock */
-	struct cp_dict dict;         /* all of it */
-	struct cp_store_series *ser; /* by id */
+	bool legacy;                 /* schema 2 (then its pid and cpu are as this cprof has them) */
+	sqlite3 *db;                 /* the index: schema 2's DIR/index.db, schema 3's DIR/store.db */
+	struct cp_dict gdict;        /* schema 2's dictionary, all of it */
+	struct cp_dict *dict;        /* the one the blocks being read refer to */
+	struct cp_store_series *ser; /* the series they refer to, by id */
 	size_t nser;
-	struct cp_parts parts; /* DIR/parts/, read-only */
+	struct cp_parts parts; /* the days, read-only */
+	int64_t shift;         /* added to every time */
 };
 
 static int ser_by_id(const void *a, const void *b)
@@ -105,12 +109,13 @@ static const struct cp_store_series *old_series(const struct old_store *o, int64
 /* a block's entries, in the order decoded (by series, then time) */
 struct entry {
 	size_t k; /* the block's k-th series */
-	int64_t t, stack, labels, value;
+	int64_t t, stack, labels, value, end;
 };
 
 struct entries {
 	struct entry *e;
 	size_t n, cap;
+	const int64_t *ends; /* the block's series' */
 };
 
 static int take(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, int64_t v)
@@ -119,26 +124,26 @@ static int take(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, 
 
 	if (cp_grow((void **)&x->e, &x->cap, x->n + 1, sizeof(*x->e)))
 		return cp_error(ENOMEM, "out of memory converting the store");
-	x->e[x->n++] = (struct entry){ k, t, stack, (int64_t)labels, v };
+	x->e[x->n++] = (struct entry){ k, t, stack, (int64_t)labels, v, x->ends ? x->ends[k] : t };
 	return 0;
 }
 
 /* The new series of old series s: its labels without pid (into kv, *nkv; its pid into *pid, NULL
  * when it has none), its type with cprof record's cpu as process_cpu (into type). */
-static void new_series(const struct cp_store_series *s, struct cp_kv *kv, size_t *nkv, const char **pid, char *type,
-		       size_t tlen)
+static void new_series(const struct cp_store_series *s, bool legacy, struct cp_kv *kv, size_t *nkv, const char **pid,
+		       char *type, size_t tlen)
 {
 	size_t n = 0;
 
 	*pid = NULL;
 	for (size_t i = 0; i < s->nlabels; i++) {
-		if (!strcmp(s->names[i], "pid"))
+		if (legacy && !strcmp(s->names[i], "pid"))
 			*pid = s->values[i];
 		else
 			kv[n++] = (struct cp_kv){ s->names[i], s->values[i] };
 	}
 	*nkv = n;
-	if (!strncmp(s->type, "cpu:", 4))
+	if (legacy && !strncmp(s->type, "cpu:", 4))
 		snprintf(type, tlen, "process_cpu:%s", s->type + 4);
 	else
 		snprintf(type, tlen, "%s", s->type);
@@ -152,7 +157,7 @@ static int convert_block(struct old_store *o, struct cp_store *dst, sqlite3_stmt
 	struct cp_profile **profs = NULL;
 	struct cp_kv *kv = NULL;
 	char (*types)[256] = NULL;
-	int64_t *ids = NULL;
+	int64_t *ids = NULL, *ends = NULL;
 	unsigned char *all = NULL;
 	size_t ns = 0, i, j, na = 0;
 	int err;
@@ -160,11 +165,16 @@ static int convert_block(struct old_store *o, struct cp_store *dst, sqlite3_stmt
 	x->n = 0;
 	if ((err = cp_block_series(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), &ids, &ns)))
 		return err;
-	if (!(all = malloc(ns + 1)) || !(types = calloc(ns + 1, sizeof(*types)))) {
+	if (!(all = malloc(ns + 1)) || !(types = calloc(ns + 1, sizeof(*types))) || !(ends = calloc(ns + 1, sizeof(*ends)))) {
 		err = cp_error(ENOMEM, "out of memory converting the store");
 		goto out;
 	}
 	memset(all, 1, ns + 1);
+	/* schema 3's blocks say when each series' profiles ended (5: t_max, 6: ends) */
+	if (!o->legacy)
+		cp_block_ends(sqlite3_column_blob(st, 5), (size_t)sqlite3_column_bytes(st, 5), sqlite3_column_int64(st, 3),
+			      sqlite3_column_int64(st, 4), ends, ns);
+	x->ends = o->legacy ? NULL : ends;
 	if ((err = cp_block_decode(rd, sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2),
 				   (uint64_t)sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 3), all, ns, take, x)))
 		goto out;
@@ -188,20 +198,20 @@ static int convert_block(struct old_store *o, struct cp_store *dst, sqlite3_stmt
 		}
 		if (s->nlabels > 15)
 			continue; /* (no series of the old store's writers has that many) */
-		new_series(s, kv + na * 16, &n, &pid, types[x->e[i].k], sizeof(types[0]));
-		cp_profile_clear_samples(o->dict.p);
-		if ((err = cp_profile_add_sample_type(o->dict.p, cp_store_type_part(s->type, 1, st_, sizeof(st_)),
+		new_series(s, o->legacy, kv + na * 16, &n, &pid, types[x->e[i].k], sizeof(types[0]));
+		cp_profile_clear_samples(o->dict->p);
+		if ((err = cp_profile_add_sample_type(o->dict->p, cp_store_type_part(s->type, 1, st_, sizeof(st_)),
 						      cp_store_type_part(s->type, 2, su, sizeof(su)))) ||
-		    (err = cp_profile_set_period_type(o->dict.p, cp_store_type_part(s->type, 3, pt, sizeof(pt)),
+		    (err = cp_profile_set_period_type(o->dict->p, cp_store_type_part(s->type, 3, pt, sizeof(pt)),
 						      cp_store_type_part(s->type, 4, pu, sizeof(pu)), 0)))
 			goto out;
 		for (size_t k = i; k < j; k++) {
-			if (x->e[k].stack < 0 || (uint64_t)x->e[k].stack > o->dict.nstack ||
-			    (uint64_t)x->e[k].labels > o->dict.nls) {
+			if (x->e[k].stack < 0 || (uint64_t)x->e[k].stack > o->dict->nstack ||
+			    (uint64_t)x->e[k].labels > o->dict->nls) {
 				err = cp_error(EBADMSG, "a sample block of the old store refers to a stack it does not have");
 				goto out;
 			}
-			if ((err = cp_profile_add_sample(o->dict.p, (uint32_t)x->e[k].stack, (uint32_t)x->e[k].labels,
+			if ((err = cp_profile_add_sample(o->dict->p, (uint32_t)x->e[k].stack, (uint32_t)x->e[k].labels,
 							 &x->e[k].value)))
 				goto out;
 		}
@@ -210,19 +220,20 @@ static int convert_block(struct old_store *o, struct cp_store *dst, sqlite3_stmt
 			mo.tag_key = "pid";
 			mo.tag_value = pid;
 		}
-		if (!(profs[na] = cp_profile_copy(o->dict.p, &mo))) {
+		if (!(profs[na] = cp_profile_copy(o->dict->p, &mo))) {
 			err = -errno;
 			goto out;
 		}
 		a[na] = (struct cp_store_append){ .profile = profs[na], .labels = kv + na * 16, .nlabels = n,
-						  .time_ns = x->e[i].t, .type = types[x->e[i].k] };
+						  .time_ns = x->e[i].t + o->shift, .type = types[x->e[i].k],
+						  .end_ns = x->e[i].end + o->shift };
 		na++;
 	}
 	err = na ? cp_store_append(dst, a, na) : 0;
 	if (err > 0)
 		err = 0;
 out:
-	cp_profile_clear_samples(o->dict.p);
+	cp_profile_clear_samples(o->dict->p);
 	for (i = 0; profs && i < na; i++)
 		cp_profile_free(profs[i]);
 	free(profs);
@@ -230,6 +241,7 @@ out:
 	free(kv);
 	free(types);
 	free(ids);
+	free(ends);
 	free(all);
 	return cp_dict_error(err, "converting the store");
 }
@@ -245,7 +257,18 @@ static int convert_day(struct old_store *o, struct cp_store *dst, const char *na
 
 	if ((err = cp_parts_open(&o->parts, name, &day)))
 		return err == -ENOENT ? 0 : err; /* a day listed whose file is gone: nothing to convert */
-	if ((err = cp_db_prepare(day->db, "SELECT rawlen, series, data, t_min FROM blocks ORDER BY id", &st)))
+	if (!o->legacy) { /* schema 3: the day's own dictionary and series */
+		cp_store_series_free(o->ser, o->nser);
+		o->ser = NULL;
+		o->nser = 0;
+		if ((err = cp_dict_load(&day->dict)) || (err = cp_series_list(day->db, NULL, 0, &o->ser, &o->nser)))
+			return err;
+		cp_qsort(o->ser, o->nser, sizeof(*o->ser), ser_by_id);
+		o->dict = &day->dict;
+	}
+	if ((err = cp_db_prepare(day->db, o->legacy ? "SELECT rawlen, series, data, t_min, t_max, NULL FROM blocks ORDER BY id" :
+						      "SELECT rawlen, series, data, t_min, t_max, ends FROM blocks ORDER BY id",
+				 &st)))
 		return err;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		if ((err = convert_block(o, dst, st, &rd, &x)))
@@ -287,9 +310,11 @@ static int convert(const char *dir)
 	remove_files(dir, "store.db.new");
 	o.parts.dir = dir;
 	o.parts.legacy = true;
-	o.dict.db = o.db;
-	o.dict.legacy = true;
-	if ((err = cp_dict_reset(&o.dict)) || (err = cp_dict_load(&o.dict)) ||
+	o.legacy = true;
+	o.gdict.db = o.db;
+	o.gdict.legacy = true;
+	o.dict = &o.gdict;
+	if ((err = cp_dict_reset(&o.gdict)) || (err = cp_dict_load(&o.gdict)) ||
 	    (err = cp_series_list(o.db, NULL, 0, &o.ser, &o.nser)))
 		goto out;
 	cp_qsort(o.ser, o.nser, sizeof(*o.ser), ser_by_id);
@@ -327,7 +352,7 @@ out:
 	sqlite3_finalize(st);
 	cp_local_close(dst);
 	cp_parts_close(&o.parts);
-	cp_dict_release(&o.dict);
+	cp_dict_release(&o.gdict);
 	cp_store_series_free(o.ser, o.nser);
 	if (o.db)
 		sqlite3_exec(o.db, "ROLLBACK", NULL, NULL, NULL);
@@ -363,4 +388,60 @@ int cp_local_migrate(const char *dir, bool write)
 		return cp_error(EPROTO, "%s holds a store of an earlier cprof (schema 2), which is converted the first time"
 				       " a cprof that may write it opens it: run cprof import --data %s as its owner", dir, dir);
 	return convert(dir);
+}
+
+int cp_store_copy(const char *src, struct cp_store *dst, int64_t shift)
+{
+	struct old_store o = { .dir = src, .shift = shift };
+	struct cp_local *in = NULL;
+	sqlite3_stmt *st = NULL;
+	char path[PATH_MAX];
+	int err, rc;
+
+	snprintf(path, sizeof(path), "%s/store.db", src);
+	if (access(path, F_OK) < 0) {
+		/* a schema 2 store, read as it is (it is not converted: it may be another's) */
+		snprintf(path, sizeof(path), "%s/index.db", src);
+		if (access(path, F_OK) < 0)
+			return cp_error(ENOENT, "no store at %s", src);
+		o.legacy = true;
+		o.parts.legacy = true;
+		if ((err = cp_db_open(path, false, "", &o.db)))
+			goto out;
+		o.gdict.db = o.db;
+		o.gdict.legacy = true;
+		o.dict = &o.gdict;
+		if ((err = cp_dict_reset(&o.gdict)) || (err = cp_dict_load(&o.gdict)) ||
+		    (err = cp_series_list(o.db, NULL, 0, &o.ser, &o.nser)))
+			goto out;
+		cp_qsort(o.ser, o.nser, sizeof(*o.ser), ser_by_id);
+	} else {
+		if (!(in = cp_local_open(src, CP_STORE_READ, "store.db"))) {
+			err = -errno;
+			goto out;
+		}
+		o.db = in->db;
+	}
+	o.parts.dir = src;
+	if ((err = cp_db_prepare(o.db, "SELECT name FROM partitions ORDER BY name", &st)))
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 0));
+		if ((err = convert_day(&o, dst, name)))
+			break;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cp_db_error(o.db, "reading the store");
+out:
+	sqlite3_finalize(st);
+	cp_parts_close(&o.parts);
+	cp_dict_release(&o.gdict);
+	cp_store_series_free(o.ser, o.nser);
+	if (in)
+		cp_local_close(in);
+	else
+		sqlite3_close(o.db);
+	return err ? cp_error_ctx(err, "copying the store at %s", src) : 0;
 }

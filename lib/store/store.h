@@ -62,6 +62,12 @@ struct cp_store_append {
 #define CP_STORE_TIME_MIN 0
 #define CP_STORE_TIME_MAX (INT64_MAX - 1)
 
+/* Every sample of the local store at src (this cprof's, or one of schema 2, read as it is) appended
+ * to dst, as they were (series, labels, times, stacks; a schema 2 store's pid moved to its samples,
+ * as a conversion does), each time moved by shift (ns; 0: none): the samples of a series at a time,
+ * one profile, a block of src at a time, one batch.  0 or -errno with the message recorded. */
+int cp_store_copy(const char *src, struct cp_store *dst, int64_t shift);
+
 /* Appends profiles as one batch: each sample type of each profile is its own
  * series.  All or nothing: the dictionary and series go in one transaction,
  * the samples in one block per UTC day, each in a transaction left open until

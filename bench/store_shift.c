@@ -81,8 +81,21 @@ int main(int argc, char **argv)
 			fprintf(stderr, "store_shift: %s\n", cp_errmsg(-err));
 			return 1;
 		}
+		/* the size at rest: closed, its logs in the files */
+		cp_store_close(out);
+		if (!(out = cp_store_open(dst, CP_STORE_WRITE))) {
+			fprintf(stderr, "store_shift: %s\n", cp_errmsg(errno));
+			return 1;
+		}
 		cp_store_size(out, &bytes);
 		printf("day %d: %" PRIu64 " bytes\n", d + 1, bytes);
+		if (getenv("STORE_SHIFT_FILES")) {
+			char cmd[4200];
+
+			snprintf(cmd, sizeof(cmd), "ls -l '%s' '%s/days' | awk 'NF > 5 { print \"  \" $5, $NF }'", dst, dst);
+			if (system(cmd)) {
+			}
+		}
 		fflush(stdout);
 	}
 	if (!cp_store_stats(out, &st))

@@ -79,8 +79,12 @@ struct cp_local *cp_local_open(const char *dir, enum cp_store_mode mode, const c
 			goto out;
 		snprintf(path, sizeof(path), "%s/%s", dir, index);
 	}
-	if ((err = cp_db_open(path, mode == CP_STORE_WRITE, "", &s->db)))
+	/* the index is a few rows, written at every append: small pages, and a log checkpointed often
+	 * (the page size takes effect only while the file is new) */
+	if ((err = cp_db_open(path, mode == CP_STORE_WRITE, "PRAGMA page_size=1024;", &s->db)))
 		goto out;
+	if (mode == CP_STORE_WRITE)
+		sqlite3_wal_autocheckpoint(s->db, 64);
 	/* the schema and its version in one transaction: a store is made whole or not at all (a full disk) */
 	if (mode == CP_STORE_WRITE &&
 	    ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE;", path)) || (err = cp_db_exec(s->db, index_schema, path)) ||

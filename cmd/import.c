@@ -13,7 +13,7 @@
 #include "../lib/store/remote.h"
 #include "cmd.h"
 
-enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION, OPT_MAX_STORE, OPT_DOWNSAMPLE };
+enum { OPT_LABEL = 300, OPT_TIME, OPT_NAME, OPT_RETENTION, OPT_MAX_STORE, OPT_DOWNSAMPLE, OPT_FROM_STORE };
 
 static const struct option options[] = {
 	{ "data", required_argument, NULL, OPT_DATA },
@@ -23,6 +23,7 @@ static const struct option options[] = {
 	{ "retention", required_argument, NULL, OPT_RETENTION },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "downsample", required_argument, NULL, OPT_DOWNSAMPLE },
+	{ "from-store", required_argument, NULL, OPT_FROM_STORE },
 	REMOTE_OPTIONS,
 	PUSH_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
@@ -34,6 +35,7 @@ static int run_import(int argc, char **argv);
 const struct cmd cmd_import = {
 	"import", "load pprof and folded profiles into the store", run_import, options, "l:h",
 	"usage: cprof import [OPTIONS] FILE...\n"
+	"       cprof import [OPTIONS] --from-store DIR\n"
 	"       cprof import [--data DIR] --downsample POLICY\n"
 	"\n"
 	"Store profiles (pprof, gzip or raw, and folded stacks) so that query,\n"
@@ -52,6 +54,9 @@ const struct cmd cmd_import = {
 	"                        under SIZE (e.g. 10G)\n"
 	"      --downsample POLICY  then merge older days into coarser steps, e.g.\n"
 	"                        raw=2d,1m=14d,10m (off: none); without FILE, only that\n"
+	"      --from-store DIR  every sample of the store in DIR (this cprof's, or an\n"
+	"                        earlier one's, which is read as it is), with its series\n"
+	"                        and times, instead of files\n"
 	REMOTE_USAGE
 	PUSH_USAGE
 	"  -h, --help            show this help\n",
@@ -59,7 +64,8 @@ const struct cmd cmd_import = {
 
 static int run_import(int argc, char **argv)
 {
-	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL, *remote = NULL, *token_file = NULL;
+	const char *data = NULL, *when = NULL, *name = NULL, *retention = NULL, *remote = NULL, *token_file = NULL,
+		   *from = NULL;
 	struct cp_labels labels = { 0 }, cfg_labels = { 0 }; /* -l: the options', the file's */
 	struct cp_store_append *batch = NULL;
 	struct cp_store *store = NULL;
@@ -100,6 +106,7 @@ static int run_import(int argc, char **argv)
 			downsample = optarg;
 			cfg_downsample = from_config();
 			break;
+		case OPT_FROM_STORE: from = optarg; break;
 		case OPT_REMOTE: remote = optarg; break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case 'h': status = show_usage(&cmd_import); goto out;
@@ -132,7 +139,11 @@ static int run_import(int argc, char **argv)
 	}
 	/* --downsample alone (not the configuration file's: that applies to
 	 * imports) is store upkeep */
-	if (optind >= argc && (!downsample || cfg_downsample)) {
+	if (from && (optind < argc || when || name || labels.n)) {
+		status = usage_error("import", "--from-store copies a store as it is: no FILE, --time, --name or -l with it");
+		goto out;
+	}
+	if (optind >= argc && !from && (!downsample || cfg_downsample)) {
 		status = usage_error("import", "no input: give the profile files to import");
 		goto out;
 	}
@@ -189,7 +200,18 @@ static int run_import(int argc, char **argv)
 		status = EXIT_FAIL;
 		goto out;
 	}
-	if (!nfiles) { /* --downsample alone: store upkeep */
+	if (from) {
+		char a[4096], b[4096];
+
+		if (!remote && realpath(from, a) && realpath(dir, b) && !strcmp(a, b)) {
+			status = usage_error("import", "--from-store %s is the store it would copy into", from);
+			goto out;
+		}
+		if ((err = cp_store_copy(from, store, 0))) {
+			status = fail("import", "%s", cp_errmsg(err));
+			goto out;
+		}
+	} else if (!nfiles) { /* --downsample alone: store upkeep */
 		if ((err = cp_store_compact(store, &policy, cp_now_ns(), 0, &cst)) < 0) {
 			status = fail("import", "%s", cp_errmsg(err));
 			goto out;
@@ -200,7 +222,7 @@ static int run_import(int argc, char **argv)
 		status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
 		goto out;
 	}
-	if ((err = cp_store_append(store, batch, nfiles)) < 0) {
+	if (!from && (err = cp_store_append(store, batch, nfiles)) < 0) {
 		/* a server takes the files one by one: the message says how many went */
 		status = fail("import", "%s%s", cp_errmsg(err), remote ? "" : " (nothing was imported)");
 		goto out;
@@ -221,7 +243,10 @@ static int run_import(int argc, char **argv)
 		status = fail("import", "imported, but downsampling failed: %s", cp_errmsg(err));
 		goto out;
 	}
-	printf("imported %zu profile%s into %s\n", nfiles, nfiles == 1 ? "" : "s", data);
+	if (from)
+		printf("copied the store at %s into %s\n", from, data);
+	else
+		printf("imported %zu profile%s into %s\n", nfiles, nfiles == 1 ? "" : "s", data);
 	status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
 out:
 	for (i = 0; batch && i < nfiles; i++)

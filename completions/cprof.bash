@@ -148,7 +148,7 @@ _cprof_takes_arg()
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --debuginfod | --remote | --spool | --spool-size | \
 		--remote-api | --service-label | --tenant | --basic-auth-user | \
-		--max-store-size | --max-memory | --log-level | --downsample | \
+		--max-store-size | --max-memory | --log-level | --downsample | --from-store | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | --max-decompressed | \
 		-c | --profile | --seconds | --timeout | \
 		--delay | --window | --iterations | --view | -s | --sort | \
@@ -232,7 +232,7 @@ _cprof()
 		-c | --config | --token-file | --tls-cert | --tls-key) _cprof_files ;; # record, serve, scrape, --remote
 		--log-level) _cprof_reply "$_cprof_log_levels" ;; # record, serve, scrape
 		--remote-api) _cprof_reply $'cprof\npyroscope' ;;   # record, scrape, import
-		--data | --cgroup | --debuginfo-path | --spool) _cprof_dirs ;;
+		--data | --cgroup | --debuginfo-path | --spool | --from-store) _cprof_dirs ;;
 		-f | --format) _cprof_reply "$(_cprof_formats "$cmd")" ;;
 		--profile) _cprof_reply "$_cprof_scrape_profiles" ;;
 		--view) _cprof_reply "$_cprof_top_views" ;;   # top

@@ -42,6 +42,27 @@ for p in $pids; do
 		"a selector on pid $p selects its samples ($want)"
 done
 
+# import --from-store: a copy of a store, the old kind read as it is (and left so), or this kind
+S4=$T/s4
+cp -R "$F" "$S4"
+run "$CPROF" import --data "$T/copy" --from-store "$S4"
+is "$rc" 0 "import --from-store of the old store: exit 0"
+ok "the old store is left as it was (another's, say)" test -f "$S4/index.db" -a ! -e "$S4/store.db"
+# shellcheck disable=SC2086
+is "$("$CPROF" query --data "$T/copy" $R2 offcpu --group-by state -f folded | sort)" \
+	"$(cat "$F/offcpu-by-state.folded")" "and the copy gives that cprof's answers"
+run "$CPROF" import --data "$T/copy2" --from-store "$T/copy"
+is "$rc" 0 "import --from-store of this cprof's store: exit 0"
+# shellcheck disable=SC2086
+is "$("$CPROF" query --data "$T/copy2" $R2 'cpu:samples{comm="work"}' --group-by pid -f folded | sort)" \
+	"$(cat "$F/cpu-by-pid.folded")" "the same again"
+run "$CPROF" import --data "$T/copy2" --from-store "$T/copy2"
+is "$rc" 2 "--from-store of the store itself: a usage error"
+run "$CPROF" import --data "$T/copy3" --from-store "$T/nowhere"
+is "$rc/$(printf '%s\n' "$err" | wc -l | tr -d ' ')" "1/1" "--from-store of no store: exit 1, one line"
+run "$CPROF" import --data "$T/copy3" --from-store "$S4" -l a=b
+is "$rc" 2 "--from-store with -l: a usage error"
+
 # a conversion cut short (leftovers of a new store beside the old one): done again, whole
 S2=$T/s2
 cp -R "$F" "$S2"

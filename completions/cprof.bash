@@ -148,11 +148,12 @@ _cprof_takes_arg()
 		-p | --pid | --cgroup | -F | --freq | -d | --duration | --flush-interval | \
 		--debuginfo-path | --debuginfod | --remote | --spool | --spool-size | \
 		--remote-api | --service-label | --tenant | --basic-auth-user | \
-		--max-store-size | --max-memory | --log-level | --downsample | --from-store | \
+		--max-store-size | --max-memory | --log-level | --downsample | \
 		--listen | --config | --token-file | --tls-cert | --tls-key | --max-body | --header-timeout | --max-decompressed | \
 		-c | --profile | --seconds | --timeout | \
 		--delay | --window | --iterations | --view | -s | --sort | \
 		--filter | --function | --type) return 0 ;;
+	--from-store) [[ $cmd == import ]] && return 0 ;; # top's is a flag (cmd: the caller's)
 	esac
 	return 1
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The local store's dictionary: what profiles share (strings, functions,
- * mappings as rows of index.db; locations, stacks and label sets as zlib
- * chunks, one per kind and batch; docs/STORE.md), kept in memory as a struct
+/* A day's dictionary: what that day's profiles share (strings, functions,
+ * mappings, locations, stacks and label sets as zlib chunks of the day's
+ * file, one per kind and batch; docs/STORE.md), kept in memory as a struct
  * cp_profile whose ids are the rows' ids, the same in every process.
  *
  * cp_dict_load takes in the rows other writers added since the last load (in
@@ -20,7 +20,7 @@
  * working set writes again.  Readers need all of p: cp_dict_load after a
  * forget loads the dictionary whole; cp_dict_catch_up, a writer's, does not.
  *
- * Ownership: the dict owns p; db is borrowed (index.db, the owner's).
+ * Ownership: the dict owns p; db is borrowed (the day's file, its cp_part's).
  * Errors: 0 or -errno with the message recorded: EBADMSG for a dictionary
  * that does not fit together (the message names the table and row, and says
  * to restore or move the store), ENOMEM, SQLite's (db.h).  After a failed
@@ -36,7 +36,7 @@
 #include "../profile.h"
 
 struct cp_dict {
-	sqlite3 *db;                                 /* index.db, borrowed */
+	sqlite3 *db;                                 /* the day's, borrowed */
 	struct cp_profile *p;                        /* the dictionary as persisted */
 	uint32_t nstr, nfn, nmap, nloc, nstack, nls; /* the last row of each kind p has (or stands past) */
 	uint32_t bstr, bfn, bmap, bloc, bstack, bls; /* p's id k > 0 is row base + k (0 until a forget) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The local backend: opening and closing the store, appending, and the
  * table of operations that ties the modules of the local store together
- * (local.h).  The SQLite schema of index.db is here; a partition's is in
+ * (local.h).  The SQLite schema of store.db is here; a day's is in
  * parts.c; docs/STORE.md describes both. */
 #include "handle.h"
 

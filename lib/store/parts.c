@@ -172,7 +172,7 @@ uint64_t cp_parts_bytes(const struct cp_parts *s, const char *name)
 }
 
 /* Deletes the partitions names[0..n): their rows, in the transaction on
- * index.db that the caller began (BEGIN IMMEDIATE, rolled back by the caller
+ * store.db that the caller began (BEGIN IMMEDIATE, rolled back by the caller
  * on error), committed here, then their files.  Rows first: a crash in between
  * leaves files that no row lists (readers never see them; cp_store_limit
  * removes them), never a listed partition whose file is gone half-way. */

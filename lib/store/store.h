@@ -6,12 +6,15 @@
  * (lib/store/remote.h, opened by cp_store_open_remote); every call below
  * works on either unless it says otherwise.
  *
- * DIR/index.db (SQLite, WAL): the dictionary (strings, functions, mappings,
- * locations, stacks, label sets: each stored once, for all time and series),
- * the series, and the list of partitions.  DIR/parts/YYYYMMDD.db: one SQLite
- * file per UTC day holding compressed sample blocks; retention deletes whole
- * files, a size limit whole files then the oldest blocks of the oldest left.
- * A sample is (series, timestamp, stack, label set, value). */
+ * DIR/store.db (SQLite, WAL): the store's schema version and the list of
+ * days.  DIR/days/YYYYMMDD.db: one SQLite file per UTC day holding everything
+ * that day's samples use: its dictionary (strings, functions, mappings,
+ * locations, stacks, label sets), its series (type and program labels) and
+ * its compressed sample blocks and hour/day summaries.  Retention and the
+ * size limit delete whole files, so a deleted day takes its dictionary and
+ * series with it; the size limit then trims the oldest blocks of the oldest
+ * day left.  A sample is (series, timestamp, stack, label set, value); a
+ * recorded series is a program, its processes' pid a sample label. */
 #ifndef CP_STORE_H
 #define CP_STORE_H
 
@@ -96,13 +99,13 @@ int cp_store_retain(struct cp_store *s, int64_t keep_ns);
  * appends go) never does: it loses its oldest blocks at most.  The size is
  * cp_store_size()'s; "freed" is how much it went down.  What
  * costs no data goes first: partition files that no row lists (a crash
- * between a deletion's commit and its unlink), the WAL of index.db, the free
- * pages and WAL of the day being trimmed.  The dictionary and series in
- * index.db are shared by all time and never shrink: when index.db alone is
- * over max_bytes, every day but the newest is deleted and the newest loses
- * all its blocks (its empty file stays), and the store is still over the
- * bound: the caller compares cp_store_size() with max_bytes afterwards to
- * warn about it.  A reader (another process) on an old snapshot can keep a
+ * between a deletion's commit and its unlink), the WAL of store.db, the free
+ * pages and WAL of the day being trimmed.  store.db holds no samples and
+ * stays a few pages; a day's dictionary and series go with its file.  When
+ * the newest day alone is over max_bytes, it loses all its blocks (its file
+ * with its dictionary stays) and the store is still over the bound: the
+ * caller compares cp_store_size() with max_bytes afterwards to warn about it.
+ * A reader (another process) on an old snapshot can keep a
  * WAL from being truncated for a while: the call then stops short of the
  * bound rather than delete more data for it, and a later call goes on.
  * -EPERM on a store opened read-only, -EOPNOTSUPP on a remote one (the
@@ -154,8 +157,8 @@ struct cp_compact_stats {
 int cp_store_compact(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
 		     struct cp_compact_stats *st);
 
-/* The store's size on disk in bytes (every file: index.db, partitions, WAL):
- * the sizes of DIR/index.db and DIR/parts/YYYYMMDD.db with their -wal and -shm
+/* The store's size on disk in bytes (every file: store.db, the days, WAL):
+ * the sizes of DIR/store.db and DIR/days/YYYYMMDD.db with their -wal and -shm
  * files.  For a remote store, the server's figure. */
 int cp_store_size(struct cp_store *s, uint64_t *bytes);
 

@@ -42,7 +42,7 @@ static void history_clear(struct cp_view *v)
 		free(v->comms[i].comm);
 	free(v->comms);
 	v->comms = NULL;
-	v->ncomms = 0;
+	v->ncomms = v->ncomms_series = v->comms_cap = 0;
 	cp_selector_free(v->selector);
 	v->selector = NULL;
 }
@@ -125,12 +125,28 @@ static bool matches(struct cp_view *v, const char *s)
 
 /* ---- aggregation and rows ---- */
 
+/* pid's name in comms[0..n), sorted by pid, or NULL */
+static const char *comm_in(const struct cp_view_comm *comms, size_t n, uint32_t pid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (comms[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && comms[lo].pid == pid ? comms[lo].comm : NULL;
+}
+
+/* pid's name: its series' comm, else the window's (history_load) */
 static const char *comm_of(const struct cp_view *v, uint32_t pid)
 {
-	for (size_t i = 0; i < v->ncomms; i++)
-		if (v->comms[i].pid == pid)
-			return v->comms[i].comm;
-	return NULL;
+	const char *c = v->comms ? comm_in(v->comms, v->ncomms_series, pid) : NULL;
+
+	return c || !v->comms ? c : comm_in(v->comms + v->ncomms_series, v->ncomms - v->ncomms_series, pid);
 }
 
 static int aggregate(struct cp_view *v)
@@ -148,13 +164,16 @@ static int aggregate(struct cp_view *v)
 	if (v->history) {
 		for (size_t i = 0; !err && i < v->nres; i++) {
 			const struct cp_profile *p = v->res[i].profile;
+			const char *group = v->res[i].group;
 			char *end;
-			unsigned long pid = strtoul(v->res[i].group, &end, 10);
+			unsigned long pid = v->by_pid ? strtoul(group, &end, 10) : 0;
 
-			if (*end || pid > UINT32_MAX)
+			if (v->by_pid && (*end || pid > UINT32_MAX))
 				pid = 0;
+			/* by comm: the samples' pid labels tell the processes apart */
 			if (p && p->ntypes)
-				err = cp_aggregate_add(a, p, 0, (uint32_t)pid, comm_of(v, (uint32_t)pid));
+				err = cp_aggregate_add(a, p, 0, (uint32_t)pid,
+						       v->by_pid ? comm_of(v, (uint32_t)pid) : *group ? group : NULL);
 		}
 	} else {
 		for (size_t i = 0; !err && i < v->nring; i++) {
@@ -583,24 +602,122 @@ int cp_view_live_clear(struct cp_view *v)
 
 /* ---- history ---- */
 
-/* The window's profiles, one per pid. */
+static int comm_cmp(const void *a, const void *b)
+{
+	const struct cp_view_comm *x = a, *y = b;
+
+	return x->pid != y->pid ? (x->pid < y->pid ? -1 : 1) : strcmp(x->comm, y->comm);
+}
+
+/* Adds pid's name to v->comms (then sorted by comms_sort). */
+static int comm_add(struct cp_view *v, const char *pid, const char *comm)
+{
+	char *end;
+	unsigned long n = strtoul(pid, &end, 10);
+
+	if (!*pid || *end || n > UINT32_MAX || !*comm)
+		return 0;
+	if (cp_grow((void **)&v->comms, &v->comms_cap, v->ncomms + 1, sizeof(*v->comms)) ||
+	    !(v->comms[v->ncomms].comm = strdup(comm)))
+		return nomem();
+	v->comms[v->ncomms++].pid = (uint32_t)n;
+	return 0;
+}
+
+/* Sorts v->comms[from..] by pid, one name each (the least, when they differ). */
+static void comms_sort(struct cp_view *v, size_t from)
+{
+	struct cp_view_comm *c;
+	size_t n = v->ncomms - from, k = 0;
+
+	if (!n)
+		return;
+	c = v->comms + from;
+	cp_qsort(c, n, sizeof(*c), comm_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (k && c[k - 1].pid == c[i].pid)
+			free(c[i].comm);
+		else
+			c[k++] = c[i];
+	}
+	v->ncomms = from + k;
+}
+
+/* the pid label of label set id of p, or NULL */
+static const char *labelset_pid(const struct cp_profile *p, uint32_t id)
+{
+	const struct cp_span *ls = &p->labelsets[id];
+
+	for (uint32_t j = 0; j < ls->len; j++) {
+		const struct cp_label *l = &p->labels[ls->off + j];
+
+		if (l->str && !strcmp(cp_profile_string(p, l->key), "pid"))
+			return cp_profile_string(p, l->str);
+	}
+	return NULL;
+}
+
+/* Names the processes of the window's groups by comm from their samples'
+ * pid labels (after the series' names).  1 when a sample has no pid (a
+ * series per process), 0 when all have one; or -ENOMEM. */
+static int window_comms(struct cp_view *v)
+{
+	int lacks = 0, err = 0;
+
+	for (size_t i = 0; !err && i < v->nres; i++) {
+		const struct cp_profile *p = v->res[i].profile;
+		const char *last = NULL;
+
+		/* (a selection's label sets are those of its samples) */
+		for (uint32_t k = 0; p && !err && k < p->nlabelsets; k++) {
+			const char *pid = labelset_pid(p, k);
+
+			if (pid && (!last || strcmp(pid, last)))
+				err = comm_add(v, pid, v->res[i].group);
+			last = pid ? pid : last;
+		}
+		for (uint32_t k = 0; p && !lacks && k < p->nsamples; k++)
+			lacks = !labelset_pid(p, p->samples[k].labels);
+	}
+	if (err)
+		return err;
+	comms_sort(v, v->ncomms_series);
+	return lacks;
+}
+
+/* The window's profiles: one per comm, each sample with its pid (series
+ * per program); where some series carry pid and a sample has none, one per
+ * pid, named by the series' comm or, for the processes of series per
+ * program, by the comm they had in the first selection. */
 static int history_load(struct cp_view *v)
 {
-	struct cp_store_query q = { v->selector, v->from + (int64_t)v->win * v->window, 0, "pid", NULL };
+	struct cp_store_query q = { v->selector, v->from + (int64_t)v->win * v->window, 0, "comm", NULL };
 	int err;
 
 	q.to = q.from + v->window;
 	cp_store_results_free(v->res, v->nres);
 	v->res = NULL;
 	v->nres = 0;
+	for (size_t i = v->ncomms_series; i < v->ncomms; i++)
+		free(v->comms[i].comm);
+	v->ncomms = v->ncomms_series;
+	v->by_pid = false;
 	err = cp_store_select(v->store, &q, &v->res, &v->nres);
+	if (!err && v->pid_series && (err = window_comms(v)) > 0) {
+		cp_store_results_free(v->res, v->nres);
+		v->res = NULL;
+		v->nres = 0;
+		q.group_by = "pid";
+		v->by_pid = true;
+		err = cp_store_select(v->store, &q, &v->res, &v->nres);
+	}
 	if (!err && v->nres && v->res[0].profile && v->res[0].profile->ntypes)
 		snprintf(v->unit, sizeof(v->unit), "%s",
 			 cp_profile_string(v->res[0].profile, v->res[0].profile->sample_types[0].unit));
 	return err;
 }
 
-/* The processes' names, from the series' labels. */
+/* Whether some series carry pid, and their processes' names (their comm). */
 static int history_comms(struct cp_view *v)
 {
 	struct cp_store_series *ser = NULL;
@@ -609,8 +726,7 @@ static int history_comms(struct cp_view *v)
 
 	if ((err = cp_store_series(v->store, v->selector, &ser, &nser)))
 		return err;
-	if (!(v->comms = calloc(nser + 1, sizeof(*v->comms))))
-		err = nomem();
+	v->pid_series = false;
 	for (size_t i = 0; !err && i < nser; i++) {
 		const char *pid = NULL, *comm = NULL;
 
@@ -620,15 +736,14 @@ static int history_comms(struct cp_view *v)
 			else if (!strcmp(ser[i].names[j], "comm"))
 				comm = ser[i].values[j];
 		}
-		if (pid && comm && !comm_of(v, (uint32_t)strtoul(pid, NULL, 10))) {
-			v->comms[v->ncomms].pid = (uint32_t)strtoul(pid, NULL, 10);
-			if (!(v->comms[v->ncomms].comm = strdup(comm)))
-				err = nomem();
-			else
-				v->ncomms++;
-		}
+		v->pid_series |= pid != NULL;
+		if (pid && comm)
+			err = comm_add(v, pid, comm);
 	}
 	cp_store_series_free(ser, nser);
+	if (!err)
+		comms_sort(v, 0);
+	v->ncomms_series = v->ncomms;
 	return err;
 }
 

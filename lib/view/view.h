@@ -74,10 +74,15 @@ struct cp_view {
 	int64_t from, window;                   /* the first window's start; their length (ns) */
 	size_t nwin, win;                       /* how many windows; the one shown */
 	int64_t *totals;                        /* the total of each window */
-	struct cp_store_result *res;            /* the window's profiles, one per pid */
+	struct cp_store_result *res;            /* the window's profiles, one per group */
 	size_t nres;
-	struct cp_view_comm { uint32_t pid; char *comm; } *comms; /* from the series' labels */
-	size_t ncomms;
+	/* the window's groups: by comm, their processes told apart by their samples' pid (a series per
+	 * program, as cprof record makes them); by pid when a sample has none (series that carry pid: a
+	 * series per process, as record made them before, or imported with -l pid=), named by comms */
+	bool by_pid;
+	bool pid_series;                        /* some series carry pid */
+	struct cp_view_comm { uint32_t pid; char *comm; } *comms; /* the series' labels', then the window's */
+	size_t ncomms, ncomms_series, comms_cap;
 	char unit[64];                          /* the sample unit of the stored type, or of value */
 	char value[16];                         /* live: the sample type shown ("": the first, samples) */
 	/* private */

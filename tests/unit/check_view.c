@@ -38,7 +38,9 @@ static void label(struct cp_profile *p, struct cp_label *l, const char *k, const
 }
 
 /* A sample of value on the stack "root;...;leaf" in /usr/bin/app, with
- * pid/comm/thread labels when pid is not NULL. */
+ * pid/comm/thread labels when pid is not NULL (comm NULL: pid and the
+ * thread's, as cprof record's series per program have them, the thread
+ * named "t" and its id). */
 static void add(struct cp_profile *p, const char *stack, const char *pid, const char *comm, const char *tid,
 		int64_t value)
 {
@@ -65,10 +67,14 @@ static void add(struct cp_profile *p, const char *stack, const char *pid, const 
 		n++;
 	}
 	if (pid) {
+		char tname[32];
+
+		snprintf(tname, sizeof(tname), "t%s", tid);
 		label(p, &l[nl++], "pid", pid);
-		label(p, &l[nl++], "comm", comm);
+		if (comm)
+			label(p, &l[nl++], "comm", comm);
 		label(p, &l[nl++], "thread_id", tid);
-		label(p, &l[nl++], "thread_name", comm);
+		label(p, &l[nl++], "thread_name", comm ? comm : tname);
 	}
 	st = cp_profile_stack(p, locs, n);
 	ls = cp_profile_labelset(p, l, nl);
@@ -594,6 +600,101 @@ START_TEST(test_view_history_pids)
 }
 END_TEST
 
+/* cprof record's layout: a series per program (comm), its processes in the samples' pid.  At t0+5s
+ * program a has pid 101 (3, thread 101) and pid 104 (2 + 1, threads 104 and 105), program b pid 102
+ * (6); at t0+25s a's pid 101 again (5) and, with old, a per-process series of before beside it (pid
+ * 103, comm c, 4: no pid in its samples). */
+static struct cp_store *program_store(bool old_too)
+{
+	struct cp_store *s;
+	struct { const char *comm, *pid, *tid, *fn; int64_t at, n; } samples[] = {
+		{ "a", "101", "101", "fa", 5, 3 }, { "a", "104", "104", "fa", 5, 2 }, { "a", "104", "105", "ga", 5, 1 },
+		{ "b", "102", "102", "fb", 5, 6 }, { "a", "101", "101", "fa", 25, 5 },
+	};
+	struct cp_kv old[] = { { "comm", "c" }, { "pid", "103" } };
+	struct cp_profile *p;
+	struct cp_store_append a;
+
+	snprintf(dir, sizeof(dir), "/tmp/check_view.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(s = cp_store_open(dir, CP_STORE_WRITE));
+	t0 = (cp_now_ns() / (10 * NS) - 100) * 10 * NS;
+	for (size_t i = 0; i < sizeof(samples) / sizeof(*samples); i++) {
+		struct cp_kv kv[] = { { "comm", samples[i].comm } };
+		char stack[64];
+
+		snprintf(stack, sizeof(stack), "main;%s", samples[i].fn);
+		p = prof();
+		add(p, stack, samples[i].pid, NULL, samples[i].tid, samples[i].n);
+		a = (struct cp_store_append){ .profile = p, .name = "cpu", .labels = kv, .nlabels = 1,
+					      .time_ns = t0 + samples[i].at * NS };
+		ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
+		cp_profile_free(p);
+	}
+	if (!old_too)
+		return s;
+	p = one("fc", 4);
+	a = (struct cp_store_append){ .profile = p, .name = "cpu", .labels = old, .nlabels = 2, .time_ns = t0 + 25 * NS };
+	ck_assert_int_eq(cp_store_append(s, &a, 1), 0);
+	cp_profile_free(p);
+	return s;
+}
+
+/* the pid of row i of the processes view */
+static uint32_t row_pid(const struct cp_view *v, size_t i)
+{
+	ck_assert_uint_lt(i, v->nrows);
+	return v->agg->procs[v->rows[i].idx].pid;
+}
+
+START_TEST(test_view_history_programs)
+{
+	struct cp_store *s = program_store(true);
+	struct cp_view *v = cp_view_new();
+	const uint32_t pids[] = { 104 };
+
+	/* window 0: the processes of programs a and b, each with its pid and its program's name */
+	ck_assert_int_eq(cp_view_history_open(v, s, NULL, NULL, 0, t0, t0 + 35 * NS, 10 * NS), 0);
+	ck_assert_int_eq(cp_view_history_step(v, -1), 0);
+	ck_assert_int_eq(cp_view_history_step(v, -1), 0);
+	ck_assert_uint_eq(v->win, 0);
+	ck_assert_int_eq(cp_view_set_kind(v, CP_VIEW_PROCESSES), 0);
+	ck_assert_str_eq(names(v), "b a a");
+	ck_assert_uint_eq(row_pid(v, 0), 102);
+	ck_assert_uint_eq(row_pid(v, 1), 101);
+	ck_assert_uint_eq(row_pid(v, 2), 104);
+	ck_assert_uint_eq(v->agg->procs[v->rows[2].idx].nthreads, 2);
+	ck_assert_uint_eq(v->agg->nprocs, 3);
+	ck_assert_int_eq(cp_view_set_kind(v, CP_VIEW_THREADS), 0);
+	ck_assert_str_eq(names(v), "t102 t101 t104 t105");
+	/* window 2: a series per process (pid 103) beside program a's pid 101: grouped by pid, each named */
+	ck_assert_int_eq(cp_view_history_step(v, 1), 0);
+	ck_assert_int_eq(cp_view_history_step(v, 1), 0);
+	ck_assert_uint_eq(v->win, 2);
+	ck_assert_int_eq(cp_view_set_kind(v, CP_VIEW_PROCESSES), 0);
+	ck_assert_str_eq(names(v), "a c");
+	ck_assert_uint_eq(row_pid(v, 0), 101);
+	ck_assert_uint_eq(row_pid(v, 1), 103);
+	ck_assert_int_eq(v->agg->total, 9);
+	cp_view_free(v);
+	cp_store_close(s);
+	rm_rf(dir);
+	/* -p: the pid matcher applies to the samples of a series per program (where no series of the
+	 * range has pid: one that has makes pid a series label, "" for the others) */
+	s = program_store(false);
+	v = cp_view_new();
+	ck_assert_int_eq(cp_view_history_open(v, s, NULL, pids, 1, t0, t0 + 35 * NS, 10 * NS), 0);
+	ck_assert_uint_eq(v->win, 0);
+	ck_assert_int_eq(v->totals[0], 3);
+	ck_assert_int_eq(cp_view_set_kind(v, CP_VIEW_PROCESSES), 0);
+	ck_assert_str_eq(names(v), "a");
+	ck_assert_uint_eq(row_pid(v, 0), 104);
+	cp_view_free(v);
+	cp_store_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
@@ -614,6 +715,7 @@ static Suite *view_suite(void)
 	tcase_set_timeout(hist, 60);
 	tcase_add_test(hist, test_view_history);
 	tcase_add_test(hist, test_view_history_pids);
+	tcase_add_test(hist, test_view_history_programs);
 	suite_add_tcase(s, hist);
 	return s;
 }

@@ -71,10 +71,10 @@ const struct cmd cmd_record = {
 	"\n"
 	"Sample on-CPU stacks (kernel and user, unwound with DWARF CFI, so complete\n"
 	"also for code built without frame pointers) at F Hz on every CPU, and\n"
-	"write profiles of type cpu:samples:count:cpu:nanoseconds:delta to the\n"
-	"store (one series per process, labelled comm, pid, exe, node and, where\n"
-	"they apply, container, unit and pod), or to a file, or push them to a\n"
-	"cprof server (--remote).  Needs root, or CAP_BPF and CAP_PERFMON.\n"
+	"write profiles of type process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta\n"
+	"to the store (a series per program: comm, exe, node, container, unit, pod;\n"
+	"pid and thread_id label its samples), to a file, or to a cprof server\n"
+	"(--remote).  Needs root, or CAP_BPF and CAP_PERFMON.\n"
 	"\n"
 	"  -a, --all               the whole system (idle left out)\n"
 	"  -p, --pid PID[,PID]     these processes (all their threads)\n"
@@ -492,14 +492,14 @@ static int run_record(int argc, char **argv)
 	ro.max_memory = r.max_memory;
 	ro.debuginfod = debuginfod_servers("record", &r.dbgd);
 	ro.verb = "record";
-	ro.per_process = !r.output && !r.format;
+	ro.for_store = !r.output && !r.format;
 	ro.with_time = true;
 	if (!(r.rec = cp_recorder_start(&ro, r.cmd, &child))) { /* -- CMD: held until the store is ready */
 		status = fail("record", "%s", cp_errmsg(errno));
 		goto out;
 	}
 	/* the store after the sampler: a run that cannot sample creates nothing */
-	if (!r.remote && ro.per_process && !(r.store = store_open_write("record", r.data, NULL, NULL, NULL, NULL, 0, NULL))) {
+	if (!r.remote && ro.for_store && !(r.store = store_open_write("record", r.data, NULL, NULL, NULL, NULL, 0, NULL))) {
 		status = EXIT_FAIL;
 		goto out;
 	}

@@ -38,8 +38,8 @@ struct cp_recorder {
 	struct cp_python *py;       /* CPython frames (NULL: out of memory at start: none) */
 	struct cp_debuginfod *dbgd; /* NULL: no servers */
 	struct cp_sampler *sampler;
-	struct cp_profile *one; /* !per_process: everything in one profile */
-	/* per_process: every process's cpu samples of the interval, each
+	struct cp_profile *one; /* !for_store: everything in one profile */
+	/* for_store: every process's cpu samples of the interval, each
 	 * process's rows listed in its profs: the processes that come and go
 	 * share its functions and locations, named once (a profile each made
 	 * every short-lived program's frames named, and stored, again) */
@@ -69,7 +69,6 @@ struct profs {
 	uint32_t *rows;          /* its cpu samples: their indices in the recorder's shared profile */
 	size_t nrows, rcap;
 	struct cp_profile *off;  /* may be NULL */
-	struct cp_profile *wall; /* made from both for a flush (wall_profile) */
 	bool off_scaled;         /* off's values are its threads' exact totals (offtotals.h) */
 };
 
@@ -79,22 +78,27 @@ static void profile_free_user(void *p)
 
 	free(ps->rows);
 	cp_profile_free(ps->off);
-	cp_profile_free(ps->wall);
 	free(ps);
 }
 
+/* The cpu profile: for the store, the time each sample stands for (the
+ * period, as Pyroscope's process_cpu:cpu); the one profile has the count of
+ * samples first, as Go's CPU profiles do, then cpu time when asked. */
 static struct cp_profile *new_profile(struct cp_recorder *r, bool with_time)
 {
 	struct cp_profile *p = cp_profile_new();
+	bool err;
 
 	if (!p)
 		return NULL;
-	if (cp_profile_add_sample_type(p, "samples", "count") ||
-	    (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
-	    /* the one profile: off-CPU time, then wall-clock time (both), are its last values */
-	    (!r->o.per_process && r->o.offcpu &&
-	     (cp_profile_add_sample_type(p, "offcpu", "nanoseconds") || cp_profile_add_sample_type(p, "wall", "nanoseconds"))) ||
-	    cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
+	if (r->o.for_store)
+		err = cp_profile_add_sample_type(p, "cpu", "nanoseconds");
+	else /* the one profile: off-CPU time, then wall-clock time (both), are its last values */
+		err = cp_profile_add_sample_type(p, "samples", "count") ||
+		      (with_time && cp_profile_add_sample_type(p, "cpu", "nanoseconds")) ||
+		      (r->o.offcpu && (cp_profile_add_sample_type(p, "offcpu", "nanoseconds") ||
+				       cp_profile_add_sample_type(p, "wall", "nanoseconds")));
+	if (err || cp_profile_set_period_type(p, "cpu", "nanoseconds", r->period)) {
 		cp_profile_free(p);
 		return NULL;
 	}
@@ -208,7 +212,7 @@ static struct cp_profile *sample_profile(struct cp_recorder *r, struct cp_proc *
 {
 	struct cp_profile *prof;
 
-	if (!r->o.per_process) {
+	if (!r->o.for_store) {
 		if (!r->one && !(r->one = new_profile(r, r->o.with_time)))
 			return NULL;
 		prof = r->one;
@@ -240,10 +244,10 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 	int64_t loc;
 	/* the memo's locations are the profile's: a process's off-CPU profile is
 	 * another than its cpu one */
-	uint32_t mpid = off && r->o.per_process ? p->pid | 0x80000000u : p->pid;
+	uint32_t mpid = off && r->o.for_store ? p->pid | 0x80000000u : p->pid;
 	/* the kernel's locations: every process's in the cpu profile (shared,
 	 * or the one), a process's own in its off-CPU one (KPID: no pid) */
-	uint32_t kpid = off && r->o.per_process ? mpid : KPID;
+	uint32_t kpid = off && r->o.for_store ? mpid : KPID;
 
 	/* kernel frames first (leaf first), then user frames */
 	for (uint32_t i = 0; !r->o.no_kernel && i < nk; i++) {
@@ -315,14 +319,14 @@ static void add_located(struct cp_recorder *r, struct cp_proc *p, struct cp_prof
 	if (stack < 0)
 		goto fail;
 	snprintf(tid, sizeof(tid), "%u", tid_);
-	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm_))
+	snprintf(pid, sizeof(pid), "%u", p->pid);
+	if (str_label(prof, &labels[nl++], "thread_id", tid) || str_label(prof, &labels[nl++], "thread_name", comm_) ||
+	    str_label(prof, &labels[nl++], "pid", pid))
 		goto fail;
-	if (!r->o.per_process) {
-		snprintf(pid, sizeof(pid), "%u", p->pid);
-		if (str_label(prof, &labels[nl++], "pid", pid) || str_label(prof, &labels[nl++], "comm", p->comm))
-			goto fail;
-	}
-	if (off || (r->o.offcpu && !r->o.per_process)) { /* the one profile's wall: CPU, S, D or R */
+	/* the store's series name the program (cp_series_labels) */
+	if (!r->o.for_store && str_label(prof, &labels[nl++], "comm", p->comm))
+		goto fail;
+	if (off || (r->o.offcpu && !r->o.for_store)) { /* the one profile's wall: CPU, S, D or R */
 		char st[2] = { state, 0 };
 
 		if (str_label(prof, &labels[nl++], "state", off ? st : "CPU"))
@@ -331,8 +335,8 @@ static void add_located(struct cp_recorder *r, struct cp_proc *p, struct cp_prof
 	ls = cp_profile_labelset(prof, labels, nl);
 	if (ls < 0)
 		goto fail;
-	if (r->o.per_process) {
-		values[0] = off ? weight : 1;
+	if (r->o.for_store) {
+		values[0] = off ? weight : r->period;
 	} else { /* the one profile: samples, [cpu ns,] [offcpu ns, wall ns] */
 		size_t k = 0;
 
@@ -708,7 +712,7 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 		goto nomem;
 	cp_symbolizer_set_memo(r->sym, r->memo);
 	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
-	if (!o->per_process && !(r->one = new_profile(r, o->with_time)))
+	if (!o->for_store && !(r->one = new_profile(r, o->with_time)))
 		goto nomem;
 	for (size_t i = 0; i < o->npids; i++) {
 		struct cp_proc *p = cp_procs_get(r->procs, o->pids[i], true);
@@ -847,23 +851,17 @@ size_t cp_recorder_nprocs(const struct cp_recorder *r)
 
 /* ---- the series policy ---- */
 
-struct series_ctx {
-	struct cp_recorder *r;
-	struct cp_recorder_series *s;
-	const char *node;
-	const struct cp_kv *extra;
-	size_t nextra, cap;
-	int64_t start, duration;
-};
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cp_kv *)a)->name, ((const struct cp_kv *)b)->name);
+}
 
 size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct cp_kv *extra, size_t nextra,
-			char pid[16], struct cp_kv *kv)
+			struct cp_kv *kv)
 {
 	size_t k = 0;
 
-	snprintf(pid, 16, "%u", p->pid);
 	kv[k++] = (struct cp_kv){ "comm", p->comm[0] ? p->comm : "?" };
-	kv[k++] = (struct cp_kv){ "pid", pid };
 	kv[k++] = (struct cp_kv){ "node", node };
 	if (p->exe)
 		kv[k++] = (struct cp_kv){ "exe", p->exe };
@@ -882,47 +880,110 @@ size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct 
 		if (j == k)
 			k++;
 	}
+	cp_qsort(kv, k, sizeof(*kv), kv_cmp); /* one program, one order */
 	return k;
 }
 
-/* the append of prof's samples (or only sel[0..nsel), the process's rows
- * in the shared profile) as process p's series name */
-static void series_one(const struct cp_proc *p, struct cp_profile *prof, const uint32_t *sel, size_t nsel,
-		       const char *name, struct series_ctx *c)
-{
-	struct cp_recorder_series *s = c->s;
-	struct cp_kv *kv;
+/* a process with samples in the interval, and its program's labels */
+struct member {
+	struct cp_proc *p;
+	const struct cp_kv *kv;
 	size_t k;
+};
 
-	if (!prof || !(sel ? nsel : prof->nsamples) || s->n >= c->cap)
+/* the same program: the same labels (sorted by name) */
+static int program_cmp(const struct member *x, const struct member *y)
+{
+	int c;
+
+	if (x->k != y->k)
+		return x->k < y->k ? -1 : 1;
+	for (size_t i = 0; i < x->k; i++)
+		if ((c = strcmp(x->kv[i].name, y->kv[i].name)) || (c = strcmp(x->kv[i].value, y->kv[i].value)))
+			return c;
+	return 0;
+}
+
+/* by program, then pid (an order that does not depend on the process table's) */
+static int member_cmp(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+	int c = program_cmp(x, y);
+
+	return c ? c : x->p->pid < y->p->pid ? -1 : x->p->pid > y->p->pid;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct gather {
+	struct member *m;
+	size_t n, cap;
+	struct cp_kv *kv; /* cap * width */
+	size_t width;
+	const char *node;
+	const struct cp_kv *extra;
+	size_t nextra;
+	size_t nrows; /* the members' cpu rows */
+};
+
+static void gather_proc(struct cp_proc *p, void *arg)
+{
+	struct gather *g = arg;
+	struct profs *ps = p->user;
+	struct cp_kv *kv;
+
+	if (!ps || (!ps->nrows && (!ps->off || !ps->off->nsamples)) || g->n >= g->cap)
 		return;
-	kv = s->kv + s->n * (c->nextra + CP_SERIES_OWN_LABELS);
-	k = cp_series_labels(p, c->node, c->extra, c->nextra, s->pid[s->n], kv);
-	prof->time_nanos = c->start;
-	prof->duration_nanos = c->duration;
-	s->a[s->n] = (struct cp_store_append){ .profile = prof, .name = name, .labels = kv, .nlabels = k,
-					       .sel = sel, .nsel = nsel };
-	s->n++;
+	kv = g->kv + g->n * g->width;
+	g->m[g->n] = (struct member){ p, kv, cp_series_labels(p, g->node, g->extra, g->nextra, kv) };
+	g->nrows += ps->nrows;
+	g->n++;
+}
+
+/* a program's members m[0..n) and its cpu rows in the shared profile, sorted */
+struct program {
+	const struct member *m;
+	size_t n;
+	const uint32_t *rows;
+	size_t nrows;
+};
+
+/* the append of prof's samples (or only sel[0..nsel), rows of the shared
+ * profile) as the series name of program g */
+static void add_append(struct cp_recorder_series *s, struct cp_profile *prof, const uint32_t *sel, size_t nsel,
+		       const char *name, const struct program *g, int64_t start, int64_t duration)
+{
+	if (!prof || !(sel ? nsel : prof->nsamples))
+		return;
+	prof->time_nanos = start;
+	prof->duration_nanos = duration;
+	s->a[s->n++] = (struct cp_store_append){ .profile = prof, .name = name, .labels = g->m[0].kv,
+						 .nlabels = g->m[0].k, .sel = sel, .nsel = nsel };
 }
 
 static bool in_rows(const struct cp_profile *src, uint32_t sample, void *arg)
 {
-	const struct profs *ps = arg;
-	size_t lo = 0, hi = ps->nrows;
+	const struct program *g = arg;
+	size_t lo = 0, hi = g->nrows;
 
 	(void)src;
-	while (lo < hi) { /* the rows rise: each was a new sample */
+	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ps->rows[mid] < sample)
+		if (g->rows[mid] < sample)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < ps->nrows && ps->rows[lo] == sample;
+	return lo < g->nrows && g->rows[lo] == sample;
 }
 
-/* A copy of p (scaled and tagged by o) whose one value is wall-clock time. */
+/* A copy of p (tagged and filtered by o) whose one value is wall-clock time. */
 static struct cp_profile *wall_part(const struct cp_profile *p, const struct cp_merge_opts *o, int64_t period)
 {
 	struct cp_profile *w = cp_profile_copy(p, o);
@@ -942,19 +1003,18 @@ static struct cp_profile *wall_part(const struct cp_profile *p, const struct cp_
 	return w;
 }
 
-/* The process's wall-clock profile of the interval (ps->wall): its cpu
- * samples as the time they stand for (the period each), labelled state
- * "CPU", and its off-CPU time (states S, D, R); NULL when out of memory. */
-static struct cp_profile *wall_profile(struct cp_recorder *r, struct profs *ps)
+/* Program g's wall-clock profile of the interval: its cpu samples (the
+ * time each stands for, the period), labelled state "CPU", and its off-CPU
+ * time off (states S, D, R); NULL when it has neither, or out of memory. */
+static struct cp_profile *wall_profile(struct cp_recorder *r, const struct program *g, const struct cp_profile *off)
 {
-	struct cp_merge_opts on = { .scale = (double)r->period, .tag_key = "state", .tag_value = "CPU",
-				    .keep = in_rows, .keep_arg = ps };
+	struct cp_merge_opts on = { .tag_key = "state", .tag_value = "CPU", .keep = in_rows, .keep_arg = (void *)g };
 	struct cp_profile *w = NULL, *o = NULL;
 
-	if (ps->nrows && !(w = wall_part(r->shared, &on, r->period)))
+	if (g->nrows && !(w = wall_part(r->shared, &on, r->period)))
 		return NULL;
-	if (ps->off && ps->off->nsamples) {
-		if (!(o = wall_part(ps->off, NULL, r->period)) || (w && cp_profile_merge(w, o, NULL))) {
+	if (off && off->nsamples) {
+		if (!(o = wall_part(off, NULL, r->period)) || (w && cp_profile_merge(w, o, NULL))) {
 			cp_profile_free(o);
 			cp_profile_free(w);
 			return NULL;
@@ -967,30 +1027,40 @@ static struct cp_profile *wall_profile(struct cp_recorder *r, struct profs *ps)
 	return w;
 }
 
-/* a process's series: "cpu"; with off-CPU time, "offcpu" and "wall" */
-static void series_proc(struct cp_proc *p, void *arg)
+/* Program g's off-CPU profile into *out: its one process's, else theirs
+ * merged (made, kept in s); NULL when none has any.  Each process's values
+ * become its threads' exact totals first, once per interval, whatever the
+ * number of tries at storing them.  0 or -ENOMEM (with its message). */
+static int program_offcpu(struct cp_recorder *r, const struct program *g, struct cp_recorder_series *s,
+			  struct cp_profile **out)
 {
-	struct series_ctx *c = arg;
-	struct profs *ps = p->user;
+	struct cp_profile *m = NULL;
 
-	if (!ps)
-		return;
-	series_one(p, c->r->shared, ps->rows, ps->nrows, "cpu", c);
-	if (!c->r->o.offcpu)
-		return;
-	/* once per interval, whatever the number of tries at storing it */
-	if (ps->off && !ps->off_scaled) {
-		if (cp_offtotals_scale(c->r->offtotals, ps->off, 0, (size_t)-1)) {
-			c->r->error = -ENOMEM;
-			return;
+	*out = NULL;
+	for (size_t i = 0; i < g->n; i++) {
+		struct profs *ps = g->m[i].p->user;
+
+		if (!ps->off || !ps->off->nsamples)
+			continue;
+		if (!ps->off_scaled) {
+			if (cp_offtotals_scale(r->offtotals, ps->off, 0, (size_t)-1))
+				return cp_error(ENOMEM, "out of memory scaling the off-CPU time of a flush");
+			ps->off_scaled = true;
 		}
-		ps->off_scaled = true;
+		if (!*out) {
+			*out = ps->off;
+			continue;
+		}
+		if (!m) { /* a second process: the program's own profile */
+			if (!(m = cp_profile_copy(*out, NULL)))
+				return cp_error(ENOMEM, "out of memory merging the off-CPU profiles of a program");
+			s->made[s->nmade++] = m;
+			*out = m;
+		}
+		if (cp_profile_merge(m, ps->off, NULL))
+			return cp_error(ENOMEM, "out of memory merging the off-CPU profiles of a program");
 	}
-	series_one(p, ps->off, NULL, 0, "offcpu", c);
-	cp_profile_free(ps->wall);
-	if (!(ps->wall = wall_profile(c->r, ps)) && (ps->nrows || (ps->off && ps->off->nsamples)))
-		c->r->error = -ENOMEM;
-	series_one(p, ps->wall, NULL, 0, "wall", c);
+	return 0;
 }
 
 /* After the end: the fetches in flight get their time (a fetch gives up
@@ -1017,39 +1087,82 @@ static void refresh_one(struct cp_proc *p, void *arg)
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
 		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s)
 {
-	struct series_ctx c = { r, s, node, extra, nextra, cp_recorder_nprocs(r) * (r->o.offcpu ? 3 : 1), start_ns,
-				end_ns - start_ns > 0 ? end_ns - start_ns : 1 };
+	struct gather g = { .cap = cp_recorder_nprocs(r), .width = nextra + CP_SERIES_OWN_LABELS, .node = node,
+			    .extra = extra, .nextra = nextra };
+	int64_t duration = end_ns - start_ns > 0 ? end_ns - start_ns : 1;
+	struct program *pg = NULL;
+	size_t npg = 0, i, j, used = 0;
+	int err = 0;
 
 	memset(s, 0, sizeof(*s));
-	if (!c.cap)
+	if (!g.cap)
 		return 0;
-	s->a = calloc(c.cap, sizeof(*s->a));
-	s->kv = calloc(c.cap * (nextra + CP_SERIES_OWN_LABELS), sizeof(*s->kv));
-	s->pid = calloc(c.cap, sizeof(*s->pid));
-	if (!s->a || !s->kv || !s->pid) {
-		cp_recorder_series_release(s);
-		return cp_error(ENOMEM, "out of memory gathering the series of a flush");
-	}
 	wait_fetches(r);
 	if (r->shared && (r->error = cp_symbolize_refresh(r->sym, r->shared)) == 0)
 		cp_procs_each(r->procs, refresh_one, r);
-	if (r->error) {
-		cp_recorder_series_release(s);
+	if (r->error)
 		return r->error;
+	g.m = calloc(g.cap, sizeof(*g.m));
+	s->kv = g.kv = calloc(g.cap * g.width, sizeof(*s->kv));
+	if (!g.m || !g.kv)
+		goto nomem;
+	cp_procs_each(r->procs, gather_proc, &g);
+	cp_qsort(g.m, g.n, sizeof(*g.m), member_cmp);
+	s->sel = calloc(g.nrows + 1, sizeof(*s->sel));
+	pg = calloc(g.n + 1, sizeof(*pg));
+	s->a = calloc(g.n * (r->o.offcpu ? 3 : 1) + 1, sizeof(*s->a));
+	s->made = calloc(2 * g.n + 1, sizeof(*s->made));
+	if (!s->sel || !pg || !s->a || !s->made)
+		goto nomem;
+	/* the programs, and their cpu series first: those share one profile,
+	 * which the store then merges once */
+	for (i = 0; i < g.n; i = j, npg++) {
+		uint32_t *rows = s->sel + used;
+		size_t n = 0;
+
+		for (j = i; j < g.n && !program_cmp(&g.m[i], &g.m[j]); j++) {
+			struct profs *ps = g.m[j].p->user;
+
+			if (ps->nrows)
+				memcpy(rows + n, ps->rows, ps->nrows * sizeof(*rows));
+			n += ps->nrows;
+		}
+		cp_qsort(rows, n, sizeof(*rows), u32_cmp); /* in_rows looks them up */
+		used += n;
+		pg[npg] = (struct program){ &g.m[i], j - i, rows, n };
+		add_append(s, r->shared, rows, n, CP_RECORDER_CPU_TYPE, &pg[npg], start_ns, duration);
 	}
-	cp_procs_each(r->procs, series_proc, &c);
-	if (r->error) {
+	for (i = 0; r->o.offcpu && i < npg; i++) {
+		struct cp_profile *off, *wall;
+
+		if ((err = program_offcpu(r, &pg[i], s, &off)))
+			goto out;
+		add_append(s, off, NULL, 0, "offcpu", &pg[i], start_ns, duration);
+		if (!(wall = wall_profile(r, &pg[i], off)) && (pg[i].nrows || off))
+			goto nomem;
+		if (wall)
+			s->made[s->nmade++] = wall;
+		add_append(s, wall, NULL, 0, "wall", &pg[i], start_ns, duration);
+	}
+	goto out;
+nomem:
+	err = cp_error(ENOMEM, "out of memory gathering the series of a flush");
+out:
+	free(g.m);
+	free(pg);
+	if (err)
 		cp_recorder_series_release(s);
-		return cp_error(ENOMEM, "out of memory making the wall-clock profiles of a flush");
-	}
-	return 0;
+	return err;
 }
 
 void cp_recorder_series_release(struct cp_recorder_series *s)
 {
+	for (size_t i = 0; i < s->nmade; i++)
+		cp_profile_free(s->made[i]);
+	free(s->made);
 	free(s->a);
 	free(s->kv);
-	free(s->pid);
+	free(s->sel);
 	memset(s, 0, sizeof(*s));
 }
 

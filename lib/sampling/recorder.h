@@ -3,11 +3,11 @@
  * records it reports (mmap, exec, fork, exit), the DWARF unwinder and the
  * symbolizer, turning each sample into a stack in a cp_profile.
  *
- * Two ways to collect: per process (cp_recorder_series, for the store's
- * series: the processes' samples in one profile, each process's rows its
- * own), or one profile for everything whose samples carry the labels pid
- * and comm (cp_recorder_take).  Samples always carry thread_id and
- * thread_name. */
+ * Two ways to collect: for the store (cp_recorder_series: a series per
+ * program, its processes' samples labelled pid; the processes' cpu samples
+ * in one profile, each process's rows its own), or one profile for
+ * everything whose samples carry the labels pid and comm (cp_recorder_take).
+ * Samples always carry pid, thread_id and thread_name. */
 #ifndef CP_RECORDER_H
 #define CP_RECORDER_H
 
@@ -38,12 +38,13 @@ struct cp_recorder_opts {
 	const char *debuginfod; /* debuginfod servers, as $DEBUGINFOD_URLS (NULL: none); fetched
 				 * off the sampling path, a profile taken gets what landed */
 	const char *verb;       /* the command, in warnings ("record") */
-	bool per_process;     /* a profile per process; else one with pid and comm labels */
+	bool for_store;       /* for cp_recorder_series; else one profile with pid and comm labels */
 	bool with_time;       /* the one profile has cpu nanoseconds beside the sample count */
 	uint64_t max_memory;  /* resident bytes the caches are cut to stay under (0: no limit; budget.h) */
-	bool offcpu;          /* also the time threads spend off the CPU (sampler.h): per process, a
-			       * second profile of type "offcpu" (nanoseconds, labelled state S, D or
-			       * R); in the one profile, a third value, offcpu nanoseconds */
+	bool offcpu;          /* also the time threads spend off the CPU (sampler.h): for the store,
+			       * series of type "offcpu" (nanoseconds, labelled state S, D or R) and
+			       * "wall"; in the one profile, a third and fourth value, offcpu and wall
+			       * nanoseconds */
 	uint64_t offcpu_period_ns, offcpu_min_ns; /* sampler.h's; period 0: cp_recorder_offcpu_period */
 };
 
@@ -81,36 +82,44 @@ int64_t cp_recorder_period(const struct cp_recorder *r);
 uint64_t cp_recorder_samples(const struct cp_recorder *r);
 void cp_recorder_counts(struct cp_recorder *r, struct cp_sampler_counts *c);
 
-/* per_process: the store's series of the interval start_ns..end_ns (wall
- * clock): one append per process with samples since the last reset, of
- * type "cpu", labelled by this policy: comm ("?" when unknown), pid, node,
- * and where known exe, container, unit (systemd) and pod; then the extra
- * labels (-l), each replacing one of these of the same name or added.
- * Every profile's time becomes start_ns and its duration end_ns - start_ns
- * (at least 1 ns).  The appends point into the recorder's profiles, its
- * processes, node and extra: use them before cp_recorder_reset; then
- * cp_recorder_series_release.  0 or -ENOMEM (s then empty). */
+/* for_store: the store's series of the interval start_ns..end_ns (wall
+ * clock).  A series is a program: the processes with samples since the last
+ * reset whose labels (this policy: comm, "?" when unknown; node; and where
+ * known exe, container, unit (systemd) and pod; then the extra labels (-l),
+ * each replacing one of these of the same name or added) are the same make
+ * one append of each type, their samples told apart by their sample label
+ * pid.  Types: CP_RECORDER_CPU_TYPE, the sampling period in nanoseconds a
+ * sample (the rows of the program's processes in the recorder's shared
+ * profile, as sel); with off-CPU time, then "offcpu" and "wall" (the
+ * processes' profiles merged).  Every profile's time becomes start_ns and
+ * its duration end_ns - start_ns (at least 1 ns).  The appends point into
+ * the recorder's profiles, its processes, node and extra, and into s: use
+ * them before cp_recorder_reset; then cp_recorder_series_release.  0 or
+ * -ENOMEM (s then empty). */
+#define CP_RECORDER_CPU_TYPE "process_cpu" /* process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta */
 struct cp_recorder_series {
 	struct cp_store_append *a;
 	size_t n;
 	/* private */
 	struct cp_kv *kv;
-	char (*pid)[16];
+	uint32_t *sel;            /* the programs' rows in the shared profile */
+	struct cp_profile **made; /* the programs' off-CPU and wall profiles made for the appends */
+	size_t nmade;
 };
 /* The policy for one process, as cp_recorder_series applies it: writes the
- * labels to kv (room for nextra + CP_SERIES_OWN_LABELS), pointing into p,
- * node, extra and pid (where the pid is written); returns how many. */
-#define CP_SERIES_OWN_LABELS 7 /* comm, pid, node, exe, container, unit, pod */
+ * labels to kv (room for nextra + CP_SERIES_OWN_LABELS), sorted by name,
+ * pointing into p, node and extra; returns how many. */
+#define CP_SERIES_OWN_LABELS 6 /* comm, node, exe, container, unit, pod */
 size_t cp_series_labels(const struct cp_proc *p, const char *node, const struct cp_kv *extra, size_t nextra,
-			char pid[16], struct cp_kv *kv);
+			struct cp_kv *kv);
 int cp_recorder_series(struct cp_recorder *r, const char *node, const struct cp_kv *extra, size_t nextra,
 		       int64_t start_ns, int64_t end_ns, struct cp_recorder_series *s);
 void cp_recorder_series_release(struct cp_recorder_series *s);
-/* per_process: drops the processes' profiles (and forgets exited processes). */
+/* for_store: drops the processes' profiles (and forgets exited processes). */
 void cp_recorder_reset(struct cp_recorder *r);
 /* Forgets processes that exited more than 2 s ago and have nothing pending. */
 void cp_recorder_prune(struct cp_recorder *r);
-/* !per_process: the profile so far, handed over (a new one starts); NULL
+/* !for_store: the profile so far, handed over (a new one starts); NULL
  * when out of memory. */
 struct cp_profile *cp_recorder_take(struct cp_recorder *r);
 /* Processes known (alive or with records pending). */

@@ -20,7 +20,7 @@
 
 struct cp_recording {
 	/* set by the caller before cp_recording_start; not owned */
-	struct cp_recorder *rec;     /* per_process */
+	struct cp_recorder *rec;     /* for_store */
 	struct cp_store *store;      /* the local store or a server's */
 	const char *verb;            /* log lines' prefix ("record") */
 	const char *node;            /* the node label */

@@ -78,12 +78,13 @@ diag "the spinners: $spin_r ns runnable, $spin_other ns otherwise"
 ok "the spinning threads wait, on oversubscribed CPUs, for a CPU (state R)" test "$spin_r" -gt 0
 is "$spin_other" 0 "and only for a CPU: never asleep (S) or in D"
 
-# wall: one more type per process, the cpu samples as time (state CPU) and the off-CPU time
+# wall: one more type per program, the cpu samples as time (state CPU) and the off-CPU time
 like "$types" 'wall:wall:nanoseconds:wall:nanoseconds:delta' "the store holds the wall type"
+like "$types" 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta' "beside the CPU time"
 gw=$("$CPROF" query --data "$T/store" wall --group-by state -f folded)
-cpu_n=$("$CPROF" query --data "$T/store" cpu -f folded | sum '.')
-is "$(printf '%s\n' "$gw" | sum '^state=CPU;')" "$((cpu_n * 10101010))" \
-	"wall in state CPU is the stored cpu samples times the period (99 Hz: 10101010 ns)"
+cpu_ns=$("$CPROF" query --data "$T/store" cpu -f folded | sum '.')
+is "$((cpu_ns % 10101010))" 0 "the stored CPU time is whole samples of the period (99 Hz: 10101010 ns)"
+is "$(printf '%s\n' "$gw" | sum '^state=CPU;')" "$cpu_ns" "wall in state CPU is the stored CPU time"
 is "$(printf '%s\n' "$gw" | grep -v '^state=CPU;' | sum '.')" "$(printf '%s\n' "$g" | sum '.')" \
 	"wall in states S, D and R is the stored off-CPU time"
 spin_wall=$(printf '%s\n' "$gw" | sum ';spin;')

@@ -157,7 +157,8 @@ ok "it pushed the workload's profiles (#$n)" test -n "$n"
 like "$(shape "${n:-0}")" '^POST /ingest format,from,name,sampleRate,spyName,until application/octet-stream - team-a$' \
 	"with the client's shape, the tenant, and no auth without a token"
 is "$(arg "${n:-0}" sampleRate)" 99 "sampleRate is record's frequency"
-like "$(arg "${n:-0}" name)" '^work\{service_name=work,.*pid=[0-9]+' "the name: comm as the service, pid among the tags"
+like "$(arg "${n:-0}" name)" '^work\{service_name=work,.*exe=[^,}]*/work[,}]' "the name: comm as the service, the program's labels as tags"
+unlike "$(arg "${n:-0}" name)" 'pid=' "not pid: a program is one series, its samples carry pid"
 from=$(arg "${n:-0}" from)
 until=$(arg "${n:-0}" until)
 ok "each push covers its flush interval (from $from, until $until)" test "$until" -gt "$from" -a $((until - from)) -le 3

@@ -29,8 +29,9 @@ ok "builds the JIT workload" build jit_qz jit.c
 rec() { timeout -s KILL 60 "$CPROF" record "$@"; }
 folded() { "$CPROF" query -t samples -f folded "$@"; } # of a file, in samples
 sfolded() { "$CPROF" query -f folded "$@"; }         # of the store
-# sum STACK-REGEX: the samples of the folded lines on stdin that match
-sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { print s + 0 }'; }
+# sum STACK-REGEX: the values of the folded lines on stdin that match (samples of a file, the
+# store's CPU time in nanoseconds)
+sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
 # wait_gone PID: waits up to 15 s for a background process to exit; 0 if it did
 wait_gone() {
 	i=0
@@ -154,7 +155,7 @@ like "$err" "-> $T/pstore \\(cprof query --data $T/pstore cpu\\)$" "and names th
 run "$CPROF" query --data "$T/pstore" --values comm
 is "$out" "rec_one_qz" "-p: only that process's comm is stored"
 run "$CPROF" query --data "$T/pstore" --values pid
-is "$out" "$p1" "-p: the pid label is that process"
+is "$out" "$p1" "-p: the samples' pid label is that process"
 run "$CPROF" query --data "$T/pstore" --values exe
 is "$out" "$T/rec_one_qz" "the exe label is its path"
 run sfolded --data "$T/pstore" cpu
@@ -174,13 +175,14 @@ unlike "$(printf '%s\n' "$out" | grep -F 'del_qz')" 'del_qz \(deleted\)\+0x' "no
 wait "$pd"
 
 # ---- -- CMD follows its children ----
-run rec -F 199 --data "$T/kids" -- sh -c "echo \$\$ > \"$T/cmd.pid\"; \"$T/work\" 1 & \"$T/work\" 1; wait"
+run rec -F 199 --data "$T/kids" -- sh -c "echo \$\$ > \"$T/cmd.pid\"; \"$T/work\" 1 & echo \$! > \"$T/kid1.pid\";
+	\"$T/work\" 1 & echo \$! > \"$T/kid2.pid\"; wait"
 exits0 "record -- sh -c '...' exits 0"
-run "$CPROF" query --data "$T/kids" --series 'cpu{comm="work"}'
-is "$(printf '%s\n' "$out" | grep -c 'comm="work"')" 2 "-- CMD: both children of the shell are profiled"
-run "$CPROF" query --data "$T/kids" --series
+run "$CPROF" query --data "$T/kids" --values pid 'cpu{comm="work"}'
+is "$out" "$(sort "$T/kid1.pid" "$T/kid2.pid")" "-- CMD: both children of the shell are profiled (their pids)"
+run "$CPROF" query --data "$T/kids" --values pid
 # the command itself (comm cprof until its exec, then sh) and the children, nothing else
-strays=$(printf '%s\n' "$out" | grep -v 'comm="work"' | grep -v "pid=\"$(cat "$T/cmd.pid")\"")
+strays=$(printf '%s\n' "$out" | grep -vxF -e "$(cat "$T/cmd.pid")" -e "$(cat "$T/kid1.pid")" -e "$(cat "$T/kid2.pid")")
 is "$strays" "" "-- CMD: nothing but the command and its children"
 run sfolded --data "$T/kids" 'cpu{comm="work"}'
 like "$out" '(^|;)main;run;hot_a [0-9]+$' "the children are symbolized and unwound"
@@ -198,16 +200,18 @@ run rec --all -F 99 -d 4s --flush-interval 1s --data "$T/all"
 exits0 "record --all -d 4s --flush-interval 1s exits 0"
 wait "$ps" "$pw"
 run "$CPROF" query --data "$T/all" --types
-is "$out" "process_cpu:samples:count:cpu:nanoseconds:delta" "--types: the profile type (cpu is stored as process_cpu)"
+is "$out" "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta" "--types: the profile type, CPU time as Pyroscope names it"
 run "$CPROF" query --data "$T/all" --labels
-for l in comm exe node pid; do
+for l in comm exe node; do
 	like "$out" "^$l\$" "--all: series are labelled $l"
 done
+unlike "$out" '^pid$' "and not pid: a series is a program, pid labels its samples"
 run "$CPROF" query --data "$T/all" --values node
 is "$out" "$(uname -n)" "the node label is the host name"
-run "$CPROF" query --data "$T/all" --series "cpu{pid=\"$pw\"}"
+run "$CPROF" query --data "$T/all" --series "cpu{exe=\"$T/work\"}"
 like "$out" "comm=\"work\"" "the workload's series has its comm"
-like "$out" "exe=\"$T/work\"" "and its exe"
+run "$CPROF" query --data "$T/all" --values pid "cpu{exe=\"$T/work\"}"
+like "$out" "^$pw\$" "and its samples the workload's pid"
 run "$CPROF" query --data "$T/all" cpu -n 100000
 like "$out" ' hot_a$' "cprof query cpu shows the workload's function"
 run sfolded --data "$T/all" "cpu{pid=\"$pw\"}"
@@ -216,7 +220,7 @@ run "$CPROF" query --data "$T/all" "cpu{pid=\"$pw\"}" --over-time --since 2m --s
 n=$(printf '%s' "$out" | jq '[.points[] | select(.value > 0)] | length')
 ok "continuous mode: the workload's samples are stored in several batches ($n one-second steps)" \
 	test "${n:-0}" -ge 3
-run "$CPROF" query --data "$T/all" --series 'cpu{comm="shortlived_qz"}'
+run "$CPROF" query --data "$T/all" --values pid 'cpu{comm="shortlived_qz"}'
 n=$(printf '%s\n' "$out" | grep -c .)
 ok "short-lived processes are recorded ($n processes of ~60 ms)" test "$n" -ge 5
 run sfolded --data "$T/all" 'cpu{comm="shortlived_qz"}'
@@ -227,9 +231,9 @@ like "$out" '(^|;)main;short_lived_spin_qz [0-9]+$' "short-lived processes are s
 # left (a process started just before the recording), and show them when it
 # fails (tests/cli/test-record-storm.sh checks a storm of such processes).
 bare_re='^(0x[0-9a-f]+;)*0x[0-9a-f]+ [0-9]+$|(^|;)shortlived_qz[+]0x'
-bare=$(printf '%s\n' "$out" | awk -v re="$bare_re" '$0 ~ re { b += $NF } { t += $NF } END { printf "%d %d", b, t }')
+bare=$(printf '%s\n' "$out" | awk -v re="$bare_re" '$0 ~ re { b += $NF } { t += $NF } END { printf "%.0f %.0f", b, t }')
 set -- $bare
-ok "user stacks of short-lived processes are not bare addresses ($1 of $2 samples are)" \
+ok "user stacks of short-lived processes are not bare addresses ($1 of $2 ns are)" \
 	test $(( ${1:-1} * 20 )) -le "${2:-0}"
 [ $(( ${1:-1} * 20 )) -le "${2:-0}" ] || printf '%s\n' "$out" | grep -E "$bare_re" | head -n 10 | sed 's/^/#   /'
 # every stack through the spin function has main right above it (the
@@ -407,8 +411,8 @@ for f in sys.argv[1:]:
 print(rep)' "$T"/mmstore/days/*.db
 }
 ok "the dictionary was forgotten and written again (rows repeat)" test "$(rows_repeat)" -gt 0
-run "$CPROF" query --data "$T/mmstore" -f folded cpu:samples
-is "$(printf '%s\n' "$out" | sum '.')" "$n" "the store holds every sample recorded ($n)"
+run "$CPROF" query --data "$T/mmstore" -f folded cpu
+is "$(printf '%s\n' "$out" | sum '.')" "$((n * 2004008))" "the store holds every sample recorded ($n, 2004008 ns each at 499 Hz)"
 is "$(printf '%s\n' "$out" | awk '{ $NF = ""; print }' | sort | uniq -d)" "" "and each stack once"
 like "$out" '^gzip\+0x[0-9a-f]+;__libc_start_main;__libc_start_call_main;gzip\+0x' "gzip's stacks are whole (Debian's gzip is stripped)"
 run rec --all --max-memory 100K -d 1s

@@ -265,8 +265,9 @@ ok "builds the workload" test -x "$T/work"
 rec() { CPROF_DEBUG=1 timeout -s KILL 90 "$CPROF" record "$@"; }
 # samples_of FILE: the samples record says it took (its summary on stderr)
 samples_of() { sed -n 's/^cprof record: \([0-9][0-9]*\) samples in .*/\1/p' "$1"; }
-# total SELECTOR [ARGS]: the server's total for SELECTOR over the last 10 minutes
-total() { _s=$1; shift; "$CPROF" query --remote "$URL" "$@" --since 10m -f json "$_s" | jq .total; }
+# total SELECTOR [ARGS]: the server's total for SELECTOR over the last 10 minutes, in samples (CPU
+# time, of 5025125 ns a sample at 199 Hz)
+total() { _s=$1; shift; "$CPROF" query --remote "$URL" "$@" --since 10m -f json "$_s" | jq '.total / 5025125'; }
 spooled() { find "$1" -name '*.push' 2>/dev/null | wc -l | tr -d ' '; }
 
 ok "cprof serve starts again, without a token" start_server "$T/srv" "$port"

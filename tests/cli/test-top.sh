@@ -153,18 +153,26 @@ one_line "one line"
 # that window a sliver of the run (1 sample, and not in hot_a). Start the run
 # at the start of a window, so that it has the whole run (7 s left for start-up).
 while [ "$(($(date +%s) % 10))" != 0 ]; do sleep 0.1; done
-run timeout -s KILL 60 "$CPROF" record -q -F 199 --flush-interval 1s --data "$T/s" -- "$T/topwork_qz" 3
+run timeout -s KILL 60 "$CPROF" record -q -F 199 --flush-interval 1s --data "$T/s" -- \
+	sh -c "echo \$\$ > '$T/s.pid'; exec '$T/topwork_qz' 3"
 exits0 "record -- work 3 into a store"
+sp=$(cat "$T/s.pid")
 run top_ --from-store --data "$T/s" --since 5m --window 10s --stdio --limit 5
 exits0 "top --from-store --stdio exits 0"
 like "$out" 'history of cpu: [0-9-]+ [0-9:]+ - [0-9:]+ \(window [0-9]+ of 31, 10s each\)' \
 	"the header names the window (5m in 10 s windows on the 10 s grid: 31, the last holding now)"
 like "$out" 'over time: \|[ _.:=+*#-]*[#][ _.:=+*#-]*\|' "a sparkline of the totals over time"
-like "$out" 'samples [1-9][0-9]*   samples/s [0-9.]+   processes 1   threads 1' "totals of the window"
+like "$out" 'total [0-9.]+m?s   processes 1   threads 1' "totals of the window (CPU time)"
 is "$(rows | awk '$5 == "topwork_qz" { print $4; exit }')" hot_a "hot_a on top in the stored window"
-like "$(rows | head -n 1)" ' topwork_qz\[[0-9]+\]$' "with its process from the series labels (comm[pid])"
-run top_ --from-store --data "$T/s" --since 5m --stdio --view processes
-like "$(rows | head -n 1)" ' topwork_qz$' "--from-store --view processes: the command's comm"
+like "$(rows | head -n 1)" " topwork_qz\\[$sp\\]\$" "with its process: the series' comm, the samples' pid (comm[pid])"
+# (the program's series: a sample of the shell before its exec, a few ms, is the shell's series when a
+# flush came between, and its thread's name is sh in the same flush)
+run top_ --from-store --data "$T/s" --since 5m --stdio --view processes --type 'cpu{comm="topwork_qz"}'
+like "$(rows | head -n 1)" "^ *[0-9.]+% +[0-9.]+m?s +$sp +1  topwork_qz\$" \
+	"--from-store --view processes: the process by its pid (from its samples), threads and comm"
+run top_ --from-store --data "$T/s" --since 5m --stdio --view threads --type 'cpu{comm="topwork_qz"}'
+like "$(rows | head -n 1)" "^ *[0-9.]+% +[0-9.]+m?s +$sp +$sp  (sh|topwork_qz) +topwork_qz\$" \
+	"--view threads: its thread (tid = pid)"
 run top_ --from-store --data "$T/s" --stdio --type 'memory'
 is "$rc" 1 "--type matching no stored series: exit 1"
 one_line "one line"

@@ -1055,29 +1055,48 @@ static const char *label(const struct cp_kv *kv, size_t n, const char *name)
 START_TEST(test_series_labels)
 {
 	struct cp_proc p = { .pid = 4242, .comm = "nginx", .exe = "/usr/sbin/nginx", .unit = "nginx.service" };
-	struct cp_kv extra[] = { { "env", "prod" }, { "comm", "web" } };
-	struct cp_kv kv[2 + CP_SERIES_OWN_LABELS];
-	char pid[16];
-	size_t n;
+	struct cp_proc q = p;
+	struct cp_kv extra[] = { { "env", "prod" }, { "comm", "web" } }, extra2[] = { { "exe", "/app" } };
+	struct cp_kv kv[2 + CP_SERIES_OWN_LABELS], kv2[2 + CP_SERIES_OWN_LABELS];
+	size_t n, n2;
 
-	/* its own: comm, pid, node, exe, and the unit it runs in; no container or pod */
-	n = cp_series_labels(&p, "host1", NULL, 0, pid, kv);
-	ck_assert_uint_eq(n, 5);
+	/* its own: comm, node, exe, and the unit it runs in; no container or pod; and no pid, which
+	 * is its samples' label: a program is one series, whatever its processes */
+	n = cp_series_labels(&p, "host1", NULL, 0, kv);
+	ck_assert_uint_eq(n, 4);
 	ck_assert_str_eq(label(kv, n, "comm"), "nginx");
-	ck_assert_str_eq(label(kv, n, "pid"), "4242");
 	ck_assert_str_eq(label(kv, n, "node"), "host1");
 	ck_assert_str_eq(label(kv, n, "exe"), "/usr/sbin/nginx");
 	ck_assert_str_eq(label(kv, n, "unit"), "nginx.service");
+	ck_assert_ptr_null(label(kv, n, "pid"));
 	ck_assert_ptr_null(label(kv, n, "container"));
 	ck_assert_ptr_null(label(kv, n, "pod"));
+	/* sorted by name */
+	for (size_t i = 1; i < n; i++)
+		ck_assert_int_lt(strcmp(kv[i - 1].name, kv[i].name), 0);
+	/* another process of the program: the same labels */
+	q.pid = 4243;
+	n2 = cp_series_labels(&q, "host1", NULL, 0, kv2);
+	ck_assert_uint_eq(n2, n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_str_eq(kv2[i].name, kv[i].name);
+		ck_assert_str_eq(kv2[i].value, kv[i].value);
+	}
 	/* -l labels are added, and replace one of its own of the same name */
-	n = cp_series_labels(&p, "host1", extra, 2, pid, kv);
-	ck_assert_uint_eq(n, 6);
+	n = cp_series_labels(&p, "host1", extra, 2, kv);
+	ck_assert_uint_eq(n, 5);
 	ck_assert_str_eq(label(kv, n, "env"), "prod");
 	ck_assert_str_eq(label(kv, n, "comm"), "web");
-	/* a process whose comm is not known yet, in a container of a pod: all seven */
+	/* an extra exe: one order whether it replaces the process's or is added to one without */
+	q.exe = NULL;
+	n = cp_series_labels(&p, "h", extra2, 1, kv);
+	n2 = cp_series_labels(&q, "h", extra2, 1, kv2);
+	ck_assert_uint_eq(n2, n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_str_eq(kv2[i].name, kv[i].name);
+	/* a process whose comm is not known yet, in a container of a pod: all six */
 	p = (struct cp_proc){ .pid = 1, .exe = "/app", .container = "abc", .unit = "u", .pod = "p" };
-	n = cp_series_labels(&p, "h", NULL, 0, pid, kv);
+	n = cp_series_labels(&p, "h", NULL, 0, kv);
 	ck_assert_uint_eq(n, CP_SERIES_OWN_LABELS);
 	ck_assert_str_eq(label(kv, n, "comm"), "?");
 	ck_assert_str_eq(label(kv, n, "container"), "abc");

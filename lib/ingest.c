@@ -233,6 +233,8 @@ static struct pyro_class pyro_classify(const struct cp_profile *p, size_t k, con
 
 	if (!strcmp(t, "wall"))
 		c = (struct pyro_class){ "wall", NULL, "wall", "nanoseconds" };
+	else if (!strcmp(t, "offcpu")) /* cprof record --off-cpu's waits: not CPU time */
+		c = (struct pyro_class){ "offcpu", NULL, "offcpu", "nanoseconds" };
 	else if (strstr(t, "cpu"))
 		c = (struct pyro_class){ "process_cpu", NULL, "cpu", "nanoseconds" };
 	else if (!strcmp(t, "samples") || !strcmp(t, "sample")) {

@@ -208,6 +208,10 @@ START_TEST(test_split_others)
 	static const char *const go_mutex[] = { "contentions", "count", "delay", "nanoseconds" };
 	static const char *const go_goroutine[] = { "goroutine", "count" };
 	static const char *const other[] = { "exceptions", "count" };
+	/* what cprof record --remote-api pyroscope pushes: each as it is in cprof's own store */
+	static const char *const rec_cpu[] = { "cpu", "nanoseconds" };
+	static const char *const rec_offcpu[] = { "offcpu", "nanoseconds" };
+	static const char *const rec_wall[] = { "wall", "nanoseconds" };
 
 	/* in-use memory is a gauge (cumulative.h): a value at a time, never :delta */
 	split_is(node_heap, 2, "space", "bytes", "cpu",
@@ -223,6 +227,9 @@ START_TEST(test_split_others)
 		 "block:contentions:count:contentions:count:delta|block:delay:nanoseconds:contentions:count:delta");
 	split_is(go_goroutine, 1, "goroutine", "count", "cpu",
 		 "goroutines:goroutine:count:goroutine:count");
+	split_is(rec_cpu, 1, "cpu", "nanoseconds", "cpu", "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta");
+	split_is(rec_offcpu, 1, "offcpu", "nanoseconds", "cpu", "offcpu:offcpu:nanoseconds:offcpu:nanoseconds:delta");
+	split_is(rec_wall, 1, "wall", "nanoseconds", "cpu", "wall:wall:nanoseconds:wall:nanoseconds:delta");
 	/* no Pyroscope name: the store names it from the period type, as before */
 	split_is(other, 1, "exceptions", "count", "cpu", "exceptions:exceptions:count:exceptions:count:delta");
 }

@@ -133,6 +133,9 @@ r=$!
 i=0
 until grep -q 'sampling the whole system' "$T/nap.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
 "$T/cpnap" 1
+# and some CPU time (a fixed count, a few hundred ms: samples at 19 Hz), which an idle machine
+# would not give the wall type's CPU state
+sh -c 'i=0; while [ $i -lt 1000000 ]; do i=$((i + 1)); done'
 kill -INT "$r"; wait "$r"; rc=$?
 is "$rc" 0 "record --all --off-cpu: exits 0 on SIGINT"
 nap=$("$CPROF" query --data "$T/nap" 'offcpu{comm="cpnap"}' -f folded 2> /dev/null | sum 'nanosleep')

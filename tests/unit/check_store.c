@@ -1573,19 +1573,24 @@ static void corrupt_each_page(const char *file, int64_t want)
 	char path[PATH_MAX + 32];
 	unsigned char *orig, junk[16];
 	struct stat sb;
-	off_t pg;
+	off_t pg, psz;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	ck_assert_int_eq(stat(path, &sb), 0);
-	ck_assert_msg(sb.st_size >= 3 * 4096, "%s: %lld bytes", file, (long long)sb.st_size);
 	orig = malloc((size_t)sb.st_size);
 	f = fopen(path, "rb");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(fread(orig, 1, (size_t)sb.st_size, f), (size_t)sb.st_size);
 	fclose(f);
+	/* the file's page size: the header's 2 bytes at 16, big-endian (1: 65536) */
+	ck_assert_int_ge(sb.st_size, 100);
+	psz = orig[16] << 8 | orig[17];
+	psz = psz == 1 ? 65536 : psz;
+	ck_assert_msg(psz >= 512 && sb.st_size >= 3 * psz, "%s: %lld bytes of %lld-byte pages", file,
+		      (long long)sb.st_size, (long long)psz);
 	memset(junk, 0xa5, sizeof(junk));
-	for (pg = 4096; pg < sb.st_size; pg += 4096) {
+	for (pg = psz; pg < sb.st_size; pg += psz) {
 		struct cp_store *s;
 		struct cp_store_result *res;
 		size_t n;
@@ -1607,7 +1612,7 @@ static void corrupt_each_page(const char *file, int64_t want)
 			} else {
 				ck_assert_msg(cp_profile_total(res[0].profile, 0) == want,
 					      "%s page %lld damaged: select gave %" PRId64 " of %" PRId64, file,
-					      (long long)(pg / 4096 + 1), cp_profile_total(res[0].profile, 0), want);
+					      (long long)(pg / psz + 1), cp_profile_total(res[0].profile, 0), want);
 				cp_store_results_free(res, n);
 			}
 			cp_store_close(s);

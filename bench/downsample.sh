@@ -1,7 +1,7 @@
 #!/bin/sh
 # Benchmark: downsampling (#20).  bench/store_gen writes the 24 hours to now
-# of 50 processes at 19 Hz on 8 CPUs (about 4 minutes), which is repeated into
-# BENCH_DS_DAYS whole days (default 30) ending now; or, with BENCH_DS_HOURS=H,
+# of yesterday (UTC) of 50 processes at 19 Hz on 8 CPUs (about 4 minutes), repeated into
+# BENCH_DS_DAYS whole days (default 30) and today to now; or, with BENCH_DS_HOURS=H,
 # it generates the last H hours of each of the days (H = 24 takes some 2.5
 # hours on 2 busy cores).  A copy
 # is downsampled with the default policy (cprof import --downsample
@@ -9,8 +9,8 @@
 # and the wall time of `cprof query` (the top table, best of 3) of the whole range, of one
 # day two weeks ago and of the last hour on both, with their totals compared.
 # Sizes and the whole-range query scale with the hours per day: the figures
-# for whole days are extrapolated (the dictionary, index.db, does not grow
-# with time and is counted once), pessimistically for steps longer than H.
+# for whole days are extrapolated (each day's dictionary counted once),
+# pessimistically for steps longer than H.
 # A second, coarser policy (BENCH_DS_ALT, default raw=2d,10m=14d,1h) is
 # measured for size too.
 # Targets: the downsampled store <= 1/5 of the raw one; the whole-range query
@@ -24,28 +24,26 @@ POLICY=${BENCH_DS_POLICY:-raw=2d,1m=14d,10m}
 C=$b/cprof
 
 DAYNS=86400000000000
-# repeat_days STORE N: the store's one generated day (the 24 hours to now:
-# the end of yesterday's partition, the start of today's) made whole in
-# yesterday's partition, then copied into the N - 2 days before it.  Times
-# move with a block's t_min and t_max (its entries' times are offsets from
-# t_min), so a copy is a file copy and one UPDATE.
+now=$(date +%s)
+midnight=$((now / 86400 * 86400))
+# repeat_days STORE N: the store's one generated day (yesterday, UTC, whole: store_gen --end at
+# midnight) copied into the N - 1 days before it, and into today up to now: a day's file holds
+# everything its samples use (dictionary, series), so a copy is a file copy and an UPDATE of its
+# blocks' times (their entries' times are offsets from t_min), and a row in store.db
 repeat_days() {
-	today=$(sqlite3 "$1/index.db" "SELECT max(name) FROM partitions")
-	yday=$(sqlite3 "$1/index.db" "SELECT min(name) FROM partitions")
-	[ "$today" != "$yday" ] || { echo "store_gen wrote one partition: cannot repeat it"; exit 1; }
-	sqlite3 "$1/parts/$yday.db" "ATTACH '$1/parts/$today.db' AS t;
-		INSERT INTO blocks(t_min, t_max, entries, samples, rawlen, series, data, step)
-		SELECT t_min - $DAYNS, t_max - $DAYNS, entries, samples, rawlen, series, data, step FROM t.blocks ORDER BY id;"
-	sqlite3 "$1/index.db" "UPDATE partitions SET t_min = (SELECT t_min FROM partitions WHERE name = '$today') - $DAYNS
-		WHERE name = '$yday'"
-	y0=$(date -u -d "$(echo "$yday" | sed 's/\(....\)\(..\)\(..\)/\1-\2-\3/')" +%s)
-	k=1
-	while [ "$k" -le "$(($2 - 2))" ]; do
-		name=$(date -u -d "@$((y0 - k * 86400))" +%Y%m%d)
-		cp "$1/parts/$yday.db" "$1/parts/$name.db"
-		sqlite3 "$1/parts/$name.db" "UPDATE blocks SET t_min = t_min - $k * $DAYNS, t_max = t_max - $k * $DAYNS"
-		sqlite3 "$1/index.db" "INSERT INTO partitions(name, t_min, t_max) SELECT '$name', t_min - $k * $DAYNS,
-			t_max - $k * $DAYNS FROM partitions WHERE name = '$yday'"
+	yday=$(sqlite3 "$1/store.db" "SELECT max(name) FROM partitions")
+	[ "$(sqlite3 "$1/store.db" "SELECT count(*) FROM partitions")" = 1 ] ||
+		{ echo "store_gen wrote more than one day: cannot repeat it"; exit 1; }
+	k=-1
+	while [ "$k" -le "$(($2 - 1))" ]; do
+		[ "$k" != 0 ] || { k=1; continue; }
+		name=$(date -u -d "@$((midnight - (k + 1) * 86400))" +%Y%m%d)
+		cp "$1/days/$yday.db" "$1/days/$name.db"
+		# (today: what lies before now)
+		sqlite3 "$1/days/$name.db" "UPDATE blocks SET t_min = t_min - $k * $DAYNS, t_max = t_max - $k * $DAYNS;
+			DELETE FROM blocks WHERE t_max >= $now * 1000000000; DELETE FROM rollups"
+		sqlite3 "$1/store.db" "INSERT INTO partitions(name, t_min, t_max) SELECT '$name', t_min - $k * $DAYNS,
+			min(t_max - $k * $DAYNS, $now * 1000000000 - 1) FROM partitions WHERE name = '$yday'"
 		k=$((k + 1))
 	done
 }
@@ -57,11 +55,11 @@ if [ -n "${BENCH_DS_HOURS:-}" ]; then
 	echo "      $(sed -n 's/^samples: //p' "$d/gen.out") samples, generated in $(sed -n 's/.*; total //p' "$d/gen.out")"
 else
 	need_tools sqlite3
-	"$b/bench/store_gen" "$d/raw" - --days 1 --hours 24 > "$d/gen.out"
+	"$b/bench/store_gen" "$d/raw" - --days 1 --hours 24 --end "$midnight" > "$d/gen.out"
 	repeat_days "$d/raw" "$D"
 	echo "load: $(sed -n 's/^simulated: //p' "$d/gen.out")"
-	echo "      the 24 hours to now ($(sed -n 's/^samples: //p' "$d/gen.out") samples, generated in" \
-		"$(sed -n 's/.*; total //p' "$d/gen.out")), repeated: $D days of whole days to now" \
+	echo "      yesterday (UTC: $(sed -n 's/^samples: //p' "$d/gen.out") samples, generated in" \
+		"$(sed -n 's/.*; total //p' "$d/gen.out")), repeated: $D whole days and today to now" \
 		"(BENCH_DS_DAYS; BENCH_DS_HOURS=H generates the last H hours of each day instead)"
 fi
 
@@ -71,16 +69,22 @@ read -r compact_s compact_rss < "$d/t"
 echo "compaction:   $compact_s s, peak RSS $((compact_rss / 1024)) MB ($POLICY): $(sed 's/ in [^:]*:/:/' "$d/ds.out")"
 
 size() { du -sb "$1" | cut -f1; }
-raw_b=$(size "$d/raw"); ds_b=$(size "$d/ds"); idx_b=$(size "$d/raw/index.db")
-rawp=$((raw_b - idx_b)); dsp=$((ds_b - idx_b))
-awk -v r="$raw_b" -v s="$ds_b" -v i="$idx_b" -v rp="$rawp" -v sp="$dsp" -v h="$H" -v v="$(verdict '<=' \
+# a day's dictionary and series: its chunks' and series rows' bytes, summed over the days
+dict_bytes() {
+	for f in "$1"/days/*.db; do
+		sqlite3 "$f" "SELECT (SELECT coalesce(sum(length(data)), 0) FROM chunks) +
+			(SELECT coalesce(sum(length(type) + length(labels)), 0) FROM series)"
+	done | awk '{ s += $1 } END { print s + 0 }'
+}
+raw_b=$(size "$d/raw"); ds_b=$(size "$d/ds")
+raw_dict=$(dict_bytes "$d/raw"); ds_dict=$(dict_bytes "$d/ds")
+awk -v r="$raw_b" -v s="$ds_b" -v i="$raw_dict" -v j="$ds_dict" -v h="$H" -v v="$(verdict '<=' \
 	"$(awk -v a="$ds_b" -v b="$raw_b" 'BEGIN { print a / b }')" 0.2)" 'BEGIN {
-	printf "on disk:      raw %d bytes, downsampled %d bytes = 1/%.2f (target <= 1/5: %s)\n", r, s, r / s, v
-	printf "              of which the dictionary (index.db) %d bytes; sample partitions raw %d, downsampled %d = 1/%.2f\n",
-		i, rp, sp, rp / sp
+	printf "on disk:      raw %d bytes, downsampled %d bytes = 1/%.2f (target <= 1/5: %s; cprof 2131acc: 1/2.64)\n", r, s, r / s, v
+	printf "              of which the days'"'"' dictionaries and series: raw %d bytes, downsampled %d\n", i, j
 	if (h < 24)
-		printf "              whole days (x%g partitions, one dictionary): raw %.0f, downsampled %.0f bytes = 1/%.2f\n",
-			24 / h, i + rp * 24 / h, i + sp * 24 / h, (i + rp * 24 / h) / (i + sp * 24 / h)
+		printf "              whole days (x%g of the samples): raw %.0f, downsampled %.0f bytes = 1/%.2f\n",
+			24 / h, i + (r - i) * 24 / h, j + (s - j) * 24 / h, (i + (r - i) * 24 / h) / (j + (s - j) * 24 / h)
 }'
 
 # a coarser policy, for comparison (BENCH_DS_ALT; "off" to skip)
@@ -89,7 +93,7 @@ if [ "$ALT" != off ]; then
 	cp -a "$d/raw" "$d/alt"
 	"$C" import --data "$d/alt" --downsample "$ALT" > /dev/null
 	alt_b=$(size "$d/alt")
-	awk -v r="$raw_b" -v s="$alt_b" -v i="$idx_b" -v h="$H" -v p="$ALT" 'BEGIN {
+	awk -v r="$raw_b" -v s="$alt_b" -v i="$raw_dict" -v h="$H" -v p="$ALT" 'BEGIN {
 		printf "              with %s instead: %d bytes = 1/%.2f", p, s, r / s
 		if (h < 24)
 			printf "; whole days 1/%.2f", (i + (r - i) * 24 / h) / (i + (s - i) * 24 / h)
@@ -111,7 +115,6 @@ best3() {
 	qt=$(jq .total "$d/q.json")
 	qr=$(jq -r '.resolution // "?"' "$d/q.json")
 }
-now=$(date +%s)
 two=$(((now / 86400 - 14) * 86400))
 for q in whole day last; do
 	case $q in
@@ -141,17 +144,17 @@ done
 # under faketime: entries and bytes of the sample partitions per tier, against store_gen's above
 if [ -n "${BENCH_DS_REAL:-}" ]; then
 	need_tools faketime sqlite3
-	parts_stats() { # DIR: entries and bytes of its partitions
+	parts_stats() { # DIR: entries and bytes of its days
 		e=0
-		for f in "$1"/parts/*.db; do
+		for f in "$1"/days/*.db; do
 			e=$((e + $(sqlite3 "$f" "SELECT coalesce(sum(entries), 0) FROM blocks")))
 		done
-		echo "$e $(du -cb "$1"/parts/*.db | tail -1 | cut -f1)"
+		echo "$e $(du -cb "$1"/days/*.db | tail -1 | cut -f1)"
 	}
 	rm -rf "$d/real"
 	cp -a "$BENCH_DS_REAL" "$d/real"
 	# whole pages: the recorder's open WAL folded in first
-	for f in "$d"/real/parts/*.db; do sqlite3 "$f" "PRAGMA wal_checkpoint(TRUNCATE); VACUUM" > /dev/null; done
+	for f in "$d"/real/days/*.db; do sqlite3 "$f" "PRAGMA wal_checkpoint(TRUNCATE); VACUUM" > /dev/null; done
 	read -r re rb <<-EOT
 	$(parts_stats "$d/real")
 	EOT
@@ -160,7 +163,7 @@ if [ -n "${BENCH_DS_REAL:-}" ]; then
 		rm -rf "$d/real$age"
 		cp -a "$d/real" "$d/real$age"
 		faketime -f "+${age}d" "$C" import --data "$d/real$age" --downsample "$POLICY" > /dev/null
-		for f in "$d"/real$age/parts/*.db; do sqlite3 "$f" "VACUUM" > /dev/null; done
+		for f in "$d"/real$age/days/*.db; do sqlite3 "$f" "VACUUM" > /dev/null; done
 		read -r e by <<-EOT
 		$(parts_stats "$d/real$age")
 		EOT

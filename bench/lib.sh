@@ -137,3 +137,18 @@ wait_storm() {
 	for p in $storm; do wait "$p" || :; done
 	storm=
 }
+# ---- what a store holds (docs/STORE.md: store.db, and a file per day) ----
+# store_contents DIR: "DICT BLOCKS SERIES": the bytes of the days' dictionaries (their chunks'
+# blobs and series rows), of their sample blocks and summaries (blobs), and the series over all
+# days (a series present on several days counts once a day); needs sqlite3 (0 0 0 without it)
+store_contents() {
+	command -v sqlite3 > /dev/null 2>&1 || { echo "0 0 0"; return; }
+	for _f in "$1"/days/*.db; do
+		[ -f "$_f" ] || continue
+		sqlite3 -readonly "$_f" "SELECT (SELECT coalesce(sum(length(data)), 0) FROM chunks) +
+				(SELECT coalesce(sum(length(type) + length(labels)), 0) FROM series),
+			(SELECT coalesce(sum(length(data) + length(series) + coalesce(length(ends), 0)), 0) FROM blocks) +
+				(SELECT coalesce(sum(length(data) + length(series) + coalesce(length(ends), 0)), 0) FROM rollups),
+			(SELECT count(*) FROM series)" 2> /dev/null | tr '|' ' '
+	done | awk '{ a += $1; b += $2; c += $3 } END { printf "%d %d %d\n", a, b, c }'
+}

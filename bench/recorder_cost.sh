@@ -19,7 +19,10 @@
 # Targets (#16): storm CPU per sample <= 2x steady; <= 1/3 of perf's per sample; 0 samples lost at
 # 19 Hz; peak RSS <= 64 MB; steady at 19 Hz <= 0.3% of a core; start-up <= 0.1 s of CPU; and after
 # BENCH_PROGRAMS (200) distinct programs (built here with -g, each its own build id) were sampled,
-# peak RSS <= 64 MB (--max-memory's default).
+# peak RSS <= 64 MB (--max-memory's default).  Targets (#48, a series per program): at 19 Hz the storm
+# (node and python3 starting in it) <= 0.25% of a core (cprof 2131acc: 0.32 to 0.46%, 1.27% in an
+# independent storm of node and python3 starts) and its CPU per frame <= 1.5x steady's (2131acc: 1.52
+# to 1.92x); steady no worse than 2131acc (0.10 to 0.34% of a core).
 # Needs root, perf, bpftool, gcc, node and python3.  Exits 0 unless something failed to run; PASS and
 # NOT MET lines give the verdicts.
 # usage: bench/recorder_cost.sh BUILDDIR   (run by `make bench`)
@@ -190,10 +193,10 @@ echo
 for rate in $RATES; do
 	set -- $(awk -v r="$rate" '$1 != r { next } { ps[$2] = ($3 ? $5 / $3 : 0) }
 		$2 == "steady" { pct = 100 * $5 / '"$SECS"'; sf = $10 }
-		$2 == "storm" { lost = $4; hwm = $8; tf = $10 }
-		END { printf "%.9f %.9f %d %d %.3f %.1f %.1f %.9f %.9f\n", ps["steady"], ps["storm"], lost, hwm, pct, sf, tf,
-			ps["steady-nw"], ps["storm-nw"] }' "$d/cprof.tab")
-	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5 steady_f=$6 storm_f=$7 steady_nw=$8 storm_nw=$9
+		$2 == "storm" { lost = $4; hwm = $8; tf = $10; spct = 100 * $5 / '"$SECS"' }
+		END { printf "%.9f %.9f %d %d %.3f %.1f %.1f %.9f %.9f %.3f\n", ps["steady"], ps["storm"], lost, hwm, pct, sf, tf,
+			ps["steady-nw"], ps["storm-nw"], spct }' "$d/cprof.tab")
+	steady=$1 storm_ps=$2 lost=$3 hwm=$4 pct=$5 steady_f=$6 storm_f=$7 steady_nw=$8 storm_nw=$9 storm_pct=${10}
 	perf_ps=$(awk -v r="$rate" '$1 == r { printf "%.9f", ($2 ? ($3 + $4) / $2 : 0) }' "$d/perf.tab")
 	ratio=$(awk -v a="$storm_ps" -v b="$steady" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 	vsperf=$(awk -v a="$storm_ps" -v b="$perf_ps" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
@@ -209,7 +212,13 @@ for rate in $RATES; do
 	echo "$(verdict '<=' "$vsperf" 0.3333): $rate Hz: storm CPU per sample is ${vsperf}x perf's (target <= 1/3)"
 	[ "$rate" != 19 ] || echo "$(verdict '<=' "$lost" 0): 19 Hz: $lost samples lost in the storm (target 0)"
 	echo "$(verdict '<=' "$hwm" 64): $rate Hz: peak RSS in the storm $hwm MB (target <= 64 MB)"
-	[ "$rate" != 19 ] || echo "$(verdict '<=' "$pct" 0.3): 19 Hz: steady state $pct% of a core (target <= 0.3%)"
+	[ "$rate" != 19 ] || echo "$(verdict '<=' "$pct" 0.3): 19 Hz: steady state $pct% of a core (target <= 0.3%; cprof 2131acc: 0.10 to 0.34%)"
+	if [ "$rate" = 19 ]; then
+		echo "$(verdict '<=' "$storm_pct" 0.25): 19 Hz: the storm (node and python3 starting in it) $storm_pct% of a core (target <= 0.25%; cprof 2131acc: 0.32 to 0.46%)"
+		pf=$(awk -v a="$storm_ps" -v b="$steady" -v fa="$storm_f" -v fb="$steady_f" 'BEGIN {
+			printf "%.2f", (fa > 0 && fb > 0 && b > 0) ? (a / fa) / (b / fb) : 0 }')
+		echo "$(verdict '<=' "$pf" 1.5): 19 Hz: storm CPU per frame ${pf}x steady's (target <= 1.5x; cprof 2131acc: 1.52 to 1.92x)"
+	fi
 done
 many_run 99 "${BENCH_PROGRAMS:-200}"
 set -- $(cat "$d/many.tab")

@@ -36,14 +36,14 @@ echo "      $samples samples in $(field batches)
 
 # ---- size ----
 store_b=$(du -sb "$d/store" | cut -f1)
-index_b=$(du -sb "$d/store/index.db" | cut -f1)
-parts_b=$(du -sb "$d/store/parts" | cut -f1)
+set -- $(store_contents "$d/store")
+dict_b=$1 blocks_b=$2
 pprof_b=$(du -sb "$d/pprof" | cut -f1)
 bps=$(ratio "$store_b" "$samples")
 x=$(ratio "$pprof_b" "$store_b")
 echo "store on disk:        $store_b bytes = $bps bytes/sample (target <= 4: $(target '<=' "$bps" 4))"
-echo "                      dictionary (index.db) $index_b bytes, sample blocks (parts/) $parts_b bytes" \
-	"= $(ratio "$parts_b" "$samples") bytes/sample"
+echo "                      of which the days' dictionaries and series $dict_b bytes, sample blocks and summaries" \
+	"$blocks_b bytes = $(ratio "$blocks_b" "$samples") bytes/sample (the rest: SQLite's pages and indexes)"
 echo "pprof files:          $nfiles files, $pprof_b bytes = $(ratio "$pprof_b" "$samples") bytes/sample;" \
 	"the store is ${x}x smaller (target >= 10x: $(target '>=' "$x" 10))"
 

@@ -4,8 +4,11 @@
  * tree, ~4000 distinct stacks each, depth 5-40, Zipf popularity), sampled at
  * 19 Hz per CPU on 8 busy CPUs (152 samples/s, hot processes get more) for H
  * simulated hours ending now.  Every 10 s of simulated time each process's
- * samples become one CPU profile (aggregated by stack, as an agent sends
- * them); the 50 profiles go to the store as one cp_store_append batch, as
+ * samples become one CPU profile (aggregated by stack and thread, as an agent
+ * sends them), whose samples carry the process's pid and their thread's
+ * thread_id and thread_name as sample labels (1 to 4 threads a process), as
+ * cprof record's do; its series is its program's (comm, node), as record's
+ * since #48.  The 50 profiles go to the store as one cp_store_append batch, as
  * record does, and each is also written as a gzipped pprof file, the way the
  * same data is kept without a store.  Deterministic (fixed seed).
  * --hosts N simulates N such hosts (node=host-000...; each host's 50
@@ -18,7 +21,9 @@
  * by default with --days: whole days), for the downsampling benchmark
  * (bench/downsample.sh): the days 2 and 14 days ago are the ones the default
  * policy turns coarser.
- * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--days D] [--hosts N] [--cpus C] [--group] */
+ * --end S ends the simulated time at S (seconds since the epoch) instead
+ * of now (bench/downsample.sh: a whole UTC day, --end at midnight).
+ * usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--days D] [--hosts N] [--cpus C] [--group] [--end S] */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -209,9 +214,26 @@ static uint32_t pick(const double *cdf, uint32_t n)
 	return lo;
 }
 
-/* One process's profile for one interval, from the stacks drawn for it. */
-static struct cp_profile *build(int prog, const uint32_t *drawn, size_t n, int64_t t)
+static int str_label(struct cp_profile *p, struct cp_label *l, const char *k, const char *v)
 {
+	int64_t ks = cp_profile_str(p, k), vs = cp_profile_str(p, v);
+
+	if (ks < 0 || vs < 0)
+		return -1;
+	memset(l, 0, sizeof(*l));
+	l->key = (uint32_t)ks;
+	l->str = (uint32_t)vs;
+	return 0;
+}
+
+#define MAXTHREADS 4
+
+/* One process's profile for one interval, from the stacks drawn for it and
+ * their threads (0 .. 1 + proc % MAXTHREADS), pid its pid. */
+static struct cp_profile *build(int prog, int pid, const uint32_t *drawn, const uint8_t *thread, size_t n,
+				int64_t t)
+{
+	int64_t ls[MAXTHREADS] = { 0 };
 	static uint32_t locid[NFUNCS * SITES], fnid[NFUNCS];
 	struct program *pg = &progs[prog];
 	struct cp_profile *p = cp_profile_new();
@@ -279,7 +301,19 @@ static struct cp_profile *build(int prog, const uint32_t *drawn, size_t n, int64
 			}
 			locs[k] = locid[fr];
 		}
-		if ((st = cp_profile_stack(p, locs, d)) < 0 || cp_profile_add_sample(p, (uint32_t)st, 0, v))
+		if (!ls[thread[i]]) { /* the thread's label set: pid, thread_id, thread_name */
+			struct cp_label lb[3];
+			char ps[16], ts[16], tn[32];
+
+			snprintf(ps, sizeof(ps), "%d", pid);
+			snprintf(ts, sizeof(ts), "%d", pid + thread[i]);
+			snprintf(tn, sizeof(tn), thread[i] ? "%.20s-w%u" : "%.20s", prog_names[prog], thread[i]);
+			if (str_label(p, &lb[0], "pid", ps) || str_label(p, &lb[1], "thread_id", ts) ||
+			    str_label(p, &lb[2], "thread_name", tn) || (ls[thread[i]] = cp_profile_labelset(p, lb, 3)) < 0)
+				goto fail;
+		}
+		if ((st = cp_profile_stack(p, locs, d)) < 0 ||
+		    cp_profile_add_sample(p, (uint32_t)st, (uint32_t)ls[thread[i]], v))
 			goto fail;
 	}
 	return p;
@@ -291,16 +325,18 @@ fail:
 int main(int argc, char **argv)
 {
 	static uint32_t drawn[NPROC][HZ * NCPU * INTERVAL];
+	static uint8_t thread[NPROC][HZ * NCPU * INTERVAL];
 	struct cp_profile **prof;
 	struct cp_store_append *batch;
-	struct cp_kv (*labels)[NPROC][3];
+	const char **fpid; /* each profile's pid (its file's name) */
+	struct cp_kv (*labels)[NPROG][2];
 	char (*pids)[NPROC][16], (*node)[32], path[4096];
 	size_t ndrawn[NPROC], nb = 0;
 	double proc_cdf[NPROC], sum = 0, t_append = 0, t_pprof = 0, t0, t1, start_s = now_s();
 	int64_t start, samples = 0, pprof_bytes = 0, nfiles = 0, nappends = 0, nint, k;
 	double hours = 0;
 	int hosts = 1, cpus = NCPU, h, days = 0;
-	int64_t nper;
+	int64_t nper, end_s = 0;
 	bool files, group = false;
 	struct cp_store *st;
 	struct cp_store_stats stats;
@@ -320,6 +356,8 @@ int main(int argc, char **argv)
 			hosts = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--cpus"))
 			cpus = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--end"))
+			end_s = atoll(argv[i + 1]);
 		else
 			break;
 	}
@@ -327,16 +365,17 @@ int main(int argc, char **argv)
 	if (argc < 3 || i != argc || hours <= 0 || hosts < 1 || cpus < 1 || cpus > NCPU || days < 0 ||
 	    (days && hours > 24)) {
 		fprintf(stderr, "usage: store_gen STOREDIR PPROFDIR|- [--hours H] [--days D] [--hosts N] [--cpus C (1-%d)]"
-			" [--group]\n", NCPU);
+			" [--group] [--end S]\n", NCPU);
 		return 2;
 	}
 	days = days ? days : 1;
 	prof = calloc((size_t)NPROC * (size_t)hosts, sizeof(*prof));
 	batch = calloc((size_t)NPROC * (size_t)hosts, sizeof(*batch));
+	fpid = calloc((size_t)NPROC * (size_t)hosts, sizeof(*fpid));
 	labels = calloc((size_t)hosts, sizeof(*labels));
 	pids = calloc((size_t)hosts, sizeof(*pids));
 	node = calloc((size_t)hosts, sizeof(*node));
-	if (!prof || !batch || !labels || !pids || !node) {
+	if (!prof || !batch || !fpid || !labels || !pids || !node) {
 		fprintf(stderr, "store_gen: out of memory\n");
 		return 1;
 	}
@@ -356,15 +395,15 @@ int main(int argc, char **argv)
 		proc_cdf[i] = proc_cdf[j];
 		proc_cdf[j] = 1.0 / pow(i + 1, 0.8);
 	}
-	/* each host: its node name and pids */
+	/* each host: its node name, its programs' series labels, its pids */
 	for (h = 0; h < hosts; h++) {
 		snprintf(node[h], sizeof(node[h]), hosts == 1 ? "bench" : "host-%03d", h);
-		for (i = 0; i < NPROC; i++) {
-			snprintf(pids[h][i], sizeof(pids[h][i]), "%d", 1000 + i * 37 + h * 7919);
-			labels[h][i][0] = (struct cp_kv){ "comm", prog_names[i / PER_PROG] };
-			labels[h][i][1] = (struct cp_kv){ "pid", pids[h][i] };
-			labels[h][i][2] = (struct cp_kv){ "node", node[h] };
+		for (i = 0; i < NPROG; i++) {
+			labels[h][i][0] = (struct cp_kv){ "comm", prog_names[i] };
+			labels[h][i][1] = (struct cp_kv){ "node", node[h] };
 		}
+		for (i = 0; i < NPROC; i++)
+			snprintf(pids[h][i], sizeof(pids[h][i]), "%d", 1000 + i * 37 + h * 7919);
 	}
 	for (i = 0; i < NPROC; i++)
 		proc_cdf[i] = sum += proc_cdf[i];
@@ -374,7 +413,8 @@ int main(int argc, char **argv)
 	/* each day's last nper intervals, the oldest day first; the last ends now */
 	nper = (int64_t)(hours * 3600 / INTERVAL);
 	nint = nper * days;
-	start = (cp_now_ns() / 1000000000LL - nper * INTERVAL) / INTERVAL * INTERVAL * 1000000000LL;
+	end_s = end_s > 0 ? end_s : cp_now_ns() / 1000000000LL;
+	start = (end_s - nper * INTERVAL) / INTERVAL * INTERVAL * 1000000000LL;
 	for (k = 0; k < nint; k++)
 		for (h = 0; h < hosts; h++) {
 			int64_t t = start - (days - 1 - k / nper) * 86400 * 1000000000LL + (k % nper) * INTERVAL * 1000000000LL;
@@ -383,17 +423,19 @@ int main(int argc, char **argv)
 			for (i = 0; i < HZ * cpus * INTERVAL; i++) {
 				uint32_t pr = pick(proc_cdf, NPROC);
 
+				thread[pr][ndrawn[pr]] = (uint8_t)rnd(1 + pr % MAXTHREADS);
 				drawn[pr][ndrawn[pr]++] = pick(progs[pr / PER_PROG].cdf, NSTACKS);
 			}
 			for (i = 0; i < NPROC; i++) {
 				if (!ndrawn[i])
 					continue; /* no sample: an agent sends nothing */
-				if (!(prof[nb] = build(i / PER_PROG, drawn[i], ndrawn[i], t))) {
+				if (!(prof[nb] = build(i / PER_PROG, atoi(pids[h][i]), drawn[i], thread[i], ndrawn[i], t))) {
 					fprintf(stderr, "store_gen: out of memory\n");
 					return 1;
 				}
-				batch[nb] = (struct cp_store_append){ .profile = prof[nb], .name = "cpu", .labels = labels[h][i],
-				                                      .nlabels = 3 };
+				batch[nb] = (struct cp_store_append){ .profile = prof[nb], .name = "cpu",
+								      .labels = labels[h][i / PER_PROG], .nlabels = 2 };
+				fpid[nb] = pids[h][i];
 				samples += (int64_t)ndrawn[i];
 				nb++;
 			}
@@ -414,7 +456,7 @@ int main(int argc, char **argv)
 
 				if (files) {
 					snprintf(path, sizeof(path), "%s/%s-%s-%06" PRId64 ".pb.gz", argv[2],
-						 batch[b].labels[0].value, batch[b].labels[1].value, k);
+						 batch[b].labels[0].value, fpid[b], k);
 					if ((err = cp_pprof_encode(prof[b], 1, &buf, &len)) ||
 					    (err = cp_write_file_atomic(path, buf, len))) {
 						fprintf(stderr, "store_gen: %s: %s\n", path, cp_errmsg(-err));

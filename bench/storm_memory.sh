@@ -5,12 +5,12 @@
 # cprof record --all -F BENCH_RATE (19) --data DIR --log-level debug runs while lib.sh's storm (sh
 # pipelines, gcc -c, sed, a short node and python3 each round) runs for BENCH_SECONDS (600).
 # Every 30 s: the recorder's resident set (VmRSS, and RssAnon: its heap, which the budget can only
-# partly give back) and the store: its series and index.db's size (its pages, as a reader sees them).  From the debug flush lines: the
+# partly give back) and the store: its series (a program's once a day) and its files' size.  From the debug flush lines: the
 # store handle's memory (cp_store_memory: the dictionary a writer keeps to find what is there, and
 # the series ids it caches), which the budget's evictions do not give back: the writer forgets its
 # dictionary past a sixteenth of --max-memory (lib/store/dict.h), and writes its working set again.
 # The handle's peak over the run and how often it was forgotten (a flush line's handle under half
-# the one before), and the growth of the series and of index.db (the rows written again included)
+# the one before), and the growth of the series and of the store (the rows written again included)
 # over the second half of the run (the first holds the start of every cache), extrapolated to the
 # hour.  Compared with the reference: perf record -a keeps nothing per process in memory (it writes
 # every record to perf.data, which grows instead); its file's growth is given for the same storm
@@ -41,17 +41,16 @@ kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
 handles() { sed -n 's/.*store handle \([0-9]*\) KiB.*/\1/p' "$d/rec.err"; }
 # handle_kib: in the last flush line (0 before the first)
 handle_kib() { handles | tail -1 | awk '{ print $1 + 0 } END { if (!NR) print 0 }'; }
-series() { sqlite3 "$d/store/index.db" 'SELECT count(*) FROM series' 2> /dev/null || echo 0; }
-# index_bytes: index.db's size as its readers see it (its pages, the write-ahead log's included)
-index_bytes() { sqlite3 "$d/store/index.db" 'PRAGMA page_count' 'PRAGMA page_size' 2> /dev/null |
-	awk 'NR == 1 { n = $1 } NR == 2 { s = $1 } END { print n * s + 0 }'; }
+series() { store_contents "$d/store" | awk '{ print $3 }'; }
+# index_bytes: the store's files (store.db, the days, their logs)
+index_bytes() { find "$d/store" -type f -printf '%s\n' 2> /dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 
 echo "storm_memory: cprof record --all -F $RATE into a store, a storm of short-lived processes for $SECS s"
 rec_start "$d/rec.err" "$b/cprof" record --all -F "$RATE" --data "$d/store" --log-level debug
 run_storm "$SECS"
 t=0 half=$((SECS / 2))
 s0= i0=
-printf '%6s %9s %9s %12s %8s %12s\n' "t (s)" "RSS MB" "anon MB" "handle MB" series "index.db MB"
+printf '%6s %9s %9s %12s %8s %12s\n' "t (s)" "RSS MB" "anon MB" "handle MB" series "store MB"
 while [ "$t" -lt "$SECS" ]; do
 	sleep 30
 	t=$((t + 30))
@@ -73,7 +72,7 @@ span=$((SECS - t0))
 [ "$span" -gt 0 ] || { echo "storm_memory: BENCH_SECONDS=$SECS is too short"; exit 1; }
 awk -v h="$h1" -v p="$hpeak" -v f="$forgets" -v m="$BUDGET_MB" -v s0="$s0" -v s1="$s1" -v i0="$i0" -v i1="$i1" -v sp="$span" 'BEGIN {
 	printf "store handle: %.1f MB at the end, %.1f MB at most, forgotten %d times (past %.1f MB, a sixteenth of the budget)\n", h / 1024, p, f, m / 16
-	printf "series: %.0f an hour; index.db: %.1f MB an hour\n", (s1 - s0) * 3600 / sp, (i1 - i0) / 1048576 * 3600 / sp }'
+	printf "series: %.0f an hour; the store: %.1f MB an hour\n", (s1 - s0) * 3600 / sp, (i1 - i0) / 1048576 * 3600 / sp }'
 echo "peak RSS $peak MB"
 
 if command -v "$PERF" > /dev/null 2>&1; then

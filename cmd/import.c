@@ -36,7 +36,8 @@ const struct cmd cmd_import = {
 	"import", "load pprof and folded profiles into the store", run_import, options, "l:h",
 	"usage: cprof import [OPTIONS] FILE...\n"
 	"       cprof import [OPTIONS] --from-store DIR\n"
-	"       cprof import [--data DIR] --downsample POLICY\n"
+	"       cprof import [--data DIR] [--retention DUR] [--max-store-size SIZE]\n"
+	"                    [--downsample POLICY]\n"
 	"\n"
 	"Store profiles (pprof, gzip or raw, and folded stacks) so that query,\n"
 	"merge and diff can select them by type, labels and time. All files are\n"
@@ -53,7 +54,8 @@ const struct cmd cmd_import = {
 	"      --max-store-size SIZE  then delete the oldest data to keep the store\n"
 	"                        under SIZE (e.g. 10G)\n"
 	"      --downsample POLICY  then merge older days into coarser steps, e.g.\n"
-	"                        raw=2d,1m=14d,10m (off: none); without FILE, only that\n"
+	"                        raw=2d,1m=14d,10m (off: none)\n"
+	"                        (without FILE, these three alone: store upkeep)\n"
 	"      --from-store DIR  every sample of the store in DIR (this cprof's, or an\n"
 	"                        earlier one's, which is read as it is), with its series\n"
 	"                        and times, instead of files\n"
@@ -72,7 +74,7 @@ static int run_import(int argc, char **argv)
 	struct push_args push = { 0 };
 	int64_t t = 0, keep = 0;
 	uint64_t max_store = 0;
-	bool cfg_retention = false, cfg_max_store = false, cfg_downsample = false;
+	bool cfg_retention = false, cfg_max_store = false, cfg_downsample = false, upkeep;
 	const char *downsample = NULL;
 	struct cp_downsample policy = { 0 };
 	struct cp_compact_stats cst;
@@ -137,13 +139,14 @@ static int run_import(int argc, char **argv)
 		status = usage_error("import", "--downsample: %s", cp_errmsg(err));
 		goto out;
 	}
-	/* --downsample alone (not the configuration file's: that applies to
-	 * imports) is store upkeep */
+	/* --retention, --max-store-size or --downsample alone (not the configuration file's: those
+	 * apply to imports) is store upkeep */
 	if (from && (optind < argc || when || name || labels.n)) {
 		status = usage_error("import", "--from-store copies a store as it is: no FILE, --time, --name or -l with it");
 		goto out;
 	}
-	if (optind >= argc && !from && (!downsample || cfg_downsample)) {
+	upkeep = (downsample && !cfg_downsample) || (retention && !cfg_retention) || (max_store && !cfg_max_store);
+	if (optind >= argc && !from && !upkeep) {
 		status = usage_error("import", "no input: give the profile files to import");
 		goto out;
 	}
@@ -211,14 +214,33 @@ static int run_import(int argc, char **argv)
 			status = fail("import", "%s", cp_errmsg(err));
 			goto out;
 		}
-	} else if (!nfiles) { /* --downsample alone: store upkeep */
-		if ((err = cp_store_compact(store, &policy, cp_now_ns(), 0, &cst)) < 0) {
+	} else if (!nfiles) { /* store upkeep: what the options ask, in a writer's order */
+		if (retention && (err = cp_store_retain(store, keep)) < 0) {
+			status = fail("import", "retention: %s", cp_errmsg(err));
+			goto out;
+		}
+		if (retention)
+			printf("deleted %d day%s older than %s from %s\n", err, err == 1 ? "" : "s", retention, dir);
+		if (max_store) {
+			int64_t freed = cp_store_limit(store, max_store);
+			uint64_t size = 0;
+
+			if (freed < 0) {
+				status = fail("import", "--max-store-size: %s", cp_errmsg((int)freed));
+				goto out;
+			}
+			cp_store_size(store, &size);
+			printf("deleted %" PRId64 " bytes of the oldest data from %s: it takes %" PRIu64 " bytes%s\n", freed,
+			       dir, size, size > max_store ? ", still over --max-store-size (the newest day alone is)" : "");
+		}
+		if (downsample && (err = cp_store_compact(store, &policy, cp_now_ns(), 0, &cst)) < 0) {
 			status = fail("import", "%s", cp_errmsg(err));
 			goto out;
 		}
-		printf("downsampled %d day%s in %s: %" PRId64 " blocks of %" PRId64 " entries into %" PRId64
-		       " blocks of %" PRId64 " entries\n", err, err == 1 ? "" : "s", dir, cst.blocks_before,
-		       cst.entries_before, cst.blocks_after, cst.entries_after);
+		if (downsample)
+			printf("downsampled %d day%s in %s: %" PRId64 " blocks of %" PRId64 " entries into %" PRId64
+			       " blocks of %" PRId64 " entries\n", err, err == 1 ? "" : "s", dir, cst.blocks_before,
+			       cst.entries_before, cst.blocks_after, cst.entries_after);
 		status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
 		goto out;
 	}

@@ -17,12 +17,93 @@
 #include "handle.h"
 #include "parts.h"
 
+/* The days store.db lists, sorted, into *rows (malloc'ed), in the caller's transaction. */
+static int listed_days(struct cp_local *s, char (**rows)[16], size_t *nrows, const char *what)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int err, rc;
+
+	*rows = NULL;
+	*nrows = 0;
+	if ((err = cp_db_prepare(s->db, "SELECT name FROM partitions ORDER BY name", &st)))
+		return err;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (cp_grow((void **)rows, &cap, *nrows + 1, sizeof(**rows))) {
+			sqlite3_finalize(st);
+			return cp_error(ENOMEM, "out of memory %s", what);
+		}
+		snprintf((*rows)[(*nrows)++], sizeof((*rows)[0]), "%s", (const char *)sqlite3_column_text(st, 0));
+	}
+	err = rc == SQLITE_DONE ? 0 : cp_db_error(s->db, what);
+	sqlite3_finalize(st);
+	return err;
+}
+
+/* DIR/days/YYYYMMDD.db, -wal or -shm: the day's name into day (9 bytes). */
+static bool part_file(const char *f, char *day)
+{
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		if (f[i] < '0' || f[i] > '9')
+			return false;
+	if (strcmp(f + 8, ".db") && strcmp(f + 8, ".db-wal") && strcmp(f + 8, ".db-shm"))
+		return false;
+	memcpy(day, f, 8);
+	day[8] = '\0';
+	return true;
+}
+
+/* The days' files that no row of rows[0..nrows) (sorted) lists, added to names[0..*n) (once
+ * each).  Under store.db's write lock these are dead: an append lists its day in the
+ * transaction that makes the file, and a deletion commits its rows before it unlinks (a crash
+ * in between leaves them). */
+static int unlisted_days(struct cp_local *s, char (*rows)[16], size_t nrows, char (**names)[16], size_t *n,
+			 size_t *cap, const char *what)
+{
+	char path[PATH_MAX], day[16];
+	struct dirent *de;
+	int err = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/days", s->dir);
+	if (!(d = opendir(path)))
+		return 0;
+	while (!err && (de = readdir(d))) {
+		size_t lo = 0, hi = nrows, i;
+
+		if (!part_file(de->d_name, day))
+			continue;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (strcmp(rows[mid], day) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < nrows && !strcmp(rows[lo], day))
+			continue;
+		for (i = 0; i < *n && strcmp((*names)[i], day); i++)
+			;
+		if (i < *n)
+			continue; /* its -wal or -shm, the .db seen already */
+		if (cp_grow((void **)names, cap, *n + 1, sizeof(**names)))
+			err = cp_error(ENOMEM, "out of memory %s", what);
+		else
+			snprintf((*names)[(*n)++], sizeof((*names)[0]), "%s", day);
+	}
+	closedir(d);
+	return err;
+}
+
 int cp_local_retain(struct cp_local *s, int64_t keep_ns)
 {
 	int64_t cutoff = cp_now_ns() - keep_ns;
 	sqlite3_stmt *st = NULL;
-	char (*names)[16] = NULL;
-	size_t n = 0, cap = 0;
+	char (*names)[16] = NULL, (*rows)[16] = NULL;
+	size_t n = 0, cap = 0, nrows = 0, listed;
 	int err, rc;
 
 	if ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE", "applying retention")) ||
@@ -43,33 +124,25 @@ int cp_local_retain(struct cp_local *s, int64_t keep_ns)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* and the files a deletion killed between its commit and its unlinks left (not counted) */
+	listed = n;
+	if ((err = listed_days(s, &rows, &nrows, "applying retention")) ||
+	    (err = unlisted_days(s, rows, nrows, &names, &n, &cap, "applying retention")))
+		goto out;
 	if ((err = cp_parts_drop(&s->parts, s->db, (const char (*)[16])names, n, "applying retention")))
 		goto out;
-	err = (int)n;
+	err = (int)listed;
 out:
 	sqlite3_finalize(st);
 	if (err < 0)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	free(names);
+	free(rows);
 	return err;
 }
 
 /* ---- the size limit ---- */
 
-/* DIR/days/YYYYMMDD.db, -wal or -shm: the day's name into day (9 bytes). */
-static bool part_file(const char *f, char *day)
-{
-	size_t i;
-
-	for (i = 0; i < 8; i++)
-		if (f[i] < '0' || f[i] > '9')
-			return false;
-	if (strcmp(f + 8, ".db") && strcmp(f + 8, ".db-wal") && strcmp(f + 8, ".db-shm"))
-		return false;
-	memcpy(day, f, 8);
-	day[8] = '\0';
-	return true;
-}
 
 int cp_local_size(struct cp_local *s, uint64_t *bytes)
 {
@@ -233,63 +306,20 @@ out:
 static int drop_oldest(struct cp_local *s, uint64_t size, uint64_t max, const char *empty, char *oldest,
 		       bool *dropped)
 {
-	sqlite3_stmt *st = NULL;
-	char (*rows)[16] = NULL, (*names)[16] = NULL, path[PATH_MAX], day[16];
-	size_t nrows = 0, rcap = 0, n = 0, ncap = 0, i;
-	struct dirent *de;
+	char (*rows)[16] = NULL, (*names)[16] = NULL;
+	size_t nrows = 0, n = 0, ncap = 0, i;
 	uint64_t b;
-	DIR *d = NULL;
-	int err, rc;
+	int err;
 
 	*oldest = '\0';
 	*dropped = false;
 	if ((err = cp_db_exec(s->db, "BEGIN IMMEDIATE", "applying the size limit")) ||
-	    (err = cp_db_prepare(s->db, "SELECT name FROM partitions ORDER BY name", &st)))
+	    (err = listed_days(s, &rows, &nrows, "applying the size limit")) ||
+	    (err = unlisted_days(s, rows, nrows, &names, &n, &ncap, "applying the size limit")))
 		goto out;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cp_grow((void **)&rows, &rcap, nrows + 1, sizeof(*rows))) {
-			err = cp_error(ENOMEM, "out of memory applying the size limit");
-			goto out;
-		}
-		snprintf(rows[nrows++], sizeof(rows[0]), "%s", (const char *)sqlite3_column_text(st, 0));
-	}
-	if (rc != SQLITE_DONE) {
-		err = cp_db_error(s->db, "applying the size limit");
-		goto out;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	/* files without a row: appends add the row before the file, so under
-	 * the lock these are dead (the names, rows and files, are sorted alike) */
-	snprintf(path, sizeof(path), "%s/days", s->dir);
-	if ((d = opendir(path))) {
-		while ((de = readdir(d))) {
-			size_t lo = 0, hi = nrows;
-
-			if (!part_file(de->d_name, day))
-				continue;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-
-				if (strcmp(rows[mid], day) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < nrows && !strcmp(rows[lo], day))
-				continue;
-			for (i = 0; i < n && strcmp(names[i], day); i++)
-				;
-			if (i < n)
-				continue;
-			if (cp_grow((void **)&names, &ncap, n + 1, sizeof(*names))) {
-				err = cp_error(ENOMEM, "out of memory applying the size limit");
-				goto out;
-			}
-			snprintf(names[n++], sizeof(names[0]), "%s", day);
-			b = cp_parts_bytes(&s->parts, day);
-			size -= b < size ? b : size;
-		}
+	for (i = 0; i < n; i++) {
+		b = cp_parts_bytes(&s->parts, names[i]);
+		size -= b < size ? b : size;
 	}
 	for (i = 0; i + 1 < nrows && size > max; i++) {
 		b = cp_parts_bytes(&s->parts, rows[i]);
@@ -311,9 +341,6 @@ static int drop_oldest(struct cp_local *s, uint64_t size, uint64_t max, const ch
 	if (!(err = cp_parts_drop(&s->parts, s->db, (const char (*)[16])names, n, "applying the size limit")))
 		*dropped = true;
 out:
-	if (d)
-		closedir(d);
-	sqlite3_finalize(st);
 	if (err)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	free(rows);

@@ -91,8 +91,8 @@ for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loa
 done
 # what each failed check said (its diagnostics, up to its next check), so that a CI transcript tells why
 for l in build/test-suite.log build/test-suite-faketime.log build/test-suite-loaded.log build-asan/test-suite.log; do
-	[ -f "$l" ] && awk -v log="$l" '/^not ok / { show = 1; n = 0; print log ": " $0; next }
-		/^(ok|not ok|PASS|FAIL|ERROR|SKIP)/ { show = 0 } show && n++ < 12 { print log ": " $0 }' "$l"
+	[ -f "$l" ] && awk -v lf="$l" '/^not ok / { show = 1; n = 0; print lf ": " $0; next }
+		/^(ok|not ok|PASS|FAIL|ERROR|SKIP)/ { show = 0 } show && n++ < 12 { print lf ": " $0 }' "$l"
 done
 echo "cprof: $pass passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] || status=1

@@ -81,6 +81,9 @@ static int hmap_put(struct hmap *h, uint64_t key, uint32_t val)
 
 struct priv {
 	struct hmap fnmap, procmap, thrmap, fnproc, crmap, cemap;
+	struct hmap tnmap; /* (thread, name) -> index into tnval: a thread's weight under each of its names */
+	int64_t *tnval;
+	uint32_t ntn, tncap;
 	uint64_t *mark; /* per function: the sample that last counted it */
 	uint64_t *crmark, *cemark;
 	uint64_t serial;
@@ -132,6 +135,8 @@ void cp_aggregate_free(struct cp_aggregate *a)
 		hmap_release(&v->fnmap);
 		hmap_release(&v->procmap);
 		hmap_release(&v->thrmap);
+		hmap_release(&v->tnmap);
+		free(v->tnval);
 		hmap_release(&v->fnproc);
 		hmap_release(&v->crmap);
 		hmap_release(&v->cemap);
@@ -342,6 +347,30 @@ static int cache_labels(struct cp_aggregate *a, const struct cp_profile *p, stru
 	return 0;
 }
 
+/* A thread changes its name (a fork's child execs, a thread names itself): it goes by the name most of
+ * its weight carries, not the first one seen (a sample or two before an exec). */
+static int thread_name(struct cp_aggregate *a, uint32_t t, uint32_t name, int64_t value)
+{
+	struct priv *v = a->priv;
+	uint64_t key = (uint64_t)t << 32 | name;
+	uint32_t i = hmap_get(&v->tnmap, key), cur;
+
+	if (i == UINT32_MAX) {
+		if (grow((void **)&v->tnval, &v->tncap, v->ntn + 1, sizeof(*v->tnval)) ||
+		    hmap_put(&v->tnmap, key, v->ntn))
+			return cp_error(ENOMEM, "out of memory aggregating the samples");
+		i = v->ntn++;
+		v->tnval[i] = 0;
+	}
+	v->tnval[i] += value;
+	if (a->threads[t].name == name)
+		return 0;
+	cur = hmap_get(&v->tnmap, (uint64_t)t << 32 | a->threads[t].name);
+	if (cur == UINT32_MAX || v->tnval[i] > v->tnval[cur])
+		a->threads[t].name = name;
+	return 0;
+}
+
 static int add_proc(struct cp_aggregate *a, const struct ls *l, int64_t value)
 {
 	struct priv *v = a->priv;
@@ -368,6 +397,7 @@ static int add_proc(struct cp_aggregate *a, const struct ls *l, int64_t value)
 			a->procs[id].nthreads++;
 		}
 		a->threads[t].value += value;
+		return thread_name(a, t, l->tname ? l->tname : l->comm, value);
 	}
 	return 0;
 }

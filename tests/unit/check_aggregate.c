@@ -208,6 +208,37 @@ START_TEST(test_aggregate_processes_threads)
 }
 END_TEST
 
+/* A fork's child runs a sample or two under its parent's name, then execs: its thread goes by the name
+ * most of its samples carry, in whichever order they come. */
+START_TEST(test_aggregate_thread_renamed)
+{
+	for (int order = 0; order < 2; order++) {
+		struct cp_profile *p = cp_profile_new();
+		struct cp_aggregate_opts o = { 0 };
+		struct cp_aggregate *a;
+		uint32_t bin, m;
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(cp_profile_add_sample_type(p, "samples", "count"), 0);
+		bin = mapping(p, "/usr/bin/work", 0x400000);
+		m = loc(p, bin, 0x401000, "main", NULL);
+		if (order == 0)
+			sample(p, (uint32_t[]){ m }, 1, "7", "sh", "7", 2);
+		sample(p, (uint32_t[]){ m }, 1, "7", "work", "7", 30);
+		sample(p, (uint32_t[]){ m }, 1, "7", "cprof", "7", 1);
+		sample(p, (uint32_t[]){ m }, 1, "7", "work", "7", 20);
+		if (order == 1)
+			sample(p, (uint32_t[]){ m }, 1, "7", "sh", "7", 40);
+		a = agg(&o, p);
+		ck_assert_uint_eq(a->nthreads, 1);
+		ck_assert_int_eq(a->threads[0].value, order == 0 ? 53 : 91);
+		ck_assert_str_eq(cp_aggregate_str(a, a->threads[0].name), "work");
+		cp_aggregate_free(a);
+		cp_profile_free(p);
+	}
+}
+END_TEST
+
 START_TEST(test_aggregate_callers_callees)
 {
 	struct cp_profile *p = make();
@@ -308,6 +339,7 @@ static Suite *aggregate_suite(void)
 
 	tcase_add_test(tc, test_aggregate_functions);
 	tcase_add_test(tc, test_aggregate_processes_threads);
+	tcase_add_test(tc, test_aggregate_thread_renamed);
 	tcase_add_test(tc, test_aggregate_callers_callees);
 	tcase_add_test(tc, test_aggregate_hidden_frames);
 	tcase_add_test(tc, test_aggregate_defaults_and_sum);

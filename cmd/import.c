@@ -74,10 +74,11 @@ static int run_import(int argc, char **argv)
 	struct push_args push = { 0 };
 	int64_t t = 0, keep = 0;
 	uint64_t max_store = 0;
-	bool cfg_retention = false, cfg_max_store = false, cfg_downsample = false, upkeep;
+	bool cfg_retention = false, cfg_max_store = false, cfg_downsample = false, upkeep_only;
 	const char *downsample = NULL;
 	struct cp_downsample policy = { 0 };
-	struct cp_compact_stats cst;
+	struct cp_upkeep upkeep = { .verb = "import" };
+	struct cp_upkeep_report done;
 	size_t nfiles = 0, i;
 	int opt, status = EXIT_OK, err;
 	char dir[4096];
@@ -145,8 +146,8 @@ static int run_import(int argc, char **argv)
 		status = usage_error("import", "--from-store copies a store as it is: no FILE, --time, --name or -l with it");
 		goto out;
 	}
-	upkeep = (downsample && !cfg_downsample) || (retention && !cfg_retention) || (max_store && !cfg_max_store);
-	if (optind >= argc && !from && !upkeep) {
+	upkeep_only = (downsample && !cfg_downsample) || (retention && !cfg_retention) || (max_store && !cfg_max_store);
+	if (optind >= argc && !from && !upkeep_only) {
 		status = usage_error("import", "no input: give the profile files to import");
 		goto out;
 	}
@@ -178,6 +179,10 @@ static int run_import(int argc, char **argv)
 					       "(cprof serve --retention)");
 		goto out;
 	}
+	upkeep.retention = retention ? keep : 0;
+	upkeep.max_size = max_store;
+	if (downsample)
+		upkeep.downsample = policy;
 	/* read everything first: a bad file stores nothing */
 	nfiles = (size_t)(argc - optind);
 	batch = calloc(nfiles + 1, sizeof(*batch));
@@ -214,33 +219,23 @@ static int run_import(int argc, char **argv)
 			status = fail("import", "%s", cp_errmsg(err));
 			goto out;
 		}
-	} else if (!nfiles) { /* store upkeep: what the options ask, in a writer's order */
-		if (retention && (err = cp_store_retain(store, keep)) < 0) {
-			status = fail("import", "retention: %s", cp_errmsg(err));
-			goto out;
-		}
-		if (retention)
-			printf("deleted %d day%s older than %s from %s\n", err, err == 1 ? "" : "s", retention, dir);
-		if (max_store) {
-			int64_t freed = cp_store_limit(store, max_store);
-			uint64_t size = 0;
-
-			if (freed < 0) {
-				status = fail("import", "--max-store-size: %s", cp_errmsg((int)freed));
-				goto out;
-			}
-			cp_store_size(store, &size);
-			printf("deleted %" PRId64 " bytes of the oldest data from %s: it takes %" PRIu64 " bytes%s\n", freed,
-			       dir, size, size > max_store ? ", still over --max-store-size (the newest day alone is)" : "");
-		}
-		if (downsample && (err = cp_store_compact(store, &policy, cp_now_ns(), 0, &cst)) < 0) {
+	} else if (!nfiles) { /* store upkeep alone: what the options ask, and what went */
+		if ((err = cp_upkeep_once(&upkeep, store, 0, &done))) {
 			status = fail("import", "%s", cp_errmsg(err));
 			goto out;
 		}
+		if (retention)
+			printf("deleted %d day%s older than %s from %s\n", done.retained_days,
+			       done.retained_days == 1 ? "" : "s", retention, dir);
+		if (max_store)
+			printf("deleted %" PRId64 " bytes of the oldest data from %s: it takes %" PRIu64 " bytes%s\n", done.freed,
+			       dir, done.size,
+			       done.size > upkeep.max_size ? ", still over --max-store-size (the newest day alone is)" : "");
 		if (downsample)
 			printf("downsampled %d day%s in %s: %" PRId64 " blocks of %" PRId64 " entries into %" PRId64
-			       " blocks of %" PRId64 " entries\n", err, err == 1 ? "" : "s", dir, cst.blocks_before,
-			       cst.entries_before, cst.blocks_after, cst.entries_after);
+			       " blocks of %" PRId64 " entries\n", done.compacted_days, done.compacted_days == 1 ? "" : "s",
+			       dir, done.compact.blocks_before, done.compact.entries_before, done.compact.blocks_after,
+			       done.compact.entries_after);
 		status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
 		goto out;
 	}
@@ -249,20 +244,8 @@ static int run_import(int argc, char **argv)
 		status = fail("import", "%s%s", cp_errmsg(err), remote ? "" : " (nothing was imported)");
 		goto out;
 	}
-	if (retention && (err = cp_store_retain(store, keep)) < 0) {
-		status = fail("import", "imported, but retention failed: %s", cp_errmsg(err));
-		goto out;
-	}
-	if (max_store) {
-		int64_t freed = cp_store_limit(store, max_store);
-
-		if (freed < 0) {
-			status = fail("import", "imported, but --max-store-size failed: %s", cp_errmsg((int)freed));
-			goto out;
-		}
-	}
-	if (downsample && (err = cp_store_compact(store, &policy, cp_now_ns(), 0, NULL)) < 0) {
-		status = fail("import", "imported, but downsampling failed: %s", cp_errmsg(err));
+	if ((err = cp_upkeep_once(&upkeep, store, 0, &done))) {
+		status = fail("import", "imported, but %s", cp_errmsg(err));
 		goto out;
 	}
 	if (from)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "store/upkeep.h"
 
+#include <string.h>
+
 #include "error.h"
 #include "log.h"
 #include "util.h"
@@ -70,4 +72,29 @@ void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now)
 		u->last_compact = t;
 		u->compacting = compact(u, s, t);
 	}
+}
+
+int cp_upkeep_once(const struct cp_upkeep *u, struct cp_store *s, int64_t now, struct cp_upkeep_report *r)
+{
+	int64_t n;
+
+	memset(r, 0, sizeof(*r));
+	if (u->retention) {
+		if ((n = cp_store_retain(s, u->retention)) < 0)
+			return cp_error_ctx((int)n, "retention");
+		r->retained_days = (int)n;
+	}
+	if (u->max_size) {
+		if ((n = cp_store_limit(s, u->max_size)) < 0)
+			return cp_error_ctx((int)n, "--max-store-size");
+		r->freed = n;
+		if ((n = cp_store_size(s, &r->size)) < 0)
+			return cp_error_ctx((int)n, "--max-store-size");
+	}
+	if (u->downsample.n) {
+		if ((n = cp_store_compact(s, &u->downsample, now ? now : cp_now_ns(), 0, &r->compact)) < 0)
+			return cp_error_ctx((int)n, "downsampling");
+		r->compacted_days = (int)n;
+	}
+	return 0;
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Store upkeep for the commands that write continuously (record, scrape,
- * serve): retention (--retention) hourly, downsampling (--downsample) hourly
- * after it (a day at a time: every minute while days are due), and the size bound (--max-store-size) every minute, each run when
- * due.  Failures and what was
- * deleted are logged (lib/log.h) under the caller's verb; nothing here stops
- * the caller.  The struct is the caller's; one thread uses it at a time. */
+/* Store upkeep: retention (--retention), the size bound (--max-store-size)
+ * and downsampling (--downsample), for every command that writes a local store.
+ * The continuous writers (record, scrape, serve) call cp_upkeep_run between
+ * their batches: the size bound every minute, retention hourly, downsampling
+ * hourly after it (a day at a time: every minute while days are due), each
+ * when due; failures and what was deleted are logged (lib/log.h) under the
+ * caller's verb, and nothing here stops the caller.  A one-shot writer
+ * (import) calls cp_upkeep_once: all of it at once, its failure returned.
+ * The struct is the caller's; one thread uses it at a time. */
 #ifndef CP_STORE_UPKEEP_H
 #define CP_STORE_UPKEEP_H
 
@@ -27,5 +30,21 @@ struct cp_upkeep {
 /* Runs what is due at now (ns since the epoch), or everything when now is 0
  * (downsampling even then on its own schedule: a day takes seconds). */
 void cp_upkeep_run(struct cp_upkeep *u, struct cp_store *s, int64_t now);
+
+/* What cp_upkeep_once did, step by step (a step not asked for: 0). */
+struct cp_upkeep_report {
+	int retained_days;              /* days retention deleted */
+	int64_t freed;                  /* bytes the size bound deleted */
+	uint64_t size;                  /* the store's size after the bound (with max_size) */
+	int compacted_days;             /* days downsampled */
+	struct cp_compact_stats compact; /* and how (store.h) */
+};
+
+/* Everything u asks, once and in full, in a writer's order: retention, then
+ * the size bound, then every day due for downsampling at now (ns; 0: the
+ * clock).  The state fields are not used.  0, or the first failure's -errno
+ * with its message prefixed by the step ("retention: ", "--max-store-size: ",
+ * "downsampling: "); the steps before it are done (r says what they did). */
+int cp_upkeep_once(const struct cp_upkeep *u, struct cp_store *s, int64_t now, struct cp_upkeep_report *r);
 
 #endif

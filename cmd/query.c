@@ -127,33 +127,17 @@ static int run_lists(struct output *out, const struct query_opts *o, struct cp_s
 static int run_over_time(struct output *out, const struct query_opts *o, struct cp_store *store,
 			 const struct cp_selector *sel)
 {
-	int64_t res = -1; /* a remote store does not say */
-	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL, &res };
-	struct cp_over_time ot = { 0 };
-	char rbuf[32];
-	struct cp_buckets b;
-	int64_t step, *totals = NULL;
-	char *type = NULL, unit[128];
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL, NULL };
+	struct cp_over_time ot;
+	int64_t step = 0;
 	int err;
 
-	if (o->step) {
-		if ((err = cp_parse_duration(o->step, &step)) || step <= 0)
-			return cp_error(EINVAL, "--step: %s", err ? cp_errmsg(err) : "must be positive");
-	} else
-		step = cp_buckets_default_step(q.from, q.to);
-	if ((err = cp_store_over_time(store, &q, step, &totals, &b, &type)))
+	if (o->step && ((err = cp_parse_duration(o->step, &step)) || step <= 0))
+		return cp_error(EINVAL, "--step: %s", err ? cp_errmsg(err) : "must be positive");
+	if ((err = cp_store_over_time_build(store, &q, step, &ot)))
 		return err;
-	ot.unit = cp_store_type_part(type, 2, unit, sizeof(unit));
-	ot.type = type;
-	ot.from = b.start;
-	ot.to = cp_buckets_end(&b);
-	ot.step = b.step;
-	ot.resolution = res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
-	ot.totals = totals;
-	ot.n = b.n;
 	err = !strcmp(o->format, "json") ? cp_render_over_time_json(out->f, &ot) : cp_render_over_time(out->f, &ot);
-	free(totals);
-	free(type);
+	cp_over_time_release(&ot);
 	return err;
 }
 

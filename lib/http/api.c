@@ -308,12 +308,9 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_selector *sel = NULL;
 	struct cp_store_query q = { 0 };
 	struct cp_over_time ot = { 0 };
-	int64_t res = -1;
-	char rbuf[32];
 	struct cp_buckets b;
-	int64_t from, to, step = 0, *totals = NULL;
+	int64_t from, to, step = 0;
 	const char *st_arg = cp_req_arg(r, "step");
-	char *type = NULL, unit[64];
 	struct cp_store *st;
 	struct mem m;
 	int err;
@@ -324,10 +321,8 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 		cp_resp_error(out, 400, "step: %s", cp_errmsg(-err));
 		goto out;
 	}
-	if (!step)
-		step = cp_buckets_default_step(from, to);
 	/* the buckets are checked before the store is asked */
-	if ((err = cp_buckets_align(from, to, step, &b))) {
+	if ((err = cp_buckets_align(from, to, step ? step : cp_buckets_default_step(from, to), &b))) {
 		cp_resp_error(out, 400, "step: %s", cp_errmsg(-err));
 		goto out;
 	}
@@ -338,26 +333,16 @@ static void h_range(struct cp_req *r, struct cp_resp *out, void *arg)
 	q.sel = sel;
 	q.from = from;
 	q.to = to;
-	q.resolution = &res;
-	err = cp_store_over_time(st, &q, step, &totals, &b, &type);
+	err = cp_store_over_time_build(st, &q, step, &ot);
 	cp_shared_release(s->store, st);
 	if (err) {
 		cp_resp_error(out, store_status(err), "%s", cp_errmsg(-err));
 		goto out;
 	}
-	ot.type = type;
-	ot.unit = cp_store_type_part(type, 2, unit, sizeof(unit));
-	ot.from = b.start;
-	ot.to = cp_buckets_end(&b);
-	ot.step = b.step;
-	ot.resolution = res > 0 ? cp_resolution_text(res, rbuf, sizeof(rbuf)) : NULL;
-	ot.totals = totals;
-	ot.n = b.n;
 	if (!mem_open(&m, out))
 		mem_close(&m, out, cp_render_over_time_json(m.f, &ot), "application/json");
 out:
-	free(totals);
-	free(type);
+	cp_over_time_release(&ot);
 	cp_selector_free(sel);
 }
 

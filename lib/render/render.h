@@ -121,14 +121,7 @@ struct cp_render_opts {
 int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p, int vidx,
 		      const struct cp_render_opts *o);
 
-struct cp_over_time {
-	const char *type, *unit;
-	int64_t from, to, step; /* nanoseconds; [from, to) */
-	const char *resolution; /* the store's resolution of the range ("1m", "10m"; NULL: none said) */
-	const int64_t *totals;
-	size_t n;
-};
-/* Total per step: a table with bars, then a sparkline. */
+/* Total per step (struct cp_over_time: store.h's cp_store_over_time_build): a table with bars, then a sparkline. */
 int cp_render_over_time(FILE *out, const struct cp_over_time *o);
 int cp_render_over_time_json(FILE *out, const struct cp_over_time *o);
 

@@ -150,6 +150,40 @@ int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64
 	return s->ops->over_time(s, q, step, totals, b, type);
 }
 
+int cp_store_over_time_build(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+			     struct cp_over_time *ot)
+{
+	int64_t res = -1, *resp = q->resolution ? q->resolution : &res; /* a remote store does not say */
+	struct cp_store_query qq = *q;
+	struct cp_buckets b;
+	int err;
+
+	memset(ot, 0, sizeof(*ot));
+	qq.resolution = resp;
+	if ((err = cp_store_over_time(s, &qq, step ? step : cp_buckets_default_step(q->from, q->to),
+				      &ot->totals_buf, &b, &ot->type_buf)))
+		return err;
+	ot->type = ot->type_buf;
+	ot->unit = cp_store_type_part(ot->type_buf, 2, ot->unit_buf, sizeof(ot->unit_buf));
+	ot->from = b.start;
+	ot->to = cp_buckets_end(&b);
+	ot->step = b.step;
+	ot->resolution = *resp > 0 ? cp_resolution_text(*resp, ot->res_buf, sizeof(ot->res_buf)) : NULL;
+	ot->totals = ot->totals_buf;
+	ot->n = b.n;
+	return 0;
+}
+
+void cp_over_time_release(struct cp_over_time *ot)
+{
+	free(ot->type_buf);
+	free(ot->totals_buf);
+	ot->type_buf = NULL;
+	ot->totals_buf = NULL;
+	ot->type = NULL;
+	ot->totals = NULL;
+}
+
 void cp_store_group_totals_free(struct cp_store_group_totals *g, size_t n)
 {
 	for (size_t i = 0; g && i < n; i++) {

@@ -225,6 +225,28 @@ void cp_store_results_free(struct cp_store_result *r, size_t n);
 int cp_store_over_time(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 		       struct cp_buckets *b, char **type);
 
+/* cp_store_over_time's answer as query --over-time and the server's
+ * /api/v1/range show it (lib/render cp_render_over_time*): the type, its unit,
+ * the buckets [from, to) of step, the resolution read.  Its strings and totals
+ * are its own (cp_over_time_release). */
+struct cp_over_time {
+	const char *type, *unit;
+	int64_t from, to, step; /* nanoseconds; [from, to) */
+	const char *resolution; /* the store's resolution of the range ("1m", "10m"; NULL: none said) */
+	const int64_t *totals;
+	size_t n;
+	/* what the pointers above point into */
+	char *type_buf;
+	int64_t *totals_buf;
+	char unit_buf[128], res_buf[32];
+};
+/* The one builder of it: cp_store_over_time of q at step (0: the range's
+ * default step, cp_buckets_default_step), into *ot.  Errors as
+ * cp_store_over_time's; *ot is then empty. */
+int cp_store_over_time_build(struct cp_store *s, const struct cp_store_query *q, int64_t step,
+			     struct cp_over_time *ot);
+void cp_over_time_release(struct cp_over_time *ot);
+
 /* Totals over time per group of the matching samples (q->group_by: the
  * value of a series label, else of the samples' label, "" when neither has
  * it; without group_by, one group ""): cp_store_over_time's buckets and

@@ -35,10 +35,22 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 	return a;
 }
 
+/* Whether two series' entries have the same times, stacks and label sets, one for one (a is empty
+ * for the first series). */
+static bool same_keys(const struct cp_block_entry *a, size_t na, const struct cp_block_entry *b, size_t nb)
+{
+	if (!na || na != nb)
+		return false;
+	for (size_t k = 0; k < na; k++)
+		if (a[k].t != b[k].t || a[k].stack != b[k].stack || a[k].labels != b[k].labels)
+			return false;
+	return true;
+}
+
 int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b)
 {
 	uint8_t *raw = NULL;
-	size_t rn = 0, sn = 0, i, j, nseries = 0;
+	size_t rn = 0, sn = 0, i, j, pi, pj, nseries = 0;
 	int64_t prev = 0;
 	uint64_t gcd;
 	size_t zlen;
@@ -56,7 +68,7 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 	}
 	b->smin = n ? e[0].series : 0;
 	b->smax = n ? e[n - 1].series : 0;
-	raw = malloc(n * 4 * CP_VARINT_MAX + nseries * 2 * CP_VARINT_MAX + 16);
+	raw = malloc(n * 4 * CP_VARINT_MAX + nseries * 3 * CP_VARINT_MAX + 16);
 	b->series = malloc((nseries + 1) * CP_VARINT_MAX);
 	b->ends = malloc((nseries + 1) * CP_VARINT_MAX);
 	if (!raw || !b->series || !b->ends) {
@@ -64,11 +76,16 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 		goto out;
 	}
 	sn = cp_put_uvarint(b->series, nseries);
-	for (i = 0; i < n; i = j) {
+	/* the format's mark: 0 (an old block starts with its first series' count, never 0), its version */
+	rn += cp_put_uvarint(raw + rn, 0);
+	rn += cp_put_uvarint(raw + rn, CP_BLOCK_FORMAT);
+	for (i = 0, pi = pj = 0; i < n; pi = i, pj = j, i = j) {
 		int64_t pt = b->tmin, ps = 0, end = b->tmin;
+		bool shared;
 
 		for (j = i; j < n && e[j].series == e[i].series; j++)
 			end = e[j].end > end ? e[j].end : e[j].t > end ? e[j].t : end;
+		shared = same_keys(e + pi, pj - pi, e + i, j - i);
 		sn += cp_put_uvarint(b->series + sn, (uint64_t)(e[i].series - prev));
 		b->ends_len += cp_put_uvarint(b->ends + b->ends_len, (uint64_t)end - (uint64_t)b->tmin);
 		prev = e[i].series;
@@ -79,16 +96,19 @@ int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b
 		gcd = gcd && gcd <= INT64_MAX ? gcd : 1;
 		rn += cp_put_uvarint(raw + rn, j - i);
 		rn += cp_put_uvarint(raw + rn, gcd);
-		/* column by column: runs of alike numbers compress far better */
-		for (size_t k = i; k < j; k++) {
+		rn += cp_put_uvarint(raw + rn, shared);
+		/* column by column: runs of alike numbers compress far better; times, stacks and label
+		 * sets once for the sibling series of one profile (its sample types: samples and
+		 * cpu), whose entries have the same keys */
+		for (size_t k = i; k < j && !shared; k++) {
 			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].t - pt));
 			pt = e[k].t;
 		}
-		for (size_t k = i; k < j; k++) {
+		for (size_t k = i; k < j && !shared; k++) {
 			rn += cp_put_uvarint(raw + rn, cp_zigzag((int64_t)e[k].stack - ps));
 			ps = e[k].stack;
 		}
-		for (size_t k = i; k < j; k++)
+		for (size_t k = i; k < j && !shared; k++)
 			rn += cp_put_uvarint(raw + rn, e[k].labels);
 		for (size_t k = i; k < j; k++)
 			rn += cp_put_uvarint(raw + rn, cp_zigzag(e[k].value / (int64_t)gcd));
@@ -103,6 +123,70 @@ out:
 	free(raw);
 	if (err)
 		cp_block_release(b);
+	return err;
+}
+
+static size_t run_end(const struct cp_block_entry *e, size_t n, size_t i)
+{
+	size_t j = i;
+
+	while (j < n && e[j].series == e[i].series)
+		j++;
+	return j;
+}
+
+/* buf[0..*n) as one block to emit, then emptied */
+static int emit_block(const struct cp_block_entry *buf, size_t *n, cp_block_emit emit, void *ctx)
+{
+	struct cp_block b;
+	int err;
+
+	if (!*n)
+		return 0;
+	if ((err = cp_block_encode(buf, *n, &b)))
+		return err;
+	err = emit(ctx, &b, *n);
+	cp_block_release(&b);
+	*n = 0;
+	return err;
+}
+
+int cp_block_encode_by_series(const struct cp_block_entry *e, size_t n, size_t max_entries, cp_block_emit emit,
+			      void *ctx)
+{
+	struct cp_block_entry *buf = NULL;
+	size_t bn = 0, bcap = 0, i, j, g, len, nsib, chunk;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i = g) {
+		/* the group at i: a series, then its siblings (the same keys, one for one), a few */
+		j = run_end(e, n, i);
+		len = j - i;
+		for (g = j, nsib = 1; g < n && nsib < CP_BLOCK_SIBLINGS_MAX; g += len, nsib++)
+			if (run_end(e, n, g) - g != len || !same_keys(e + i, len, e + g, len))
+				break;
+		if (bn && bn + len * nsib > max_entries && (err = emit_block(buf, &bn, emit, ctx)))
+			break;
+		/* a group longer than a block: cut at the same entries in each sibling */
+		chunk = max_entries / nsib ? max_entries / nsib : 1;
+		for (size_t c = 0; c < len && !err; c += chunk) {
+			size_t m = len - c < chunk ? len - c : chunk;
+
+			if (cp_grow((void **)&buf, &bcap, bn + m * nsib, sizeof(*buf))) {
+				err = cp_error(ENOMEM, "out of memory writing samples");
+				break;
+			}
+			for (size_t s = 0; s < nsib; s++) {
+				memcpy(buf + bn, e + i + s * len + c, m * sizeof(*buf));
+				bn += m;
+			}
+			if (len * nsib > max_entries)
+				err = emit_block(buf, &bn, emit, ctx);
+		}
+	}
+	if (!err)
+		err = emit_block(buf, &bn, emit, ctx);
+	free(buf);
 	return err;
 }
 
@@ -163,6 +247,7 @@ int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uin
 	const uint8_t *p, *end;
 	uLongf dlen;
 	size_t used, i;
+	uint64_t format = 0, prev = 0; /* the previous series's count: 0, none */
 	int err = 0;
 
 	if (rawlen > (1u << 30))
@@ -174,8 +259,15 @@ int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uin
 		return cp_error(EBADMSG, "a sample block is corrupt (compressed data)");
 	p = r->raw;
 	end = r->raw + rawlen;
+	/* format 2 starts with 0 and its version; format 1 (schema 2's blocks and schema 3's first ones)
+	 * with its first series' count, never 0, and shares no columns */
+	if (p < end && !*p) {
+		if (!(used = cp_get_uvarint(p + 1, end, &format)) || format != CP_BLOCK_FORMAT)
+			return cp_error(EBADMSG, "a sample block is corrupt (format)");
+		p += 1 + used;
+	}
 	for (i = 0; i < nseries && !err; i++) {
-		uint64_t cnt = 0, gcd = 1, *col;
+		uint64_t cnt = 0, gcd = 1, shared = 0, *col;
 		int64_t t, stack = 0;
 		size_t u0, k;
 
@@ -184,10 +276,15 @@ int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uin
 		    gcd > INT64_MAX || cnt > (uint64_t)(end - p))
 			return cp_error(EBADMSG, "a sample block is corrupt (entries)");
 		p += used + u0;
-		/* four columns of cnt varints: times, stacks, label sets, values */
-		if (cp_grow((void **)&r->cols, &r->colcap, 4 * cnt + 1, sizeof(*r->cols)))
+		if (format && (!(used = cp_get_uvarint(p, end, &shared)) || shared > 1 || (shared && cnt != prev)))
+			return cp_error(EBADMSG, "a sample block is corrupt (entries)");
+		p += format ? used : 0;
+		/* four columns of cnt varints: times, stacks, label sets, values; shared: the first three
+		 * are the previous series's, still in cols */
+		if (!shared && cp_grow((void **)&r->cols, &r->colcap, 4 * cnt + 1, sizeof(*r->cols)))
 			return cp_error(ENOMEM, "out of memory reading samples");
-		for (k = 0; k < 4 * cnt; k++) {
+		prev = cnt;
+		for (k = shared ? 3 * cnt : 0; k < 4 * cnt; k++) {
 			if (!(used = cp_get_uvarint(p, end, &r->cols[k])))
 				return cp_error(EBADMSG, "a sample block is corrupt (entries)");
 			p += used;

@@ -7,7 +7,11 @@
  * series counts ended (its profiles' time + duration: the Duration a query
  * says), and the entries
  * column by column per series (times as deltas from the block's t_min,
- * stacks as deltas, label sets, values divided by their gcd), zlib level 9.
+ * stacks as deltas, label sets, values divided by their gcd; a series whose
+ * times, stacks and label sets are the previous series's, a sibling sample
+ * type of the same profile, stores its values only), zlib level 9.  Blocks
+ * are written in format CP_BLOCK_FORMAT; those of format 1 (no shared
+ * columns, no mark) are read as well.
  * Pure encoding: no SQLite, no dictionary.
  *
  * Ownership: an encoded block's buffers are the caller's (cp_block_release);
@@ -18,8 +22,11 @@
 #ifndef CP_STORE_BLOCKS_H
 #define CP_STORE_BLOCKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define CP_BLOCK_FORMAT 2
 
 struct cp_block_entry {
 	int64_t series, t;
@@ -45,6 +52,18 @@ struct cp_block {
 /* Encodes e[0..n) (n >= 1, sorted by cp_block_entry_cmp). */
 int cp_block_encode(const struct cp_block_entry *e, size_t n, struct cp_block *b);
 void cp_block_release(struct cp_block *b);
+
+/* Called with each block cp_block_encode_by_series makes (released after) and its entry count;
+ * returns 0 to go on. */
+typedef int (*cp_block_emit)(void *ctx, const struct cp_block *b, size_t entries);
+/* Encodes e[0..n) (sorted) as blocks laid out by series, of at most max_entries entries: each
+ * holds whole series, and a series with its siblings (up to CP_BLOCK_SIBLINGS_MAX - 1 series after
+ * it with the same keys, which then share their columns: the other sample types of its profiles)
+ * always together; a group longer than a block is cut into blocks at the same entries of each of
+ * its series.  A query of a few series then reads few blocks. */
+#define CP_BLOCK_SIBLINGS_MAX 8
+int cp_block_encode_by_series(const struct cp_block_entry *e, size_t n, size_t max_entries, cp_block_emit emit,
+			      void *ctx);
 
 /* The series ids a block's series blob lists, in order: *ids malloc'ed. */
 int cp_block_series(const void *blob, size_t len, int64_t **ids, size_t *n);

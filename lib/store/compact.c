@@ -209,34 +209,37 @@ static int gather_window(sqlite3_stmt *q, struct cp_block_reader *rd, struct gat
 	return err;
 }
 
-/* Inserts e[0..n) (sorted) as blocks of step laid out by series: each of at most CUT_ENTRIES
- * entries, cut where a series starts when one does in its second half, so that a block holds few
- * series and a query of a few skips the blocks of the others (their s_min, s_max). */
+/* A block laid out by series (cp_block_encode_by_series) holds at most CUT_ENTRIES entries. */
 #define CUT_ENTRIES 65536
+
+struct block_ins {
+	sqlite3_stmt *ins;
+	int64_t step;
+	struct cp_compact_stats *st;
+};
+
+static int emit_block_row(void *ctx, const struct cp_block *b, size_t entries)
+{
+	struct block_ins *c = ctx;
+	int err;
+
+	cp_part_bind_block(c->ins, b);
+	sqlite3_bind_int64(c->ins, 11, c->step);
+	if ((err = cp_db_step(c->ins, "writing downsampled samples")))
+		return err;
+	c->st->blocks_after++;
+	c->st->entries_after += (int64_t)entries;
+	return 0;
+}
+
+/* Inserts e[0..n) (sorted) as blocks of step laid out by series, so that a query of a few series
+ * skips the blocks of the others (their s_min, s_max). */
 static int insert_block(sqlite3_stmt *ins, const struct cp_block_entry *e, size_t n, int64_t step,
 			struct cp_compact_stats *st)
 {
-	int err = 0;
+	struct block_ins c = { ins, step, st };
 
-	for (size_t i = 0, j; !err && i < n; i = j) {
-		struct cp_block b;
-
-		j = n - i > CUT_ENTRIES ? i + CUT_ENTRIES : n;
-		for (size_t k = j; j < n && k > i + CUT_ENTRIES / 2; k--)
-			if (e[k].series != e[k - 1].series) {
-				j = k;
-				break;
-			}
-		if ((err = cp_block_encode(e + i, j - i, &b)))
-			return err;
-		cp_part_bind_block(ins, &b);
-		sqlite3_bind_int64(ins, 11, step);
-		err = cp_db_step(ins, "writing downsampled samples");
-		cp_block_release(&b);
-		st->blocks_after += !err;
-		st->entries_after += err ? 0 : (int64_t)(j - i);
-	}
-	return err;
+	return cp_block_encode_by_series(e, n, CUT_ENTRIES, emit_block_row, &c);
 }
 
 /* Sums entries with the same key (sorted) and drops the sums of 0; the
@@ -580,40 +583,39 @@ static int merge_runs(const struct cp_block_entry *a, size_t na, const struct cp
 	return 0;
 }
 
+struct rollup_ins {
+	sqlite3_stmt *ins;
+	int64_t t0, len, res;
+};
+
+static int emit_rollup_row(void *ctx, const struct cp_block *b, size_t entries)
+{
+	struct rollup_ins *c = ctx;
+
+	(void)entries;
+	sqlite3_bind_int64(c->ins, 1, c->t0);
+	sqlite3_bind_int64(c->ins, 2, c->t0 + c->len - 1);
+	sqlite3_bind_int64(c->ins, 3, c->len);
+	sqlite3_bind_int64(c->ins, 4, c->res);
+	sqlite3_bind_int64(c->ins, 5, b->entries);
+	sqlite3_bind_int64(c->ins, 6, b->samples);
+	sqlite3_bind_int64(c->ins, 7, (int64_t)b->rawlen);
+	sqlite3_bind_blob(c->ins, 8, b->series, (int)b->series_len, SQLITE_STATIC);
+	sqlite3_bind_blob(c->ins, 9, b->data, (int)b->data_len, SQLITE_STATIC);
+	sqlite3_bind_blob(c->ins, 10, b->ends, (int)b->ends_len, SQLITE_STATIC);
+	sqlite3_bind_int64(c->ins, 11, b->smin);
+	sqlite3_bind_int64(c->ins, 12, b->smax);
+	return cp_db_step(c->ins, "writing summaries");
+}
+
 /* Inserts e[0..n) (sorted) as summary rows of [t0, t0 + len) at resolution res, laid out by series
  * as insert_block's blocks are. */
 static int insert_rollup(sqlite3_stmt *ins, const struct cp_block_entry *e, size_t n, int64_t t0, int64_t len,
 			 int64_t res)
 {
-	int err = 0;
+	struct rollup_ins c = { ins, t0, len, res };
 
-	for (size_t i = 0, j; !err && i < n; i = j) {
-		struct cp_block b;
-
-		j = n - i > CUT_ENTRIES ? i + CUT_ENTRIES : n;
-		for (size_t k = j; j < n && k > i + CUT_ENTRIES / 2; k--)
-			if (e[k].series != e[k - 1].series) {
-				j = k;
-				break;
-			}
-		if ((err = cp_block_encode(e + i, j - i, &b)))
-			return err;
-		sqlite3_bind_int64(ins, 1, t0);
-		sqlite3_bind_int64(ins, 2, t0 + len - 1);
-		sqlite3_bind_int64(ins, 3, len);
-		sqlite3_bind_int64(ins, 4, res);
-		sqlite3_bind_int64(ins, 5, b.entries);
-		sqlite3_bind_int64(ins, 6, b.samples);
-		sqlite3_bind_int64(ins, 7, (int64_t)b.rawlen);
-		sqlite3_bind_blob(ins, 8, b.series, (int)b.series_len, SQLITE_STATIC);
-		sqlite3_bind_blob(ins, 9, b.data, (int)b.data_len, SQLITE_STATIC);
-		sqlite3_bind_blob(ins, 10, b.ends, (int)b.ends_len, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 11, b.smin);
-		sqlite3_bind_int64(ins, 12, b.smax);
-		err = cp_db_step(ins, "writing summaries");
-		cp_block_release(&b);
-	}
-	return err;
+	return cp_block_encode_by_series(e, n, CUT_ENTRIES, emit_rollup_row, &c);
 }
 
 /* Whether [t0, t0 + len) has blocks and no summary of len. */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "error.h"
 #include "folded.h"
@@ -1183,7 +1184,8 @@ static int64_t part_count(int64_t t, const char *sql)
 
 /* A closed hour's blocks, each holding every series of its batch, laid out by series: 120 hosts
  * appended together 120 times (more entries than a laid-out block holds); afterwards each block
- * holds a narrower range of series ids, and every host's total is what it was. */
+ * holds a narrower range of series ids, a host's two types in the same block (their keys are the
+ * same), and every host's total is what it was. */
 START_TEST(test_layout_by_series)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
@@ -1213,9 +1215,11 @@ START_TEST(test_layout_by_series)
 	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
 	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 2 * CP_HOUR_NS, 0, NULL), 0);
 	ck_assert_int_eq(part_count(T0, "SELECT count(*) FROM blocks WHERE layout = 0"), 0);
-	/* blocks of 64 Ki entries at most, cut where a series starts */
+	/* blocks of 64 Ki entries at most, holding whole series, a host's two in one (a host's series
+	 * have consecutive ids, the first odd: a block's range starts at one and ends at the other) */
 	ck_assert_int_lt(part_count(T0, "SELECT max(s_max - s_min) FROM blocks"), 2 * 120 - 1);
 	ck_assert_int_gt(part_count(T0, "SELECT count(*) FROM blocks"), 1);
+	ck_assert_int_eq(part_count(T0, "SELECT count(*) FROM blocks WHERE (s_max - s_min) % 2 = 0"), 0);
 	for (int h = 0; h < 120; h++) {
 		char sel[64];
 
@@ -1562,6 +1566,139 @@ START_TEST(test_block_roundtrip)
 	free(ids);
 	cp_block_release(&b);
 	cp_block_reader_release(&rd);
+}
+END_TEST
+
+static int sum_values(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t labels, int64_t value)
+{
+	uint64_t *got = ctx;
+
+	(void)t;
+	(void)stack;
+	(void)labels;
+	got[k] += (uint64_t)value;
+	return 0;
+}
+
+/* raw compressed as a block's data (data, data_len and rawlen of b only) */
+static int compress_block(const unsigned char *raw, size_t n, struct cp_block *b)
+{
+	uLongf zlen = compressBound(n);
+
+	memset(b, 0, sizeof(*b));
+	if (!(b->data = malloc(zlen)) || compress(b->data, &zlen, raw, n) != Z_OK)
+		return -1;
+	b->data_len = zlen;
+	b->rawlen = n;
+	return 0;
+}
+
+/* Sibling series (a profile's sample types: samples and cpu) with the same times, stacks and label
+ * sets store those once: the block is much smaller than with different keys, and decodes the same,
+ * also when only the sibling is wanted.  A block of format 1 (no mark, no shared flags: the first
+ * schema 3 stores') still reads, and an unknown format is corrupt. */
+START_TEST(test_block_shared_columns)
+{
+	enum { N = 400 };
+	struct cp_block_entry *e = calloc(2 * N, sizeof(*e)), *f = calloc(2 * N, sizeof(*f));
+	struct cp_block same, diff, old;
+	struct cp_block_reader rd = { 0 };
+	unsigned char want[2] = { 1, 1 }, *raw, *v1;
+	uint64_t got[2], sum[2] = { 0 };
+	uLongf zlen;
+	size_t p;
+
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(f);
+	for (size_t k = 0; k < N; k++) {
+		int64_t t = T0 + (int64_t)(k / 7) * NS;
+		uint32_t stack = (uint32_t)(k % 7 * 13 + 1 + (k * 2654435761u) % 5), lab = (uint32_t)(k % 3);
+
+		e[k] = (struct cp_block_entry){ 1, t, stack, lab, (int64_t)(k % 4 + 1), t };
+		e[N + k] = (struct cp_block_entry){ 2, t, stack, lab, (int64_t)(k % 4 + 1) * 10000000, t };
+		/* f: series 2 on other stacks, nothing to share */
+		f[k] = e[k];
+		f[N + k] = (struct cp_block_entry){ 2, t, stack + 1000, lab, (int64_t)(k % 4 + 1) * 10000000, t };
+		sum[0] += (uint64_t)e[k].value;
+		sum[1] += (uint64_t)e[N + k].value;
+	}
+	ck_assert_int_eq(cp_block_encode(e, 2 * N, &same), 0);
+	ck_assert_int_eq(cp_block_encode(f, 2 * N, &diff), 0);
+	ck_assert_uint_lt(same.rawlen, diff.rawlen * 7 / 10); /* the keys of 400 entries are 3/4 of them */
+	ck_assert_uint_lt(same.data_len, diff.data_len);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(cp_block_decode(&rd, same.data, same.data_len, same.rawlen, same.tmin, want, 2, sum_values,
+					 got), 0);
+	ck_assert_uint_eq(got[0], sum[0]);
+	ck_assert_uint_eq(got[1], sum[1]);
+	memset(got, 0, sizeof(got));
+	want[0] = 0;
+	ck_assert_int_eq(cp_block_decode(&rd, same.data, same.data_len, same.rawlen, same.tmin, want, 2, sum_values,
+					 got), 0);
+	ck_assert_uint_eq(got[0], 0);
+	ck_assert_uint_eq(got[1], sum[1]);
+	want[0] = 1;
+
+	/* diff's raw bytes, made format 1: no mark, no shared flags (both are 0: not shared) */
+	raw = malloc(diff.rawlen);
+	v1 = malloc(diff.rawlen);
+	ck_assert_ptr_nonnull(raw);
+	ck_assert_ptr_nonnull(v1);
+	zlen = diff.rawlen;
+	ck_assert_int_eq(uncompress(raw, &zlen, diff.data, diff.data_len), Z_OK);
+	ck_assert_uint_eq(zlen, diff.rawlen);
+	ck_assert_uint_eq(raw[0], 0); /* the mark */
+	ck_assert_uint_eq(raw[1], CP_BLOCK_FORMAT);
+	/* series 1: count 400 (2 varint bytes), gcd 1, shared 0, 4 columns of N varints; series 2 the same */
+	p = 2;
+	{
+		size_t o = 0;
+
+		for (int sidx = 0; sidx < 2; sidx++) {
+			size_t start = p, c;
+
+			ck_assert_uint_eq((raw[p] & 0x7f) | raw[p + 1] << 7, N); /* count: 2 varint bytes */
+			p += 2;
+			while (raw[p] & 0x80) /* gcd */
+				p++;
+			p++;
+			memcpy(v1 + o, raw + start, p - start);
+			o += p - start;
+			ck_assert_uint_eq(raw[p], 0); /* shared: no */
+			p++;
+			start = p;
+			for (c = 0; c < 4 * (size_t)N; c++) {
+				while (raw[p] & 0x80)
+					p++;
+				p++;
+			}
+			memcpy(v1 + o, raw + start, p - start);
+			o += p - start;
+		}
+		ck_assert_uint_eq(p, diff.rawlen);
+		ck_assert_int_eq(compress_block(v1, o, &old), 0);
+	}
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(cp_block_decode(&rd, old.data, old.data_len, old.rawlen, diff.tmin, want, 2, sum_values, got),
+			 0);
+	ck_assert_uint_eq(got[0], sum[0]);
+	ck_assert_uint_eq(got[1], sum[1]);
+	free(old.data);
+	/* a mark of an unknown format */
+	raw[1] = CP_BLOCK_FORMAT + 1;
+	ck_assert_int_eq(compress_block(raw, diff.rawlen, &old), 0);
+	cp_error_clear();
+	ck_assert_int_eq(cp_block_decode(&rd, old.data, old.data_len, old.rawlen, diff.tmin, want, 2, sum_values, got),
+			 -EBADMSG);
+	ck_assert_contains(cp_errmsg(EBADMSG), "format");
+	free(old.data);
+	free(raw);
+	free(v1);
+	cp_block_release(&same);
+	cp_block_release(&diff);
+	cp_block_reader_release(&rd);
+	free(e);
+	free(f);
 }
 END_TEST
 
@@ -2983,6 +3120,7 @@ static Suite *store_suite(void)
 	tcase_add_test(bad, test_corrupt_partition_page);
 	tcase_add_test(bad, test_corrupt_series_list);
 	tcase_add_test(bad, test_block_roundtrip);
+	tcase_add_test(bad, test_block_shared_columns);
 	tcase_add_test(bad, test_corrupt_pages);
 	tcase_add_test(bad, test_truncated_partition_half);
 	tcase_add_test(bad, test_short_file_pages_in_wal);

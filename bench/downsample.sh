@@ -5,14 +5,14 @@
 # it generates the last H hours of each of the days (H = 24 takes some 2.5
 # hours on 2 busy cores).  A copy
 # is downsampled with the default policy (cprof import --downsample
-# raw=2d,1m=14d,10m); reported: bytes on disk of both, the time to compact,
+# raw=2d,5m=10d,1h: merged days keep programs, not processes); reported: bytes on disk of both, the time to compact,
 # and the wall time of `cprof query` (the top table, best of 3) of the whole range, of one
 # day two weeks ago and of the last hour on both, with their totals compared.
 # Sizes and the whole-range query scale with the hours per day: the figures
 # for whole days are extrapolated (each day's dictionary counted once),
 # pessimistically for steps longer than H.
-# A second, coarser policy (BENCH_DS_ALT, default raw=2d,10m=14d,1h) is
-# measured for size too.
+# A second, finer policy (BENCH_DS_ALT, default raw=2d,1m=14d,10m: the default
+# until schema 3) is measured for size too.
 # Targets: the downsampled store <= 1/5 of the raw one; the whole-range query
 # <= 1 s; the last hour as fast as without downsampling.
 # usage: bench/downsample.sh BUILDDIR   (run by `make bench`)
@@ -20,7 +20,7 @@ bench=downsample; . "$(dirname "$0")/lib.sh"
 need_tools jq
 D=${BENCH_DS_DAYS:-30}
 H=${BENCH_DS_HOURS:-24}
-POLICY=${BENCH_DS_POLICY:-raw=2d,1m=14d,10m}
+POLICY=${BENCH_DS_POLICY:-raw=2d,5m=10d,1h}
 C=$b/cprof
 
 DAYNS=86400000000000
@@ -87,8 +87,8 @@ awk -v r="$raw_b" -v s="$ds_b" -v i="$raw_dict" -v j="$ds_dict" -v h="$H" -v v="
 			24 / h, i + (r - i) * 24 / h, j + (s - j) * 24 / h, (i + (r - i) * 24 / h) / (j + (s - j) * 24 / h)
 }'
 
-# a coarser policy, for comparison (BENCH_DS_ALT; "off" to skip)
-ALT=${BENCH_DS_ALT:-raw=2d,10m=14d,1h}
+# another policy, for comparison (BENCH_DS_ALT; "off" to skip)
+ALT=${BENCH_DS_ALT:-raw=2d,1m=14d,10m}
 if [ "$ALT" != off ]; then
 	cp -a "$d/raw" "$d/alt"
 	"$C" import --data "$d/alt" --downsample "$ALT" > /dev/null
@@ -140,7 +140,7 @@ done
 [ "$H" = 24 ] || echo "(the whole-range query reads about $(awk -v h="$H" 'BEGIN { print 24 / h }') times as many entries with whole days)"
 
 # BENCH_DS_REAL=DIR: a store recorded from a real machine (e.g. `cprof record --all -F 19` during a
-# build and test run), its days downsampled as if they were 3 days old (1m) and 15 days old (10m)
+# build and test run), its days downsampled as if they were 3 days old (5m) and 15 days old (1h)
 # under faketime: entries and bytes of the sample partitions per tier, against store_gen's above
 if [ -n "${BENCH_DS_REAL:-}" ]; then
 	need_tools faketime sqlite3

@@ -54,7 +54,7 @@ const struct cmd cmd_import = {
 	"      --max-store-size SIZE  then delete the oldest data to keep the store\n"
 	"                        under SIZE (e.g. 10G)\n"
 	"      --downsample POLICY  then merge older days into coarser steps, e.g.\n"
-	"                        raw=2d,1m=14d,10m (off: none)\n"
+	"                        raw=2d,5m=10d,1h (off: none)\n"
 	"                        (without FILE, these three alone: store upkeep)\n"
 	"      --from-store DIR  every sample of the store in DIR (this cprof's, or an\n"
 	"                        earlier one's, which is read as it is), with its series\n"

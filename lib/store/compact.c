@@ -107,6 +107,8 @@ struct gather {
 	size_t ngt, gtcap;
 	int64_t step, w0, w1; /* entries in [w0, w1) only */
 	int64_t taken;        /* entries taken, over all windows */
+	const uint32_t *thin; /* label set id -> without the process's labels, for ids < nthin (NULL: kept) */
+	size_t nthin;
 	struct cp_block_entry *e;
 	size_t n, cap;
 	/* with fold: called when n reaches fold_at, to take e[0..n) away */
@@ -126,6 +128,8 @@ static int gather_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t 
 	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)))
 		return cp_error(ENOMEM, "out of memory downsampling");
 	g->taken++;
+	if (labels < g->nthin)
+		labels = g->thin[labels];
 	g->e[g->n++] = (struct cp_block_entry){ g->ids[k], t - t % g->step, (uint32_t)stack, (uint32_t)labels, v,
 						g->ends[k] };
 	if (g->gauges && is_gauge(g->gauges, g->ids[k])) {
@@ -271,10 +275,10 @@ static size_t merge_entries(struct cp_block_entry *e, size_t n)
  * minutes, 11.6 MB in blocks of an hour, 16.4 MB of 4 hours; of 10m steps 4.1
  * MB in blocks of 30 minutes, 4.5 MB of an hour, 6.8 MB of 4 hours (a long
  * column of a series' stack deltas compresses worse than a few short ones). */
-static int merge_day(sqlite3 *db, int64_t step, struct cp_compact_stats *st)
+static int merge_day(sqlite3 *db, int64_t step, const uint32_t *thin, size_t nthin, struct cp_compact_stats *st)
 {
 	int64_t win = 3 * step > 10 * MINUTE_NS ? 3 * step : 10 * MINUTE_NS, lo, hi, w;
-	struct gather g = { .step = step };
+	struct gather g = { .step = step, .thin = thin, .nthin = nthin };
 	struct gauges gauges = { 0 };
 	int64_t entries;
 	struct cp_block_reader rd = { 0 };
@@ -336,6 +340,74 @@ out:
 	return err;
 }
 
+/* The sample labels that say which process and thread a sample is of (the recorder's,
+ * lib/sampling/recorder.c): a downsampled day keeps each program's profile over time, not its
+ * processes' (docs/STORE.md "Downsampling"), so that entries of a step merge however many processes
+ * came and went in it. */
+static const char *const process_labels[] = { "pid", "thread_id", "thread_name" };
+
+/* *map[id] for every label set id of the day's dictionary d (loaded whole, in the caller's write
+ * transaction): the id of the same set without process_labels, interned in d when new (saved by
+ * the caller with its blocks).  *n: how many ids the map has (0 and no map when no set has them). */
+static int thin_map(struct cp_dict *d, uint32_t **map, size_t *n)
+{
+	struct cp_profile *p;
+	struct cp_label *keep = NULL;
+	size_t cap = 0, m, i;
+	uint32_t id, nls, key[3] = { 0 };
+	bool any = false;
+	int err;
+
+	*map = NULL;
+	*n = 0;
+	if ((err = cp_dict_load(d)))
+		return err;
+	p = d->p;
+	if (d->bls) /* ids are rows past a base (a writer's forget): leave the labels as they are */
+		return 0;
+	for (i = 0; i < 3; i++) {
+		int64_t k = cp_strtab_find(&p->strs, process_labels[i], strlen(process_labels[i]));
+
+		key[i] = k > 0 ? (uint32_t)k : 0;
+		any |= k > 0;
+	}
+	if (!any || (nls = p->nlabelsets) < 2)
+		return 0;
+	/* ids 1 .. nls - 1 (0: the empty set); the sets made below come after them */
+	if (!(*map = malloc((size_t)nls * sizeof(**map))))
+		return cp_error(ENOMEM, "out of memory downsampling");
+	(*map)[0] = 0;
+	for (id = 1; id < nls && !err; id++) {
+		const struct cp_span *ls = &p->labelsets[id]; /* not used past the interning below */
+		int64_t to;
+
+		if (cp_grow((void **)&keep, &cap, ls->len + 1, sizeof(*keep))) {
+			err = cp_error(ENOMEM, "out of memory downsampling");
+			break;
+		}
+		for (i = m = 0; i < ls->len; i++) {
+			const struct cp_label *l = &p->labels[ls->off + i];
+
+			if (l->key != key[0] && l->key != key[1] && l->key != key[2])
+				keep[m++] = *l;
+		}
+		if (m == ls->len)
+			(*map)[id] = id;
+		else if ((to = cp_profile_labelset(p, keep, m)) < 0)
+			err = cp_dict_error((int)to, "thinning the samples' labels");
+		else
+			(*map)[id] = (uint32_t)to;
+	}
+	free(keep);
+	if (err) {
+		free(*map);
+		*map = NULL;
+		return err;
+	}
+	*n = nls;
+	return 0;
+}
+
 /* Compacts partition name to step: 1 when it did, 0 when nothing was finer. */
 static int compact_day(struct cp_local *s, const char *name, int64_t step, struct cp_compact_stats *st)
 {
@@ -345,6 +417,8 @@ static int compact_day(struct cp_local *s, const char *name, int64_t step, struc
 	struct cp_part *part;
 	sqlite3 *db;
 	bool busy = false;
+	uint32_t *thin = NULL;
+	size_t nthin = 0;
 	int err;
 
 	/* gone since listed (retention, the size limit): not made again */
@@ -367,10 +441,15 @@ static int compact_day(struct cp_local *s, const char *name, int64_t step, struc
 	sqlite3_finalize(up);
 	if (err)
 		return err;
-	/* one transaction: the old blocks or the new, never both */
-	if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "downsampling")) || (err = merge_day(db, step, &day)) ||
-	    (err = cp_db_exec(db, "COMMIT", "downsampling")))
+	/* one transaction: the old blocks or the new (and the label sets they use), never both */
+	if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "downsampling")) || (err = thin_map(&part->dict, &thin, &nthin)) ||
+	    (err = merge_day(db, step, thin, nthin, &day)) || (err = cp_dict_save(&part->dict)) ||
+	    (err = cp_db_exec(db, "COMMIT", "downsampling"))) {
+		if (!sqlite3_get_autocommit(db))
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		cp_dict_rolled_back(&part->dict);
 		goto out;
+	}
 	st->days++;
 	st->blocks_before += day.blocks_before;
 	st->blocks_after += day.blocks_after;
@@ -379,6 +458,7 @@ static int compact_day(struct cp_local *s, const char *name, int64_t step, struc
 	/* the old blocks' pages back to the file system */
 	err = cp_part_reclaim(db, name, &busy);
 out:
+	free(thin);
 	if (!sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return err ? cp_error_ctx(err, "downsampling %s", name) : 1;

@@ -120,13 +120,15 @@ int64_t cp_store_limit(struct cp_store *s, uint64_t max_bytes);
 /* A partition's day and a summary's hour (compact.h), in ns */
 #define CP_DAY_NS (86400 * (int64_t)1000000000)
 #define CP_HOUR_NS (3600 * (int64_t)1000000000)
-#define CP_DOWNSAMPLE_DEFAULT "raw=2d,1m=14d,10m"
+/* raw for 2 days, 5m until 10 days, then 1h: the steps and ages of Thanos' compactor (raw, 5m
+ * after 40 hours, 1h after 10 days) */
+#define CP_DOWNSAMPLE_DEFAULT "raw=2d,5m=10d,1h"
 struct cp_downsample {
 	size_t n;
 	int64_t step[CP_DOWNSAMPLE_MAX], keep[CP_DOWNSAMPLE_MAX];
 };
 /* "off", or tiers "STEP=AGE,...,STEP" (STEP "raw" or a duration that divides
- * a day, e.g. "raw=2d,1m=14d,10m"): 0, or -EINVAL with the message. */
+ * a day, e.g. "raw=2d,5m=10d,1h"): 0, or -EINVAL with the message. */
 int cp_downsample_parse(const char *text, struct cp_downsample *p);
 /* The policy as cp_downsample_parse reads it back ("off" for none). */
 const char *cp_downsample_text(const struct cp_downsample *p, char *buf, size_t len);

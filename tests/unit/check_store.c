@@ -1085,9 +1085,10 @@ START_TEST(test_downsample_policy)
 	ck_assert_str_eq(cp_downsample_text(&p, buf, sizeof(buf)), CP_DOWNSAMPLE_DEFAULT);
 	ck_assert_int_eq(cp_downsample_step(&p, 0), 0);
 	ck_assert_int_eq(cp_downsample_step(&p, 2 * DAY_NS - 1), 0);
-	ck_assert_int_eq(cp_downsample_step(&p, 2 * DAY_NS), 60 * NS);
-	ck_assert_int_eq(cp_downsample_step(&p, 14 * DAY_NS), 600 * NS);
-	ck_assert_int_eq(cp_downsample_step(&p, 400 * DAY_NS), 600 * NS);
+	ck_assert_int_eq(cp_downsample_step(&p, 2 * DAY_NS), 300 * NS);
+	ck_assert_int_eq(cp_downsample_step(&p, 10 * DAY_NS - 1), 300 * NS);
+	ck_assert_int_eq(cp_downsample_step(&p, 10 * DAY_NS), 3600 * NS);
+	ck_assert_int_eq(cp_downsample_step(&p, 400 * DAY_NS), 3600 * NS);
 	ck_assert_int_eq(cp_downsample_parse("off", &p), 0);
 	ck_assert_uint_eq(p.n, 0);
 	ck_assert_str_eq(cp_downsample_text(&p, buf, sizeof(buf)), "off");
@@ -1109,8 +1110,86 @@ END_TEST
 
 static int64_t part_count(int64_t t, const char *sql);
 
-/* A day merged into 10m steps keeps every stack's total; a query says 10m
- * and over-time steps are raised to it; a second run does nothing. */
+/* A sample's labelset of pid, thread_id, thread_name (as the recorder's) and span (another sample
+ * label), made in p. */
+static uint32_t proc_labels(struct cp_profile *p, const char *pid, const char *tid, const char *span)
+{
+	struct cp_label l[4];
+	const char *kv[4][2] = { { "pid", pid }, { "thread_id", tid }, { "thread_name", "worker" }, { "span", span } };
+	int64_t id;
+
+	for (int i = 0; i < 4; i++)
+		l[i] = (struct cp_label){ (uint32_t)cp_profile_str(p, kv[i][0]), (uint32_t)cp_profile_str(p, kv[i][1]), 0,
+					  0 };
+	id = cp_profile_labelset(p, l, 4);
+	ck_assert_int_gt(id, 0);
+	return (uint32_t)id;
+}
+
+/* Downsampled days keep each program's profile, not its processes': the samples' pid, thread_id
+ * and thread_name go, so that the entries of many processes merge in a step; other sample labels
+ * stay, and every total is exact.  A raw day keeps them all. */
+START_TEST(test_downsample_thins_processes)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_store_result *res;
+	struct cp_compact_stats st;
+	struct cp_downsample pol;
+	size_t n;
+	int64_t raw_entries;
+
+	/* 40 batches 10 s apart, each of another process (pids 100..139, a thread each) */
+	for (int i = 0; i < 40; i++) {
+		struct cp_profile *p = new_profile(10 * NS);
+		char pid[16], tid[16];
+
+		snprintf(pid, sizeof(pid), "%d", 100 + i);
+		snprintf(tid, sizeof(tid), "%d", 100 + i);
+		add(p, "main;work;burn", proc_labels(p, pid, tid, i % 2 ? "a" : "b"), 3);
+		add(p, "main;idle", proc_labels(p, pid, tid, "a"), 1);
+		append_at(s, p, T0 + i * 10 * NS, "comm=w");
+		cp_profile_free(p);
+	}
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS, "pid", &res, &n), 0);
+	ck_assert_uint_eq(n, 40);
+	cp_store_results_free(res, n);
+	ck_assert_int_eq(cp_downsample_parse("raw=2d,10m", &pol), 0);
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + DAY_NS, 0, &st), 0); /* raw: laid out only */
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS, "pid", &res, &n), 0);
+	ck_assert_uint_eq(n, 40);
+	cp_store_results_free(res, n);
+	raw_entries = part_count(T0, "SELECT sum(entries) FROM blocks");
+	ck_assert_int_eq(raw_entries, 2 * 2 * 40); /* 2 stacks, 2 types, 40 processes */
+	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 30 * DAY_NS, 0, &st), 1);
+	/* 400 s in one or two 10m steps: per step, 2 types x (burn with span a, burn b, idle a) */
+	ck_assert_int_le(part_count(T0, "SELECT sum(entries) FROM blocks"), 2 * 2 * 3);
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS, "pid", &res, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(res[0].group, "");
+	ck_assert_int_eq(cp_profile_total(res[0].profile, 0), 40 * 4);
+	cp_store_results_free(res, n);
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS, "thread_name", &res, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(res[0].group, "");
+	cp_store_results_free(res, n);
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS, "span", &res, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(cp_profile_total(res[i].profile, 0), !strcmp(res[i].group, "a") ? 20 * 3 + 40 : 20 * 3);
+	cp_store_results_free(res, n);
+	ck_assert_int_eq(select_total(s, "process_cpu:cpu", T0 - DAY_NS, T0 + DAY_NS), 40 * 4 * PERIOD);
+	cp_store_close(s);
+	/* what the compaction wrote (its label sets too) reads in another process's view */
+	s = open_store(CP_STORE_READ);
+	ck_assert_int_eq(try_select(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS, "span", &res, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	cp_store_results_free(res, n);
+	cp_store_close(s);
+}
+END_TEST
+
+/* A day merged into 1h steps (the default policy's, 30 days on) keeps every stack's total; a
+ * query says 1h and over-time steps are raised to it; a second run does nothing. */
 START_TEST(test_downsample_totals)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
@@ -1145,8 +1224,8 @@ START_TEST(test_downsample_totals)
 	ck_assert_int_eq(select_total(s, "process_cpu:samples", T0 - DAY_NS, T0 + DAY_NS), 30 * 6);
 	q.resolution = &res;
 	ck_assert_int_eq(cp_store_over_time(s, &q, NS, &totals, &b, &type), 0);
-	ck_assert_int_eq(res, 600 * NS);
-	ck_assert_int_eq(b.step, 600 * NS);
+	ck_assert_int_eq(res, 3600 * NS);
+	ck_assert_int_eq(b.step, 3600 * NS);
 	for (size_t k = 0; k < b.n; k++)
 		sum += totals[k];
 	ck_assert_int_eq(sum, 30 * 6);
@@ -3103,6 +3182,7 @@ static Suite *store_suite(void)
 	tcase_add_test(limit, test_limit_days);
 	tcase_add_test(limit, test_downsample_policy);
 	tcase_add_test(limit, test_downsample_totals);
+	tcase_add_test(limit, test_downsample_thins_processes);
 	tcase_add_test(limit, test_layout_by_series);
 	tcase_add_test(limit, test_rollups);
 	tcase_add_test(limit, test_limit_trim);

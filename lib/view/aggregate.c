@@ -371,14 +371,22 @@ static int thread_name(struct cp_aggregate *a, uint32_t t, uint32_t name, int64_
 	return 0;
 }
 
+/* A process: by pid; samples without one (a downsampled day's, which keep programs, not processes;
+ * the idle task's pid 0) by their command, a process each.  33 bits. */
+static uint64_t proc_key(const struct ls *l)
+{
+	return l->pid ? l->pid : (uint64_t)1 << 32 | l->comm;
+}
+
 static int add_proc(struct cp_aggregate *a, const struct ls *l, int64_t value)
 {
 	struct priv *v = a->priv;
-	uint32_t id = hmap_get(&v->procmap, l->pid);
+	uint64_t key = proc_key(l);
+	uint32_t id = hmap_get(&v->procmap, key);
 
 	if (id == UINT32_MAX) {
 		if (grow((void **)&a->procs, &a->pcap, a->nprocs + 1, sizeof(*a->procs)) ||
-		    hmap_put(&v->procmap, l->pid, a->nprocs))
+		    hmap_put(&v->procmap, key, a->nprocs))
 			return cp_error(ENOMEM, "out of memory aggregating the samples");
 		id = a->nprocs++;
 		a->procs[id] = (struct cp_agg_proc){ l->pid, l->comm, 0, 0 };
@@ -478,8 +486,8 @@ static int add_sample(struct cp_aggregate *a, const struct cp_profile *p, const 
 		v->mark[fn] = v->serial;
 		f = &a->fns[fn];
 		f->total += value;
-		if (hmap_get(&v->fnproc, (uint64_t)fn << 32 | l->pid) == UINT32_MAX) {
-			if (hmap_put(&v->fnproc, (uint64_t)fn << 32 | l->pid, 0))
+		if (hmap_get(&v->fnproc, (uint64_t)fn << 33 | proc_key(l)) == UINT32_MAX) {
+			if (hmap_put(&v->fnproc, (uint64_t)fn << 33 | proc_key(l), 0))
 				return cp_error(ENOMEM, "out of memory aggregating the samples");
 			if (!f->nprocs++) {
 				f->pid = l->pid;

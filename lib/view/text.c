@@ -112,8 +112,13 @@ void cp_view_row_text(const struct cp_view *v, size_t i, char *buf, size_t len, 
 	case CP_VIEW_PROCESSES: {
 		const struct cp_agg_proc *pr = &a->procs[r->idx];
 
-		snprintf(buf, len, "%6.2f%% %9s %8u %7u  %s", pct(pr->value, a->total),
-			 fmt_value(v, pr->value, n, sizeof(n)), pr->pid, pr->nthreads, cp_aggregate_str(a, pr->comm));
+		char pid[16], nth[16];
+
+		/* no pid and no thread: a program's samples without its processes (a downsampled day) */
+		snprintf(pid, sizeof(pid), pr->pid || pr->nthreads ? "%u" : "-", pr->pid);
+		snprintf(nth, sizeof(nth), pr->nthreads ? "%u" : "-", pr->nthreads);
+		snprintf(buf, len, "%6.2f%% %9s %8s %7s  %s", pct(pr->value, a->total),
+			 fmt_value(v, pr->value, n, sizeof(n)), pid, nth, cp_aggregate_str(a, pr->comm));
 		break;
 	}
 	case CP_VIEW_THREADS: {

@@ -239,6 +239,38 @@ START_TEST(test_aggregate_thread_renamed)
 }
 END_TEST
 
+/* Samples without a pid (a downsampled day keeps programs, not processes): a process row per
+ * command, not one "pid 0" for all, and a function of both names both. */
+START_TEST(test_aggregate_no_pids)
+{
+	struct cp_aggregate_opts o = { 0 };
+	struct cp_aggregate *a = cp_aggregate_new(&o);
+	const char *comms[2] = { "make", "cc1" };
+
+	ck_assert_ptr_nonnull(a);
+	for (int i = 0; i < 2; i++) {
+		struct cp_profile *p = cp_profile_new();
+		uint32_t bin, m;
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(cp_profile_add_sample_type(p, "samples", "count"), 0);
+		bin = mapping(p, "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x7f0000000000);
+		m = loc(p, bin, 0x7f0000001000, "malloc", NULL);
+		sample(p, (uint32_t[]){ m }, 1, NULL, NULL, NULL, 10 * (i + 1));
+		ck_assert_int_eq(cp_aggregate_add(a, p, 0, 0, comms[i]), 0);
+		cp_profile_free(p);
+	}
+	ck_assert_uint_eq(a->nprocs, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		ck_assert_uint_eq(a->procs[i].pid, 0);
+		ck_assert_uint_eq(a->procs[i].nthreads, 0);
+		ck_assert_int_eq(a->procs[i].value, !strcmp(cp_aggregate_str(a, a->procs[i].comm), "make") ? 10 : 20);
+	}
+	ck_assert_uint_eq(fn(a, "malloc", "libc.so.6")->nprocs, 2);
+	cp_aggregate_free(a);
+}
+END_TEST
+
 START_TEST(test_aggregate_callers_callees)
 {
 	struct cp_profile *p = make();
@@ -340,6 +372,7 @@ static Suite *aggregate_suite(void)
 	tcase_add_test(tc, test_aggregate_functions);
 	tcase_add_test(tc, test_aggregate_processes_threads);
 	tcase_add_test(tc, test_aggregate_thread_renamed);
+	tcase_add_test(tc, test_aggregate_no_pids);
 	tcase_add_test(tc, test_aggregate_callers_callees);
 	tcase_add_test(tc, test_aggregate_hidden_frames);
 	tcase_add_test(tc, test_aggregate_defaults_and_sum);

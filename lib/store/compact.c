@@ -550,7 +550,9 @@ typedef int (*day_fn)(struct cp_local *s, const struct day *d, const struct cp_d
 static int layout_one(struct cp_local *s, const struct day *d, const struct cp_downsample *p, int64_t now,
 		      struct cp_compact_stats *st)
 {
-	(void)p;
+	/* a day due for downsampling is laid out by its merge: not twice */
+	if (cp_downsample_step(p, cp_sub_sat(now, d->tmax)) > 0)
+		return 0;
 	return layout_day(s, d->name, now, st);
 }
 

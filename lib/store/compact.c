@@ -270,14 +270,17 @@ static size_t merge_entries(struct cp_block_entry *e, size_t n)
  * of time, in the caller's transaction: a window at a time, so that memory
  * holds one window's entries (not a day's: tens of millions on a busy host),
  * and a query of part of an old day skips the other windows.  Then deletes
- * the old blocks.  The window is 3 steps, at least 10 minutes: on
+ * the old blocks.  The window is 3 steps, at least 10 minutes, at most an hour (a step when
+ * 3 are longer): on
  * bench/store_gen's load, a day of 1m steps takes 8.9 MB in blocks of 10
  * minutes, 11.6 MB in blocks of an hour, 16.4 MB of 4 hours; of 10m steps 4.1
  * MB in blocks of 30 minutes, 4.5 MB of an hour, 6.8 MB of 4 hours (a long
  * column of a series' stack deltas compresses worse than a few short ones). */
 static int merge_day(sqlite3 *db, int64_t step, const uint32_t *thin, size_t nthin, struct cp_compact_stats *st)
 {
-	int64_t win = 3 * step > 10 * MINUTE_NS ? 3 * step : 10 * MINUTE_NS, lo, hi, w;
+	/* (steps of an hour and more: a step a window, which holds as many entries as 3 steps of 20
+	 * minutes; 3 hours of store_gen's load took 100 MB) */
+	int64_t win = 3 * step > CP_HOUR_NS ? step : 3 * step > 10 * MINUTE_NS ? 3 * step : 10 * MINUTE_NS, lo, hi, w;
 	struct gather g = { .step = step, .thin = thin, .nthin = nthin };
 	struct gauges gauges = { 0 };
 	int64_t entries;

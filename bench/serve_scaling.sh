@@ -59,7 +59,7 @@ for hh in $SCALE; do
 		"$b/bench/store_gen" "$st/store" - --hours "$hours" --hosts "$hosts" --cpus "$CPUS" --group > "$st/gen.tmp" ||
 			{ echo "store_gen failed"; exit 1; }
 		c0=$(date +%s.%N)
-		"$b/cprof" import --data "$st/store" --downsample raw=2d,1m=14d,10m > /dev/null 2> "$st/compact.err" ||
+		"$b/cprof" import --data "$st/store" --downsample raw=2d,5m=10d,1h > /dev/null 2> "$st/compact.err" ||
 			{ echo "compaction failed: $(tail -2 "$st/compact.err")"; exit 1; }
 		awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' > "$st/compact.s"
 		echo 3 > "$st/format"

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (r = 0; r < runs; r++) {
-		struct cp_store_query q = { sel, 0, INT64_MAX, NULL, NULL };
+		struct cp_store_query q = { sel, 0, INT64_MAX, NULL, NULL, false };
 		struct cp_store_result *res = NULL;
 		size_t n = 0;
 		double t0 = now_ms(), t;

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 	int days = 3, err;
 	struct cp_store *in, *out;
 	struct cp_store_stats st;
-	struct cp_store_query q = { NULL, 0, INT64_MAX - 1, NULL, NULL };
+	struct cp_store_query q = { NULL, 0, INT64_MAX - 1, NULL, NULL, false };
 	struct cp_store_series *ser = NULL;
 	size_t nser = 0;
 

@@ -360,7 +360,7 @@ bool is_file_arg(const char *arg)
 struct cp_profile *load_selection(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
 				  int *status)
 {
-	struct cp_store_query q = { NULL, from, to, NULL, NULL };
+	struct cp_store_query q = { NULL, from, to, NULL, NULL, false };
 	struct cp_store_result *res = NULL;
 	struct cp_selector *sel = NULL;
 	struct cp_profile *p = NULL;
@@ -392,7 +392,7 @@ struct cp_profile *load_selection(const char *verb, const char *arg, struct stor
 int load_intervals(const char *verb, const char *arg, struct store_args *a, int64_t from, int64_t to,
 		   struct cp_store_intervals **out, size_t *n)
 {
-	struct cp_store_query q = { NULL, from, to, NULL, NULL };
+	struct cp_store_query q = { NULL, from, to, NULL, NULL, false };
 	struct cp_selector *sel = NULL;
 	int err, status = EXIT_FAIL;
 

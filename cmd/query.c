@@ -127,7 +127,7 @@ static int run_lists(struct output *out, const struct query_opts *o, struct cp_s
 static int run_over_time(struct output *out, const struct query_opts *o, struct cp_store *store,
 			 const struct cp_selector *sel)
 {
-	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL, NULL };
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, NULL, NULL, false };
 	struct cp_over_time ot;
 	int64_t step = 0;
 	int err;
@@ -145,7 +145,7 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 		      const struct cp_selector *sel, struct cp_filter *filter)
 {
 	int64_t res = -1; /* a remote store does not say */
-	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, o->group_by, &res };
+	struct cp_store_query q = { sel, o->store.t_from, o->store.t_to, o->group_by, &res, false };
 	struct cp_store_result *r = NULL;
 	size_t n = 0, i;
 	char rbuf[32];

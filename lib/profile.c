@@ -695,10 +695,10 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 {
 	struct cp_merge_opts none = { 0 };
 	struct merger m = { dst, src, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
-	uint32_t *lbuf = NULL, tagk = 0, tagv = 0;
+	uint32_t *lbuf = NULL, tagk = 0, tagv = 0, drop[8], ndrop = 0;
 	struct cp_label *labbuf = NULL;
 	int64_t *vals = NULL;
-	size_t lcap = 0, labcap = 0, i;
+	size_t lcap = 0, labcap = 0, i, j;
 	double scale;
 	bool dict;
 	uint32_t s;
@@ -733,6 +733,12 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 		tagk = (uint32_t)k;
 		tagv = (uint32_t)v;
 	}
+	for (i = 0; i < opts->ndrop && i < 8; i++) {
+		int64_t k = cp_strtab_find(&src->strs, opts->drop_keys[i], strlen(opts->drop_keys[i]));
+
+		drop[ndrop] = k > 0 ? (uint32_t)k : 0;
+		ndrop += k > 0;
+	}
 	for (s = 0; s < src->nsamples; s++) {
 		const struct cp_sample *smp = &src->samples[s];
 		const struct cp_span *st = &src->stacks[smp->stack];
@@ -764,16 +770,25 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 			}
 			lbuf[i] = (uint32_t)l;
 		}
-		for (i = 0; i < ls->len; i++) {
-			const struct cp_label *sl = &src->labels[ls->off + i];
-			int64_t k = map_str(&m, sl->key), v = map_str(&m, sl->str), u = map_str(&m, sl->num_unit);
+		for (i = 0, j = 0; j < ls->len; j++) {
+			const struct cp_label *sl = &src->labels[ls->off + j];
+			int64_t k, v, u;
+			uint32_t d;
 
+			for (d = 0; d < ndrop && sl->key != drop[d]; d++)
+				;
+			if (d < ndrop)
+				continue;
+			k = map_str(&m, sl->key);
+			v = map_str(&m, sl->str);
+			u = map_str(&m, sl->num_unit);
 			if (k < 0 || v < 0 || u < 0)
 				goto out;
 			labbuf[i].key = (uint32_t)k;
 			labbuf[i].str = (uint32_t)v;
 			labbuf[i].num = sl->num;
 			labbuf[i].num_unit = (uint32_t)u;
+			i++;
 		}
 		if (opts->tag_key) {
 			labbuf[i].key = tagk;

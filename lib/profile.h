@@ -176,6 +176,9 @@ struct cp_merge_opts {
 	double scale;            /* multiply values (rounded); 0 means 1 */
 	const char *tag_key;     /* when set, add this string label to every sample */
 	const char *tag_value;
+	/* labels with these keys are left out of the samples (ndrop of them, at most 8) */
+	const char *const *drop_keys;
+	size_t ndrop;
 	/* keep only samples for which this returns true */
 	bool (*keep)(const struct cp_profile *src, uint32_t sample, void *arg);
 	void *keep_arg;

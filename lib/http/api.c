@@ -200,9 +200,9 @@ static bool get_series(struct cp_api *s, struct cp_req *r, struct cp_resp *out, 
  * resolution (may be NULL): the store's resolution of the data read */
 static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
 			    int64_t to, const char *group_by, struct cp_store_result **res, size_t *n,
-			    int64_t *resolution)
+			    int64_t *resolution, bool process_labels)
 {
-	struct cp_store_query q = { sel, from, to, group_by, resolution };
+	struct cp_store_query q = { sel, from, to, group_by, resolution, process_labels };
 	struct cp_store *st = cp_shared_reader(s->store);
 	int err;
 
@@ -224,7 +224,7 @@ static bool select_profiles(struct cp_api *s, struct cp_resp *out, const struct 
 static bool select_intervals(struct cp_api *s, struct cp_resp *out, const struct cp_selector *sel, int64_t from,
 			     int64_t to, struct cp_filter *filter, struct cp_store_intervals **iv, size_t *n)
 {
-	struct cp_store_query q = { sel, from, to, NULL, NULL };
+	struct cp_store_query q = { sel, from, to, NULL, NULL, false };
 	struct cp_store *st = cp_shared_reader(s->store);
 	int err;
 
@@ -427,13 +427,14 @@ static int render_groups(FILE *f, struct cp_store_result *res, size_t n, struct 
 static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	static const char *formats[] = { "json", "folded", "top", "svg", "pprof", "groups", NULL };
-	const char *format = cp_req_arg(r, "format"), *group_by = cp_req_arg(r, "group_by");
+	const char *format = cp_req_arg(r, "format"), *group_by = cp_req_arg(r, "group_by"), *pl;
 	struct cp_store_result *res = NULL;
 	struct cp_selector *sel = NULL;
 	struct cp_filter *filter = NULL;
 	int64_t from, to, resolution = -1;
 	long max_nodes, limit;
 	size_t n = 0, i;
+	bool process_labels;
 	struct mem m;
 	int err;
 
@@ -450,9 +451,12 @@ static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 	}
 	if (strcmp(format, "groups"))
 		group_by = NULL;
+	/* process_labels=1: the samples keep their pid, thread_id and thread_name (a remote top's) */
+	process_labels = (pl = cp_req_arg(r, "process_labels")) && !strcmp(pl, "1");
 	if (!get_selector(r, out, "query", false, &sel) || !get_range(r, out, "from", "to", 0, 0, &from, &to) ||
 	    !get_count(r, out, "max_nodes", 20000, &max_nodes) || !get_count(r, out, "limit", 0, &limit) ||
-	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sel, from, to, group_by, &res, &n, &resolution))
+	    !get_filter(r, out, &filter) ||
+	    !select_profiles(arg, out, sel, from, to, group_by, &res, &n, &resolution, process_labels))
 		goto out;
 	if (mem_open(&m, out))
 		goto out;
@@ -499,8 +503,8 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 	    !get_range(r, out, "before_from", "before_to", from, to, &bf, &bt) ||
 	    !get_range(r, out, "after_from", "after_to", from, to, &af, &at) ||
 	    !get_count(r, out, "max_nodes", 20000, &max_nodes) || !get_count(r, out, "limit", 0, &limit) ||
-	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sb, bf, bt, NULL, &rb, &nb, NULL) ||
-	    !select_profiles(arg, out, sa, af, at, NULL, &ra, &na, NULL))
+	    !get_filter(r, out, &filter) || !select_profiles(arg, out, sb, bf, bt, NULL, &rb, &nb, NULL, false) ||
+	    !select_profiles(arg, out, sa, af, at, NULL, &ra, &na, NULL, false))
 		goto out;
 	if (!(rb[0].profile = cp_profile_filter(rb[0].profile, filter)) ||
 	    !(ra[0].profile = cp_profile_filter(ra[0].profile, filter))) {

@@ -68,7 +68,7 @@ static void groups_free(struct groups *gs)
 static int load_side(struct cp_store *st, const struct cp_selector *sel, const char *by, int64_t from, int64_t to,
 		     int s, struct groups *gs)
 {
-	struct cp_store_query q = { sel, from, to, by, NULL };
+	struct cp_store_query q = { sel, from, to, by, NULL, false };
 	struct cp_store_intervals *iv = NULL;
 	size_t n = 0;
 	int err = cp_store_select_intervals(st, &q, CP_STORE_INTERVAL_STEP, CP_STORE_INTERVALS_MAX, &iv, &n);

@@ -15,6 +15,7 @@
 #include "../util.h"
 #include "blocks.h"
 #include "db.h"
+#include "dict.h"
 #include "handle.h"
 #include "limit.h"
 #include "parts.h"
@@ -343,22 +344,18 @@ out:
 	return err;
 }
 
-/* The sample labels that say which process and thread a sample is of (the recorder's,
- * lib/sampling/recorder.c): a downsampled day keeps each program's profile over time, not its
- * processes' (docs/STORE.md "Downsampling"), so that entries of a step merge however many processes
- * came and went in it. */
-static const char *const process_labels[] = { "pid", "thread_id", "thread_name" };
-
 /* *map[id] for every label set id of the day's dictionary d (loaded whole, in the caller's write
- * transaction): the id of the same set without process_labels, interned in d when new (saved by
- * the caller with its blocks).  *n: how many ids the map has (0 and no map when no set has them). */
+ * transaction): the id of the same set without the process labels (dict.h: a downsampled day keeps
+ * each program's profile over time, not its processes', docs/STORE.md "Downsampling", so that the
+ * entries of a step merge however many processes came and went in it), interned in d when new
+ * (saved by the caller with its blocks).  *n: how many ids the map has (0 and no map when no set
+ * has them). */
 static int thin_map(struct cp_dict *d, uint32_t **map, size_t *n)
 {
 	struct cp_profile *p;
 	struct cp_label *keep = NULL;
-	size_t cap = 0, m, i;
-	uint32_t id, nls, key[3] = { 0 };
-	bool any = false;
+	size_t cap = 0, m;
+	uint32_t id, nls, key[CP_PROCESS_LABELS];
 	int err;
 
 	*map = NULL;
@@ -368,33 +365,20 @@ static int thin_map(struct cp_dict *d, uint32_t **map, size_t *n)
 	p = d->p;
 	if (d->bls) /* ids are rows past a base (a writer's forget): leave the labels as they are */
 		return 0;
-	for (i = 0; i < 3; i++) {
-		int64_t k = cp_strtab_find(&p->strs, process_labels[i], strlen(process_labels[i]));
-
-		key[i] = k > 0 ? (uint32_t)k : 0;
-		any |= k > 0;
-	}
-	if (!any || (nls = p->nlabelsets) < 2)
+	if (!cp_dict_process_keys(p, key) || (nls = p->nlabelsets) < 2)
 		return 0;
 	/* ids 1 .. nls - 1 (0: the empty set); the sets made below come after them */
 	if (!(*map = malloc((size_t)nls * sizeof(**map))))
 		return cp_error(ENOMEM, "out of memory downsampling");
 	(*map)[0] = 0;
 	for (id = 1; id < nls && !err; id++) {
-		const struct cp_span *ls = &p->labelsets[id]; /* not used past the interning below */
 		int64_t to;
 
-		if (cp_grow((void **)&keep, &cap, ls->len + 1, sizeof(*keep))) {
+		if (cp_grow((void **)&keep, &cap, p->labelsets[id].len + 1, sizeof(*keep))) {
 			err = cp_error(ENOMEM, "out of memory downsampling");
 			break;
 		}
-		for (i = m = 0; i < ls->len; i++) {
-			const struct cp_label *l = &p->labels[ls->off + i];
-
-			if (l->key != key[0] && l->key != key[1] && l->key != key[2])
-				keep[m++] = *l;
-		}
-		if (m == ls->len)
+		if ((m = cp_dict_strip_labels(p, id, key, keep)) == p->labelsets[id].len)
 			(*map)[id] = id;
 		else if ((to = cp_profile_labelset(p, keep, m)) < 0)
 			err = cp_dict_error((int)to, "thinning the samples' labels");

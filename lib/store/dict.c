@@ -10,6 +10,7 @@
 
 #include "../error.h"
 #include "../gzip.h"
+#include "../index.h"
 #include "../util.h"
 #include "../varint.h"
 #include "db.h"
@@ -608,5 +609,105 @@ int cp_dict_error(int err, const char *what)
 		return cp_error(ENOMEM, "%s: out of memory", what);
 	if (err == -EOVERFLOW)
 		return cp_error(EOVERFLOW, "%s: the dictionary has no ids left (2^32 of a kind)", what);
+	return err;
+}
+
+const char *const cp_process_labels[CP_PROCESS_LABELS] = { "pid", "thread_id", "thread_name" };
+
+bool cp_dict_process_keys(const struct cp_profile *p, uint32_t *key)
+{
+	bool any = false;
+
+	for (int i = 0; i < CP_PROCESS_LABELS; i++) {
+		int64_t k = cp_strtab_find(&p->strs, cp_process_labels[i], strlen(cp_process_labels[i]));
+
+		key[i] = k > 0 ? (uint32_t)k : 0;
+		any |= k > 0;
+	}
+	return any;
+}
+
+size_t cp_dict_strip_labels(const struct cp_profile *p, uint32_t id, const uint32_t *key, struct cp_label *out)
+{
+	const struct cp_span *ls = &p->labelsets[id];
+	size_t m = 0;
+
+	for (uint32_t i = 0; i < ls->len; i++) {
+		const struct cp_label *l = &p->labels[ls->off + i];
+		int k;
+
+		for (k = 0; k < CP_PROCESS_LABELS && (!key[k] || l->key != key[k]); k++)
+			;
+		if (k == CP_PROCESS_LABELS)
+			out[m++] = *l;
+	}
+	return m;
+}
+
+static uint64_t labels_hash(const struct cp_label *l, size_t n)
+{
+	uint64_t h = n;
+
+	for (size_t i = 0; i < n; i++)
+		h = cp_hash_u64(h ^ ((uint64_t)l[i].key << 32 | l[i].str), 3) ^
+		    cp_hash_u64((uint64_t)l[i].num ^ (uint64_t)l[i].num_unit << 40, 5);
+	return h;
+}
+
+static bool labels_eq(const struct cp_label *a, const struct cp_label *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].key != b[i].key || a[i].str != b[i].str || a[i].num != b[i].num || a[i].num_unit != b[i].num_unit)
+			return false;
+	return true;
+}
+
+int cp_dict_strip_map(const struct cp_profile *p, uint32_t **map, size_t *n)
+{
+	uint32_t key[CP_PROCESS_LABELS], nls = p->nlabelsets, *slot = NULL, *m = NULL, cap;
+	struct cp_label *buf = NULL, *other = NULL;
+	size_t bcap = 0, ocap = 0;
+	int err = 0;
+
+	*map = NULL;
+	*n = 0;
+	if (nls < 2 || !cp_dict_process_keys(p, key))
+		return 0;
+	/* the first set of each content without the process labels (open addressing; 0: empty) */
+	for (cap = 64; cap < 2 * nls; cap *= 2)
+		;
+	if (!(slot = calloc(cap, sizeof(*slot))) || !(m = malloc((size_t)nls * sizeof(*m)))) {
+		err = cp_error(ENOMEM, "out of memory reading the store");
+		goto out;
+	}
+	m[0] = 0;
+	for (uint32_t id = 1; id < nls; id++) {
+		size_t k;
+		uint32_t h;
+
+		if (cp_grow((void **)&buf, &bcap, p->labelsets[id].len + 1, sizeof(*buf)) ||
+		    cp_grow((void **)&other, &ocap, p->labelsets[id].len + 1, sizeof(*other))) {
+			err = cp_error(ENOMEM, "out of memory reading the store");
+			goto out;
+		}
+		if (!(k = cp_dict_strip_labels(p, id, key, buf))) {
+			m[id] = 0;
+			continue;
+		}
+		for (h = (uint32_t)labels_hash(buf, k) & (cap - 1); slot[h]; h = (h + 1) & (cap - 1))
+			if (cp_dict_strip_labels(p, slot[h], key, other) == k && labels_eq(other, buf, k))
+				break;
+		if (!slot[h])
+			slot[h] = id;
+		m[id] = slot[h];
+	}
+	*map = m;
+	*n = nls;
+	m = NULL;
+out:
+	free(m);
+	free(slot);
+	free(buf);
+	free(other);
 	return err;
 }

@@ -52,6 +52,25 @@ static inline uint32_t cp_dict_row(uint32_t id, uint32_t base)
 	return id ? id + base : 0;
 }
 
+/* The sample labels that say which process and thread a sample is of (the recorder's:
+ * lib/sampling/recorder.c): pid, thread_id, thread_name.  A downsampled day keeps programs, not
+ * processes, without them (compact.c); a query drops them from its answer unless asked to keep them
+ * (query.c), as a process was no sample label before series per program. */
+#define CP_PROCESS_LABELS 3
+extern const char *const cp_process_labels[CP_PROCESS_LABELS];
+/* Label set id of p (0 < id < p->nlabelsets) less the process labels, into out (room for the
+ * set's length): how many are left; key[] the process labels' string ids in p (0: none),
+ * cp_dict_process_keys'.  n == the set's length: it has none. */
+size_t cp_dict_strip_labels(const struct cp_profile *p, uint32_t id, const uint32_t *key, struct cp_label *out);
+/* key[CP_PROCESS_LABELS]: the string ids of the process labels in p (0: not there); false when
+ * none is. */
+bool cp_dict_process_keys(const struct cp_profile *p, uint32_t *key);
+/* For a reader: map[id], for each label set id of p, the first set whose labels less the process
+ * labels are the same as id's (0 when none are left): the samples of one program's processes then
+ * fall on one set, whose process labels the reader drops from its answer.  *map NULL when no set
+ * has them.  -ENOMEM. */
+int cp_dict_strip_map(const struct cp_profile *p, uint32_t **map, size_t *n);
+
 /* Empties the dictionary (p made anew): -ENOMEM. */
 int cp_dict_reset(struct cp_dict *d);
 /* All of the rows into p (after a forget, from scratch): a reader's. */

@@ -971,6 +971,8 @@ struct select_ctx {
 	int64_t to; /* the range's end: no duration past it */
 	bool gauge;
 	struct gauge_times gt;
+	uint32_t *strip; /* the day's label sets -> without the process labels (NULL: kept) */
+	size_t nstrip;
 };
 
 /* an aggregate and a result for every group made */
@@ -1014,6 +1016,8 @@ static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_
 		return err;
 	if (c->gauge)
 		fv = (double)v / gauge_times_of(&c->gt, c->dg.which[si], 0);
+	if (labels < c->nstrip)
+		labels = c->strip[labels];
 	return agg_add(&c->aggs[g], stack, labels, v, fv, t, end > c->to ? c->to : end);
 }
 
@@ -1053,8 +1057,10 @@ static int main_first(struct cp_profile **p, const char *exe)
 }
 
 /* The profile of aggregate g, of one type, from dictionary d: a copy with only what its samples use. */
-static int build(struct cp_dict *d, const char *type, const struct agg *g, bool gauge, struct cp_profile **out)
+static int build(struct cp_dict *d, const char *type, const struct agg *g, bool gauge, bool strip,
+		 struct cp_profile **out)
 {
+	struct cp_merge_opts drop = { .drop_keys = cp_process_labels, .ndrop = strip ? CP_PROCESS_LABELS : 0 };
 	char st[128], su[128], pt[128], pu[128];
 	size_t i;
 	int err;
@@ -1072,7 +1078,7 @@ static int build(struct cp_dict *d, const char *type, const struct agg *g, bool 
 		if (v && (err = cp_profile_add_sample(d->p, g->e[i].stack, g->e[i].labels, &v)))
 			goto out;
 	}
-	*out = cp_profile_copy(d->p, NULL); /* only what the samples use */
+	*out = cp_profile_copy(d->p, &drop); /* only what the samples use (less the process labels) */
 	err = *out ? 0 : -errno;
 out:
 	cp_profile_clear_samples(d->p);
@@ -1111,7 +1117,7 @@ static int fold_day(struct select_ctx *c, struct cp_part *day, const char *type)
 			continue;
 		c->out[k].tmin = a->tmin < c->out[k].tmin ? a->tmin : c->out[k].tmin;
 		c->out[k].tend = a->tend > c->out[k].tend ? a->tend : c->out[k].tend;
-		if ((err = build(&day->dict, type, a, c->gauge, &p)))
+		if ((err = build(&day->dict, type, a, c->gauge, c->strip != NULL, &p)))
 			break;
 		if (!c->out[k].p) {
 			c->out[k].p = p;
@@ -1144,12 +1150,16 @@ static int select_pass(struct cp_local *s, const struct cp_store_query *q, const
 		if (err || (err = cp_dict_load(&day->dict)) ||
 		    (err = selection_day(x, day, q->sel, &want, &which, &nwant)) ||
 		    (err = day_groups_init(&c->dg, &c->g, x, which, nwant, q->sel, day->dict.p)) || (err = groups_grow(c)) ||
+		    (!count && !q->process_labels && (err = cp_dict_strip_map(day->dict.p, &c->strip, &c->nstrip))) ||
 		    (err = scan_day(day, want, nwant, q->from, q->to, count ? count_time : add_to_group, c, NULL, x->gauge,
 				    q->resolution)))
 			goto next;
 		if (!count)
 			err = fold_day(c, day, x->ser[0].type);
 next:
+		free(c->strip);
+		c->strip = NULL;
+		c->nstrip = 0;
 		day_groups_release(&c->dg);
 		free(want);
 		free(which);

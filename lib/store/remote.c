@@ -338,7 +338,8 @@ static int remote_select(struct cp_remote *r, const struct cp_store_query *q, st
 	char *args = NULL;
 	int err;
 
-	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)))
+	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)) ||
+	    (q->process_labels && (err = add_arg(&args, "process_labels", "1"))))
 		goto out;
 	if (q->group_by) {
 		if ((err = add_arg(&args, "format", "groups")) || (err = add_arg(&args, "group_by", q->group_by)))

@@ -571,7 +571,7 @@ int cp_store_sample_values(struct cp_store *s, const struct cp_selector *sel, in
 	for (i = 0; i < ntypes && !err; i++) {
 		const char *braces = sel && sel->src ? strchr(sel->src, '{') : NULL;
 		struct cp_selector *typed = NULL;
-		struct cp_store_query q = { NULL, from, to, label, NULL };
+		struct cp_store_query q = { NULL, from, to, label, NULL, false };
 		struct cp_store_result *r = NULL;
 		size_t nr = 0;
 		char *text = NULL;

@@ -206,6 +206,10 @@ struct cp_store_query {
 	int64_t *resolution;  /* out, when not NULL: the coarsest step (ns) of the
 			       * blocks read, 0 raw (downsampling); the local
 			       * store sets it, a remote one leaves it */
+	bool process_labels;  /* cp_store_select: keep the samples' pid, thread_id and
+			       * thread_name (top's processes and threads); else they
+			       * are dropped, and the samples of a program's processes
+			       * merge, as before a series per program (dict.h) */
 };
 
 struct cp_store_result {

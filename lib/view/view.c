@@ -691,7 +691,7 @@ static int window_comms(struct cp_view *v)
  * program, by the comm they had in the first selection. */
 static int history_load(struct cp_view *v)
 {
-	struct cp_store_query q = { v->selector, v->from + (int64_t)v->win * v->window, 0, "comm", NULL };
+	struct cp_store_query q = { v->selector, v->from + (int64_t)v->win * v->window, 0, "comm", NULL, true };
 	int err;
 
 	q.to = q.from + v->window;
@@ -789,7 +789,7 @@ int cp_view_history_open(struct cp_view *v, struct cp_store *store, const char *
 	v->window = window;
 	/* the windows are the buckets of --over-time: aligned to multiples of the
 	 * window since the epoch, the first holds from, the last to */
-	q = (struct cp_store_query){ v->selector, from, to, NULL, NULL };
+	q = (struct cp_store_query){ v->selector, from, to, NULL, NULL, false };
 	if ((err = cp_store_over_time(store, &q, window, &v->totals, &b, &tname)))
 		return err;
 	free(tname);

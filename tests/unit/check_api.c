@@ -74,7 +74,7 @@ static struct cp_selector *sel(const char *text)
 static int64_t total(struct cp_store *s, const char *sel_text, int64_t from, int64_t to)
 {
 	struct cp_selector *sl = sel(sel_text);
-	struct cp_store_query q = { sl, from, to, NULL, NULL };
+	struct cp_store_query q = { sl, from, to, NULL, NULL, false };
 	struct cp_store_result *r = NULL;
 	size_t n = 0;
 	int64_t t;
@@ -163,7 +163,7 @@ START_TEST(test_over_time_agrees)
 		{ .profile = p, .name = "cpu", .time_ns = t0 + 70 * sec },
 	};
 	struct cp_selector *sl = sel("cpu");
-	struct cp_store_query q = { sl, t0, t0 + 180 * sec, NULL, NULL };
+	struct cp_store_query q = { sl, t0, t0 + 180 * sec, NULL, NULL, false };
 	int64_t *rt = NULL, *lt = NULL;
 	struct cp_buckets rb, lb;
 	char *rtype = NULL, *ltype = NULL;
@@ -196,7 +196,7 @@ START_TEST(test_server_errors_reach_the_client)
 {
 	struct cp_store *remote = cp_store_open_remote(url, NULL, NULL, 0);
 	struct cp_selector *sl = sel("nosuchtype");
-	struct cp_store_query q = { sl, 0, cp_now_ns(), NULL, NULL };
+	struct cp_store_query q = { sl, 0, cp_now_ns(), NULL, NULL, false };
 	struct cp_store_result *r = NULL;
 	size_t n = 0;
 	int err = cp_store_select(remote, &q, &r, &n);
@@ -269,7 +269,7 @@ START_TEST(test_backends_give_the_same_answers)
 	char *type[2];
 	size_t nser[2], nres[2], i, k;
 	struct cp_selector *sl = sel("cpu");
-	struct cp_store_query q = { sl, t0, t0 + 180 * sec, "job", NULL };
+	struct cp_store_query q = { sl, t0, t0 + 180 * sec, "job", NULL, false };
 
 	snprintf(ldir, sizeof(ldir), "/tmp/cprof-check-api-local.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(ldir));

@@ -265,7 +265,7 @@ static int try_select(struct cp_store *s, const char *sel_text, int64_t from, in
 		      struct cp_store_result **res, size_t *n)
 {
 	struct cp_selector *sel = sel_of(sel_text);
-	struct cp_store_query q = { sel, from, to, group_by, NULL };
+	struct cp_store_query q = { sel, from, to, group_by, NULL, false };
 	int r;
 
 	cp_error_clear();
@@ -621,7 +621,7 @@ START_TEST(test_select_errors)
 
 	{
 		struct cp_selector *sel = sel_of("process_cpu");
-		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL, NULL };
+		struct cp_store_query q = { sel, T0, T0 + 10 * NS, NULL, NULL, false };
 		struct cp_buckets b;
 
 		/* two types of one name: its main type, as Pyroscope shows it (process_cpu:cpu) */
@@ -740,7 +740,7 @@ START_TEST(test_over_time)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL, false };
 	struct cp_buckets b;
 	int64_t *totals = NULL;
 	char *type = NULL;
@@ -1188,6 +1188,55 @@ START_TEST(test_downsample_thins_processes)
 }
 END_TEST
 
+/* A query's answer drops the samples' process labels unless asked to keep them (top's processes):
+ * the samples of a program's processes merge into one per stack and other labels, as before a
+ * series per program; grouping by pid still parts them. */
+START_TEST(test_select_process_labels)
+{
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + DAY_NS, NULL, NULL, false };
+	struct cp_store_result *res;
+	size_t n;
+
+	for (int i = 0; i < 6; i++) {
+		struct cp_profile *p = new_profile(10 * NS);
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%d", 200 + i);
+		add(p, "main;work;burn", proc_labels(p, pid, pid, "a"), 3);
+		add(p, "main;idle", proc_labels(p, pid, pid, "b"), 1);
+		append_at(s, p, T0 + i * 10 * NS, "comm=w");
+		cp_profile_free(p);
+	}
+	ck_assert_int_eq(cp_store_select(s, &q, &res, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	/* two samples (a stack each, its span), no pid among their labels */
+	ck_assert_uint_eq(res[0].profile->nsamples, 2);
+	for (uint32_t i = 0; i < res[0].profile->nsamples; i++) {
+		const struct cp_profile *p = res[0].profile;
+		const struct cp_span *ls = &p->labelsets[p->samples[i].labels];
+
+		ck_assert_uint_eq(ls->len, 1);
+		ck_assert_str_eq(cp_profile_string(p, p->labels[ls->off].key), "span");
+	}
+	ck_assert_int_eq(cp_profile_total(res[0].profile, 0), 6 * 4);
+	cp_store_results_free(res, n);
+	q.process_labels = true;
+	ck_assert_int_eq(cp_store_select(s, &q, &res, &n), 0);
+	ck_assert_uint_eq(res[0].profile->nsamples, 12);
+	ck_assert_int_eq(cp_profile_total(res[0].profile, 0), 6 * 4);
+	cp_store_results_free(res, n);
+	q.process_labels = false;
+	q.group_by = "pid";
+	ck_assert_int_eq(cp_store_select(s, &q, &res, &n), 0);
+	ck_assert_uint_eq(n, 6);
+	cp_store_results_free(res, n);
+	cp_selector_free(sel);
+	cp_store_close(s);
+}
+END_TEST
+
 /* A day merged into 1h steps (the default policy's, 30 days on) keeps every stack's total; a
  * query says 1h and over-time steps are raised to it; a second run does nothing. */
 START_TEST(test_downsample_totals)
@@ -1197,7 +1246,7 @@ START_TEST(test_downsample_totals)
 	struct cp_compact_stats st;
 	struct cp_downsample pol;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + DAY_NS, NULL, NULL };
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + DAY_NS, NULL, NULL, false };
 	struct cp_buckets b;
 	int64_t res = -1, *totals = NULL, sum = 0;
 	char *type = NULL;
@@ -1321,7 +1370,7 @@ START_TEST(test_rollups)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1), *before, *after;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, D0, D0 + DAY_NS, NULL, NULL };
+	struct cp_store_query q = { sel, D0, D0 + DAY_NS, NULL, NULL, false };
 	struct cp_compact_stats st;
 	struct cp_downsample pol;
 	struct cp_buckets b;
@@ -2414,7 +2463,7 @@ START_TEST(test_limit_days)
 	int64_t tot[4 * PER], want[4] = { 0 }, freed;
 	uint64_t size0, size, bound;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0, T0 + DAY, NULL, NULL };
+	struct cp_store_query q = { sel, T0, T0 + DAY, NULL, NULL, false };
 	struct cp_store_result *res;
 	struct cp_store_stats st;
 	char path[PATH_MAX + 32];
@@ -2934,7 +2983,7 @@ static void *race_reader(void *arg)
 	struct race *rc = arg;
 	struct cp_store *r = NULL;
 	struct cp_selector *sel = sel_of("process_cpu:samples");
-	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL, NULL };
+	struct cp_store_query q = { sel, T0 - DAY_NS, T0 + RACE_DAYS * DAY_NS, NULL, NULL, false };
 	int64_t last = 0;
 	bool done;
 
@@ -3041,7 +3090,7 @@ START_TEST(test_int64_values)
 		{ .profile = big, .labels = kv, .nlabels = 1, .time_ns = T0 },
 	};
 	struct cp_selector *sel = sel_of("process_cpu:samples{comm=\"a\"}");
-	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL };
+	struct cp_store_query q = { sel, T0, T0 + 4 * NS, NULL, NULL, false };
 	struct cp_buckets b;
 	struct cp_store_stats st;
 	int64_t *totals = NULL;
@@ -3183,6 +3232,7 @@ static Suite *store_suite(void)
 	tcase_add_test(limit, test_downsample_policy);
 	tcase_add_test(limit, test_downsample_totals);
 	tcase_add_test(limit, test_downsample_thins_processes);
+	tcase_add_test(limit, test_select_process_labels);
 	tcase_add_test(limit, test_layout_by_series);
 	tcase_add_test(limit, test_rollups);
 	tcase_add_test(limit, test_limit_trim);

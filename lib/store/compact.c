@@ -739,22 +739,32 @@ static int rollup_fold(struct gather *g)
 	return err;
 }
 
-/* Sums the entries of the blocks of db in [t0, t0 + len) per series, stack
- * and label set, stamped t0, into rows of rollups (in the caller's
- * transaction).  Each block is decoded once; memory holds ROLLUP_FOLD_AT
- * entries gathered and the sum so far.  A day also checks that it took every
- * entry its blocks hold (they hold only the day's). */
-static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact_stats *st)
+/* Sums the entries of the blocks of d's day in [t0, t0 + len) per series,
+ * stack and program: label set, stamped t0, into rows of rollups (in the
+ * caller's transaction).  A label set stands for every set with the same
+ * labels but the process's (cp_dict_strip_map: the first such set), so the
+ * processes of a program fall on one entry; a query that wants the process
+ * labels reads the blocks instead (query.c).  Each block is decoded once;
+ * memory holds ROLLUP_FOLD_AT entries gathered and the sum so far.  A day
+ * also checks that it took every entry its blocks hold (they hold only the
+ * day's). */
+static int rollup_period(struct cp_dict *d, int64_t t0, int64_t len, struct cp_compact_stats *st)
 {
 	struct rollup r = { NULL, 0, NULL, t0, len, 0 };
 	struct gather g = { .step = len, .w0 = t0, .w1 = t0 + len, .fold = rollup_fold, .fold_at = ROLLUP_FOLD_AT,
 			    .fold_ctx = &r };
 	struct cp_block_reader rd = { 0 };
 	sqlite3_stmt *q = NULL, *meta = NULL;
+	sqlite3 *db = d->db;
+	uint32_t *thin = NULL;
 	int64_t entries = 0;
 	bool from_hours;
 	int err;
 
+	/* (in the write transaction: the dictionary every block of the period uses) */
+	if ((err = cp_dict_load(d)) || (!d->bls && (err = cp_dict_strip_map(d->p, &thin, &g.nthin))))
+		return err;
+	g.thin = thin;
 	if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0), coalesce(sum(entries), 0) FROM blocks"
 				  " WHERE t_max >= ?1 AND t_min < ?2", &meta)))
 		return err;
@@ -767,8 +777,10 @@ static int rollup_period(sqlite3 *db, int64_t t0, int64_t len, struct cp_compact
 		err = cp_db_error(db, "summarizing samples");
 	}
 	sqlite3_finalize(meta);
-	if (err)
+	if (err) {
+		free(thin);
 		return err;
+	}
 	/* a day whose every hour with blocks is summarized: the sum of those
 	 * (a few million entries where its blocks hold tens of millions) */
 	from_hours = len == CP_DAY_NS;
@@ -798,6 +810,7 @@ out:
 	cp_block_reader_release(&rd);
 	free(g.e);
 	free(r.acc);
+	free(thin);
 	return err;
 }
 
@@ -829,7 +842,7 @@ static int rollup_day(struct cp_local *s, const char *name, int64_t day0, int64_
 		due[n].t0 = day0, due[n++].len = CP_DAY_NS;
 	for (i = 0; !err && i < n; i++) {
 		if ((err = cp_db_exec(db, "BEGIN IMMEDIATE", "summarizing samples")) ||
-		    (err = rollup_period(db, due[i].t0, due[i].len, st)) ||
+		    (err = rollup_period(&part->dict, due[i].t0, due[i].len, st)) ||
 		    (err = cp_db_exec(db, "COMMIT", "summarizing samples")))
 			break;
 		made++;

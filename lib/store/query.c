@@ -206,6 +206,23 @@ static int selection_make(struct cp_local *s, const struct cp_selector *sel, int
 	return 0;
 }
 
+/* Whether q asks about the processes of its samples: their labels kept (process_labels), grouped
+ * by one, or a matcher of one left to the samples.  The summaries then do not serve: they keep one
+ * entry per program (compact.c), standing for its processes. */
+static bool asks_processes(const struct cp_store_query *q, const struct selection *x)
+{
+	if (q->process_labels)
+		return true;
+	for (size_t i = 0; i < CP_PROCESS_LABELS; i++) {
+		if (q->group_by && !strcmp(q->group_by, cp_process_labels[i]))
+			return true;
+		for (size_t k = 0; q->sel && k < q->sel->n && k < 64; k++)
+			if ((x->mask >> k & 1) && !strcmp(q->sel->matchers[k].name, cp_process_labels[i]))
+				return true;
+	}
+	return false;
+}
+
 /* The series of the selection in day (sorted by their ids there): want[k] the day's id,
  * which[k] the selection's series (index into x->ser). */
 static int selection_day(const struct selection *x, struct cp_part *day, const struct cp_selector *sel,
@@ -511,9 +528,10 @@ static int open_blocks(struct cp_part *day, int64_t from, int64_t to, const int6
 
 /* The entries of a day's series want[0..nwant) (sorted) in [from, to) to fn: from its blocks, or,
  * for the hours and the day that lie whole in the range (and in one of the buckets bk, when given),
- * from their summaries (not for gauges: gauge).  With res, the coarsest step read. */
+ * from their summaries (not with raw: for gauges, and for a query that asks about processes).
+ * With res, the coarsest step read. */
 static int scan_day(struct cp_part *day, const int64_t *want, size_t nwant, int64_t from, int64_t to, visit_fn fn,
-		    void *ctx, const struct cp_buckets *bk, bool gauge, int64_t *res)
+		    void *ctx, const struct cp_buckets *bk, bool raw, int64_t *res)
 {
 	struct scan_ctx sc = { day, NULL, NULL, from, to, fn, ctx, NULL, 0 };
 	struct cp_block_reader rd = { 0 };
@@ -526,7 +544,7 @@ static int scan_day(struct cp_part *day, const int64_t *want, size_t nwant, int6
 		return 0;
 	if ((err = cp_dict_load(&day->dict)))
 		return err;
-	if (!gauge && (err = scan_rollups(&sc, &rd, day->db, want, nwant, bk, res, &cov, &ncov)))
+	if (!raw && (err = scan_rollups(&sc, &rd, day->db, want, nwant, bk, res, &cov, &ncov)))
 		goto out;
 	sc.cov = cov;
 	sc.ncov = ncov;
@@ -1151,8 +1169,8 @@ static int select_pass(struct cp_local *s, const struct cp_store_query *q, const
 		    (err = selection_day(x, day, q->sel, &want, &which, &nwant)) ||
 		    (err = day_groups_init(&c->dg, &c->g, x, which, nwant, q->sel, day->dict.p)) || (err = groups_grow(c)) ||
 		    (!count && !q->process_labels && (err = cp_dict_strip_map(day->dict.p, &c->strip, &c->nstrip))) ||
-		    (err = scan_day(day, want, nwant, q->from, q->to, count ? count_time : add_to_group, c, NULL, x->gauge,
-				    q->resolution)))
+		    (err = scan_day(day, want, nwant, q->from, q->to, count ? count_time : add_to_group, c, NULL,
+				    x->gauge || asks_processes(q, x), q->resolution)))
 			goto next;
 		if (!count)
 			err = fold_day(c, day, x->ser[0].type);
@@ -1370,7 +1388,7 @@ static int over_pass(struct cp_local *s, const struct cp_store_query *q, const s
 		if (!err && !(err = cp_dict_load(&day->dict)) && !(err = selection_day(x, day, q->sel, &want, &which, &nwant)) &&
 		    !(err = day_groups_init(&c->dg, &c->g, x, which, nwant, q->sel, day->dict.p)) && !(err = totals_grow(c)))
 			err = scan_day(day, want, nwant, c->b.start, cp_buckets_end(&c->b), count ? count_step : add_to_step, c,
-				       &c->b, x->gauge, NULL);
+				       &c->b, x->gauge || asks_processes(q, x), NULL);
 		day_groups_release(&c->dg);
 		free(want);
 		free(which);

@@ -1440,6 +1440,65 @@ START_TEST(test_rollups)
 }
 END_TEST
 
+/* The summaries keep programs, not processes: 6 processes of one program in each hour fall on one
+ * entry per stack and other labels, and queries that ask about the processes (by pid, grouped by
+ * pid, with their labels) read the blocks and get what they got before; the others get the same
+ * answer from the summaries. */
+START_TEST(test_rollups_programs)
+{
+	const int64_t H = 3600 * NS, D0 = T0 - T0 % DAY_NS;
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_selector *sel = sel_of("process_cpu:samples");
+	struct cp_store_query q = { sel, D0, D0 + DAY_NS, NULL, NULL, false };
+	struct cp_store_result *res;
+	struct cp_profile *before, *after;
+	struct cp_downsample pol;
+	size_t n;
+
+	for (int h = 0; h < 24; h++)
+		for (int i = 0; i < 6; i++) {
+			struct cp_profile *p = new_profile(10 * NS);
+			char pid[16];
+
+			snprintf(pid, sizeof(pid), "%d", 200 + i);
+			add(p, "main;work;burn", proc_labels(p, pid, pid, "a"), 3 + i);
+			add(p, "main;idle", proc_labels(p, pid, pid, "b"), 1);
+			append_at(s, p, D0 + h * H + (60 + i) * NS, "comm=w");
+			cp_profile_free(p);
+		}
+	before = select1(s, "process_cpu:samples", D0, D0 + DAY_NS);
+	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
+	ck_assert_int_eq(cp_store_compact(s, &pol, D0 + DAY_NS + 2 * H, 0, NULL), 0);
+	/* four entries an hour (two types, a stack and span each), where the blocks hold 24 */
+	ck_assert_int_eq(part_count(D0, "SELECT sum(entries) FROM rollups WHERE step = 3600000000000"), 24 * 4);
+	ck_assert_int_eq(part_count(D0, "SELECT sum(entries) FROM rollups WHERE step = 86400000000000"), 4);
+	ck_assert_int_eq(part_count(D0, "SELECT sum(entries) FROM blocks"), 24 * 24);
+	after = select1(s, "process_cpu:samples", D0, D0 + DAY_NS);
+	assert_same_folded(before, 0, after, 0);
+	ck_assert_int_eq(select_total(s, "process_cpu:samples", D0, D0 + DAY_NS), 24 * (33 + 6));
+	/* by pid: the blocks' answer */
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{pid=\"203\"}", D0, D0 + DAY_NS), 24 * (6 + 1));
+	ck_assert_int_eq(select_total(s, "process_cpu:samples{pid!=\"203\"}", D0 + H, D0 + 3 * H), 2 * (27 + 5));
+	q.group_by = "pid";
+	ck_assert_int_eq(cp_store_select(s, &q, &res, &n), 0);
+	ck_assert_uint_eq(n, 6);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(cp_profile_total(res[i].profile, 0),
+				 24 * (3 + atoi(res[i].group) - 200 + 1));
+	cp_store_results_free(res, n);
+	q.group_by = NULL;
+	q.process_labels = true;
+	ck_assert_int_eq(cp_store_select(s, &q, &res, &n), 0);
+	ck_assert_uint_eq(res[0].profile->nsamples, 12);
+	ck_assert_int_eq(cp_profile_total(res[0].profile, 0), 24 * (33 + 6));
+	cp_store_results_free(res, n);
+	cp_profile_free(before);
+	cp_profile_free(after);
+	cp_selector_free(sel);
+	cp_store_close(s);
+}
+END_TEST
+
 START_TEST(test_retention)
 {
 	struct cp_store *s = open_store(CP_STORE_WRITE);
@@ -3235,6 +3294,7 @@ static Suite *store_suite(void)
 	tcase_add_test(limit, test_select_process_labels);
 	tcase_add_test(limit, test_layout_by_series);
 	tcase_add_test(limit, test_rollups);
+	tcase_add_test(limit, test_rollups_programs);
 	tcase_add_test(limit, test_limit_trim);
 	tcase_add_test(limit, test_limit_trim_legacy);
 	tcase_add_test(limit, test_limit_dictionary);

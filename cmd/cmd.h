@@ -23,7 +23,11 @@ struct cmd {
 	int (*run)(int argc, char **argv);
 	const struct option *options;
 	const char *shortopts;
-	const char *usage;
+	const char *usage; /* "{FORMATS}" in it: the names of its formats (cmd_formats) */
+	/* the values of its --format: the formats of lib/render's table of this kind (CP_RENDER_PROFILE
+	 * or CP_RENDER_DIFF), or its own list (NULL-terminated); neither: no --format */
+	unsigned render_kind;
+	const char *const *formats;
 };
 
 /* NULL-terminated, in the order help lists them */
@@ -47,6 +51,10 @@ int flush_stdout(const char *verb);
 int next_option(const struct cmd *c, int argc, char **argv);
 
 int parse_count(const char *verb, const char *opt, const char *s, int *out);
+/* The names of c's formats, "a, b or c", into buf (cut to its size). */
+const char *cmd_format_names(const struct cmd *c, char *buf, size_t size);
+/* Is format one of c's?  EXIT_OK, or EXIT_USAGE after naming them. */
+int cmd_format_check(const struct cmd *c, const char *format);
 
 /* Load and merge several inputs (pprof or folded); NULL after printing the error. */
 struct cp_profile *load_inputs(const char *verb, char **paths, int n);

@@ -12,6 +12,7 @@
 #include "../lib/error.h"
 #include "../lib/load.h"
 #include "../lib/pprof.h"
+#include "../lib/render/render.h"
 #include "../lib/http/client.h"
 #include "../lib/log.h"
 #include "../lib/sampling/debuginfod.h"
@@ -55,9 +56,41 @@ int flush_stdout(const char *verb)
 	return err ? fail(verb, "%s", cp_errmsg(err)) : EXIT_OK;
 }
 
+const char *cmd_format_names(const struct cmd *c, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (c->render_kind)
+		return cp_render_format_names(c->render_kind, false, NULL, buf, size);
+	while (c->formats && c->formats[n])
+		n++;
+	return cp_join_names(c->formats, n, buf, size);
+}
+
+int cmd_format_check(const struct cmd *c, const char *format)
+{
+	char names[128];
+
+	if (c->render_kind && cp_render_format_find(format, c->render_kind))
+		return EXIT_OK;
+	for (size_t i = 0; !c->render_kind && c->formats && c->formats[i]; i++)
+		if (!strcmp(format, c->formats[i]))
+			return EXIT_OK;
+	return usage_error(c->name, "unknown format '%s' (choose %s)", format, cmd_format_names(c, names, sizeof(names)));
+}
+
 int show_usage(const struct cmd *c)
 {
-	fputs(c->usage, stdout);
+	const char *u = c->usage, *at;
+	char names[128];
+
+	/* "{FORMATS}": the list of the formats, from where the command takes them */
+	while ((at = strstr(u, "{FORMATS}"))) {
+		fwrite(u, 1, (size_t)(at - u), stdout);
+		fputs(cmd_format_names(c, names, sizeof(names)), stdout);
+		u = at + strlen("{FORMATS}");
+	}
+	fputs(u, stdout);
 	return flush_stdout(c->name);
 }
 

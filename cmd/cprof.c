@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "../lib/error.h"
+#include "../lib/render/render.h"
 #include "../lib/util.h"
 #include "cmd.h"
-
 
 static int run_help(int argc, char **argv);
 static const struct option help_options[] = { { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
@@ -20,6 +20,7 @@ static const struct cmd cmd_help = {
 	"\n"
 	"Without a command, list the commands. With one, show its manual page\n"
 	"(man cprof-COMMAND) on a terminal, or its usage otherwise.\n",
+	.formats = NULL, /* no --format */
 };
 
 const struct cmd *const commands[] = {
@@ -113,6 +114,21 @@ static int list_options(const char *name)
 	return flush_stdout(NULL);
 }
 
+/* the values of a command's --format, one a line (for completion) */
+static int list_formats(const char *name)
+{
+	const struct cmd *c = find_cmd(name);
+
+	if (!c)
+		return unknown_command(name);
+	for (const struct cp_render_format *f = cp_render_formats; c->render_kind && f->name; f++)
+		if (cp_render_format_find(f->name, c->render_kind))
+			printf("%s\n", f->name);
+	for (size_t i = 0; !c->render_kind && c->formats && c->formats[i]; i++)
+		printf("%s\n", c->formats[i]);
+	return flush_stdout(NULL);
+}
+
 static int run_help(int argc, char **argv)
 {
 	const struct cmd *c;
@@ -168,6 +184,11 @@ int main(int argc, char **argv)
 		for (size_t i = 0; commands[i]; i++)
 			printf("%s\n", commands[i]->name);
 		return flush_stdout(NULL);
+	}
+	if (!strcmp(argv[1], "--list-formats")) {
+		if (argc != 3)
+			return usage_error(NULL, "--list-formats wants one command name");
+		return list_formats(argv[2]);
 	}
 	if (!strcmp(argv[1], "--list-options")) {
 		if (argc != 3)

@@ -53,7 +53,7 @@ const struct cmd cmd_diff = {
 	"Welch's t test over their 10 s intervals, between files with a test of\n"
 	"sample counts; q-values control the false discovery rate (docs/DIFF.md).\n"
 	"\n"
-	"  -f, --format FMT      table (default), flamegraph, folded, json or pprof\n"
+	"  -f, --format FMT      {FORMATS} (default: table)\n"
 	"  -t, --sample-type T   the value to compare (default: the profile's default)\n"
 	"      --normalize       the plain subtraction with BEFORE scaled to AFTER's total\n"
 	"                        (sorted by that delta; no test)\n"
@@ -76,6 +76,7 @@ const struct cmd cmd_diff = {
 	"      --range DUR       the recent range of --baseline (default 1h)\n"
 	"      --by LABEL        what a program is, for --baseline (default comm)\n"
 	"  -h, --help            show this help\n",
+	.render_kind = CP_RENDER_DIFF,
 };
 
 struct diff_opts {
@@ -152,7 +153,6 @@ static int run_baseline(const struct diff_opts *o, struct store_args *sa, int na
 
 static int run_diff(int argc, char **argv)
 {
-	static const char *formats[] = { "table", "flamegraph", "folded", "json", "pprof", NULL };
 	struct diff_opts o = { .format = "table", .min_change = -1 };
 	struct cp_profile *before = NULL, *after = NULL;
 	struct cp_store_intervals *iv[2] = { NULL, NULL }; /* one group, or none */
@@ -209,10 +209,8 @@ static int run_diff(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
-	for (i = 0; formats[i] && strcmp(formats[i], o.format); i++)
-		;
-	if (!formats[i])
-		return usage_error("diff", "unknown format '%s' (choose table, flamegraph, folded, json or pprof)", o.format);
+	if ((status = cmd_format_check(&cmd_diff, o.format)))
+		return status;
 	if (o.baseline)
 		return run_baseline(&o, &sa, argc - optind, argv + optind);
 	if (o.range || o.by)

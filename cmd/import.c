@@ -62,6 +62,7 @@ const struct cmd cmd_import = {
 	REMOTE_USAGE
 	PUSH_USAGE
 	"  -h, --help            show this help\n",
+	.formats = NULL, /* no --format */
 };
 
 static int run_import(int argc, char **argv)

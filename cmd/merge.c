@@ -30,10 +30,11 @@ const struct cmd cmd_merge = {
 	"over the time range.\n"
 	"\n"
 	"  -o, --output FILE     write to FILE (atomically); default: standard output\n"
-	"  -f, --format FMT      pprof (default), folded, json, top or flamegraph\n"
+	"  -f, --format FMT      {FORMATS} (default: pprof)\n"
 	"  -t, --sample-type T   the value for folded, json, top and flamegraph\n"
 	STORE_USAGE
 	"  -h, --help            show this help\n",
+	.render_kind = CP_RENDER_PROFILE,
 };
 
 static int run_merge(int argc, char **argv)
@@ -55,8 +56,8 @@ static int run_merge(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
-	if (!cp_render_format_find(format))
-		return usage_error("merge", "unknown format '%s' (choose pprof, folded, json, top or flamegraph)", format);
+	if ((status = cmd_format_check(&cmd_merge, format)))
+		return status;
 	if (optind >= argc)
 		return usage_error("merge", "no input: give the profile files or stored selectors to merge");
 	if ((status = store_range("merge", &sa)))

@@ -50,7 +50,7 @@ const struct cmd cmd_query = {
 	"pprof and folded-stack files; what matches is merged into one profile.\n"
 	"\n"
 	"  -i, --input FILE      a profile: pprof (gzip or raw) or folded stacks; '-' is stdin\n"
-	"  -f, --format FMT      top (default), folded, flamegraph, json or pprof\n"
+	"  -f, --format FMT      {FORMATS} (default: top)\n"
 	"  -t, --sample-type T   the value to show (files): a name (cpu, alloc_space...),\n"
 	"                        type/unit, or an index; default: the profile's default\n"
 	"      --focus RE        keep samples with a frame matching RE (PCRE2)\n"
@@ -68,6 +68,7 @@ const struct cmd cmd_query = {
 	"      --over-time       the total per step over the range, with a sparkline\n"
 	"      --step DURATION   the step for --over-time (default: the range / 60)\n"
 	"  -h, --help            show this help\n",
+	.render_kind = CP_RENDER_PROFILE,
 };
 
 struct query_opts {
@@ -179,7 +180,6 @@ static int run_select(struct output *out, const struct query_opts *o, struct cp_
 
 static int run_query(int argc, char **argv)
 {
-	const struct cp_render_format *fmt;
 	struct query_opts o = { .format = "top" };
 	struct cp_selector *sel = NULL;
 	struct cp_profile *p = NULL;
@@ -219,10 +219,8 @@ static int run_query(int argc, char **argv)
 		default: status = EXIT_USAGE; goto out;
 		}
 	}
-	if (!(fmt = cp_render_format_find(o.format))) {
-		status = usage_error("query", "unknown format '%s' (choose " CP_RENDER_FORMAT_NAMES ")", o.format);
+	if ((status = cmd_format_check(&cmd_query, o.format)))
 		goto out;
-	}
 	if (argc - optind > 1) {
 		status = usage_error("query", "unexpected argument '%s': give one selector, or files with -i FILE",
 				     argv[optind + 1]);

@@ -64,6 +64,9 @@ static const struct option options[] = {
 
 static int run_record(int argc, char **argv);
 
+/* -o FILE's formats */
+static const char *const record_formats[] = { "pprof", "folded", NULL };
+
 const struct cmd cmd_record = {
 	"record", "sample the CPU with eBPF: whole system, a process, or a command", run_record, options,
 	"+ap:F:d:o:f:l:qh",
@@ -84,7 +87,7 @@ const struct cmd cmd_record = {
 	"  -d, --duration DUR      stop after DUR (e.g. 30s, 5m); default: at SIGINT/SIGTERM\n"
 	"      --flush-interval DUR  write to the store every DUR (default 10s)\n"
 	"  -o, --output FILE       write one pprof (or -f folded) file at the end\n"
-	"  -f, --format FMT        pprof or folded (folded goes to stdout without -o)\n"
+	"  -f, --format FMT        {FORMATS} (folded goes to stdout without -o)\n"
 	"      --data DIR          the store (default: $CPROF_DATA, /var/lib/cprof as root)\n"
 	"  -l, --label K=V         an extra series label (repeatable)\n"
 	"      --retention DUR     delete stored data older than DUR as it goes\n"
@@ -122,6 +125,7 @@ const struct cmd cmd_record = {
 	"      --print-config      print the settings in effect (file and options) as\n"
 	"                          YAML, and exit\n"
 	"  -h, --help              show this help\n",
+	.formats = record_formats,
 };
 
 struct rec {
@@ -307,8 +311,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		return usage_error("record", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
 	if (!r->all && !r->npids && !r->cmd && !r->cgroup && !r->print_config)
 		return usage_error("record", "say what to record: --all, -p PID, --cgroup PATH or -- CMD");
-	if (r->format && strcmp(r->format, "pprof") && strcmp(r->format, "folded"))
-		return usage_error("record", "unknown format '%s': want pprof or folded", r->format);
+	if (r->format && (err = cmd_format_check(&cmd_record, r->format)))
+		return err;
 	if ((r->output || r->format) && r->data)
 		return usage_error("record", "--data is for the store; with -o/-f the profile goes to a file or stdout");
 	if (r->format && !r->output && !strcmp(r->format, "pprof"))

@@ -48,6 +48,9 @@ static const struct option options[] = {
 
 static int run_scrape(int argc, char **argv);
 
+/* --targets' formats */
+static const char *const targets_formats[] = { "table", "json", NULL };
+
 const struct cmd cmd_scrape = {
 	"scrape", "pull pprof profiles from HTTP endpoints (Parca-compatible config)", run_scrape, options,
 	"c:p:l:o:f:qh",
@@ -74,7 +77,7 @@ const struct cmd cmd_scrape = {
 	"                        instead of the store\n"
 	"      --targets         the state of the targets of a running scraper (or,\n"
 	"                        with --remote, of the server's scrape jobs)\n"
-	"  -f, --format FMT      --targets: table (default) or json\n"
+	"  -f, --format FMT      --targets: {FORMATS} (default: table)\n"
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
 	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
 	REMOTE_USAGE
@@ -88,6 +91,7 @@ const struct cmd cmd_scrape = {
 	"  -q, --quiet           no messages about targets going up and down\n"
 	"                        (--log-level warn)\n"
 	"  -h, --help            show this help\n",
+	.formats = targets_formats,
 };
 
 #define STATE_FILE "scrape-targets.json"
@@ -476,8 +480,8 @@ static int scrape_main(struct scrape_opts *o, int argc, char **argv)
 		return err == -ENOMEM ? fail("scrape", "out of memory") : usage_error("scrape", "%s", cp_errmsg(err));
 	if (o->output && o->max_store)
 		return usage_error("scrape", "-o writes the profile to a file: --max-store-size is for the store");
-	if (o->format && strcmp(o->format, "table") && strcmp(o->format, "json"))
-		return usage_error("scrape", "unknown format '%s' (choose table or json)", o->format);
+	if (o->format && (err = cmd_format_check(&cmd_scrape, o->format)))
+		return err;
 	if (o->retention && (err = cp_parse_duration(o->retention, &o->keep)))
 		return usage_error("scrape", "--retention: %s", cp_errmsg(err));
 	if (o->output && (o->data || o->remote || o->retention))

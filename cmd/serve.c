@@ -75,6 +75,7 @@ const struct cmd cmd_serve = {
 	"      --header-timeout DUR  close a connection whose request headers are not\n"
 	"                         in DUR after it opened (default 15s)\n"
 	"  -h, --help             show this help\n",
+	.formats = NULL, /* no --format */
 };
 
 /* scrape jobs in the server (--config with scrape_configs) */

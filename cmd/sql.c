@@ -34,11 +34,12 @@ const struct cmd cmd_sql = {
 	"\n"
 	"      --data DIR        the store (default: $CPROF_DATA, /var/lib/cprof as root,\n"
 	"                        else $XDG_DATA_HOME/cprof or ~/.local/share/cprof)\n"
-	"  -f, --format FMT      table (default), csv or json\n"
+	"  -f, --format FMT      {FORMATS} (default: table)\n"
 	"  -h, --help            show this help\n"
 	"\n"
 	"Exit status: 0, 1 when the store cannot be read, 2 for a usage error or\n"
 	"SQL that SQLite refuses.\n",
+	.formats = cp_sql_formats,
 };
 
 #define SQL_MAX (16 << 20)
@@ -60,8 +61,8 @@ static int run_sql(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
-	if (cp_sql_format_parse(format, &fmt))
-		return usage_error("sql", "unknown format '%s' (choose table, csv or json)", format);
+	if ((status = cmd_format_check(&cmd_sql, format)) || cp_sql_format_parse(format, &fmt))
+		return status ? status : EXIT_USAGE;
 	if (optind >= argc)
 		return usage_error("sql", "no SQL: give a statement, e.g. \"SELECT count(*) FROM samples\", or - to read stdin");
 	if (argc - optind > 1)

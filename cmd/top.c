@@ -106,6 +106,7 @@ const struct cmd cmd_top = {
 	"      --no-kernel         leave kernel frames out (k on the screen)\n"
 	"      --no-user           leave user frames out (u on the screen)\n"
 	"  -h, --help              show this help\n",
+	.formats = NULL, /* no --format */
 };
 
 static volatile sig_atomic_t stop_signal;

@@ -5,9 +5,10 @@
 # compopt and complete are used).
 #
 # Command and option names come from the cprof being completed, through its
-# hidden helpers `cprof --list-commands` and `cprof --list-options COMMAND`;
+# hidden helpers `cprof --list-commands`, `cprof --list-options COMMAND` and
+# `cprof --list-formats COMMAND` (the values of its --format);
 # the answers are cached per program and command, so that pressing TAB again
-# does not run cprof again.  Listed here: the values of --format, of
+# does not run cprof again.  Listed here: the values of
 # scrape --profile, of top --view and --sort and of --log-level (record, serve,
 # scrape), which options take a value
 # (_cprof_takes_arg), and what is completed for the values and arguments that
@@ -115,17 +116,11 @@ _cprof_command()
 	fi
 }
 
-# _cprof_formats COMMAND: the values of COMMAND's --format, one a line
+# _cprof_formats COMMAND: the values of COMMAND's --format, one a line: what
+# `cprof --list-formats COMMAND` prints (the table the command checks them with)
 _cprof_formats()
 {
-	case $1 in
-	record) printf '%s\n' pprof folded ;;
-	query) printf '%s\n' top folded flamegraph json pprof ;;
-	merge) printf '%s\n' pprof folded json top flamegraph ;;
-	sql) printf '%s\n' table csv json ;;
-	diff) printf '%s\n' table flamegraph folded json pprof ;;
-	scrape) printf '%s\n' table json ;;
-	esac
+	"$_cprof_bin" --list-formats "$1" 2>/dev/null
 }
 
 # the values of cprof scrape --profile (the profiles that it knows the path of)

@@ -469,3 +469,19 @@ int cp_boot_id(char *buf, size_t len)
 		return cp_error(ENOENT, "no boot id in /proc/sys/kernel/random/boot_id");
 	return 0;
 }
+
+const char *cp_join_names(const char *const *names, size_t n, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (size)
+		buf[0] = 0;
+	for (size_t i = 0; i < n && len < size; i++) {
+		int w = snprintf(buf + len, size - len, "%s%s", !i ? "" : i == n - 1 ? " or " : ", ", names[i]);
+
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	return buf;
+}

@@ -134,4 +134,7 @@ static inline int64_t cp_sub_sat(int64_t a, int64_t b)
 	return r;
 }
 
+/* names[0..n) as a list for a message, "a, b, c or d", into buf (cut to its size); buf. */
+const char *cp_join_names(const char *const *names, size_t n, char *buf, size_t size);
+
 #endif

@@ -371,9 +371,9 @@ static void h_stats(struct cp_req *r, struct cp_resp *out, void *arg)
 		     (long long)stt.blocks, (long long)stt.entries, (long long)stt.samples, (long long)stt.bytes);
 }
 
-/* one profile rendered in a query format (cp_render_profile's; the API calls flamegraph svg) */
-static int render_profile(FILE *f, const char *format, struct cp_profile *p, struct cp_req *r, long max_nodes,
-			  long limit, int64_t resolution)
+/* one profile rendered in format fmt (the table's: render.h) */
+static int render_profile(FILE *f, const struct cp_render_format *fmt, struct cp_profile *p, struct cp_req *r,
+			  long max_nodes, long limit, int64_t resolution)
 {
 	struct cp_render_opts o = { 0 };
 	char rbuf[32];
@@ -384,14 +384,26 @@ static int render_profile(FILE *f, const char *format, struct cp_profile *p, str
 	o.max_nodes = (uint32_t)max_nodes;
 	o.title = cp_req_arg(r, "title");
 	o.icicle = flag(r, "icicle");
-	return cp_render_profile(f, !strcmp(format, "svg") ? "flamegraph" : format, p, 0, &o);
+	return fmt->profile(f, p, 0, &o);
 }
 
-static const char *format_type(const char *format)
+/* The format of kind that the request's format= (API names: svg for flamegraph; dflt when none)
+ * asks for; extra: one more the handler takes itself (NULL: none).  NULL with *extra_asked false
+ * after answering 400 naming them. */
+static const struct cp_render_format *get_format(struct cp_req *r, struct cp_resp *out, unsigned kind, const char *dflt,
+						 const char *extra, bool *extra_asked)
 {
-	const struct cp_render_format *f = cp_render_format_find(!strcmp(format, "svg") ? "flamegraph" : format);
+	const char *format = cp_req_arg(r, "format");
+	const struct cp_render_format *f;
+	char names[160];
 
-	return f ? f->mime : !strcmp(format, "table") ? "text/plain; charset=utf-8" : "application/json";
+	format = format && *format ? format : dflt;
+	*extra_asked = extra && !strcmp(format, extra);
+	if (*extra_asked || (f = cp_render_format_api(format, kind)))
+		return *extra_asked ? NULL : f;
+	cp_resp_error(out, 400, "unknown format '%.32s' (choose %s)", format,
+		      cp_render_format_names(kind, true, extra, names, sizeof(names)));
+	return NULL;
 }
 
 static int render_groups(FILE *f, struct cp_store_result *res, size_t n, struct cp_filter *filter)
@@ -426,30 +438,26 @@ static int render_groups(FILE *f, struct cp_store_result *res, size_t n, struct 
 
 static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 {
-	static const char *formats[] = { "json", "folded", "top", "svg", "pprof", "groups", NULL };
-	const char *format = cp_req_arg(r, "format"), *group_by = cp_req_arg(r, "group_by"), *pl;
+	const char *group_by = cp_req_arg(r, "group_by"), *pl;
+	const struct cp_render_format *fmt;
 	struct cp_store_result *res = NULL;
 	struct cp_selector *sel = NULL;
 	struct cp_filter *filter = NULL;
 	int64_t from, to, resolution = -1;
 	long max_nodes, limit;
-	size_t n = 0, i;
-	bool process_labels;
+	size_t n = 0;
+	bool process_labels, groups;
 	struct mem m;
 	int err;
 
-	format = format && *format ? format : "json";
-	for (i = 0; formats[i] && strcmp(formats[i], format); i++)
-		;
-	if (!formats[i]) {
-		cp_resp_error(out, 400, "unknown format '%.32s' (choose json, folded, top, svg, pprof or groups)", format);
+	/* groups: each group's profile, pprof in JSON */
+	if (!(fmt = get_format(r, out, CP_RENDER_PROFILE, "json", "groups", &groups)) && !groups)
 		return;
-	}
-	if (!strcmp(format, "groups") && (!group_by || !*group_by)) {
+	if (groups && (!group_by || !*group_by)) {
 		cp_resp_error(out, 400, "format=groups wants group_by=LABEL");
 		return;
 	}
-	if (strcmp(format, "groups"))
+	if (!groups)
 		group_by = NULL;
 	/* process_labels=1: the samples keep their pid, thread_id and thread_name (a remote top's) */
 	process_labels = (pl = cp_req_arg(r, "process_labels")) && !strcmp(pl, "1");
@@ -465,11 +473,11 @@ static void h_profile(struct cp_req *r, struct cp_resp *out, void *arg)
 	} else if (!(res[0].profile = cp_profile_filter(res[0].profile, filter))) {
 		err = -errno;
 	} else {
-		err = render_profile(m.f, format, res[0].profile, r, max_nodes, limit, resolution);
+		err = render_profile(m.f, fmt, res[0].profile, r, max_nodes, limit, resolution);
 	}
-	if (!strcmp(format, "pprof") && !err)
+	if (fmt && fmt->binary && !err)
 		out->disposition = "attachment; filename=\"profile.pb.gz\"";
-	mem_close(&m, out, err, format_type(format));
+	mem_close(&m, out, err, fmt ? fmt->mime : "application/json");
 out:
 	cp_store_results_free(res, n);
 	cp_filter_free(filter);
@@ -478,26 +486,22 @@ out:
 
 static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 {
-	static const char *formats[] = { "json", "svg", "folded", "pprof", "table", NULL };
-	const char *format = cp_req_arg(r, "format");
+	const struct cp_render_format *fmt;
 	struct cp_store_result *rb = NULL, *ra = NULL;
 	struct cp_selector *sb = NULL, *sa = NULL;
 	struct cp_filter *filter = NULL;
 	struct cp_render_diff_opts o = { .min_change = -1 };
 	struct cp_store_intervals *iv[2] = { NULL, NULL }; /* one group, or none */
 	int64_t from, to, bf, bt, af, at;
-	size_t nb = 0, na = 0, i, niv[2] = { 0, 0 };
+	size_t nb = 0, na = 0, niv[2] = { 0, 0 };
 	long max_nodes, limit;
 	struct mem m;
 	int err;
 
-	format = format && *format ? format : "json";
-	for (i = 0; formats[i] && strcmp(formats[i], format); i++)
-		;
-	if (!formats[i]) {
-		cp_resp_error(out, 400, "unknown format '%.32s' (choose json, svg, folded, pprof or table)", format);
+	bool none;
+
+	if (!(fmt = get_format(r, out, CP_RENDER_DIFF, "json", NULL, &none)))
 		return;
-	}
 	if (!get_selector(r, out, "before", true, &sb) || !get_selector(r, out, "after", true, &sa) ||
 	    !get_range(r, out, "from", "to", 0, 0, &from, &to) ||
 	    !get_range(r, out, "before_from", "before_to", from, to, &bf, &bt) ||
@@ -533,10 +537,10 @@ static void h_diff(struct cp_req *r, struct cp_resp *out, void *arg)
 	o.icicle = flag(r, "icicle");
 	o.with_tree = true;
 	o.max_nodes = (uint32_t)max_nodes;
-	err = cp_render_diff(m.f, !strcmp(format, "svg") ? "flamegraph" : format, rb[0].profile, 0, ra[0].profile, 0, &o);
-	if (!strcmp(format, "pprof") && !err)
+	err = cp_render_diff(m.f, fmt->name, rb[0].profile, 0, ra[0].profile, 0, &o);
+	if (fmt->binary && !err)
 		out->disposition = "attachment; filename=\"diff.pb.gz\"";
-	mem_close(&m, out, err, format_type(format));
+	mem_close(&m, out, err, fmt->mime);
 out:
 	cp_store_intervals_free(iv[0], niv[0]);
 	cp_store_intervals_free(iv[1], niv[1]);

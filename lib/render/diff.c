@@ -133,91 +133,147 @@ static int frames_test(const struct cp_tree *t, const struct cp_profile *unscale
 	return significance(&src, unscaled, vb, after, va, o, ns, have);
 }
 
-int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
-		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
+/* the tree of both sides (side 0 before, 1 after), into *t */
+static int both_tree(const struct cp_diff_pair *d, struct cp_tree **t)
 {
-	const struct cp_profile *unscaled = before;
+	int err;
+
+	if (!(*t = cp_tree_new()))
+		return cp_error(ENOMEM, "out of memory");
+	if ((err = cp_tree_add(*t, d->before, d->vb, 0, false)) || (err = cp_tree_add(*t, d->after, d->va, 1, false)) ||
+	    (err = cp_tree_sort(*t)))
+		return err;
+	return 0;
+}
+
+static const char *pair_unit(const struct cp_diff_pair *d)
+{
+	return cp_profile_string(d->after, d->after->sample_types[d->va].unit);
+}
+
+/* table and json: the function table (json: with the call tree when o asks) */
+static int fn_table(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o, bool json)
+{
+	struct cp_diff_opts dopt = { o->limit, o->normalize, pair_unit(d), NULL, o->max_nodes, NULL, false, NULL };
 	struct cp_diffstat ds = { 0 }, ns = { 0 };
-	bool have_stat = false, have_ns = false;
-	const char *unit = cp_profile_string(after, after->sample_types[va].unit);
-	struct cp_merge_opts mo = { 0 };
 	struct cp_fn_table *ft = NULL;
-	struct cp_profile *scaled = NULL, *res = NULL;
 	struct cp_tree *t = NULL;
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int err = -ENOMEM;
-	bool json = !strcmp(format, "json");
+	bool have_stat = false, have_ns = false;
+	int err;
 
-	if (o->normalize) {
-		int64_t tb = cp_profile_total(before, vb), ta = cp_profile_total(after, va);
-
-		mo.scale = tb ? (double)ta / (double)tb : 1;
-		if (!(scaled = cp_profile_copy(before, &mo)))
-			goto out;
-		before = scaled;
+	if (!(err = table_and_test(d->before, d->unscaled, d->vb, d->after, d->va, o, &ft, &ds, &have_stat)) &&
+	    !(json && o->with_tree &&
+	      ((err = both_tree(d, &t)) ||
+	       (err = frames_test(t, d->unscaled, d->vb, d->after, d->va, o, &ns, &have_ns))))) {
+		dopt.tree = json && o->with_tree ? t : NULL;
+		dopt.stat = have_stat ? &ds : NULL;
+		dopt.tree_stat = have_ns ? &ns : NULL;
+		dopt.only_significant = o->only_significant;
+		err = json ? cp_render_diff_json(out, ft, &dopt) : cp_render_diff_table(out, ft, &dopt);
 	}
-	if (json || !strcmp(format, "flamegraph")) {
-		if (!(t = cp_tree_new()) || (err = cp_tree_add(t, before, vb, 0, false)) ||
-		    (err = cp_tree_add(t, after, va, 1, false)) || (err = cp_tree_sort(t)))
-			goto out;
-	}
-	if (!strcmp(format, "table") || json) {
-		struct cp_diff_opts d = { o->limit, o->normalize, unit, NULL, o->max_nodes, NULL, false, NULL };
+	cp_diffstat_release(&ds);
+	cp_diffstat_release(&ns);
+	cp_fn_table_free(ft);
+	cp_tree_free(t);
+	return err;
+}
 
-		if ((err = table_and_test(before, unscaled, vb, after, va, o, &ft, &ds, &have_stat)) ||
-		    (json && o->with_tree && (err = frames_test(t, unscaled, vb, after, va, o, &ns, &have_ns))))
-			goto out;
-		d.tree = o->with_tree ? t : NULL;
-		d.stat = have_stat ? &ds : NULL;
-		d.tree_stat = have_ns ? &ns : NULL;
-		d.only_significant = o->only_significant;
-		err = json ? cp_render_diff_json(out, ft, &d) : cp_render_diff_table(out, ft, &d);
-	} else if (!strcmp(format, "folded")) {
-		err = cp_folded_write_diff(out, before, after, vb, va);
-	} else if (!strcmp(format, "flamegraph")) {
-		struct cp_flame_opts fo = { 0 };
+int cp_render_diff_as_table(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o)
+{
+	return fn_table(out, d, o, false);
+}
 
-		if ((err = frames_test(t, unscaled, vb, after, va, o, &ns, &have_ns)))
-			goto out;
+int cp_render_diff_as_json(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o)
+{
+	return fn_table(out, d, o, true);
+}
+
+int cp_render_diff_as_folded(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o)
+{
+	(void)o;
+	return cp_folded_write_diff(out, d->before, d->after, d->vb, d->va);
+}
+
+int cp_render_diff_as_flame(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o)
+{
+	struct cp_flame_opts fo = { 0 };
+	struct cp_diffstat ns = { 0 };
+	struct cp_tree *t = NULL;
+	bool have_ns = false;
+	int err;
+
+	if (!(err = both_tree(d, &t)) && !(err = frames_test(t, d->unscaled, d->vb, d->after, d->va, o, &ns, &have_ns))) {
 		fo.title = o->title ? o->title : "Differential Flame Graph";
 		fo.subtitle = "width: after; red: grew, blue: shrank (self value)";
 		if (have_ns) {
 			fo.stat = &ns;
 			fo.subtitle = d_subtitle(&ns);
 		}
-		fo.unit = unit;
+		fo.unit = pair_unit(d);
 		fo.diff = true;
 		fo.icicle = o->icicle;
 		err = cp_render_flame(out, t, &fo);
-	} else if (!strcmp(format, "pprof")) { /* pprof's -diff_base form */
-		mo.scale = -1;
-		mo.tag_key = "pprof::base";
-		mo.tag_value = "true";
-		if ((err = cp_profile_compatible(after, before)) || !(res = cp_profile_copy(after, NULL))) {
-			err = err ? err : -errno;
-			goto out;
-		}
-		if ((err = cp_profile_merge(res, before, &mo)))
-			goto out;
-		if (wants_test(o) && ((err = table_and_test(unscaled, unscaled, vb, after, va, o, &ft, &ds, &have_stat)) ||
-				      (have_stat && (err = sig_comments(res, ft, &ds)))))
-			goto out;
-		if ((err = cp_pprof_encode(res, 1, &buf, &len)))
-			goto out;
-		err = fwrite(buf, 1, len, out) == len ? 0 : cp_stream_check(out, NULL);
-	} else {
-		err = cp_error(EINVAL, "unknown diff format '%s' (choose table, flamegraph, folded, json or pprof)", format);
 	}
+	cp_diffstat_release(&ns);
+	cp_tree_free(t);
+	return err;
+}
+
+/* pprof's -diff_base form: after, and before negated with the sample label pprof::base=true */
+int cp_render_diff_as_pprof(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o)
+{
+	struct cp_merge_opts mo = { .scale = -1, .tag_key = "pprof::base", .tag_value = "true" };
+	struct cp_diffstat ds = { 0 };
+	struct cp_fn_table *ft = NULL;
+	struct cp_profile *res = NULL;
+	bool have_stat = false;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	if ((err = cp_profile_compatible(d->after, d->before)) || !(res = cp_profile_copy(d->after, NULL))) {
+		err = err ? err : cp_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((err = cp_profile_merge(res, d->before, &mo)))
+		goto out;
+	if (wants_test(o) &&
+	    ((err = table_and_test(d->unscaled, d->unscaled, d->vb, d->after, d->va, o, &ft, &ds, &have_stat)) ||
+	     (have_stat && (err = sig_comments(res, ft, &ds)))))
+		goto out;
+	if (!(err = cp_pprof_encode(res, 1, &buf, &len)))
+		err = fwrite(buf, 1, len, out) == len ? 0 : cp_stream_check(out, NULL);
 out:
-	if (err == -ENOMEM)
-		cp_error(ENOMEM, "out of memory");
 	free(buf);
 	cp_diffstat_release(&ds);
-	cp_diffstat_release(&ns);
 	cp_fn_table_free(ft);
-	cp_tree_free(t);
-	cp_profile_free(scaled);
 	cp_profile_free(res);
+	return err;
+}
+
+int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
+		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o)
+{
+	const struct cp_render_format *f = cp_render_format_find(format, CP_RENDER_DIFF);
+	struct cp_diff_pair d = { before, before, after, vb, va };
+	struct cp_profile *scaled = NULL;
+	char names[128];
+	int err;
+
+	if (!f)
+		return cp_error(EINVAL, "unknown diff format '%.32s' (choose %s)", format ? format : "",
+				cp_render_format_names(CP_RENDER_DIFF, false, NULL, names, sizeof(names)));
+	if (o->normalize) {
+		int64_t tb = cp_profile_total(before, vb), ta = cp_profile_total(after, va);
+		struct cp_merge_opts mo = { .scale = tb ? (double)ta / (double)tb : 1 };
+
+		if (!(scaled = cp_profile_copy(before, &mo)))
+			return cp_error(ENOMEM, "out of memory");
+		d.before = scaled;
+	}
+	err = f->diff(out, &d, o);
+	if (err == -ENOMEM)
+		cp_error(ENOMEM, "out of memory");
+	cp_profile_free(scaled);
 	return err;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* One profile in any output format: the one table of format names that
- * cprof query, cprof merge and the server's /api/v1/profile share. */
+/* One profile in an output format: the profile side of the formats
+ * (format.c's table), which cprof query, cprof merge and the server's
+ * /api/v1/profile share. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +12,7 @@
 #include "render/render.h"
 #include "util.h"
 
-static const struct cp_render_format formats[] = {
-	{ "top", "text/plain; charset=utf-8", false },
-	{ "folded", "text/plain; charset=utf-8", false },
-	{ "flamegraph", "image/svg+xml", false },
-	{ "json", "application/json", false },
-	{ "pprof", "application/octet-stream", true },
-};
-
-const struct cp_render_format *cp_render_format_find(const char *name)
-{
-	for (size_t i = 0; name && i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (!strcmp(name, formats[i].name))
-			return &formats[i];
-	return NULL;
-}
-
-static int flame(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
+int cp_render_profile_as_flame(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
 {
 	struct cp_tree *t = cp_tree_new();
 	struct cp_flame_opts fo = { 0 };
@@ -45,11 +30,14 @@ static int flame(FILE *out, const struct cp_profile *p, int vidx, const struct c
 	return err;
 }
 
-static int pprof(FILE *out, const struct cp_profile *p)
+int cp_render_profile_as_pprof(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int err = cp_pprof_encode(p, 1, &buf, &len);
+
+	(void)vidx; /* (every value) */
+	(void)o;
 
 	if (!err && fwrite(buf, 1, len, out) != len)
 		err = cp_stream_check(out, NULL);
@@ -57,28 +45,34 @@ static int pprof(FILE *out, const struct cp_profile *p)
 	return err;
 }
 
+int cp_render_profile_as_top(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
+{
+	struct cp_table_opts to = { o->limit, o->resolution, o->whole_total, o->filters };
+
+	return cp_render_table(out, p, vidx, &to);
+}
+
+int cp_render_profile_as_folded(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
+{
+	return cp_folded_write(out, p, vidx, o->invert);
+}
+
+int cp_render_profile_as_json(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o)
+{
+	struct cp_json_opts jo = { o->invert, o->max_nodes, o->resolution };
+
+	return cp_render_json_opts(out, p, vidx, &jo);
+}
+
 int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p, int vidx,
 		      const struct cp_render_opts *o)
 {
 	static const struct cp_render_opts none = { 0 };
-	const struct cp_render_format *f = cp_render_format_find(format);
+	const struct cp_render_format *f = cp_render_format_find(format, CP_RENDER_PROFILE);
+	char names[128];
 
-	o = o ? o : &none;
 	if (!f)
-		return cp_error(EINVAL, "unknown format '%.32s' (choose " CP_RENDER_FORMAT_NAMES ")", format ? format : "");
-	if (!strcmp(f->name, "top")) {
-		struct cp_table_opts to = { o->limit, o->resolution, o->whole_total, o->filters };
-
-		return cp_render_table(out, p, vidx, &to);
-	}
-	if (!strcmp(f->name, "folded"))
-		return cp_folded_write(out, p, vidx, o->invert);
-	if (!strcmp(f->name, "json")) {
-		struct cp_json_opts jo = { o->invert, o->max_nodes, o->resolution };
-
-		return cp_render_json_opts(out, p, vidx, &jo);
-	}
-	if (!strcmp(f->name, "flamegraph"))
-		return flame(out, p, vidx, o);
-	return pprof(out, p);
+		return cp_error(EINVAL, "unknown format '%.32s' (choose %s)", format ? format : "",
+				cp_render_format_names(CP_RENDER_PROFILE, false, NULL, names, sizeof(names)));
+	return f->profile(out, p, vidx, o ? o : &none);
 }

@@ -88,22 +88,10 @@ struct cp_render_diff_opts {
 	size_t niv[2];
 	double min_change;
 };
-/* Compare before (value vb) with after (va) in format table, json, folded,
- * flamegraph or pprof (the -diff_base form, gzipped). */
+/* Compare before (value vb) with after (va) in a diff format of the table below (table, json,
+ * folded, flamegraph, pprof: the -diff_base form, gzipped; else -EINVAL naming them). */
 int cp_render_diff(FILE *out, const char *format, const struct cp_profile *before, int vb,
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o);
-
-/* ---- one profile in any output format (query, merge, the server) ---- */
-
-struct cp_render_format {
-	const char *name;  /* top, folded, flamegraph, json, pprof */
-	const char *mime;  /* its Content-Type */
-	bool binary;       /* never written to a terminal */
-};
-/* The format called name, or NULL. */
-const struct cp_render_format *cp_render_format_find(const char *name);
-/* "top, folded, flamegraph, json or pprof": for messages. */
-#define CP_RENDER_FORMAT_NAMES "top, folded, flamegraph, json or pprof"
 
 struct cp_render_opts {
 	bool invert;        /* folded, json, flamegraph: leaf-first */
@@ -116,10 +104,53 @@ struct cp_render_opts {
 	int64_t whole_total;    /* top: as cp_table_opts */
 	const char *filters;    /* top: as cp_table_opts */
 };
-/* Value vidx of p in format (a name cp_render_format_find knows; else
- * -EINVAL).  pprof is gzipped, with every value. */
+/* Value vidx of p in a profile format of the table below (else -EINVAL naming them).  pprof is
+ * gzipped, with every value. */
 int cp_render_profile(FILE *out, const char *format, const struct cp_profile *p, int vidx,
 		      const struct cp_render_opts *o);
+
+/* ---- the output formats: one table (format.c) ----
+ * What cprof query, merge and diff take as --format, what the server's /api/v1/profile and
+ * /api/v1/diff take as format=, and what usage, completions (cprof --list-formats) and test-docs
+ * list, in the table's order.  A format renders one profile (profile), two compared (diff), or
+ * both.  Adding one: its functions in a file of lib/render/, one row in format.c. */
+
+/* two profiles compared: before (scaled to after's total with normalize), as given (unscaled: the
+ * tests of significance count its samples), and after; the values vb and va */
+struct cp_diff_pair {
+	const struct cp_profile *before, *unscaled, *after;
+	int vb, va;
+};
+
+struct cp_render_format {
+	const char *name; /* as the commands take it */
+	const char *api;  /* as the server's API takes it (svg: flamegraph) */
+	const char *mime; /* its Content-Type */
+	bool binary;      /* never written to a terminal */
+	int (*profile)(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o); /* NULL: none */
+	int (*diff)(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o);      /* NULL: none */
+};
+enum { CP_RENDER_PROFILE = 1, CP_RENDER_DIFF = 2 };
+/* The table, ending in a row without a name. */
+extern const struct cp_render_format cp_render_formats[];
+/* The format of kind (CP_RENDER_PROFILE or CP_RENDER_DIFF) called name, or NULL; _api: by its API name. */
+const struct cp_render_format *cp_render_format_find(const char *name, unsigned kind);
+const struct cp_render_format *cp_render_format_api(const char *name, unsigned kind);
+/* The names (api: the API's) of the formats of kind and then extra (NULL: none), "a, b, c or d",
+ * into buf (cut to its size). */
+const char *cp_render_format_names(unsigned kind, bool api, const char *extra, char *buf, size_t size);
+
+/* the rows' functions: profile.c and diff.c */
+int cp_render_profile_as_top(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o);
+int cp_render_profile_as_folded(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o);
+int cp_render_profile_as_flame(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o);
+int cp_render_profile_as_json(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o);
+int cp_render_profile_as_pprof(FILE *out, const struct cp_profile *p, int vidx, const struct cp_render_opts *o);
+int cp_render_diff_as_table(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o);
+int cp_render_diff_as_json(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o);
+int cp_render_diff_as_folded(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o);
+int cp_render_diff_as_flame(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o);
+int cp_render_diff_as_pprof(FILE *out, const struct cp_diff_pair *d, const struct cp_render_diff_opts *o);
 
 /* Total per step (struct cp_over_time: store.h's cp_store_over_time_build): a table with bars, then a sparkline. */
 int cp_render_over_time(FILE *out, const struct cp_over_time *o);

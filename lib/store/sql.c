@@ -14,17 +14,18 @@
 #include "sqlvtab.h"
 #include "store.h"
 
+const char *const cp_sql_formats[] = { "table", "csv", "json", NULL };
+
 int cp_sql_format_parse(const char *s, enum cp_sql_format *f)
 {
-	if (!strcmp(s, "table"))
-		*f = CP_SQL_TABLE;
-	else if (!strcmp(s, "csv"))
-		*f = CP_SQL_CSV;
-	else if (!strcmp(s, "json"))
-		*f = CP_SQL_JSON;
-	else
-		return cp_error(EINVAL, "unknown format '%s' (choose table, csv or json)", s);
-	return 0;
+	char names[64];
+
+	for (int i = 0; cp_sql_formats[i]; i++)
+		if (!strcmp(s, cp_sql_formats[i])) {
+			*f = (enum cp_sql_format)i;
+			return 0;
+		}
+	return cp_error(EINVAL, "unknown format '%s' (choose %s)", s, cp_join_names(cp_sql_formats, 3, names, sizeof(names)));
 }
 
 /* a failed statement: the store's failure when one was recorded while it ran,

@@ -14,6 +14,8 @@
 #include <stdio.h>
 
 enum cp_sql_format { CP_SQL_TABLE, CP_SQL_CSV, CP_SQL_JSON };
+/* their names, by enum value (NULL-terminated) */
+extern const char *const cp_sql_formats[];
 
 /* The format named s (table, csv, json): 0 with *f set, or -EINVAL. */
 int cp_sql_format_parse(const char *s, enum cp_sql_format *f);

@@ -225,6 +225,41 @@ else
 	_result 0 "bash completion # SKIP bash is not installed"
 fi
 
+# --- formats ------------------------------------------------------------
+# One list per command (lib/render/format.c's table for query, merge and diff; the command's own
+# for record, sql and scrape): --list-formats prints it, and -h, the manual page, bash's completion
+# and the command's own check of --format all say the same.
+for c in $CMDS; do
+	run "$CPROF" --list-formats "$c"
+	is "$rc" 0 "cprof --list-formats $c exits 0"
+	fmts=$out
+	[ -n "$fmts" ] || continue
+	usage=$("$CPROF" "$c" -h | grep -E -- '--format')
+	page=$(render "$MAN/cprof-$c.1" | section OPTIONS)
+	for fm in $fmts; do
+		like "$usage" "[ :]$fm(,| or| \\(|\$)" "cprof $c -h lists the format $fm"
+		like "$page" "(^|[^[:alnum:]])$fm([^[:alnum:]]|\$)" "cprof-$c.1 names the format $fm under OPTIONS"
+	done
+	case $c in
+	record) args="--all" ;;
+	scrape) args="--targets" ;;
+	sql) args="SELECT 1" ;;
+	diff) args="a.pb.gz b.pb.gz" ;;
+	*) args="x.pb.gz" ;;
+	esac
+	# shellcheck disable=SC2086 # (args: words)
+	run "$CPROF" "$c" --format no-such-format $args
+	want=$(printf '%s\n' $fmts | awk '{ a[NR] = $0 }
+		END { for (i = 1; i <= NR; i++) printf "%s%s", (i == 1 ? "" : i == NR ? " or " : ", "), a[i] }')
+	is "$rc:$(printf '%s' "$err" | head -1)" "2:cprof $c: unknown format 'no-such-format' (choose $want)" \
+		"cprof $c --format no-such-format: exit 2, naming the formats"
+	if command -v bash >/dev/null 2>&1; then
+		run complete_bash "$T" "$CPROF" "$c" --format ''
+		is "$(printf '%s\n' "$out" | sort | tr '\n' ' ')" "$(printf '%s\n' $fmts | sort | tr '\n' ' ')" \
+			"bash completes cprof $c --format with exactly its formats"
+	fi
+done
+
 # --- zsh completion -----------------------------------------------------
 if command -v zsh >/dev/null 2>&1; then
 	ok "zsh -n completions/_cprof" zsh -n "$COMPL/_cprof"

@@ -179,6 +179,20 @@ http GET /api/v1/profile -G --data-urlencode 'query=folded' --data-urlencode fro
 is "$code" 400 "a bad time: 400"
 http GET /api/v1/profile -G --data-urlencode 'query=folded' --data-urlencode format=png
 is "$code" 400 "a bad format: 400"
+is "$(printf '%s' "$body" | jq -r .error)" "unknown format 'png' (choose top, folded, svg, json, pprof or groups)" \
+	"naming the formats of the table (the API calls flamegraph svg)"
+http GET /api/v1/profile -G --data-urlencode 'query=folded' --data-urlencode format=table
+is "$code" 400 "format=table (a diff's) is not a profile's: 400"
+http GET /api/v1/profile -G --data-urlencode 'query=folded' --data-urlencode format=flamegraph
+is "$code" 400 "the API's name for the flame graph is svg: flamegraph is 400"
+http GET /api/v1/diff -G --data-urlencode 'before=folded' --data-urlencode 'after=folded' --data-urlencode format=top
+is "$code" 400 "format=top (a profile's) is not a diff's: 400"
+is "$(printf '%s' "$body" | jq -r .error)" "unknown format 'top' (choose table, folded, svg, json or pprof)" \
+	"naming the diff formats"
+is "$(curl -s -o /dev/null -w '%{http_code} %{content_type}' "$URL/api/v1/profile?query=folded&format=pprof")" \
+	"200 application/octet-stream" "format=pprof: the table's Content-Type"
+is "$(curl -s -o /dev/null -w '%{http_code} %{content_type}' "$URL/api/v1/profile?query=folded&format=svg")" \
+	"200 image/svg+xml" "format=svg: the table's Content-Type"
 http GET /api/v1/values
 is "$code" 400 "values without a label: 400"
 http GET /api/v1/diff -G --data-urlencode 'before=folded'

@@ -1163,6 +1163,62 @@ START_TEST(test_render_json_max_nodes)
 }
 END_TEST
 
+/* The format table: every row named (and by the API), with a Content-Type and at least one
+ * function; a kind finds only its rows; the lists for messages are in the table's order; every
+ * row's functions render (pprof gzipped, the others text whose first byte says what it is); an
+ * unknown name is -EINVAL naming the formats. */
+START_TEST(test_format_table)
+{
+	struct cp_profile *p = folded(abc, NULL, NULL), *q = folded("a;b;c 1\na;d 4\n", NULL, NULL);
+	struct cp_render_diff_opts dopt = { 0 };
+	struct cp_render_opts ropt = { 0 };
+	struct capture c;
+	char names[128], *out;
+	size_t n = 0;
+
+	for (const struct cp_render_format *f = cp_render_formats; f->name; f++, n++) {
+		struct cp_diff_pair d = { p, p, q, 0, 0 };
+
+		ck_assert_ptr_nonnull(f->api);
+		ck_assert_ptr_nonnull(f->mime);
+		ck_assert(f->profile || f->diff);
+		ck_assert_ptr_eq(cp_render_format_api(f->api, CP_RENDER_PROFILE | CP_RENDER_DIFF), f);
+		for (const struct cp_render_format *g = cp_render_formats; g < f; g++)
+			ck_assert_str_ne(g->name, f->name);
+		for (int k = 0; k < 2; k++) {
+			if (!(k ? (void *)f->diff : (void *)f->profile))
+				continue;
+			ck_assert_int_eq(k ? f->diff(cap_open(&c), &d, &dopt) : f->profile(cap_open(&c), p, 0, &ropt), 0);
+			out = cap_close(&c);
+			ck_assert_uint_gt(c.len, 10);
+			if (f->binary)
+				ck_assert(out[0] == (char)0x1f && out[1] == (char)0x8b);
+			else
+				ck_assert_ptr_null(memchr(out, 0, c.len));
+			free(out);
+		}
+	}
+	ck_assert_uint_ge(n, 6);
+	ck_assert_ptr_null(cp_render_format_find("table", CP_RENDER_PROFILE));
+	ck_assert_ptr_null(cp_render_format_find("top", CP_RENDER_DIFF));
+	ck_assert_ptr_null(cp_render_format_find("svg", CP_RENDER_PROFILE));
+	ck_assert_str_eq(cp_render_format_api("svg", CP_RENDER_DIFF)->name, "flamegraph");
+	ck_assert_str_eq(cp_render_format_names(CP_RENDER_PROFILE, false, NULL, names, sizeof(names)),
+			 "top, folded, flamegraph, json or pprof");
+	ck_assert_str_eq(cp_render_format_names(CP_RENDER_DIFF, true, "more", names, sizeof(names)),
+			 "table, folded, svg, json, pprof or more");
+	ck_assert_str_eq(cp_render_format_names(CP_RENDER_DIFF, false, NULL, names, 12), "table, fold");
+	ck_assert_int_eq(cp_render_profile(cap_open(&c), "svg", p, 0, NULL), -EINVAL);
+	free(cap_close(&c));
+	ck_assert_contains(cp_errmsg(EINVAL), "choose top, folded, flamegraph, json or pprof");
+	ck_assert_int_eq(cp_render_diff(cap_open(&c), "top", p, 0, q, 0, &dopt), -EINVAL);
+	free(cap_close(&c));
+	ck_assert_contains(cp_errmsg(EINVAL), "choose table, folded, flamegraph, json or pprof");
+	cp_profile_free(p);
+	cp_profile_free(q);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
@@ -1203,6 +1259,7 @@ static Suite *render_suite(void)
 	suite_add_tcase(s, diff);
 
 	tcase_add_test(flame, test_render_flame_names);
+	tcase_add_test(flame, test_format_table);
 	suite_add_tcase(s, flame);
 	return s;
 }

@@ -187,10 +187,6 @@ int load_intervals(const char *verb, const char *arg, struct store_args *a, int6
 /* Is arg a profile file rather than a selector? */
 bool is_file_arg(const char *arg);
 
-/* -p PID[,PID...]: appends to *pids; EXIT_OK or an error (printed). */
-int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids);
-/* -F HZ: 1 to 10000; EXIT_OK or a usage error (printed). */
-int parse_freq(const char *verb, const char *arg, int *freq);
 /* A size option (--max-store-size, --spool-size): more than 0, at most max;
  * EXIT_OK or a usage error naming opt, with example (printed). */
 int parse_size_option(const char *verb, const char *opt, const char *example, const char *arg, uint64_t max,
@@ -211,8 +207,6 @@ void print_store_settings(FILE *f, int64_t retention, uint64_t max_store, const 
 /* --off-cpu-min DUR (0 or more) or, period set, --off-cpu-period DUR (1ms to
  * 1s), for the commands that sample: EXIT_OK or a usage error (printed). */
 int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out);
-/* --max-memory SIZE: 1M or more; EXIT_OK or a usage error (printed). */
-int parse_max_memory(const char *verb, const char *arg, uint64_t *out);
 /* Each pid has a /proc entry: EXIT_OK, or EXIT_FAIL naming the first that has not. */
 int check_pids_exist(const char *verb, const uint32_t *pids, size_t n);
 /* ---- the configuration file (cmd/util_config.c) ---- */
@@ -233,24 +227,62 @@ bool from_config(void);
 /* --log-level error|warn|info|debug: EXIT_OK or a usage error (printed). */
 int parse_log_level(const char *verb, const char *arg);
 
-/* record and top: the debuginfod servers to fetch debug files from. */
+/* record and top: the debuginfod servers to fetch debug files from (cmd/sampling.c: $DEBUGINFOD_URLS is taken
+ * out of the environment at start-up, as libdw must not fetch on the sampling path). */
 struct debuginfod_opt {
 	const char *urls; /* --debuginfod */
 	bool off;         /* --no-debuginfod */
 	const char *env;  /* $DEBUGINFOD_URLS (a copy kept for the process; NULL: unset or empty) */
 };
-/* At start-up, before a command is launched: takes $DEBUGINFOD_URLS out of
- * the environment into o->env (libdw must not fetch on the sampling path;
- * the recorder's fetcher sets it again). */
-void debuginfod_env_take(struct debuginfod_opt *o);
-/* --debuginfod URLS (arg), or --no-debuginfod (arg NULL): EXIT_OK or a
- * usage error (printed). */
-int debuginfod_option(const char *verb, const char *arg, struct debuginfod_opt *o);
-/* The servers in effect: NULL when off, else --debuginfod's, else
- * $DEBUGINFOD_URLS's (ignored with a warning when not a list of URLs). */
-const char *debuginfod_servers(const char *verb, const struct debuginfod_opt *o);
 
 /* Is any of these processes alive? */
 bool pids_alive(const uint32_t *pids, size_t n);
+
+/* ---- the sampling options that record and top share (perf's record_opts) ----
+ * What to sample (the target: --all, -p PID, --cgroup PATH, -- CMD) and how (-F, --idle,
+ * --off-cpu, --no-kernel, --debuginfo-path, --max-memory, --debuginfod, --no-debuginfod).  The
+ * configuration file's target applies only when the command line names none. */
+enum { OPT_S_CGROUP = 1200, OPT_S_IDLE, OPT_S_OFFCPU, OPT_S_NO_KERNEL, OPT_S_DEBUGINFO, OPT_S_MAX_MEMORY,
+       OPT_S_DEBUGINFOD, OPT_S_NO_DEBUGINFOD };
+#define SAMPLING_OPTIONS                                                    \
+	{ "all", no_argument, NULL, 'a' },                                  \
+	{ "pid", required_argument, NULL, 'p' },                            \
+	{ "cgroup", required_argument, NULL, OPT_S_CGROUP },                \
+	{ "freq", required_argument, NULL, 'F' },                           \
+	{ "idle", no_argument, NULL, OPT_S_IDLE },                          \
+	{ "off-cpu", no_argument, NULL, OPT_S_OFFCPU },                      \
+	{ "no-kernel", no_argument, NULL, OPT_S_NO_KERNEL },                \
+	{ "debuginfo-path", required_argument, NULL, OPT_S_DEBUGINFO },     \
+	{ "max-memory", required_argument, NULL, OPT_S_MAX_MEMORY },        \
+	{ "debuginfod", required_argument, NULL, OPT_S_DEBUGINFOD },        \
+	{ "no-debuginfod", no_argument, NULL, OPT_S_NO_DEBUGINFOD }
+struct sampling_args {
+	bool all, idle, offcpu, no_kernel;
+	int freq;                  /* Hz */
+	const char *cgroup, *debuginfo;
+	uint32_t *pids;            /* -p (malloc'ed) */
+	size_t npids;
+	char **cmd;                /* -- CMD ARGS (NULL: none) */
+	uint64_t max_memory;
+	struct debuginfod_opt dbgd;
+	bool tuned;                /* how to sample was given on the command line (-F, --cgroup, --idle, ...) */
+	/* the configuration file's target */
+	bool cfg_all;
+	const char *cfg_cgroup;
+	uint32_t *cfg_pids;
+	size_t cfg_npids;
+};
+/* The defaults: freq Hz, max_memory bytes, $DEBUGINFOD_URLS taken (debuginfod_env_take). */
+void sampling_init(struct sampling_args *s, int freq, uint64_t max_memory);
+/* Takes opt when it is one of SAMPLING_OPTIONS: true, with *status EXIT_OK or the usage error's
+ * (printed); false when it is not one. */
+bool sampling_option(const char *verb, struct sampling_args *s, int opt, char *arg, int *status);
+/* After the options: cmd (NULL: none) as the target -- CMD, the file's target when the command
+ * line names none, and at most one of --all, -p and -- CMD: EXIT_OK or a usage error (printed). */
+int sampling_finish(const char *verb, struct sampling_args *s, char **cmd);
+/* The recorder's options for them (*ro zeroed first; the caller adds its own). */
+struct cp_recorder_opts;
+void sampling_recorder_opts(const char *verb, const struct sampling_args *s, struct cp_recorder_opts *ro);
+void sampling_release(struct sampling_args *s);
 
 #endif

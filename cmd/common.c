@@ -15,7 +15,6 @@
 #include "../lib/render/render.h"
 #include "../lib/http/client.h"
 #include "../lib/log.h"
-#include "../lib/sampling/debuginfod.h"
 #include "../lib/selector.h"
 #include "../lib/store/remote.h"
 #include "../lib/util.h"
@@ -454,44 +453,7 @@ int parse_log_level(const char *verb, const char *arg)
 	return EXIT_OK;
 }
 
-/* ---- options of the commands that sample ---- */
-
-int parse_pid_list(const char *verb, char *arg, uint32_t **pids, size_t *npids)
-{
-	char *save = NULL, *tok;
-
-	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v;
-		uint32_t *np;
-
-		errno = 0;
-		v = strtoul(tok, &end, 10);
-		if (errno || *end || end == tok || v == 0 || v > 0x7fffffff)
-			return usage_error(verb, "bad pid '%s': want a process id (e.g. -p 1234,5678)", tok);
-		np = realloc(*pids, (*npids + 1) * sizeof(*np));
-		if (!np)
-			return fail(verb, "out of memory");
-		*pids = np;
-		(*pids)[(*npids)++] = (uint32_t)v;
-	}
-	if (!*npids)
-		return usage_error(verb, "-p wants a process id (e.g. -p 1234)");
-	return EXIT_OK;
-}
-
-int parse_freq(const char *verb, const char *arg, int *freq)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || v < 1 || v > 10000)
-		return usage_error(verb, "bad frequency '%s': want 1 to 10000 (Hz)", arg);
-	*freq = (int)v;
-	return EXIT_OK;
-}
+/* ---- store settings of the commands that write ---- */
 
 int parse_size_option(const char *verb, const char *opt, const char *example, const char *arg, uint64_t max,
 		      uint64_t *out)
@@ -540,83 +502,3 @@ void print_store_settings(FILE *f, int64_t retention, uint64_t max_store, const 
 		fprintf(f, "  downsample: %s\n", cp_downsample_text(p, b, sizeof(b)));
 }
 
-int parse_offcpu_duration(const char *verb, bool period, const char *arg, int64_t *out)
-{
-	int64_t v;
-
-	if (cp_parse_duration(arg, &v) || v < (period ? 1000000 : 0) || (period && v > 1000000000))
-		return period ? usage_error(verb, "bad --off-cpu-period '%s': want 1ms to 1s, e.g. 10ms", arg)
-			      : usage_error(verb, "bad --off-cpu-min '%s': want e.g. 1ms (or 0s)", arg);
-	*out = v;
-	return EXIT_OK;
-}
-
-int parse_max_memory(const char *verb, const char *arg, uint64_t *out)
-{
-	int err = cp_parse_size(arg, out);
-
-	if (err || *out < (1u << 20))
-		return usage_error(verb, "--max-memory: %s", err ? cp_errmsg(err) : "want a size of 1M or more, such as 64M");
-	return EXIT_OK;
-}
-
-int check_pids_exist(const char *verb, const uint32_t *pids, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/proc/%u", pids[i]);
-		if (access(path, F_OK) != 0)
-			return fail(verb, "no process %u: check the pid (ps -p %u)", pids[i], pids[i]);
-	}
-	return EXIT_OK;
-}
-
-/* ---- a command to profile ---- */
-
-bool pids_alive(const uint32_t *pids, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (kill((pid_t)pids[i], 0) == 0 || errno == EPERM)
-			return true;
-	return false;
-}
-
-/* ---- debuginfod ---- */
-
-void debuginfod_env_take(struct debuginfod_opt *o)
-{
-	static char *copy; /* one per process: record or top */
-	const char *v = getenv("DEBUGINFOD_URLS");
-
-	if (!copy && v && *v)
-		copy = strdup(v);
-	o->env = copy;
-	unsetenv("DEBUGINFOD_URLS");
-}
-
-int debuginfod_option(const char *verb, const char *arg, struct debuginfod_opt *o)
-{
-	int err;
-
-	if (arg && (err = cp_debuginfod_check_urls(arg)))
-		return usage_error(verb, "--debuginfod: %s", cp_errmsg(err));
-	o->urls = arg;
-	o->off = !arg;
-	return EXIT_OK;
-}
-
-const char *debuginfod_servers(const char *verb, const struct debuginfod_opt *o)
-{
-	int err;
-
-	if (o->off)
-		return NULL;
-	if (o->urls || !o->env)
-		return o->urls;
-	if ((err = cp_debuginfod_check_urls(o->env))) {
-		cp_log(verb, CP_LOG_WARN, "ignoring $DEBUGINFOD_URLS: %s", cp_errmsg(err));
-		return NULL;
-	}
-	return o->env;
-}

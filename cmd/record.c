@@ -23,15 +23,11 @@
 #include "../lib/util.h"
 #include "cmd.h"
 
-enum { OPT_CGROUP = 300, OPT_FLUSH, OPT_IDLE, OPT_LABEL, OPT_DEBUGINFO, OPT_NO_KERNEL, OPT_RETENTION, OPT_SPOOL,
-       OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG, OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_MAX_MEMORY,
-       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD, OPT_OFFCPU, OPT_OFFCPU_MIN, OPT_OFFCPU_PERIOD, OPT_DOWNSAMPLE };
+enum { OPT_FLUSH = 300, OPT_LABEL, OPT_RETENTION, OPT_SPOOL, OPT_SPOOL_SIZE, OPT_CONFIG, OPT_PRINT_CONFIG,
+       OPT_LOG_LEVEL, OPT_MAX_STORE, OPT_OFFCPU_MIN, OPT_OFFCPU_PERIOD, OPT_DOWNSAMPLE };
 
 static const struct option options[] = {
-	{ "all", no_argument, NULL, 'a' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "freq", required_argument, NULL, 'F' },
+	SAMPLING_OPTIONS,
 	{ "duration", required_argument, NULL, 'd' },
 	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
 	{ "output", required_argument, NULL, 'o' },
@@ -43,17 +39,10 @@ static const struct option options[] = {
 	PUSH_OPTIONS,
 	{ "spool", required_argument, NULL, OPT_SPOOL },
 	{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
-	{ "idle", no_argument, NULL, OPT_IDLE },
-	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
 	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
 	{ "off-cpu-period", required_argument, NULL, OPT_OFFCPU_PERIOD },
-	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
-	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
-	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "max-store-size", required_argument, NULL, OPT_MAX_STORE },
 	{ "downsample", required_argument, NULL, OPT_DOWNSAMPLE },
-	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "config", required_argument, NULL, OPT_CONFIG },
@@ -130,23 +119,19 @@ const struct cmd cmd_record = {
 
 struct rec {
 	/* options */
-	int freq;
-	bool all, idle, no_kernel, print_config, offcpu;
+	struct sampling_args s; /* what to sample and how (shared with top) */
+	bool print_config;
 	int64_t offcpu_min, offcpu_period;
-	const char *cgroup, *output, *format, *data, *debuginfo;
-	struct debuginfod_opt dbgd;
+	const char *output, *format, *data;
 	const char *remote, *token_file, *spool; /* --remote: push to a server */
 	struct push_args push;
 	size_t spool_size;
 	int64_t duration, flush, retention;
 	const char *downsample;      /* --downsample (NULL: the default), parsed into policy */
 	struct cp_downsample policy;
-	uint64_t max_store_size, max_memory;
+	uint64_t max_store_size;
 	struct cp_labels labels, cfg_labels; /* -l: the options', the file's */
 	unsigned cfg_store;         /* store settings the file gave (CFG_*) */
-	uint32_t *pids;
-	size_t npids;
-	char **cmd;
 	/* state */
 	struct cp_recorder *rec;
 	struct cp_store *store;
@@ -178,23 +163,14 @@ static void cfg_mark(struct rec *r, unsigned bit)
 static int parse_options(struct rec *r, int argc, char **argv)
 {
 	int opt, err;
-	/* the file's target, for when the command line gives none */
-	bool cfg_all = false;
-	const char *cfg_cgroup = NULL;
-	uint32_t *cfg_pids = NULL;
-	size_t cfg_npids = 0;
 
 	while ((opt = next_option(&cmd_record, argc, argv)) != -1) {
-		switch (opt) {
-		case 'a': *(from_config() ? &cfg_all : &r->all) = true; break;
-		case 'p':
-			if ((err = from_config() ? parse_pid_list("record", optarg, &cfg_pids, &cfg_npids) :
-						   parse_pid_list("record", optarg, &r->pids, &r->npids)) != EXIT_OK) {
-				free(cfg_pids);
+		if (sampling_option("record", &r->s, opt, optarg, &err)) {
+			if (err)
 				return err;
-			}
-			break;
-		case OPT_CGROUP: *(from_config() ? &cfg_cgroup : &r->cgroup) = optarg; break;
+			continue;
+		}
+		switch (opt) {
 		case OPT_CONFIG: break; /* read before the options (cmd/util_config.c) */
 		case OPT_PRINT_CONFIG: r->print_config = true; break;
 		case OPT_LOG_LEVEL:
@@ -205,10 +181,6 @@ static int parse_options(struct rec *r, int argc, char **argv)
 			if ((err = parse_max_store_size("record", optarg, &r->max_store_size)))
 				return err;
 			cfg_mark(r, CFG_MAX_STORE);
-			break;
-		case 'F':
-			if ((err = parse_freq("record", optarg, &r->freq)) != EXIT_OK)
-				return err;
 			break;
 		case 'd':
 			if (optarg[0] && strspn(optarg, "0123456789") == strlen(optarg) && strlen(optarg) < 10)
@@ -255,23 +227,10 @@ static int parse_options(struct rec *r, int argc, char **argv)
 				return err == -ENOMEM ? fail("record", "out of memory") :
 							usage_error("record", "%s", cp_errmsg(err));
 			break;
-		case OPT_IDLE: r->idle = true; break;
-		case OPT_NO_KERNEL: r->no_kernel = true; break;
-		case OPT_OFFCPU: r->offcpu = true; break;
 		case OPT_OFFCPU_MIN:
 		case OPT_OFFCPU_PERIOD:
 			if ((err = parse_offcpu_duration("record", opt == OPT_OFFCPU_PERIOD, optarg,
 							 opt == OPT_OFFCPU_PERIOD ? &r->offcpu_period : &r->offcpu_min)))
-				return err;
-			break;
-		case OPT_DEBUGINFO: r->debuginfo = optarg; break;
-		case OPT_MAX_MEMORY:
-			if ((err = parse_max_memory("record", optarg, &r->max_memory)) != EXIT_OK)
-				return err;
-			break;
-		case OPT_DEBUGINFOD:
-		case OPT_NO_DEBUGINFOD:
-			if ((err = debuginfod_option("record", opt == OPT_DEBUGINFOD ? optarg : NULL, &r->dbgd)))
 				return err;
 			break;
 		case 'q': cp_log_level = CP_LOG_WARN; break;
@@ -281,16 +240,8 @@ static int parse_options(struct rec *r, int argc, char **argv)
 				return EXIT_USAGE;
 		}
 	}
-	if (optind < argc)
-		r->cmd = argv + optind;
-	if (!r->all && !r->npids && !r->cmd && !r->cgroup) { /* the file's target */
-		r->all = cfg_all;
-		r->pids = cfg_pids;
-		r->npids = cfg_npids;
-		r->cgroup = cfg_cgroup;
-		cfg_pids = NULL;
-	}
-	free(cfg_pids);
+	if ((err = sampling_finish("record", &r->s, optind < argc ? argv + optind : NULL)))
+		return err;
 	if (r->output || r->format) {
 		/* a file: the configuration's store settings do not apply */
 		if (r->cfg_store & CFG_FLUSH)
@@ -307,9 +258,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 	} else if ((err = cp_labels_take_defaults(&r->labels, &r->cfg_labels))) {
 		return err == -ENOMEM ? fail("record", "out of memory") : usage_error("record", "%s", cp_errmsg(err));
 	}
-	if ((int)r->all + (r->npids > 0) + (r->cmd != NULL) > 1)
-		return usage_error("record", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
-	if (!r->all && !r->npids && !r->cmd && !r->cgroup && !r->print_config)
+	if (!r->s.all && !r->s.npids && !r->s.cmd && !r->s.cgroup && !r->print_config)
 		return usage_error("record", "say what to record: --all, -p PID, --cgroup PATH or -- CMD");
 	if (r->format && (err = cmd_format_check(&cmd_record, r->format)))
 		return err;
@@ -353,7 +302,7 @@ static int parse_options(struct rec *r, int argc, char **argv)
 		if (!strcmp(r->labels.kv[i].name, "name") || !strcmp(r->labels.kv[i].name, "time"))
 			return usage_error("record", "label '%s': with --remote, 'name' and 'time' are the push API's, "
 						     "not labels", r->labels.kv[i].name);
-	if ((err = check_pids_exist("record", r->pids, r->npids)) != EXIT_OK)
+	if ((err = check_pids_exist("record", r->s.pids, r->s.npids)) != EXIT_OK)
 		return err;
 	return EXIT_OK;
 }
@@ -364,25 +313,25 @@ static int parse_options(struct rec *r, int argc, char **argv)
 static int print_config(const struct rec *r)
 {
 	char b[64];
-	int64_t p = r->offcpu_period ? r->offcpu_period : (int64_t)cp_recorder_offcpu_period(r->freq); /* 0: 1/freq */
+	int64_t p = r->offcpu_period ? r->offcpu_period : (int64_t)cp_recorder_offcpu_period(r->s.freq); /* 0: 1/freq */
 	FILE *f = stdout;
 
 	fprintf(f, "# cprof record: the settings in effect (the configuration file: %s; then the options)\n",
 		config_file ? config_file : "none");
 	fprintf(f, "record:\n");
-	if (r->cmd) {
+	if (r->s.cmd) {
 		fprintf(f, "  # the command:");
-		for (char **a = r->cmd; *a; a++)
+		for (char **a = r->s.cmd; *a; a++)
 			fprintf(f, " %s", *a);
 		fputc('\n', f);
 	}
-	fprintf(f, "  all: %s\n", r->all ? "true" : "false");
+	fprintf(f, "  all: %s\n", r->s.all ? "true" : "false");
 	fprintf(f, "  pid: [");
-	for (size_t i = 0; i < r->npids; i++)
-		fprintf(f, "%s%u", i ? ", " : "", r->pids[i]);
+	for (size_t i = 0; i < r->s.npids; i++)
+		fprintf(f, "%s%u", i ? ", " : "", r->s.pids[i]);
 	fprintf(f, "]\n  cgroup: ");
-	cp_yaml_str(f, r->cgroup);
-	fprintf(f, "\n  freq: %d\n", r->freq);
+	cp_yaml_str(f, r->s.cgroup);
+	fprintf(f, "\n  freq: %d\n", r->s.freq);
 	fprintf(f, "  duration: %s\n", r->duration ? cp_duration_text(r->duration, b, sizeof(b)) : "null");
 	if (r->output || r->format) {
 		fprintf(f, "  output: ");
@@ -401,13 +350,13 @@ static int print_config(const struct rec *r)
 		}
 		fprintf(f, "}\n");
 	}
-	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->idle ? "true" : "false", r->no_kernel ? "true" : "false");
-	fprintf(f, "  off-cpu: %s\n  off-cpu-min: %s\n", r->offcpu ? "true" : "false",
+	fprintf(f, "  idle: %s\n  no-kernel: %s\n", r->s.idle ? "true" : "false", r->s.no_kernel ? "true" : "false");
+	fprintf(f, "  off-cpu: %s\n  off-cpu-min: %s\n", r->s.offcpu ? "true" : "false",
 		r->offcpu_min ? cp_duration_text(r->offcpu_min, b, sizeof(b)) : "0s");
 	fprintf(f, "  off-cpu-period: %s\n", cp_duration_text(p, b, sizeof(b)));
 	fprintf(f, "  debuginfo-path: ");
-	cp_yaml_str(f, r->debuginfo);
-	fprintf(f, "\n  max-memory: %s", cp_size_text(r->max_memory, b, sizeof(b)));
+	cp_yaml_str(f, r->s.debuginfo);
+	fprintf(f, "\n  max-memory: %s", cp_size_text(r->s.max_memory, b, sizeof(b)));
 	fprintf(f, "\n  log-level: %s\n", cp_log_level_name(cp_log_level));
 	return flush_stdout("record");
 }
@@ -428,12 +377,10 @@ static int run_record(int argc, char **argv)
 
 	memset(&r, 0, sizeof(r));
 	cp_launch_init(&child);
-	r.freq = 19;
-	r.max_memory = CP_RECORD_MAX_MEMORY;
-	debuginfod_env_take(&r.dbgd); /* fetched off the sampling path, by the recorder */
+	sampling_init(&r.s, 19, CP_RECORD_MAX_MEMORY);
 	status = parse_options(&r, argc, argv);
 	if (status != EXIT_OK) {
-		free(r.pids);
+		sampling_release(&r.s);
 		cp_labels_release(&r.labels);
 		cp_labels_release(&r.cfg_labels);
 		return status < 0 ? EXIT_OK : status;
@@ -482,23 +429,12 @@ static int run_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	memset(&ro, 0, sizeof(ro));
-	ro.freq = r.freq;
-	ro.pids = r.pids;
-	ro.npids = r.npids;
-	ro.cgroup = r.cgroup;
-	ro.idle = r.idle;
-	ro.no_kernel = r.no_kernel;
-	ro.offcpu = r.offcpu;
+	sampling_recorder_opts("record", &r.s, &ro);
 	ro.offcpu_min_ns = (uint64_t)r.offcpu_min;
 	ro.offcpu_period_ns = (uint64_t)r.offcpu_period;
-	ro.debuginfo = r.debuginfo;
-	ro.max_memory = r.max_memory;
-	ro.debuginfod = debuginfod_servers("record", &r.dbgd);
-	ro.verb = "record";
 	ro.for_store = !r.output && !r.format;
 	ro.with_time = true;
-	if (!(r.rec = cp_recorder_start(&ro, r.cmd, &child))) { /* -- CMD: held until the store is ready */
+	if (!(r.rec = cp_recorder_start(&ro, r.s.cmd, &child))) { /* -- CMD: held until the store is ready */
 		status = fail("record", "%s", cp_errmsg(errno));
 		goto out;
 	}
@@ -509,7 +445,7 @@ static int run_record(int argc, char **argv)
 	}
 	r.g = (struct cp_recording){ .rec = r.rec, .store = r.store, .verb = "record", .node = r.node,
 				     .labels = r.labels.kv, .nlabels = r.labels.n, .retention = r.retention,
-				     .max_store_size = r.max_store_size, .max_memory = r.max_memory, .downsample = r.policy, .spool = r.spool, .spool_size = r.spool_size };
+				     .max_store_size = r.max_store_size, .max_memory = r.s.max_memory, .downsample = r.policy, .spool = r.spool, .spool_size = r.spool_size };
 	if (r.store && (err = cp_recording_start(&r.g))) {
 		status = fail("record", "%s", cp_errmsg(err));
 		goto out;
@@ -522,18 +458,18 @@ static int run_record(int argc, char **argv)
 		deadline = t0 + r.duration;
 	if (r.flush)
 		next_flush = t0 + r.flush;
-	if (r.cmd && (err = cp_launch_release(&child))) {
+	if (r.s.cmd && (err = cp_launch_release(&child))) {
 		status = fail("record", "%s", cp_errmsg(err));
 		goto out;
 	}
 	cp_log("record", CP_LOG_INFO, "sampling %s at %d Hz%s",
-	       r.cmd ? r.cmd[0] : r.npids ? "the given processes" : r.all ? "the whole system" : r.cgroup,
-			r.freq, r.duration || r.cmd ? "" : "; Ctrl-C to stop");
+	       r.s.cmd ? r.s.cmd[0] : r.s.npids ? "the given processes" : r.s.all ? "the whole system" : r.s.cgroup,
+			r.s.freq, r.duration || r.s.cmd ? "" : "; Ctrl-C to stop");
 
 	for (;;) {
 		int64_t now = cp_mono_ns();
 
-		err = cp_recorder_poll(r.rec, cp_recording_wait_ms(now, deadline, next_flush, r.cmd || r.npids));
+		err = cp_recorder_poll(r.rec, cp_recording_wait_ms(now, deadline, next_flush, r.s.cmd || r.s.npids));
 		if (err < 0 && err != -EINTR) {
 			status = fail("record", "%s", cp_errmsg(err));
 			break;
@@ -541,7 +477,7 @@ static int run_record(int argc, char **argv)
 		now = cp_mono_ns();
 		if (stop_signal || cp_launch_poll(&child) || (deadline && now >= deadline))
 			break;
-		if (r.npids && !pids_alive(r.pids, r.npids))
+		if (r.s.npids && !pids_alive(r.s.pids, r.s.npids))
 			break; /* as perf record -p: the processes are gone */
 		if (!next_flush && now >= next_prune) {
 			cp_recorder_prune(r.rec); /* file output: no flushes, but exited processes go */
@@ -591,13 +527,13 @@ static int run_record(int argc, char **argv)
 	if (status == EXIT_OK)
 		cp_recording_log_summary(&r.g, (t1 ? t1 : cp_mono_ns()) - t0, r.remote, r.store ? r.data : NULL, r.output);
 	if (child.exited && WIFEXITED(child.status) && WEXITSTATUS(child.status))
-		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.cmd[0], WEXITSTATUS(child.status));
+		cp_log("record", CP_LOG_INFO, "%s exited with status %d", r.s.cmd[0], WEXITSTATUS(child.status));
 out:
 	cp_launch_end(&child); /* stops it when the recording ended first */
 	cp_recorder_free(r.rec);
 	cp_profile_free(file_prof);
 	cp_store_close(r.store);
-	free(r.pids);
+	sampling_release(&r.s);
 	cp_labels_release(&r.labels);
 	cp_labels_release(&r.cfg_labels);
 	return status;

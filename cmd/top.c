@@ -17,15 +17,11 @@
 #include "../lib/util.h"
 #include "top.h"
 
-enum { OPT_CGROUP = 300, OPT_IDLE, OPT_NO_KERNEL, OPT_NO_USER, OPT_DEBUGINFO, OPT_STDIO, OPT_FROM_STORE,
-       OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW, OPT_LIMIT, OPT_MAX_MEMORY,
-       OPT_DEBUGINFOD, OPT_NO_DEBUGINFOD, OPT_OFFCPU, OPT_SHOW };
+enum { OPT_NO_USER = 300, OPT_STDIO, OPT_FROM_STORE, OPT_VIEW, OPT_FILTER, OPT_FUNCTION, OPT_TYPE, OPT_WINDOW,
+       OPT_LIMIT, OPT_SHOW };
 
 static const struct option options[] = {
-	{ "all", no_argument, NULL, 'a' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "freq", required_argument, NULL, 'F' },
+	SAMPLING_OPTIONS,
 	{ "delay", required_argument, NULL, 'd' },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "iterations", required_argument, NULL, 'n' },
@@ -35,15 +31,8 @@ static const struct option options[] = {
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "filter", required_argument, NULL, OPT_FILTER },
 	{ "function", required_argument, NULL, OPT_FUNCTION },
-	{ "idle", no_argument, NULL, OPT_IDLE },
-	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
 	{ "show", required_argument, NULL, OPT_SHOW },
-	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
-	{ "debuginfo-path", required_argument, NULL, OPT_DEBUGINFO },
-	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
-	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
-	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "from-store", no_argument, NULL, OPT_FROM_STORE },
 	{ "type", required_argument, NULL, OPT_TYPE },
 	STORE_OPTIONS,
@@ -121,12 +110,12 @@ struct cp_view_title top_title(const struct top *t, char *buf, size_t len)
 {
 	if (t->history)
 		snprintf(buf, len, "%s", t->type ? t->type : "cpu");
-	else if (t->cmd)
-		snprintf(buf, len, "%s", t->cmd[0]);
-	else if (t->npids)
-		snprintf(buf, len, "pid %u%s", t->pids[0], t->npids > 1 ? ",..." : "");
-	else if (t->cgroup)
-		snprintf(buf, len, "cgroup %s", t->cgroup);
+	else if (t->s.cmd)
+		snprintf(buf, len, "%s", t->s.cmd[0]);
+	else if (t->s.npids)
+		snprintf(buf, len, "pid %u%s", t->s.pids[0], t->s.npids > 1 ? ",..." : "");
+	else if (t->s.cgroup)
+		snprintf(buf, len, "cgroup %s", t->s.cgroup);
 	else
 		snprintf(buf, len, "whole system");
 	if (!t->history && t->v->value[0]) {
@@ -134,7 +123,7 @@ struct cp_view_title top_title(const struct top *t, char *buf, size_t len)
 
 		snprintf(buf + n, len - n, ", %s", !strcmp(t->v->value, "wall") ? "wall-clock time" : "off-CPU time");
 	}
-	return (struct cp_view_title){ buf, t->freq, t->ncpus, t->delay, t->window, t->dropped };
+	return (struct cp_view_title){ buf, t->s.freq, t->ncpus, t->delay, t->window, t->dropped };
 }
 
 /* ---- options ---- */
@@ -167,18 +156,12 @@ static int parse_options(struct top *t, int argc, char **argv)
 	while ((opt = next_option(&cmd_top, argc, argv)) != -1) {
 		if (store_option(&t->sa, opt, optarg))
 			continue;
+		if (sampling_option("top", &t->s, opt, optarg, &err)) {
+			if (err)
+				return err;
+			continue;
+		}
 		switch (opt) {
-		case 'a': t->all = true; break;
-		case 'p':
-			if ((err = parse_pid_list("top", optarg, &t->pids, &t->npids)) != EXIT_OK)
-				return err;
-			break;
-		case OPT_CGROUP: t->cgroup = optarg; sampling_opt = true; break;
-		case 'F':
-			if ((err = parse_freq("top", optarg, &t->freq)) != EXIT_OK)
-				return err;
-			sampling_opt = true;
-			break;
 		case 'd':
 			if ((err = parse_dur("--delay", optarg, 100000000LL, &t->delay)) != EXIT_OK)
 				return err;
@@ -214,38 +197,22 @@ static int parse_options(struct top *t, int argc, char **argv)
 				return err == -ENOMEM ? fail("top", "out of memory") : usage_error("top", "%s", cp_errmsg(err));
 			break;
 		case OPT_FUNCTION: t->function = optarg; break;
-		case OPT_IDLE: t->idle = true; sampling_opt = true; break;
-		case OPT_OFFCPU: t->offcpu = true; sampling_opt = true; break;
 		case OPT_SHOW:
 			if (strcmp(optarg, "cpu") && strcmp(optarg, "offcpu") && strcmp(optarg, "wall"))
 				return usage_error("top", "unknown --show '%s': want cpu, offcpu or wall", optarg);
 			t->show = optarg;
 			if (strcmp(optarg, "cpu"))
-				t->offcpu = true;
+				t->s.offcpu = true;
 			sampling_opt = true;
 			break;
-		case OPT_NO_KERNEL: t->v->no_kernel = true; break;
 		case OPT_NO_USER: t->v->no_user = true; break;
-		case OPT_DEBUGINFO: t->debuginfo = optarg; sampling_opt = true; break;
-		case OPT_MAX_MEMORY:
-			if ((err = parse_max_memory("top", optarg, &t->max_memory)) != EXIT_OK)
-				return err;
-			sampling_opt = true;
-			break;
-		case OPT_DEBUGINFOD:
-		case OPT_NO_DEBUGINFOD:
-			if ((err = debuginfod_option("top", opt == OPT_DEBUGINFOD ? optarg : NULL, &t->dbgd)))
-				return err;
-			sampling_opt = true;
-			break;
 		case OPT_FROM_STORE: t->history = true; break;
 		case OPT_TYPE: t->type = optarg; break;
 		case 'h': return show_usage(&cmd_top) == EXIT_OK ? -1 : EXIT_FAIL;
 		default: return EXIT_USAGE;
 		}
 	}
-	if (optind < argc)
-		t->cmd = argv + optind;
+	t->v->no_kernel = t->s.no_kernel; /* the view's: k on the screen shows them again */
 	if (t->sa.data || t->sa.since || t->sa.from || t->sa.to || t->sa.remote)
 		t->history = true; /* store options: history */
 	if (t->v->no_kernel && t->v->no_user)
@@ -253,7 +220,7 @@ static int parse_options(struct top *t, int argc, char **argv)
 	if (t->function && t->v->kind != CP_VIEW_CALLERS)
 		return usage_error("top", "--function goes with --view callers");
 	if (t->history) {
-		if (t->cmd || t->all || t->cgroup || sampling_opt)
+		if (optind < argc || t->s.all || t->s.cgroup || t->s.tuned || sampling_opt)
 			return usage_error("top", "--from-store browses stored profiles: -F, --all, --cgroup, --idle, "
 						  "--off-cpu, --show, --debuginfo-path, --max-memory, --debuginfod and -- CMD "
 						  "are for live sampling (--type offcpu or wall shows stored off-CPU time)");
@@ -264,9 +231,9 @@ static int parse_options(struct top *t, int argc, char **argv)
 			return usage_error("top", "--type selects stored profiles: it goes with --from-store");
 		if (t->sa.token_file)
 			return usage_error("top", "--token-file goes with --remote URL");
-		if ((int)t->all + (t->npids > 0) + (t->cmd != NULL) > 1)
-			return usage_error("top", "give one target: --all, -p PID or -- CMD (--cgroup narrows any of them)");
-		if ((err = check_pids_exist("top", t->pids, t->npids)) != EXIT_OK)
+		if ((err = sampling_finish("top", &t->s, optind < argc ? argv + optind : NULL)))
+			return err;
+		if ((err = check_pids_exist("top", t->s.pids, t->s.npids)) != EXIT_OK)
 			return err;
 	}
 	if (!t->stdio && (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)))
@@ -281,23 +248,13 @@ static int start_live(struct top *t)
 	struct cp_recorder_opts ro;
 	int err;
 
-	memset(&ro, 0, sizeof(ro));
-	ro.freq = t->freq;
-	ro.pids = t->pids;
-	ro.npids = t->npids;
-	ro.cgroup = t->cgroup;
-	ro.idle = t->idle;
-	ro.offcpu = t->offcpu;
-	ro.offcpu_period_ns = 0; /* record's default: the sampling period */
-	ro.debuginfo = t->debuginfo;
-	ro.max_memory = t->max_memory;
-	ro.debuginfod = debuginfod_servers("top", &t->dbgd);
-	ro.verb = "top";
-	if (!(t->rec = cp_recorder_start(&ro, t->cmd, &t->child)))
+	sampling_recorder_opts("top", &t->s, &ro); /* (off-CPU: record's default period, the sampling period) */
+	ro.no_kernel = false;                      /* the view leaves them out, until k */
+	if (!(t->rec = cp_recorder_start(&ro, t->s.cmd, &t->child)))
 		return fail("top", "%s", cp_errmsg(errno));
-	if (t->cmd && (err = cp_launch_release(&t->child)))
+	if (t->s.cmd && (err = cp_launch_release(&t->child)))
 		return fail("top", "%s", cp_errmsg(err));
-	if (t->offcpu && (err = cp_view_set_value(t->v, !t->show ? "offcpu" : !strcmp(t->show, "cpu") ? "samples" : t->show)))
+	if (t->s.offcpu && (err = cp_view_set_value(t->v, !t->show ? "offcpu" : !strcmp(t->show, "cpu") ? "samples" : t->show)))
 		return fail("top", "%s", cp_errmsg(err));
 	return EXIT_OK;
 }
@@ -363,8 +320,8 @@ static int run_loop(struct top *t)
 			break;
 		if (stop_signal)
 			break;
-		if (t->cmd && !t->child.exited && cp_launch_poll(&t->child)) {
-			top_screen_msg(t, "%s exited", t->cmd[0]);
+		if (t->s.cmd && !t->child.exited && cp_launch_poll(&t->child)) {
+			top_screen_msg(t, "%s exited", t->s.cmd[0]);
 		}
 		while (t->tui && (ch = getch()) != ERR) {
 			if ((err = top_screen_key(t, ch)) != 0)
@@ -385,7 +342,7 @@ static int run_loop(struct top *t)
 				break;
 			if (t->stdio && t->child.exited)
 				break; /* the command is done: so are its tables */
-			if (t->npids && !pids_alive(t->pids, t->npids)) {
+			if (t->s.npids && !pids_alive(t->s.pids, t->s.npids)) {
 				if (t->stdio)
 					break;
 				top_screen_msg(t, "the processes are gone");
@@ -413,12 +370,10 @@ static int run_top(int argc, char **argv)
 	int status;
 
 	memset(&t, 0, sizeof(t));
-	t.freq = 99;
-	t.max_memory = CP_RECORD_MAX_MEMORY;
+	sampling_init(&t.s, 99, CP_RECORD_MAX_MEMORY);
 	t.delay = 1000000000LL;
 	t.limit = 25;
 	cp_launch_init(&t.child);
-	debuginfod_env_take(&t.dbgd); /* fetched off the sampling path, by the recorder */
 	if (!(t.v = cp_view_new()))
 		return fail("top", "out of memory");
 	status = parse_options(&t, argc, argv);
@@ -443,7 +398,7 @@ static int run_top(int argc, char **argv)
 			status = EXIT_FAIL;
 			goto out;
 		}
-		if ((err = cp_view_history_open(t.v, t.sa.store, t.type, t.pids, t.npids, t.sa.t_from, t.sa.t_to,
+		if ((err = cp_view_history_open(t.v, t.sa.store, t.type, t.s.pids, t.s.npids, t.sa.t_from, t.sa.t_to,
 						t.window))) {
 			status = fail("top", "%s", cp_errmsg(err));
 			goto out;
@@ -464,6 +419,6 @@ out:
 	cp_recorder_free(t.rec);
 	cp_view_free(t.v);
 	store_args_release(&t.sa);
-	free(t.pids);
+	sampling_release(&t.s);
 	return status < 0 ? EXIT_OK : status;
 }

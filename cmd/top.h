@@ -17,16 +17,12 @@
 
 struct top {
 	/* options */
-	int freq, iterations, limit;
-	bool all, idle, stdio, history, offcpu;
+	struct sampling_args s; /* what to sample and how (shared with record) */
+	int iterations, limit;
+	bool stdio, history;
 	const char *show; /* --show: the sample type shown live (cp_view_set_value) */
-	const char *cgroup, *debuginfo, *type, *function;
-	struct debuginfod_opt dbgd;
-	uint32_t *pids;
-	size_t npids;
-	char **cmd;
+	const char *type, *function;
 	int64_t delay, window;
-	uint64_t max_memory;
 	struct store_args sa;
 	/* live */
 	struct cp_recorder *rec;

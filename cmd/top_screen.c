@@ -239,7 +239,7 @@ int top_screen_key(struct top *t, int ch)
 		static const char *const what[] = { "off-CPU time", "wall-clock time (on + off the CPU)",
 						    "on-CPU samples" };
 
-		if (!t->offcpu) {
+		if (!t->s.offcpu) {
 			top_screen_msg(t, "off-CPU and wall-clock time: start cprof top with --off-cpu");
 			return 0;
 		}

@@ -17,7 +17,6 @@
 #include "../lib/selector.h"
 #include "../lib/settings.h"
 #include "../lib/http/push.h"
-#include "../lib/store/remote.h"
 #include "../lib/util.h"
 #include "cmd.h"
 
@@ -254,8 +253,8 @@ static int run_config(const struct scrape_opts *o)
 	write_state(s, dir);
 	status = r.err ? fail("scrape", "%s", cp_errmsg(-r.err)) : EXIT_OK;
 out:
-	if (k.store && o->remote)
-		cp_store_remote_flush(k.store, true);
+	if (k.store) /* a server's: what the spool holds */
+		cp_store_flush(k.store, true);
 	cp_scraper_free(s);
 	cp_store_close(k.store);
 	cp_config_release(&cfg);

@@ -8,7 +8,6 @@
 
 #include "../error.h"
 #include "../log.h"
-#include "../store/remote.h"
 #include "../util.h"
 
 /* Say what happened to the pushes since the last report: the server stopped
@@ -17,10 +16,11 @@
 static void report_push(struct cp_recording *g)
 {
 	struct cp_pusher_stats st;
-	const char *why = cp_store_remote_last_error(g->store);
+	const char *why = cp_store_push_error(g->store);
 	char sz[32];
 
-	cp_store_remote_stats(g->store, &st);
+	if (!cp_store_pending(g->store, &st))
+		return; /* appends are written when made */
 	if (st.spooled > g->pushed.spooled && !g->spooling)
 		cp_log(g->verb, CP_LOG_WARN, "%s; keeping the profiles in %s and retrying",
 		       why ? why : "the server did not take the profiles", g->spool);
@@ -36,7 +36,7 @@ static void report_push(struct cp_recording *g)
 	if (g->spooling && !st.pending) {
 		if (st.resent > g->pushed.resent)
 			cp_log(g->verb, CP_LOG_INFO, "%s answers again: the spooled profiles are sent",
-			       cp_store_remote_url(g->store));
+			       cp_store_location(g->store));
 		g->spooling = false;
 	}
 	g->pushed = st;
@@ -57,15 +57,13 @@ int cp_recording_start(struct cp_recording *g)
 	g->upkeep.verb = g->verb; /* after every flush, not on a schedule */
 	g->upkeep.retention = g->retention;
 	g->upkeep.max_size = g->max_store_size;
-	if (!cp_store_is_remote(g->store)) {
+	if (cp_store_downsamples(g->store))
 		g->upkeep.downsample = g->downsample;
-		/* the dictionary a writer keeps grows with every process; the rest of the budget is the
-		 * recorder's caches' */
-		cp_store_limit_memory(g->store, (size_t)(g->max_memory / 16));
-		return 0;
-	}
-	/* takes the spool, and sends what a previous run left there */
-	if ((err = cp_store_remote_flush(g->store, true)) < 0)
+	/* the dictionary a writer keeps grows with every process; the rest of the budget is the
+	 * recorder's caches' (nothing for a store that keeps no dictionary) */
+	cp_store_limit_memory(g->store, (size_t)(g->max_memory / 16));
+	/* a server's: takes the spool, and sends what a previous run left there */
+	if ((err = cp_store_flush(g->store, true)) < 0)
 		return err;
 	report_push(g);
 	if (g->pushed.resent)
@@ -85,24 +83,24 @@ static int64_t thread_cpu_ns(void)
 int cp_recording_flush(struct cp_recording *g, int64_t now_wall)
 {
 	struct cp_recorder_series c;
-	bool remote = cp_store_is_remote(g->store);
+	struct cp_pusher_stats ps;
+	bool pushes = cp_store_pending(g->store, &ps); /* appends wait to be sent: a server's store */
 	int64_t cpu0 = cp_log_enabled(CP_LOG_DEBUG) ? thread_cpu_ns() : 0;
 	int err = cp_recorder_series(g->rec, g->node, g->labels, g->nlabels, g->interval_start, now_wall, &c);
 
 	if (err)
 		goto out;
 	if (c.n && (err = cp_store_append(g->store, c.a, c.n)) < 0) {
-		if (!remote || !push_error_passes(err))
+		if (!pushes || !push_error_passes(err))
 			goto out;
 		cp_log(g->verb, CP_LOG_WARN, "%s: the profiles of this interval are lost", cp_errmsg(err));
 		err = 0;
 	}
-	if (remote && !c.n && g->pushed.pending &&
-	    (err = cp_store_remote_flush(g->store, false)) < 0) /* nothing new: the spool still goes */
+	if (pushes && !c.n && g->pushed.pending &&
+	    (err = cp_store_flush(g->store, false)) < 0) /* nothing new: the spool still goes */
 		goto out;
 	err = 0;
-	if (remote)
-		report_push(g);
+	report_push(g);
 	cp_upkeep_run(&g->upkeep, g->store, 0);
 	cp_recorder_reset(g->rec);
 	if (cp_log_enabled(CP_LOG_DEBUG)) {
@@ -160,16 +158,13 @@ int cp_recording_end(struct cp_recording *g)
 	char sz[32];
 	int err;
 
-	if (!cp_store_is_remote(g->store))
-		return 0;
 	/* once more what the server could not take: what it still cannot
-	 * stays for the next run */
-	err = cp_store_remote_flush(g->store, true);
+	 * stays for the next run (nothing waits in a local store) */
+	err = cp_store_flush(g->store, true);
 	report_push(g);
 	if (err == CP_STORE_SPOOLED)
 		cp_log(g->verb, CP_LOG_WARN, "%s; %llu profiles (%s) stay in %s for the next cprof record --remote to send",
-		       cp_store_remote_last_error(g->store) ? cp_store_remote_last_error(g->store) :
-							      "the server does not answer",
+		       cp_store_push_error(g->store) ? cp_store_push_error(g->store) : "the server does not answer",
 		       (unsigned long long)g->pushed.pending,
 		       cp_size_str((size_t)g->pushed.pending_bytes, sz, sizeof(sz)), g->spool);
 	return err < 0 ? err : 0;

@@ -15,6 +15,7 @@
 #ifndef CP_STORE_BACKEND_H
 #define CP_STORE_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@ struct cp_store_stats;
 struct cp_store_group_totals;
 struct cp_downsample;
 struct cp_compact_stats;
+struct cp_pusher_stats;
 
 struct cp_store_ops {
 	const char *name; /* "local", "remote" */
@@ -51,6 +53,13 @@ struct cp_store_ops {
 	/* NULL: not supported (-EOPNOTSUPP) */
 	int (*compact)(struct cp_store *s, const struct cp_downsample *p, int64_t now, int max_days,
 		       struct cp_compact_stats *st);
+	/* A store whose appends wait to be sent (a server's: the spool).  NULL: appends are written
+	 * when made (cp_store_flush 0, cp_store_pending false, no push error) */
+	int (*flush)(struct cp_store *s, bool now);
+	void (*pending)(struct cp_store *s, struct cp_pusher_stats *st);
+	const char *(*push_error)(struct cp_store *s);
+	/* where it is, for messages (a URL; NULL: the local store, whose directory its caller knows) */
+	const char *(*location)(const struct cp_store *s);
 	void (*close)(struct cp_store *s);
 };
 

@@ -775,30 +775,12 @@ static void op_close(struct cp_store *s)
 	remote_free(R(s));
 }
 
-static const struct cp_store_ops remote_ops = {
-	.name = "remote",
-	.append = op_append,
-	.retain = op_retain,
-	.limit = op_limit,
-	.size = op_size,
-	.series = op_series,
-	.select = op_select,
-	.over_time = op_over_time,
-	.stats = op_stats,
-	.close = op_close,
-};
-
 /* ---- the calls only a server's store has ---- */
 
 /* s as a server's store, or NULL when it is another backend's */
 static struct cp_remote *as_remote(const struct cp_store *s)
 {
 	return s && s->ops == &remote_ops ? (struct cp_remote *)s : NULL;
-}
-
-bool cp_store_is_remote(const struct cp_store *s)
-{
-	return as_remote(s) != NULL;
 }
 
 int cp_store_remote_set_push(struct cp_store *s, const struct cp_remote_push *o)
@@ -861,33 +843,46 @@ int cp_store_remote_ping(struct cp_store *s)
 	return r ? remote_ping(r) : 0;
 }
 
-int cp_store_remote_flush(struct cp_store *s, bool now)
+static int op_flush(struct cp_store *s, bool now)
 {
-	struct cp_remote *r = as_remote(s);
-
-	return r ? remote_flush(r, now) : 0;
+	return remote_flush(as_remote(s), now);
 }
 
-void cp_store_remote_stats(struct cp_store *s, struct cp_pusher_stats *st)
+static void op_pending(struct cp_store *s, struct cp_pusher_stats *st)
 {
 	struct cp_remote *r = as_remote(s);
 
-	if (r && r->pusher)
+	if (r->pusher)
 		cp_pusher_stats(r->pusher, st);
 	else
 		memset(st, 0, sizeof(*st));
 }
 
-const char *cp_store_remote_last_error(struct cp_store *s)
+static const char *op_push_error(struct cp_store *s)
 {
 	struct cp_remote *r = as_remote(s);
 
-	return r && r->pusher ? cp_pusher_last_error(r->pusher) : NULL;
+	return r->pusher ? cp_pusher_last_error(r->pusher) : NULL;
 }
 
-const char *cp_store_remote_url(const struct cp_store *s)
+static const char *op_location(const struct cp_store *s)
 {
-	struct cp_remote *r = as_remote(s);
-
-	return r ? cp_http_client_url(r->c) : NULL;
+	return cp_http_client_url(as_remote(s)->c);
 }
+
+static const struct cp_store_ops remote_ops = {
+	.name = "remote",
+	.append = op_append,
+	.retain = op_retain,
+	.limit = op_limit,
+	.size = op_size,
+	.series = op_series,
+	.select = op_select,
+	.over_time = op_over_time,
+	.stats = op_stats,
+	.flush = op_flush,
+	.pending = op_pending,
+	.push_error = op_push_error,
+	.location = op_location,
+	.close = op_close,
+};

@@ -50,21 +50,11 @@ struct cp_remote_push {
 };
 int cp_store_remote_set_push(struct cp_store *s, const struct cp_remote_push *o);
 
-/* Is the store a server's?  The calls below do nothing on a local one. */
-bool cp_store_is_remote(const struct cp_store *s);
-/* Checks that the server answers and takes the token (GET /healthz): 0;
+/* The calls below do nothing on another backend's store.  (Flushing the spool, its figures and
+ * the last push's error are store.h's cp_store_flush, cp_store_pending and cp_store_push_error.)
+ * Checks that the server answers and takes the token (GET /healthz): 0;
  * 1 when it does not answer (or answers 5xx, 429: try later); -errno when
  * it refuses (EACCES: the token).  The reason is in cp_errmsg(). */
 int cp_store_remote_ping(struct cp_store *s);
-/* Sends what the spool holds (cp_pusher_flush; unless now, only once the
- * back-off after a failure has passed: cp_pusher_retry): 0 when it is
- * empty, CP_STORE_SPOOLED when entries remain, -errno.  0 for a local
- * store. */
-int cp_store_remote_flush(struct cp_store *s, bool now);
-/* The pusher's figures (zeros before the first append). */
-void cp_store_remote_stats(struct cp_store *s, struct cp_pusher_stats *st);
-/* Why the last push did not go through, or NULL. */
-const char *cp_store_remote_last_error(struct cp_store *s);
-const char *cp_store_remote_url(const struct cp_store *s);
 
 #endif

@@ -31,6 +31,34 @@ size_t cp_store_memory(struct cp_store *s)
 	return s->ops->memory ? s->ops->memory(s) : 0;
 }
 
+int cp_store_flush(struct cp_store *s, bool now)
+{
+	return s->ops->flush ? s->ops->flush(s, now) : 0;
+}
+
+bool cp_store_pending(struct cp_store *s, struct cp_pusher_stats *st)
+{
+	if (!s->ops->pending)
+		return false;
+	s->ops->pending(s, st);
+	return true;
+}
+
+const char *cp_store_push_error(struct cp_store *s)
+{
+	return s->ops->push_error ? s->ops->push_error(s) : NULL;
+}
+
+const char *cp_store_location(const struct cp_store *s)
+{
+	return s->ops->location ? s->ops->location(s) : NULL;
+}
+
+bool cp_store_downsamples(const struct cp_store *s)
+{
+	return s->ops->compact != NULL;
+}
+
 void cp_store_limit_memory(struct cp_store *s, size_t bytes)
 {
 	if (s->ops->limit_memory)

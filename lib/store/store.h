@@ -86,7 +86,7 @@ int cp_store_copy(const char *src, struct cp_store *dst, int64_t shift);
  * failed, or CP_STORE_SPOOLED (> 0, only from a server's store opened with a
  * spool): the batch is taken, but the server did not answer, so some of its
  * profiles wait in the spool to be sent by a later append or
- * cp_store_remote_flush (lib/store/remote.h); `err < 0` tests for failure. */
+ * cp_store_flush; `err < 0` tests for failure. */
 #define CP_STORE_SPOOLED 1
 int cp_store_append(struct cp_store *s, const struct cp_store_append *a, size_t n);
 /* Deletes partitions entirely older than now - keep_ns. Returns how many. */
@@ -300,6 +300,21 @@ void cp_store_intervals_free(struct cp_store_intervals *g, size_t n);
  * dictionary (as a writer keeps all of it, to find what is there already)
  * and the series ids it caches; 0 for a server's store. */
 size_t cp_store_memory(struct cp_store *s);
+
+/* What a store whose appends wait to be sent does (a server's, with its spool: lib/http/push.h),
+ * and nothing for one that writes them at once (the local store: backend.h's optional operations).
+ * cp_store_flush sends what waits (unless now, only once the back-off after a failure has passed):
+ * 0 when nothing waits, CP_STORE_SPOOLED when some still does, -errno.  cp_store_pending: whether
+ * appends wait to be sent at all, and the figures of what was sent, spooled, dropped and is pending
+ * (zeros before the first append).  cp_store_push_error: why the last push did not go through, or
+ * NULL.  cp_store_location: the store's URL, NULL for the local store. */
+struct cp_pusher_stats;
+int cp_store_flush(struct cp_store *s, bool now);
+bool cp_store_pending(struct cp_store *s, struct cp_pusher_stats *st);
+const char *cp_store_push_error(struct cp_store *s);
+const char *cp_store_location(const struct cp_store *s);
+/* Does the store downsample its own days (cp_store_compact)?  A server's does that itself. */
+bool cp_store_downsamples(const struct cp_store *s);
 /* A writer that runs for long (record): past bytes (0: no limit, the
  * default), the handle forgets the dictionary it keeps after an append, and
  * adds what comes next anew, equal entries included (lib/store/dict.h): its

@@ -276,8 +276,8 @@ START_TEST(test_backends_give_the_same_answers)
 	local = cp_store_open(ldir, CP_STORE_WRITE);
 	ck_assert_ptr_nonnull(local);
 	ck_assert_ptr_nonnull(remote);
-	ck_assert(!cp_store_is_remote(local));
-	ck_assert(cp_store_is_remote(remote));
+	ck_assert(cp_store_downsamples(local));
+	ck_assert(!cp_store_downsamples(remote)); /* a server downsamples its own */
 	ck_assert_int_eq(cp_store_append(local, as, 3), 0);
 	ck_assert_int_eq(cp_store_append(remote, as, 3), 0);
 	st[0] = local;
@@ -325,9 +325,18 @@ START_TEST(test_backends_give_the_same_answers)
 		free(type[k]);
 	}
 	/* what only a server's store has does nothing on a local one; what a server does itself is refused */
-	ck_assert_int_eq(cp_store_remote_flush(local, true), 0);
-	ck_assert_ptr_null(cp_store_remote_url(local));
-	ck_assert_str_eq(cp_store_remote_url(remote), url);
+	{
+		struct cp_pusher_stats ps = { .pending = 9 };
+
+		ck_assert_int_eq(cp_store_flush(local, true), 0);
+		ck_assert(!cp_store_pending(local, &ps));
+		ck_assert_uint_eq(ps.pending, 9); /* (untouched) */
+		ck_assert(cp_store_pending(remote, &ps));
+		ck_assert_uint_eq(ps.pending, 0);
+		ck_assert_ptr_null(cp_store_push_error(local));
+		ck_assert_ptr_null(cp_store_location(local));
+		ck_assert_str_eq(cp_store_location(remote), url);
+	}
 	ck_assert_int_eq(cp_store_retain(remote, 1), -EOPNOTSUPP);
 	cp_selector_free(sl);
 	cp_store_close(local);
@@ -357,8 +366,8 @@ START_TEST(test_append_to_a_spool_says_spooled)
 	r = cp_store_append(remote, &a, 1);
 	ck_assert_msg(r == CP_STORE_SPOOLED, "append: %d (%s)", r, r < 0 ? cp_errmsg(r) : "");
 	ck_assert_int_gt(CP_STORE_SPOOLED, 0);
-	ck_assert_int_eq(cp_store_remote_flush(remote, true), CP_STORE_SPOOLED);
-	ck_assert_ptr_nonnull(cp_store_remote_last_error(remote));
+	ck_assert_int_eq(cp_store_flush(remote, true), CP_STORE_SPOOLED);
+	ck_assert_ptr_nonnull(cp_store_push_error(remote));
 	local = cp_store_open(dir, CP_STORE_READ);
 	ck_assert_int_eq(cp_store_stats(local, &st), 0);
 	ck_assert_int_eq(st.entries, 0);

@@ -7,7 +7,11 @@
 
 #include <stddef.h>
 
-#include "store/store.h" /* struct cp_kv */
+/* One label, name=value (a series', a sample's, a scrape target's): the strings are borrowed, or
+ * owned where the holder says so. */
+struct cp_kv {
+	const char *name, *value;
+};
 
 /* Labels with owned strings; { 0 } is an empty set. */
 struct cp_labels {

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../labels.h" /* struct cp_kv */
 #include "../profile.h"
 #include "../selector.h"
 
@@ -38,9 +39,6 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode);
 /* Closes a store of either backend; NULL is fine. */
 void cp_store_close(struct cp_store *s);
 
-struct cp_kv {
-	const char *name, *value;
-};
 
 struct cp_store_append {
 	const struct cp_profile *profile;

@@ -296,7 +296,7 @@ struct cp_store *store_open_write(const char *verb, const char *dir, const char 
 		return NULL;
 	}
 	if (push) {
-		struct cp_remote_push o = { .pyroscope = push->api && !strcmp(push->api, "pyroscope"),
+		struct cp_remote_push o = { .api = push->api,
 					    .service_label = push->service_label,
 					    .tenant = push->tenant,
 					    .basic_user = push->basic_user };

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lib/push/protocol.h"
 #include "../lib/selector.h"
 #include "../lib/settings.h"
 #include "../lib/util.h"
@@ -24,7 +25,8 @@ bool push_option(struct push_args *a, int opt, const char *arg)
 
 int push_check(const char *verb, const char *url, struct push_args *a)
 {
-	bool pyro = a->api && !strcmp(a->api, "pyroscope");
+	const struct cp_push_protocol *p = cp_push_protocol_find(a->api);
+	char names[64];
 
 	if (!url && a->given)
 		return usage_error(verb, "--remote-api, --tenant, --basic-auth-user and --service-label go with --remote URL");
@@ -32,9 +34,9 @@ int push_check(const char *verb, const char *url, struct push_args *a)
 		memset(a, 0, sizeof(*a));
 		return EXIT_OK;
 	}
-	if (a->api && !pyro && strcmp(a->api, "cprof"))
-		return usage_error(verb, "--remote-api: cprof or pyroscope, not '%s'", a->api);
-	if (!pyro && (a->tenant || a->service_label))
+	if (!p)
+		return usage_error(verb, "--remote-api: %s, not '%s'", cp_push_protocol_names(names, sizeof(names)), a->api);
+	if (!p->service && (a->tenant || a->service_label))
 		return usage_error(verb, "--tenant and --service-label are for --remote-api pyroscope");
 	if (a->tenant && (!*a->tenant || strpbrk(a->tenant, "\r\n")))
 		return usage_error(verb, "--tenant: want a tenant ID on one line");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
@@ -48,41 +49,6 @@ int cp_pyro_label_name(char *name)
 	for (i = 0; name[i]; i++)
 		if (name[i] == '.')
 			name[i] = '_';
-	return 0;
-}
-
-/* s with Pyroscope's name syntax characters replaced, appended to f */
-static void pyro_put(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		fputc(strchr(",{}", *s) ? '_' : *s, f);
-}
-
-int cp_pyro_name_format(const char *app, const struct cp_kv *labels, size_t n, char **out)
-{
-	size_t len = 0;
-	FILE *f;
-
-	*out = NULL;
-	if (!(f = open_memstream(out, &len)))
-		return cp_error(ENOMEM, "out of memory");
-	pyro_put(f, app);
-	fputs("{service_name=", f);
-	pyro_put(f, app);
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(labels[i].name, "service_name"))
-			continue;
-		fputc(',', f);
-		pyro_put(f, labels[i].name);
-		fputc('=', f);
-		pyro_put(f, labels[i].value);
-	}
-	fputc('}', f);
-	if (fclose(f) || !*out) {
-		free(*out);
-		*out = NULL;
-		return cp_error(ENOMEM, "out of memory");
-	}
 	return 0;
 }
 
@@ -438,63 +404,6 @@ nomem:
 	errno = ENOMEM;
 	return NULL;
 }
-
-int cp_base64_decode(const char *s, size_t len, uint8_t **out, size_t *outlen)
-{
-	gnutls_datum_t in, res = { NULL, 0 };
-	char *copy = malloc(len + 4);
-	size_t i, n = 0;
-	int err;
-
-	if (!copy)
-		return cp_error(ENOMEM, "out of memory decoding base64 (%zu bytes)", len);
-	for (i = 0; i < len; i++) { /* URL-safe to standard; whitespace dropped */
-		char c = s[i];
-
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		copy[n++] = c == '-' ? '+' : c == '_' ? '/' : c;
-	}
-	while (n % 4)
-		copy[n++] = '=';
-	in.data = (unsigned char *)copy;
-	in.size = (unsigned)n;
-	if (n == 0) {
-		free(copy);
-		*out = malloc(1);
-		*outlen = 0;
-		return *out ? 0 : -ENOMEM;
-	}
-	err = gnutls_base64_decode2(&in, &res);
-	free(copy);
-	if (err < 0)
-		return cp_error(EINVAL, "bad base64: %s", gnutls_strerror(err));
-	*out = res.data;
-	*outlen = res.size;
-	return 0;
-}
-
-int cp_base64_encode(const uint8_t *d, size_t len, char **out, size_t *outlen)
-{
-	gnutls_datum_t in = { (unsigned char *)d, (unsigned)len }, res = { NULL, 0 };
-	int err;
-
-	if (len > (1u << 30))
-		return cp_error(EFBIG, "too large to encode");
-	if (!len) {
-		*out = strdup("");
-		*outlen = 0;
-		return *out ? 0 : -ENOMEM;
-	}
-	if ((err = gnutls_base64_encode2(&in, &res)) < 0)
-		return cp_error(ENOMEM, "base64: %s", gnutls_strerror(err));
-	*out = (char *)res.data;
-	*outlen = res.size;
-	return 0;
-}
-
-/* gnutls allocates with gnutls_malloc, which is malloc unless an
- * application replaced it; cprof does not */
 
 /* jansson takes ~50 bytes for a number and a few hundred for an empty
  * object: 30 MB of "{}," took 2.3 GB.  Counted on the text before it is

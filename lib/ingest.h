@@ -22,15 +22,6 @@ struct cp_pyro_name {
 int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out);
 void cp_pyro_name_release(struct cp_pyro_name *n);
 
-/* The other way: the name= of a push to Pyroscope's /ingest for a series
- * of service `app` with labels (n of them): "app{service_name=app,k=v,...}",
- * service_name first and given explicitly (an app name with a dot would
- * otherwise lose its last part to the type suffix), a label of the same
- * name left out.  Pyroscope's name syntax has no escapes: ',', '{' and '}'
- * in a value (and in app) become '_'.  Label names must be ones
- * cp_pyro_label_name takes (series label names are).  *out malloc'ed; 0 or
- * -ENOMEM. */
-int cp_pyro_name_format(const char *app, const struct cp_kv *labels, size_t n, char **out);
 
 /* The profile type a suffix and units give: name, sample type/unit, period
  * type/unit, and whether values are samples to multiply by 1e9/sampleRate. */
@@ -77,8 +68,5 @@ int cp_parca_writeraw(const char *body, size_t len,
 		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
 		      void *ctx);
 
-/* Base64 (standard or URL-safe, padding optional) and back; malloc'ed. */
-int cp_base64_decode(const char *s, size_t len, uint8_t **out, size_t *outlen);
-int cp_base64_encode(const uint8_t *d, size_t len, char **out, size_t *outlen);
 
 #endif

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base64.h"
 #include "decode_limits.h"
 #include "error.h"
 #include "folded.h"

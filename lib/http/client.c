@@ -433,3 +433,20 @@ int cp_read_token_file(const char *path, char **token)
 	free(data);
 	return *token ? 0 : cp_error(ENOMEM, "out of memory");
 }
+
+int cp_http_query_add(char **q, const char *name, const char *value)
+{
+	char *v = cp_http_escape(value), *n = cp_http_escape(name), *s = NULL;
+	int err = 0;
+
+	if (!v || !n || asprintf(&s, "%s%s%s=%s", *q ? *q : "", *q && **q ? "&" : "", n, v) < 0) {
+		s = NULL;
+		err = cp_error(ENOMEM, "out of memory");
+	} else {
+		free(*q);
+		*q = s;
+	}
+	free(v);
+	free(n);
+	return err;
+}

@@ -45,6 +45,9 @@ void cp_http_response_release(struct cp_http_response *r);
 
 /* s URL-encoded (everything but A-Z a-z 0-9 - . _ ~); malloc'ed, NULL + errno. */
 char *cp_http_escape(const char *s);
+/* Appends name=value (both escaped) to the query *q (malloc'ed; NULL: empty), with & between:
+ * 0 or -ENOMEM with the message. */
+int cp_http_query_add(char **q, const char *name, const char *value);
 
 /* For an answer outside 2xx: records the server's {"error": "..."} text (or
  * the start of the body) with the status as the cp_error message and

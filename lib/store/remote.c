@@ -13,8 +13,9 @@
 
 #include "../error.h"
 #include "../http/client.h"
-#include "../ingest.h"
+#include "../base64.h"
 #include "../pprof.h"
+#include "../push/protocol.h"
 #include "../util.h"
 #include "backend.h"
 
@@ -24,8 +25,8 @@ struct cp_remote {
 	char *url, *token, *spool_dir;
 	size_t spool_max;
 	struct cp_pusher *pusher; /* on first use */
-	bool pyroscope;
-	char *service_label, *spy_name;
+	const struct cp_push_protocol *proto; /* how appends are pushed: cprof's own, unless set */
+	struct cp_push_opts popts;            /* its settings (strings owned) */
 	char *headers[3]; /* the push's and the ping's extra headers, NULL-terminated */
 	size_t nheaders;
 };
@@ -44,6 +45,7 @@ struct cp_store *cp_store_open_remote(const char *url, const char *token, const 
 		goto out;
 	}
 	r->base.ops = &remote_ops;
+	r->proto = cp_push_protocol_find(NULL);
 	r->spool_max = spool_max;
 	if (!(r->c = cp_http_client_new(url, token, CP_REMOTE_TIMEOUT_MS)))
 		err = -errno;
@@ -65,8 +67,8 @@ static void remote_free(struct cp_remote *r)
 	free(r->url);
 	free(r->token);
 	free(r->spool_dir);
-	free(r->service_label);
-	free(r->spy_name);
+	free((char *)r->popts.service_label);
+	free((char *)r->popts.spy_name);
 	for (size_t i = 0; i < r->nheaders; i++)
 		free(r->headers[i]);
 	free(r);
@@ -83,24 +85,6 @@ static int pusher(struct cp_remote *r)
 }
 
 /* ---- requests ---- */
-
-/* a query argument: "&name=escaped value" appended to *q */
-static int add_arg(char **q, const char *name, const char *value)
-{
-	char *v = cp_http_escape(value), *n = cp_http_escape(name), *s = NULL;
-	int err = 0;
-
-	if (!v || !n || asprintf(&s, "%s%s%s=%s", *q ? *q : "", *q && **q ? "&" : "", n, v) < 0) {
-		s = NULL;
-		err = cp_error(ENOMEM, "out of memory");
-	} else {
-		free(*q);
-		*q = s;
-	}
-	free(v);
-	free(n);
-	return err;
-}
 
 /* a time as the server's times take it: 19 digits of nanoseconds when it
  * has them, else RFC 3339 with nanoseconds */
@@ -131,7 +115,7 @@ static int selector_arg(char **q, const char *name, const struct cp_selector *se
 {
 	if (sel && !sel->src)
 		return cp_error(EINVAL, "a selector without its text cannot be sent to a server");
-	return add_arg(q, name, sel ? sel->src : "");
+	return cp_http_query_add(q, name, sel ? sel->src : "");
 }
 
 static int range_args(char **q, const struct cp_store_query *sq)
@@ -139,8 +123,8 @@ static int range_args(char **q, const struct cp_store_query *sq)
 	char a[64], b[64];
 	int err;
 
-	if ((err = add_arg(q, "from", fmt_time(sq->from, a, sizeof(a)))) ||
-	    (err = add_arg(q, "to", fmt_time(sq->to, b, sizeof(b)))))
+	if ((err = cp_http_query_add(q, "from", fmt_time(sq->from, a, sizeof(a)))) ||
+	    (err = cp_http_query_add(q, "to", fmt_time(sq->to, b, sizeof(b)))))
 		return err;
 	return 0;
 }
@@ -339,15 +323,15 @@ static int remote_select(struct cp_remote *r, const struct cp_store_query *q, st
 	int err;
 
 	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)) ||
-	    (q->process_labels && (err = add_arg(&args, "process_labels", "1"))))
+	    (q->process_labels && (err = cp_http_query_add(&args, "process_labels", "1"))))
 		goto out;
 	if (q->group_by) {
-		if ((err = add_arg(&args, "format", "groups")) || (err = add_arg(&args, "group_by", q->group_by)))
+		if ((err = cp_http_query_add(&args, "format", "groups")) || (err = cp_http_query_add(&args, "group_by", q->group_by)))
 			goto out;
 		err = select_groups(r, args, out, n);
 		goto out;
 	}
-	if ((err = add_arg(&args, "format", "pprof")) || (err = get(r, "/api/v1/profile", args, &resp)))
+	if ((err = cp_http_query_add(&args, "format", "pprof")) || (err = get(r, "/api/v1/profile", args, &resp)))
 		goto out;
 	if (!(res = calloc(1, sizeof(*res))) || !(res->group = strdup(""))) {
 		err = cp_error(ENOMEM, "out of memory");
@@ -399,7 +383,7 @@ static int remote_over_time(struct cp_remote *r, const struct cp_store_query *q,
 		return cp_error(EINVAL, "a server takes steps of whole milliseconds");
 	snprintf(stepbuf, sizeof(stepbuf), "%" PRId64 "ms", step / 1000000);
 	if ((err = selector_arg(&args, "query", q->sel)) || (err = range_args(&args, q)) ||
-	    (err = add_arg(&args, "step", stepbuf)) || (err = get_json(r, path, args, &j)))
+	    (err = cp_http_query_add(&args, "step", stepbuf)) || (err = get_json(r, path, args, &j)))
 		goto out;
 	jt = json_object_get(j, "type");
 	points = json_object_get(j, "points");
@@ -490,8 +474,7 @@ static int remote_ping(struct cp_remote *r)
 	int err;
 
 	cp_http_client_set_timeout(r->c, CP_PUSH_TIMEOUT_MS);
-	err = cp_http_request(r->c, "GET", r->pyroscope ? "/ready" : "/healthz", (const char *const *)r->headers, NULL, 0,
-			      &resp);
+	err = cp_http_request(r->c, "GET", r->proto->ping_path, (const char *const *)r->headers, NULL, 0, &resp);
 	cp_http_client_set_timeout(r->c, CP_REMOTE_TIMEOUT_MS);
 	if (err)
 		return 1; /* no answer */
@@ -506,110 +489,9 @@ static int remote_ping(struct cp_remote *r)
 
 /* ---- writing ---- */
 
-static int push_query(const struct cp_store_append *a, char **q)
-{
-	char t[32];
-	int err;
-
-	*q = NULL;
-	if (a->name && (err = add_arg(q, "name", a->name)))
-		return err;
-	if (a->time_ns) {
-		snprintf(t, sizeof(t), "%" PRId64, a->time_ns);
-		if ((err = add_arg(q, "time", t)))
-			return err;
-	}
-	for (size_t i = 0; i < a->nlabels; i++) {
-		if (!strcmp(a->labels[i].name, "name") || !strcmp(a->labels[i].name, "time"))
-			return cp_error(EINVAL, "a series label cannot be called '%s' when pushing to a server "
-						"(the push API takes name and time for itself)",
-					a->labels[i].name);
-		if ((err = add_arg(q, a->labels[i].name, a->labels[i].value)))
-			return err;
-	}
-	if (!*q && !(*q = strdup("")))
-		return cp_error(ENOMEM, "out of memory");
-	return 0;
-}
-
-static const char *label_of(const struct cp_store_append *a, const char *name)
-{
-	for (size_t i = 0; name && i < a->nlabels; i++)
-		if (!strcmp(a->labels[i].name, name))
-			return a->labels[i].value;
-	return NULL;
-}
-
-/* Pyroscope's /ingest, as its clients call it (cp_store_remote_set_push) */
-static int pyroscope_target(const struct cp_remote *r, const struct cp_store_append *a, char **q)
-{
-	static const char *const fallback[] = { "service_name", "job", "comm" };
-	const char *service = label_of(a, r->service_label ? r->service_label : "comm"), *skip;
-	int64_t t = a->time_ns ? a->time_ns : a->profile->time_nanos ? a->profile->time_nanos : cp_now_ns();
-	int64_t d = a->profile->duration_nanos;
-	/* from and until: the interval in unix seconds, until at least a second after from */
-	int64_t from = t / 1000000000, until = (t + (d > 0 ? d : 0) + 999999999) / 1000000000;
-	struct cp_kv *tags;
-	char *name = NULL, num[32];
-	size_t n = 0;
-	int err;
-
-	for (size_t i = 0; !service && i < sizeof(fallback) / sizeof(fallback[0]); i++)
-		service = label_of(a, fallback[i]);
-	if (!service || !*service)
-		service = "cprof";
-	skip = r->service_label ? r->service_label : "comm";
-	if (until <= from)
-		until = from + 1;
-	if (!(tags = calloc(a->nlabels + 1, sizeof(*tags))))
-		return cp_error(ENOMEM, "out of memory");
-	for (size_t i = 0; i < a->nlabels; i++)
-		if (strcmp(a->labels[i].name, skip))
-			tags[n++] = a->labels[i];
-	err = cp_pyro_name_format(service, tags, n, &name);
-	free(tags);
-	/* the arguments in the order the official Node.js client sends them */
-	*q = NULL;
-	if (!err)
-		err = add_arg(q, "format", "pprof");
-	if (!err) {
-		snprintf(num, sizeof(num), "%" PRId64, from);
-		err = add_arg(q, "from", num);
-	}
-	if (!err)
-		err = add_arg(q, "name", name);
-	if (!err)
-		err = add_arg(q, "spyName", r->spy_name ? r->spy_name : "cprof");
-	if (!err) {
-		snprintf(num, sizeof(num), "%" PRId64, until);
-		err = add_arg(q, "until", num);
-	}
-	if (!err && a->profile->period > 0 &&
-	    !strcmp(cp_profile_string(a->profile, a->profile->period_type.unit), "nanoseconds")) {
-		snprintf(num, sizeof(num), "%" PRId64, (int64_t)((1000000000 + a->profile->period / 2) / a->profile->period));
-		err = add_arg(q, "sampleRate", num);
-	}
-	if (!err) {
-		char *full = NULL;
-
-		if (asprintf(&full, "/ingest?%s", *q) < 0)
-			err = cp_error(ENOMEM, "out of memory");
-		else {
-			free(*q);
-			*q = full;
-		}
-	}
-	free(name);
-	if (err) {
-		free(*q);
-		*q = NULL;
-	}
-	return err;
-}
-
 static int push_target(const struct cp_remote *r, const struct cp_store_append *a, char **q)
 {
-	return r->pyroscope ? pyroscope_target(r, a, q) : push_query(a, q);
+	return r->proto->target(&r->popts, a, q);
 }
 
 static bool in_part(const struct cp_profile *src, uint32_t sample, void *arg)
@@ -790,12 +672,13 @@ int cp_store_remote_set_push(struct cp_store *s, const struct cp_remote_push *o)
 
 	if (!r)
 		return 0;
-	r->pyroscope = o->pyroscope;
-	free(r->service_label);
-	free(r->spy_name);
-	r->service_label = o->service_label ? strdup(o->service_label) : NULL;
-	r->spy_name = o->spy_name ? strdup(o->spy_name) : NULL;
-	if ((o->service_label && !r->service_label) || (o->spy_name && !r->spy_name))
+	if (!(r->proto = cp_push_protocol_find(o->api)))
+		return cp_error(EINVAL, "unknown push API '%.32s'", o->api);
+	free((char *)r->popts.service_label);
+	free((char *)r->popts.spy_name);
+	r->popts.service_label = o->service_label ? strdup(o->service_label) : NULL;
+	r->popts.spy_name = o->spy_name ? strdup(o->spy_name) : NULL;
+	if ((o->service_label && !r->popts.service_label) || (o->spy_name && !r->popts.spy_name))
 		return cp_error(ENOMEM, "out of memory");
 	for (; r->nheaders; r->nheaders--)
 		free(r->headers[r->nheaders - 1]), r->headers[r->nheaders - 1] = NULL;

@@ -30,19 +30,15 @@
 struct cp_store *cp_store_open_remote(const char *url, const char *token, const char *spool_dir, size_t spool_max);
 
 /* How appends are pushed; set before the first append (default: cprof's own
- * /api/v1/push).  With pyroscope, each profile goes to Pyroscope's POST
- * /ingest as its official clients send it: format=pprof, from and until
- * (unix seconds: the interval), name=SERVICE{service_name=SERVICE,k=v,...}
- * (cp_pyro_name_format: SERVICE is the value of service_label, else of
- * service_name, job or comm, else "cprof"; the other series labels are
- * tags), spyName, sampleRate (for a profile with a period), the body the
- * gzipped pprof as application/octet-stream; the server names the types
- * from the pprof's sample types.  Then the ping asks GET /ready.  tenant
+ * /api/v1/push): the protocol api of lib/push/protocol.h's table (pyroscope:
+ * Pyroscope's POST /ingest as its official clients send it), whose target
+ * each profile goes to, the gzipped pprof as the body, and whose ping path
+ * the ping asks (pyroscope: GET /ready).  tenant
  * goes as X-Scope-OrgID; basic_user sends the token as the password of HTTP
  * basic auth instead of as a bearer token.  Strings are copied.  0 or
  * -ENOMEM, -EINVAL (a header value with a line break). */
 struct cp_remote_push {
-	bool pyroscope;
+	const char *api;           /* a push protocol's name (lib/push/protocol.h; NULL: cprof's) */
 	const char *service_label; /* NULL: comm */
 	const char *spy_name;      /* NULL: cprof */
 	const char *tenant;        /* NULL: none */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "ingest.h"
 #include "pprof.h"
 #include "profile.h"

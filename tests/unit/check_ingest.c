@@ -13,6 +13,7 @@
 #include "error.h"
 #include "ingest.h"
 #include "profile.h"
+#include "push/protocol.h"
 #include "store/store.h"
 
 /* ---- label names ---- */

@@ -227,7 +227,7 @@ bool from_config(void);
 /* --log-level error|warn|info|debug: EXIT_OK or a usage error (printed). */
 int parse_log_level(const char *verb, const char *arg);
 
-/* record and top: the debuginfod servers to fetch debug files from (cmd/sampling.c: $DEBUGINFOD_URLS is taken
+/* record and top: the debuginfod servers to fetch debug files from (cmd/util_sampling.c: $DEBUGINFOD_URLS is taken
  * out of the environment at start-up, as libdw must not fetch on the sampling path). */
 struct debuginfod_opt {
 	const char *urls; /* --debuginfod */

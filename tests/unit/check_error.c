@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include "error.h"
-
-#define ck_assert_contains(h, n)                                                                   \
-	ck_assert_msg(strstr((h), (n)) != NULL, "'%s' does not contain '%s'", (h), (n))
+#include "testutil.h"
 
 START_TEST(test_error_format)
 {

@@ -13,12 +13,7 @@
 #include "index.h"
 #include "profile.h"
 #include "strtab.h"
-
-#define ck_assert_contains(h, n)                                                                   \
-	do {                                                                                       \
-		const char *h_ = (h), *n_ = (n);                                                   \
-		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
-	} while (0)
+#include "testutil.h"
 
 /* ---- helpers ---- */
 

@@ -21,12 +21,6 @@
 #include "testutil.h"
 #include "util.h"
 
-#define ck_assert_contains(h, n)                                                                               \
-	do {                                                                                                   \
-		const char *h_ = (h), *n_ = (n);                                                               \
-		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_);     \
-	} while (0)
-
 /* ---- a server that records the pushes it stores ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

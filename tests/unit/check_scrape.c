@@ -23,12 +23,6 @@
 
 #define SEC ((int64_t)1000000000)
 
-#define ck_assert_contains(h, n)                                                                               \
-	do {                                                                                                   \
-		const char *h_ = (h), *n_ = (n);                                                               \
-		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_);     \
-	} while (0)
-
 /* ---- the target: /debug/pprof/allocs, grown by each request ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

@@ -9,12 +9,7 @@
 
 #include "error.h"
 #include "selector.h"
-
-#define ck_assert_contains(h, n)                                                                   \
-	do {                                                                                       \
-		const char *h_ = (h), *n_ = (n);                                                   \
-		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
-	} while (0)
+#include "testutil.h"
 
 #define NS 1000000000LL
 #define FULL_CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"

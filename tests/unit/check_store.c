@@ -29,12 +29,6 @@
 #include "store/store.h"
 #include "testutil.h"
 
-#define ck_assert_contains(h, n)                                                                   \
-	do {                                                                                       \
-		const char *h_ = (h), *n_ = (n);                                                   \
-		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
-	} while (0)
-
 #define NS 1000000000LL
 #define MS 1000000LL
 /* 2026-11-18T11:06:40Z */

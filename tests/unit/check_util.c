@@ -19,12 +19,6 @@
 #include "util.h"
 #include "testutil.h"
 
-#define ck_assert_contains(h, n)                                                                   \
-	do {                                                                                       \
-		const char *h_ = (h), *n_ = (n);                                                   \
-		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
-	} while (0)
-
 /* ---- a scratch directory per test ---- */
 
 static char dir[PATH_MAX];

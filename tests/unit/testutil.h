@@ -12,6 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Does the string h contain n?  (NULL fails, saying so.) */
+#define ck_assert_contains(h, n)                                                                               \
+	do {                                                                                                   \
+		const char *h_ = (h), *n_ = (n);                                                               \
+		ck_assert_msg(h_ && strstr(h_, n_), "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_);     \
+	} while (0)
+
 /* Remove a file or a directory tree (a test's scratch directory). */
 static inline void rm_rf(const char *path)
 {

@@ -766,8 +766,10 @@ static int rollup_period(struct cp_dict *d, int64_t t0, int64_t len, struct cp_c
 		return err;
 	g.thin = thin;
 	if ((err = cp_db_prepare(db, "SELECT coalesce(max(step), 0), coalesce(sum(entries), 0) FROM blocks"
-				  " WHERE t_max >= ?1 AND t_min < ?2", &meta)))
+				  " WHERE t_max >= ?1 AND t_min < ?2", &meta))) {
+		free(thin);
 		return err;
+	}
 	sqlite3_bind_int64(meta, 1, t0);
 	sqlite3_bind_int64(meta, 2, t0 + len);
 	if (sqlite3_step(meta) == SQLITE_ROW) {

@@ -66,13 +66,14 @@ struct {
 	__type(value, struct cp_sample_buf);
 } scratch SEC(".maps");
 
-/* CPython processes, by tgid: where their frames are (user space fills it) */
+/* processes that run a runtime of bpf/runtimes.h, by tgid: which, and where
+ * its frames are (user space fills it) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, struct cp_py_proc);
-} pyprocs SEC(".maps");
+	__type(value, struct cp_rt_proc);
+} rtprocs SEC(".maps");
 
 /* off-CPU: when the thread left the CPU and why, kept with the thread (not
  * per CPU: it comes back on another one) */
@@ -113,16 +114,6 @@ static __always_inline bool wanted(__u32 tgid, __u32 tid)
 	return true;
 }
 
-static __always_inline __u64 field(const __u8 *buf, __u16 off)
-{
-	__u64 v = 0;
-
-	off &= 127;
-	if (off <= CP_PY_FRAME_READ - 8)
-		__builtin_memcpy(&v, buf + off, 8);
-	return v;
-}
-
 static __always_inline __u64 ptr_at(__u64 addr)
 {
 	__u64 v = 0;
@@ -132,95 +123,40 @@ static __always_inline __u64 ptr_at(__u64 addr)
 	return v;
 }
 
-/* The walk over a CPython process's thread states, then frames (bpf_loop
- * callbacks: verified once, not once per step) */
-struct py_walk {
-	const struct cp_py_proc *pp;
-	__u32 tid, n;
-	__u64 ts, frame, hit; /* hit: ts is the sampled thread's */
-	struct cp_sample_rec *r;
-	__u64 off; /* where the frames go: ustack[off] */
-};
+/* the runtimes' walkers (bpf/runtimes.h), which use ptr_at() */
+#define CP_BPF_WALKERS
+#include "runtimes.h"
 
-static long py_thread_step(__u32 i, void *arg)
+/* The sampled thread's runtime frames, into b right after its stack (at
+ * ustack[off]: the buffer has room for them past the stack's end), by the
+ * walker of the runtime tgid runs.  Their size in bytes, 0 when tgid runs
+ * none (user space fills rtprocs).  A global function: the verifier checks
+ * it once on its own, instead of once for each of the many ways through the
+ * stack copy in send() (219k instructions processed at load with CPython's
+ * walker inlined there, 18k without: most of the recorder's start-up). */
+__noinline __u64 rt_frames(struct cp_sample_buf *b, __u32 tgid, __u32 tid, __u64 off)
 {
-	struct py_walk *w = arg;
-
-	(void)i;
-	if (!w->ts)
-		return 1;
-	if ((__u32)ptr_at(w->ts + w->pp->tstate_native_tid) == w->tid) {
-		w->hit = 1;
-		return 1;
-	}
-	w->ts = ptr_at(w->ts + w->pp->tstate_next);
-	return 0;
-}
-
-static long py_frame_step(__u32 i, void *arg)
-{
-	struct py_walk *w = arg;
-	const struct cp_py_proc *pp = w->pp;
-	struct cp_py_frame *f;
-	__u8 buf[128];
-	__u64 code, off;
-
-	if (!w->frame || i >= CP_PY_FRAMES_MAX)
-		return 1;
-	if (bpf_probe_read_user(buf, CP_PY_FRAME_READ, (void *)w->frame))
-		return 1;
-	code = field(buf, pp->frame_code) & ~7ull;
-	if (pp->frame_is_entry < CP_PY_FRAME_READ && buf[pp->frame_is_entry] & 1)
-		code |= CP_PY_ENTRY;
-	if (pp->frame_owner < CP_PY_FRAME_READ) {
-		__u8 owner = buf[pp->frame_owner];
-
-		if (owner == pp->owner_generator)
-			code |= CP_PY_GENERATOR;
-		if (owner == pp->owner_cstack)
-			code |= CP_PY_ENTRY | CP_PY_SHIM;
-	}
-	off = w->off + (__u64)i * sizeof(struct cp_py_frame);
-	if (off > CP_USTACK_MAX + (CP_PY_FRAMES_MAX - 1) * sizeof(struct cp_py_frame))
-		return 1;
-	f = (struct cp_py_frame *)&w->r->ustack[off];
-	f->code = code;
-	f->instr = field(buf, pp->frame_instr);
-	w->n = i + 1;
-	w->frame = field(buf, pp->frame_previous);
-	return 0;
-}
-
-/* A CPython thread's Python frames, into b right after its stack (at
- * ustack[off]: the buffer has room for them past the stack's end): the
- * sampled thread's state, then its frames.  Their size in bytes, 0 when tgid
- * is not a CPython process (user space fills pyprocs).  A global function:
- * the verifier checks it once on its own, instead of once for each of the
- * many ways through the stack copy in send() (219k instructions processed
- * at load with it inlined, 18k without: most of the recorder's start-up). */
-__noinline __u64 py_frames(struct cp_sample_buf *b, __u32 tgid, __u32 tid, __u64 off)
-{
-	const struct cp_py_proc *pp;
-	struct py_walk w = {};
+	const struct cp_rt_proc *rp;
+	__u32 n = 0;
 
 	if (!b)
 		return 0;
-	pp = bpf_map_lookup_elem(&pyprocs, &tgid);
-	if (!pp)
+	rp = bpf_map_lookup_elem(&rtprocs, &tgid);
+	if (!rp)
 		return 0;
-	w.pp = pp;
-	w.tid = tid;
-	w.r = &b->r;
-	w.off = off;
-	w.ts = ptr_at(ptr_at(pp->runtime + pp->runtime_interp_head) + pp->interp_threads_head);
-	bpf_loop(CP_PY_THREADS_MAX, py_thread_step, &w, 0);
-	if (w.hit) {
-		w.frame = pp->tstate_cframe ? ptr_at(ptr_at(w.ts + pp->tstate_cframe) + pp->cframe_current_frame)
-					    : ptr_at(w.ts + pp->tstate_current_frame);
-		bpf_loop(CP_PY_FRAMES_MAX, py_frame_step, &w, 0);
+	switch (rp->runtime) {
+#define CP_RT_WALK(id, name)                                     \
+	case id:                                                 \
+		n = name##_frames(rp->data, &b->r, tid, off);    \
+		break;
+		CP_RUNTIMES(CP_RT_WALK)
+#undef CP_RT_WALK
 	}
-	b->r.py_frames = w.n;
-	return (__u64)w.n * sizeof(struct cp_py_frame);
+	if (n > CP_RT_FRAMES_MAX)
+		n = 0;
+	b->r.rt_frames = n;
+	b->r.runtime = n ? rp->runtime : 0;
+	return (__u64)n * sizeof(struct cp_rt_frame);
 }
 
 /* A record of the current task, its kernel stack (from ctx) and its user
@@ -232,7 +168,7 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 {
 	struct cp_sample_buf *b;
 	struct cp_sample_rec *r;
-	__u64 pylen = 0;
+	__u64 rtlen = 0;
 	struct task_struct *task;
 	__u32 zero = 0;
 	__u64 ulen;
@@ -256,7 +192,8 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 	r->offcpu_seq = offcpu_seq;
 	r->offcpu_thr = offcpu_thr;
 	r->offcpu_state = offcpu_state;
-	r->py_frames = 0;
+	r->rt_frames = 0;
+	r->runtime = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	BPF_CORE_READ_STR_INTO(&r->pcomm, task, group_leader, comm);
 
@@ -353,22 +290,23 @@ static __always_inline void send(void *ctx, struct cp_sampler_stats *st, __u32 t
 	ulen = r->ustack_len;
 	if (ulen > CP_USTACK_MAX)
 		ulen = CP_USTACK_MAX;
-	/* a CPython thread: its Python frames, after the stack (8-aligned) */
+	/* a runtime's thread: its frames, after the stack (8-aligned) */
 	if (!(r->flags & CP_SAMPLE_KTHREAD)) {
 		__u64 off = (ulen + 7) & ~7ull;
 
 		if (off > CP_USTACK_MAX)
 			off = CP_USTACK_MAX;
-		pylen = py_frames(b, tgid, tid, off);
-		if (pylen > CP_PY_FRAMES_MAX * sizeof(struct cp_py_frame)) {
-			pylen = 0;
-			r->py_frames = 0;
+		rtlen = rt_frames(b, tgid, tid, off);
+		if (rtlen > CP_RT_FRAMES_MAX * sizeof(struct cp_rt_frame)) {
+			rtlen = 0;
+			r->rt_frames = 0;
+			r->runtime = 0;
 		}
-		if (pylen)
+		if (rtlen)
 			ulen = off;
 	}
 	wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8;
-	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen + pylen,
+	if (bpf_ringbuf_output(&samples, r, __builtin_offsetof(struct cp_sample_rec, ustack) + ulen + rtlen,
 			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		st->dropped++;
 }
@@ -494,7 +432,8 @@ int BPF_PROG(cp_switch, bool preempt, struct task_struct *prev, struct task_stru
 			r->offcpu_seq = o->seq;
 			r->offcpu_thr = 0;
 			r->offcpu_state = o->state;
-			r->py_frames = 0;
+			r->rt_frames = 0;
+			r->runtime = 0;
 			if (bpf_ringbuf_output(&samples, r, CP_SAMPLE_END_LEN, BPF_RB_NO_WAKEUP))
 				st->dropped++;
 		}

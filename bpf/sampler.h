@@ -34,37 +34,28 @@ enum { CP_REG_IP, CP_REG_SP, CP_REG_BP, CP_REG_BX, CP_REG_R12, CP_REG_R13, CP_RE
 
 #define CP_SAMPLE_END_LEN __builtin_offsetof(struct cp_sample_rec, comm)
 
-/* Python: where a CPython process keeps its frames, per version (user space's
- * lib/sampling/python.c fills one per process into the pyprocs map).  From
- * runtime (the address of _PyRuntime): the first interpreter, its first
- * thread state, the list of thread states (next) to the sampled thread's
- * (native_thread_id); its current frame (through cframe when
- * tstate_cframe is not 0, as in 3.11 and 3.12); then the frames (previous),
- * each read whole (CP_PY_FRAME_READ bytes).  An evaluation loop's first frame
- * is marked by a flag (frame_is_entry < CP_PY_FRAME_READ: 3.11) or followed
- * by a frame owned by the C stack (owner_cstack: 3.12, 3.13). */
-#define CP_PY_FRAMES_MAX 96     /* Python frames sent per sample */
-#define CP_PY_THREADS_MAX 64    /* thread states looked at for the sampled thread */
-#define CP_PY_FRAME_READ 80
-struct cp_py_proc {
-	__u64 runtime;
-	__u16 runtime_interp_head, interp_threads_head, tstate_next, tstate_native_tid;
-	__u16 tstate_cframe, cframe_current_frame, tstate_current_frame;
-	__u16 frame_code, frame_previous, frame_instr, frame_is_entry, frame_owner;
-	__u16 frame_len, owner_generator;
-	__u16 owner_cstack; /* 3.12+: the entry frame an evaluation loop puts on the C stack */
-	__u16 pad[3];
+/* A runtime's frames (an interpreter's functions, beside the native stack):
+ * bpf/runtimes.h lists the runtimes.  User space tells the program which
+ * processes run one (the rtprocs map, by tgid: struct cp_rt_proc, the
+ * runtime's own data in data[]), and a sample of such a process carries its
+ * frames after the user stack (at its length rounded up to 8), tagged with
+ * the runtime's id (cp_sample_rec.runtime).  A frame is two words: addr, the
+ * runtime's function (a code object, say) with flags in its low 3 bits, and
+ * data, where in it (an instruction's address).  CP_RT_ENTRY marks the first
+ * frame of an interpreter's loop: the frames up to it go above the loop's
+ * native frame (the process's entry range, found by user space). */
+#define CP_RT_FRAMES_MAX 96 /* runtime frames sent per sample */
+#define CP_RT_PROC_DATA 48  /* bytes of a runtime's per-process data */
+#define CP_RT_ENTRY 1ull    /* the first frame of an interpreter loop */
+#define CP_RT_FLAG 2ull     /* the runtime's own (CPython: a generator's frame) */
+#define CP_RT_SHIM 4ull     /* a loop's entry marker with no function (CP_RT_ENTRY too) */
+struct cp_rt_frame {
+	__u64 addr, data;
 };
-/* A Python frame as sent, after the user stack (at its length rounded up to
- * 8): the code object's address with CP_PY_ENTRY (the frame was the first of
- * an evaluation loop: _PyEval_EvalFrameDefault's), CP_PY_GENERATOR (a
- * generator's or coroutine's frame) and CP_PY_SHIM in its low bits, and the
- * address of the instruction last started (3.13: being run). */
-#define CP_PY_ENTRY 1ull
-#define CP_PY_GENERATOR 2ull
-#define CP_PY_SHIM 4ull /* 3.12+: the C stack's entry frame, no Python function (CP_PY_ENTRY too) */
-struct cp_py_frame {
-	__u64 code, instr;
+struct cp_rt_proc {
+	__u32 runtime; /* bpf/runtimes.h's id */
+	__u32 pad;
+	__u8 data[CP_RT_PROC_DATA] __attribute__((aligned(8))); /* the runtime's (bpf/runtimes/NAME.h) */
 };
 
 struct cp_sample_rec {
@@ -78,7 +69,8 @@ struct cp_sample_rec {
 				   * included: exact, where the waits chosen are a sample */
 	__u32 offcpu_seq, offcpu_thr; /* CP_SAMPLE_OFFCPU(_END) */
 	__u32 offcpu_state;       /* CP_SAMPLE_OFFCPU(_END): CP_OFFCPU_* */
-	__u32 py_frames;          /* Python frames after the user stack (struct cp_py_frame) */
+	__u16 rt_frames;          /* runtime frames after the user stack (struct cp_rt_frame) */
+	__u16 runtime;            /* whose (bpf/runtimes.h's id; 0: none) */
 	char comm[CP_COMM_LEN];   /* the thread's name */
 	char pcomm[CP_COMM_LEN];  /* the process's (thread group leader's) name */
 	__u64 regs[CP_NREGS];
@@ -87,10 +79,10 @@ struct cp_sample_rec {
 	__u8 ustack[CP_USTACK_MAX];   /* only ustack_len bytes are sent */
 };
 
-/* where a record is put together: the Python frames follow the stack copied */
+/* where a record is put together: the runtime frames follow the stack copied */
 struct cp_sample_buf {
 	struct cp_sample_rec r;
-	struct cp_py_frame py[CP_PY_FRAMES_MAX];
+	struct cp_rt_frame rt[CP_RT_FRAMES_MAX];
 };
 
 /* per-CPU counters, summed by user space */

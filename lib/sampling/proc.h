@@ -64,10 +64,13 @@ struct cp_proc {
 	uint64_t exec_time;           /* of its last exec record (CLOCK_MONOTONIC ns), 0 unknown */
 	bool exe_from_mmap;           /* next file mapping after exec names the exe */
 	struct cp_perfmap *jit;
-	/* CPython (the recorder's, python.h): its evaluation loop's addresses */
-	uint64_t py_eval_lo, py_eval_hi; /* 0, 0: not a known CPython */
-	uint32_t py_gen;                 /* maps_gen + 1 when last looked at (0: never) */
-	unsigned py_layout;
+	/* the runtime it runs (the recorder's, runtime.h): which (0: none), the
+	 * native frames its frames go above (an interpreter loop's addresses),
+	 * the runtime's layout */
+	uint32_t rt_id;
+	uint64_t rt_entry_lo, rt_entry_hi;
+	uint32_t rt_gen; /* maps_gen + 1 when last looked at (0: never) */
+	unsigned rt_layout;
 	void *user;                   /* the caller's (record: this interval's profile) */
 };
 

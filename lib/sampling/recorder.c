@@ -14,7 +14,7 @@
 #include "offtotals.h"
 #include "../log.h"
 #include "recorder.h"
-#include "python.h"
+#include "runtime.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "budget.h"
@@ -35,7 +35,7 @@ struct cp_recorder {
 	struct cp_procs *procs;
 	struct cp_unwinder *unw;
 	struct cp_symbolizer *sym;
-	struct cp_python *py;       /* CPython frames (NULL: out of memory at start: none) */
+	struct cp_runtimes *rts;    /* the runtimes whose frames samples carry (runtime.h) */
 	struct cp_debuginfod *dbgd; /* NULL: no servers */
 	struct cp_sampler *sampler;
 	struct cp_profile *one; /* !for_store: everything in one profile */
@@ -62,7 +62,7 @@ struct cp_recorder {
 	struct cp_offtotals *offtotals; /* the exact totals the sampled waits are scaled to */
 };
 
-static void python_check(struct cp_recorder *r, struct cp_proc *p);
+static void runtime_check(struct cp_recorder *r, struct cp_proc *p);
 
 /* a process's profiles of the interval (its cp_proc's user pointer) */
 struct profs {
@@ -167,38 +167,50 @@ static void main_mapping_first(struct cp_recorder *r, struct cp_profile *prof, s
 	}
 }
 
-/* The location of Python frame f of process p in prof (the memo's, else
- * made), or 0 when the frame is left out (not running yet, or unreadable
- * and ...), -1 when out of memory. */
-static int64_t python_location(struct cp_recorder *r, struct cp_profile *prof, struct cp_proc *p, uint32_t mpid,
-			       const struct cp_py_frame *f)
+/* a sample's runtime frames: n of runtime id's */
+struct rtframes {
+	uint32_t id, n;
+	const struct cp_rt_frame *f;
+};
+
+/* The location of runtime frame f (runtime id) of process p in prof (the
+ * memo's, else made), or 0 when the frame is left out (not running yet), -1
+ * when out of memory.  A frame that cannot be read is one all the same,
+ * named for the runtime ("[python]"). */
+static int64_t runtime_location(struct cp_recorder *r, struct cp_profile *prof, struct cp_proc *p, uint32_t mpid,
+				uint32_t id, const struct cp_rt_frame *f)
 {
-	uint64_t code = f->code & ~7ull, key = f->instr | 1ull << 63; /* not a native pc */
-	const struct cp_py_code *c;
-	int64_t line, loc, map;
-	bool skip;
+	const struct cp_runtime *rt = cp_runtime_find(id);
+	uint64_t key = f->data | 1ull << 63; /* not a native pc */
+	struct cp_rt_name nm = { 0 };
+	char mapname[64];
+	int64_t loc, map;
+	int got;
 
 	if ((loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER)))
 		return loc;
-	c = cp_python_code(r->py, p->pid, p->py_layout, code, f->instr, f->code & CP_PY_GENERATOR, &line, &skip);
-	if (skip)
+	if (!rt)
 		return 0;
-	map = cp_profile_mapping(prof, &(struct cp_mapping){ .filename = (uint32_t)cp_profile_str(prof, "[python]"),
+	got = cp_runtimes_frame(r->rts, id, p->pid, p->rt_layout, f, &nm);
+	if (got > 0)
+		return 0;
+	snprintf(mapname, sizeof(mapname), "[%s]", rt->name);
+	map = cp_profile_mapping(prof, &(struct cp_mapping){ .filename = (uint32_t)cp_profile_str(prof, mapname),
 							    .has_functions = true, .has_filenames = true,
 							    .has_line_numbers = true });
 	if (map < 0)
 		return -1;
-	if (!c) { /* gone, or not a code object: a frame all the same */
-		struct cp_function fn = { (uint32_t)cp_profile_str(prof, "[python]"), 0, 0, 0 };
+	if (got < 0) { /* gone, or not a function of the runtime's: a frame all the same */
+		struct cp_function fn = { (uint32_t)cp_profile_str(prof, mapname), 0, 0, 0 };
 		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), 0, 0 };
 
 		loc = cp_profile_location(prof, (uint32_t)map, 0, &l, 1, false);
 	} else {
-		struct cp_function fn = { (uint32_t)cp_profile_str(prof, c->label), (uint32_t)cp_profile_str(prof, c->name),
-					  (uint32_t)cp_profile_str(prof, c->file), c->first_line };
-		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), line > 0 ? line : 0, 0 };
+		struct cp_function fn = { (uint32_t)cp_profile_str(prof, nm.label), (uint32_t)cp_profile_str(prof, nm.name),
+					  (uint32_t)cp_profile_str(prof, nm.file), nm.first_line };
+		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), nm.line > 0 ? nm.line : 0, 0 };
 
-		loc = cp_profile_location(prof, (uint32_t)map, f->instr, &l, 1, false);
+		loc = cp_profile_location(prof, (uint32_t)map, f->data, &l, 1, false);
 	}
 	if (loc <= 0)
 		return -1;
@@ -233,12 +245,15 @@ static struct cp_profile *sample_profile(struct cp_recorder *r, struct cp_proc *
 }
 
 /* The locations of a stack in prof, into r->locs: kernel pcs leaf first,
- * then user pcs leaf first with the Python frames among them.  Returns
+ * then user pcs leaf first with the runtime's frames (rf, NULL: none) among
+ * them.  Returns
  * their number, or -1 (out of memory). */
 static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct cp_profile *prof, bool off,
 			       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu,
-			       const struct cp_py_frame *py, uint32_t npy)
+			       const struct rtframes *rf)
 {
+	const struct cp_rt_frame *rt = rf ? rf->f : NULL;
+	uint32_t nrt = rf ? rf->n : 0;
 	uint32_t j = 0;
 	size_t nlocs = 0;
 	int64_t loc;
@@ -265,16 +280,16 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 		unsigned kind = i > 0 ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
 		bool stable;
 
-		/* Python frames: each evaluation loop's above its native frame
+		/* runtime frames: each interpreter loop's above its native frame
 		 * (the innermost first), those left over (the native stack ended
 		 * early) at the end */
-		if (j < npy && (i == nu || (upcs[i] >= p->py_eval_lo && upcs[i] < p->py_eval_hi))) {
-			for (; j < npy; j++) {
-				bool entry = py[j].code & CP_PY_ENTRY;
+		if (j < nrt && (i == nu || (upcs[i] >= p->rt_entry_lo && upcs[i] < p->rt_entry_hi))) {
+			for (; j < nrt; j++) {
+				bool entry = rt[j].addr & CP_RT_ENTRY;
 
-				if (py[j].code & CP_PY_SHIM) /* 3.12+: the loop's entry frame, no function */
+				if (rt[j].addr & CP_RT_SHIM) /* the loop's entry marker, no function */
 					loc = 0;
-				else if ((loc = python_location(r, prof, p, mpid, &py[j])) < 0)
+				else if ((loc = runtime_location(r, prof, p, mpid, rf->id, &rt[j])) < 0)
 					goto fail;
 				if (loc)
 					r->locs[nlocs++] = (uint32_t)loc;
@@ -367,11 +382,11 @@ fail:
 /* A stack (kernel pcs leaf first, then user pcs leaf first) of process p
  * into its profile (add_located). */
 static void add_sample(struct cp_recorder *r, struct cp_proc *p, uint32_t tid, const char *comm,
-		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, const struct cp_py_frame *py,
-		       uint32_t npy, bool off, char state, int64_t weight)
+		       const uint64_t *kpcs, uint32_t nk, const uint64_t *upcs, int nu, const struct rtframes *rf,
+		       bool off, char state, int64_t weight)
 {
 	struct cp_profile *prof = sample_profile(r, p, off);
-	int64_t n = prof ? stack_locations(r, p, prof, off, kpcs, nk, upcs, nu, py, npy) : -1;
+	int64_t n = prof ? stack_locations(r, p, prof, off, kpcs, nk, upcs, nu, rf) : -1;
 
 	if (n < 0)
 		r->error = -ENOMEM;
@@ -387,8 +402,8 @@ struct pending {
 	uint32_t tid, pid, seq, thr;
 	char state, used;
 	char comm[CP_COMM_LEN + 1];
-	uint32_t nk, nu, npy;
-	uint64_t *pcs; /* nk kernel pcs, then nu user pcs, then npy Python frames */
+	uint32_t nk, nu, nrt, rtid;
+	uint64_t *pcs; /* nk kernel pcs, then nu user pcs, then nrt frames of runtime rtid */
 	size_t cap;
 	/* the stack's locations, made when it came, in the off-CPU profile of
 	 * interval `interval`: an exec or munmap before the wait's end changes
@@ -424,12 +439,13 @@ static struct pending *pending_slot(struct cp_recorder *r, uint32_t tid, bool ma
 /* the stacks of a thread leaving the CPU, kept until it is back, and
  * their locations in process p's off-CPU profile */
 static void offcpu_start(struct cp_recorder *r, struct cp_proc *p, const struct cp_sample_rec *s, uint32_t nk,
-			 int nu, const struct cp_py_frame *py, uint32_t npy)
+			 int nu, const struct rtframes *rf)
 {
 	struct pending *w = pending_slot(r, s->tid, true);
-	size_t n = (size_t)nk + (size_t)nu + 2 * (size_t)npy;
+	uint32_t nrt = rf ? rf->n : 0;
+	size_t n = (size_t)nk + (size_t)nu + 2 * (size_t)nrt;
 	struct cp_profile *prof = sample_profile(r, p, true);
-	int64_t nlocs = prof ? stack_locations(r, p, prof, true, (const uint64_t *)s->kstack, nk, r->pcs, nu, py, npy)
+	int64_t nlocs = prof ? stack_locations(r, p, prof, true, (const uint64_t *)s->kstack, nk, r->pcs, nu, rf)
 			     : -1;
 
 	if (w->used)
@@ -446,11 +462,12 @@ static void offcpu_start(struct cp_recorder *r, struct cp_proc *p, const struct 
 		memcpy(w->pcs, s->kstack, nk * sizeof(*w->pcs));
 	if (nu)
 		memcpy(w->pcs + nk, r->pcs, (size_t)nu * sizeof(*w->pcs));
-	if (npy) /* the Python frames, two words each, after them */
-		memcpy(w->pcs + nk + nu, py, npy * sizeof(*py));
+	if (nrt) /* the runtime's frames, two words each, after them */
+		memcpy(w->pcs + nk + nu, rf->f, nrt * sizeof(*rf->f));
 	w->nk = nk;
 	w->nu = (uint32_t)nu;
-	w->npy = npy;
+	w->nrt = nrt;
+	w->rtid = nrt ? rf->id : 0;
 	w->tid = s->tid;
 	w->pid = s->pid;
 	w->seq = s->offcpu_seq;
@@ -466,6 +483,7 @@ static void offcpu_start(struct cp_recorder *r, struct cp_proc *p, const struct 
 static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 {
 	struct pending *w = pending_slot(r, s->tid, false);
+	struct rtframes rf;
 	struct cp_proc *p;
 	int64_t weight;
 
@@ -496,47 +514,55 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 		return;
 	}
 	/* a flush came between: made again (with the mappings of now) */
+	rf = (struct rtframes){ w->rtid, w->nrt, (const struct cp_rt_frame *)(w->pcs + w->nk + w->nu) };
 	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu,
-		   p->py_eval_hi && w->npy ? (const struct cp_py_frame *)(w->pcs + w->nk + w->nu) : NULL,
-		   p->py_eval_hi ? w->npy : 0, true, w->state, weight);
+		   p->rt_id && p->rt_id == w->rtid && w->nrt ? &rf : NULL, true, w->state, weight);
 }
 
-/* Is p (its mappings changed since the last look) a CPython we know?  Its
- * samples then carry its Python frames. */
-static void python_check(struct cp_recorder *r, struct cp_proc *p)
+/* Does p (its mappings changed since the last look) run a runtime we know?
+ * Its samples then carry the runtime's frames. */
+static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 {
-	struct cp_py_proc pp;
-	bool was = p->py_eval_hi != 0;
-	uint64_t lo = p->py_eval_lo, hi = p->py_eval_hi;
-	unsigned layout = p->py_layout;
-	int yes;
+	struct cp_rt_proc rp;
+	struct cp_rt_found f;
+	uint32_t was = p->rt_id;
+	int id;
 
-	p->py_gen = p->maps_gen + 1;
-	if (!r->py || (!p->nmaps && !was))
+	p->rt_gen = p->maps_gen + 1;
+	if (!r->rts || (!p->nmaps && !was))
 		return;
-	yes = cp_python_detect(r->py, p, &pp, &p->py_eval_lo, &p->py_eval_hi, &p->py_layout);
-	if (yes < 0) {
-		r->error = yes;
+	id = cp_runtimes_detect(r->rts, p, &rp, &f);
+	if (id < 0) {
+		r->error = id;
 		return;
 	}
 	/* the same interpreter where it was: the program has it already (an
 	 * interpreter's start maps dozens of modules, each a new generation) */
-	if (yes && was && p->py_eval_lo == lo && p->py_eval_hi == hi && p->py_layout == layout)
+	if (id && (uint32_t)id == was && f.entry_lo == p->rt_entry_lo && f.entry_hi == p->rt_entry_hi &&
+	    f.layout == p->rt_layout)
 		return;
-	if (yes && cp_sampler_set_python(r->sampler, p->pid, &pp) == 0)
+	if (was && (uint32_t)id != was)
+		cp_runtimes_forget(r->rts, was, p->pid);
+	if (id && cp_sampler_set_runtime(r->sampler, p->pid, &rp) == 0) {
+		p->rt_id = (uint32_t)id;
+		p->rt_entry_lo = f.entry_lo;
+		p->rt_entry_hi = f.entry_hi;
+		p->rt_layout = f.layout;
 		return;
-	p->py_eval_lo = p->py_eval_hi = 0;
+	}
+	p->rt_id = 0;
+	p->rt_entry_lo = p->rt_entry_hi = 0;
 	if (was) {
-		cp_sampler_set_python(r->sampler, p->pid, NULL);
-		cp_python_forget(r->py, p->pid);
+		cp_sampler_set_runtime(r->sampler, p->pid, NULL);
+		if ((uint32_t)id == was)
+			cp_runtimes_forget(r->rts, was, p->pid);
 	}
 }
 
 static void on_sample(void *arg, const struct cp_sample_rec *s)
 {
 	struct cp_recorder *r = arg;
-	const struct cp_py_frame *py = NULL;
-	uint32_t npy = 0;
+	struct rtframes rf = { 0 };
 	struct cp_proc *p;
 	char comm[CP_COMM_LEN + 1];
 	uint32_t nk;
@@ -554,8 +580,8 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 		r->error = -ENOMEM;
 		return;
 	}
-	if (p->py_gen != p->maps_gen + 1)
-		python_check(r, p);
+	if (p->rt_gen != p->maps_gen + 1)
+		runtime_check(r, p);
 	nk = r->o.no_kernel ? 0 : s->kstack_len / 8 < CP_KSTACK_MAX ? s->kstack_len / 8 : CP_KSTACK_MAX;
 	stale = false;
 	if ((s->flags & CP_SAMPLE_USER) && !cp_proc_find_map(p, s->regs[CP_REG_IP])) {
@@ -565,17 +591,20 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
 	}
 	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
-	if (p->py_eval_hi && s->py_frames && !stale) {
-		py = (const struct cp_py_frame *)(s->ustack + ((s->ustack_len + 7) & ~7u));
-		npy = s->py_frames;
+	/* the runtime's frames, tagged with whose they are: those of a runtime
+	 * the process no longer runs (it exec'd) are left out */
+	if (p->rt_id && s->rt_frames && s->runtime == p->rt_id && !stale) {
+		rf.id = s->runtime;
+		rf.f = (const struct cp_rt_frame *)(s->ustack + ((s->ustack_len + 7) & ~7u));
+		rf.n = s->rt_frames;
 	}
 	if (s->flags & CP_SAMPLE_OFFCPU) {
-		offcpu_start(r, p, s, nk, n, py, npy);
+		offcpu_start(r, p, s, nk, n, rf.n ? &rf : NULL);
 		return;
 	}
 	memcpy(comm, s->comm, CP_COMM_LEN);
 	comm[CP_COMM_LEN] = 0;
-	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, py, npy, false, 0, 0);
+	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, rf.n ? &rf : NULL, false, 0, 0);
 }
 
 /* ---- process lifecycle records ---- */
@@ -610,8 +639,8 @@ static void on_mmap(void *arg, const struct cp_mmap_event *e)
 	/* an interpreter (its exec, a dlopen of libpython) that is sampled: its
 	 * frames from its first samples, not from those after the first one is
 	 * read (with -p or -- CMD, the other processes' are not looked at) */
-	if (cp_python_named(e->path) && (!r->o.npids || p->followed))
-		python_check(r, p);
+	if (r->rts && cp_runtimes_named(r->rts, e->path) && (!r->o.npids || p->followed))
+		runtime_check(r, p);
 }
 
 static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, bool exec, uint64_t t)
@@ -674,11 +703,11 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
 	if (p) {
 		p->dead = true;
 		p->exit_time = t;
-		if (p->py_eval_hi) { /* its code objects, and the BPF map's entry, go */
-			cp_sampler_set_python(r->sampler, pid, NULL);
-			if (r->py)
-				cp_python_forget(r->py, pid);
-			p->py_eval_lo = p->py_eval_hi = 0;
+		if (p->rt_id) { /* what its runtime keeps, and the BPF map's entry, go */
+			cp_sampler_set_runtime(r->sampler, pid, NULL);
+			cp_runtimes_forget(r->rts, p->rt_id, pid);
+			p->rt_id = 0;
+			p->rt_entry_lo = p->rt_entry_hi = 0;
 		}
 	}
 }
@@ -699,11 +728,11 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
 	r->offcpu_period = o->offcpu_period_ns ? o->offcpu_period_ns : cp_recorder_offcpu_period(o->freq);
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
-	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX + CP_PY_FRAMES_MAX, sizeof(*r->locs));
+	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX + CP_RT_FRAMES_MAX, sizeof(*r->locs));
 	r->procs = cp_procs_new();
 	r->unw = cp_unwinder_new(o->debuginfo);
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
-	r->py = cp_python_new(o->verb ? o->verb : "record");
+	r->rts = cp_runtimes_new(o->verb ? o->verb : "record");
 	r->memo = cp_locmemo_new(MEMO_BITS);
 	if (o->offcpu && (!(r->pending = calloc((size_t)1 << PENDING_BITS, sizeof(*r->pending))) ||
 			  !(r->offtotals = cp_offtotals_new())))
@@ -744,12 +773,12 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 		return NULL;
 	}
 	cp_symbolizer_set_debuginfod(r->sym, r->dbgd);
-	/* -p: a CPython among them has its Python frames from the first sample */
+	/* -p: a runtime's process among them has its frames from the first sample */
 	for (size_t i = 0; i < o->npids; i++) {
 		struct cp_proc *p = cp_procs_get(r->procs, o->pids[i], false);
 
 		if (p && cp_proc_read(p) == 0)
-			python_check(r, p);
+			runtime_check(r, p);
 	}
 	return r;
 nomem:
@@ -792,7 +821,7 @@ void cp_recorder_free(struct cp_recorder *r)
 		return;
 	cp_sampler_free(r->sampler);
 	cp_symbolizer_free(r->sym);
-	cp_python_free(r->py);
+	cp_runtimes_free(r->rts);
 	cp_debuginfod_free(r->dbgd);
 	cp_unwinder_free(r->unw);
 	cp_procs_free(r->procs, profile_free_user);

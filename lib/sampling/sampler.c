@@ -183,9 +183,9 @@ static int on_sample(void *ctx, void *data, size_t len)
 		/* the end of a wait: a header only, in time order with the rest */
 	} else if (len < offsetof(struct cp_sample_rec, ustack) ||
 		   len < offsetof(struct cp_sample_rec, ustack) + (size_t)r->ustack_len ||
-		   (r->py_frames && (r->py_frames > CP_PY_FRAMES_MAX ||
+		   (r->rt_frames && (r->rt_frames > CP_RT_FRAMES_MAX ||
 				     len < offsetof(struct cp_sample_rec, ustack) + (((size_t)r->ustack_len + 7) & ~(size_t)7) +
-						   r->py_frames * sizeof(struct cp_py_frame)))) {
+						   r->rt_frames * sizeof(struct cp_rt_frame)))) {
 		return 0;
 	}
 	if (r->time_ns >= s->records_until) {
@@ -681,11 +681,11 @@ int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
 	return 0;
 }
 
-int cp_sampler_set_python(struct cp_sampler *s, uint32_t pid, const struct cp_py_proc *pp)
+int cp_sampler_set_runtime(struct cp_sampler *s, uint32_t pid, const struct cp_rt_proc *rp)
 {
-	int fd = bpf_map__fd(s->skel->maps.pyprocs);
+	int fd = bpf_map__fd(s->skel->maps.rtprocs);
 
-	if (pp ? bpf_map_update_elem(fd, &pid, pp, BPF_ANY) : bpf_map_delete_elem(fd, &pid) && errno != ENOENT)
+	if (rp ? bpf_map_update_elem(fd, &pid, rp, BPF_ANY) : bpf_map_delete_elem(fd, &pid) && errno != ENOENT)
 		return -errno;
 	return 0;
 }

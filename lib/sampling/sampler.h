@@ -56,9 +56,10 @@ struct cp_sampler *cp_sampler_new(const struct cp_sampler_opts *o, const struct 
 void cp_sampler_free(struct cp_sampler *s);
 /* Add a process to the pid filter. 0 or -errno. */
 int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid);
-/* CPython process pid: its Python frames are sent with its samples (pp NULL:
- * no more).  0 or -errno. */
-int cp_sampler_set_python(struct cp_sampler *s, uint32_t pid, const struct cp_py_proc *pp);
+/* Process pid runs a runtime (lib/sampling/runtime.h): its frames are sent
+ * with its samples, by the walker of rp->runtime (rp NULL: no more).  0 or
+ * -errno. */
+int cp_sampler_set_runtime(struct cp_sampler *s, uint32_t pid, const struct cp_rt_proc *rp);
 /* Wait up to timeout_ms for data, then deliver what is pending in time
  * order: each mmap/comm/fork/exit record just before the first sample taken
  * after it (records newer than every sample wait for the next call, at most

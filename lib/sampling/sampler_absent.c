@@ -33,9 +33,9 @@ int cp_sampler_add_pid(struct cp_sampler *s, uint32_t pid)
 	return absent();
 }
 
-int cp_sampler_set_python(struct cp_sampler *s, uint32_t pid, const struct cp_py_proc *pp)
+int cp_sampler_set_runtime(struct cp_sampler *s, uint32_t pid, const struct cp_rt_proc *rp)
 {
-	(void)s, (void)pid, (void)pp;
+	(void)s, (void)pid, (void)rp;
 	return absent();
 }
 

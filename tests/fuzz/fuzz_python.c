@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target: what the recorder reads of a Python process
- * (lib/sampling/python.c): a code object and the strings and line table it
+ * (lib/sampling/runtimes/python/python.c): a code object and the strings and line table it
  * points to, read with process_vm_readv (from this process: the input is
  * the memory), then the line of an instruction from the location table.
  * The input is a code object of CPython 3.11's layout followed by what it
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sampling/python.h"
+#include "sampling/runtimes/python/python.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 

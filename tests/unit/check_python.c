@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/sampling/python.c against CPython itself: the offsets cprof follows in
+/* lib/sampling/runtimes/python/python.c against CPython itself: the offsets cprof follows in
  * a process's memory against the installed headers (offsetof on the
  * structures of the version the headers are), and the line of every
  * instruction of compiled code against PyCode_Addr2Line, with the
@@ -19,8 +19,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "sampling/python.h"
+#include "sampling/runtimes/python/python.h"
+#include "sampling/runtime.h"
+#include "../../bpf/runtimes.h"
+#include "testutil.h"
 
 #ifdef CP_HAVE_PYEMBED
 START_TEST(test_layout_matches_headers)
@@ -144,6 +148,76 @@ START_TEST(test_lines_match_cpython)
 	ck_assert_uint_gt(checked, 300);
 }
 END_TEST
+
+/* this process runs CPython (embedded): the runtime table finds it, through
+ * the interface the recorder uses, and names a frame of a function of ours */
+START_TEST(test_runtime_finds_this_process)
+{
+	static const char src[] = "def outer():\n    def inner_fn(x):\n        return x + 1\n    return inner_fn\n";
+	struct cp_runtimes *rs = cp_runtimes_new("test");
+	struct cp_procs *procs = cp_procs_new();
+	struct cp_proc *p;
+	struct cp_rt_proc rp;
+	struct cp_rt_found f;
+	struct cp_rt_name nm;
+	struct cp_rt_frame fr;
+	PyObject *g = PyDict_New(), *fn, *r;
+	PyCodeObject *co;
+	int id;
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_ptr_nonnull(procs);
+	p = cp_procs_get(procs, (uint32_t)getpid(), true);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(cp_proc_read(p), 0);
+	id = cp_runtimes_detect(rs, p, &rp, &f);
+	ck_assert_int_eq(id, CP_RT_ID_python);
+	ck_assert_uint_eq(rp.runtime, CP_RT_ID_python);
+	/* _PyRuntime, in libpython's mapping (not named here: a reference from
+	 * this executable would move it into ours by a copy relocation) */
+	{
+		uint64_t at = ((const struct cp_py_proc *)rp.data)->runtime;
+		const struct cp_map *m = cp_proc_find_map(p, f.entry_lo);
+
+		ck_assert_ptr_nonnull(m);
+		ck_assert_contains(m->path, "libpython");
+		ck_assert_uint_gt(at, m->end); /* its data, after its code */
+		ck_assert_uint_lt(at - m->end, 64u << 20);
+	}
+	ck_assert_uint_lt(f.entry_lo, f.entry_hi);
+	ck_assert_uint_le(f.entry_lo, (uint64_t)(uintptr_t)&_PyEval_EvalFrameDefault);
+	ck_assert_uint_gt(f.entry_hi, (uint64_t)(uintptr_t)&_PyEval_EvalFrameDefault);
+
+	/* a frame of inner_fn at its first instruction */
+	ck_assert_ptr_nonnull(g);
+	PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins());
+	r = PyRun_String(src, Py_file_input, g, g);
+	ck_assert_ptr_nonnull(r);
+	Py_DECREF(r);
+	fn = PyRun_String("outer()", Py_eval_input, g, g);
+	ck_assert_ptr_nonnull(fn);
+	co = (PyCodeObject *)PyFunction_GetCode(fn);
+	fr.addr = (uint64_t)(uintptr_t)co;
+	fr.data = (uint64_t)(uintptr_t)co->co_code_adaptive + 2 * (uint64_t)co->_co_firsttraceable;
+	memset(&nm, 0, sizeof(nm));
+	ck_assert_int_eq(cp_runtimes_frame(rs, (uint32_t)id, (uint32_t)getpid(), f.layout, &fr, &nm), 0);
+	ck_assert_str_eq(nm.name, "outer.<locals>.inner_fn");
+	ck_assert_str_eq(nm.sysname, "inner_fn");
+	ck_assert_str_eq(nm.file, "<string>");
+	ck_assert_int_eq(nm.first_line, 2);
+	ck_assert_contains(nm.label, "inner_fn");
+	/* an address that is no code object: unreadable, not a crash */
+	fr.addr = 8;
+	ck_assert_int_eq(cp_runtimes_frame(rs, (uint32_t)id, (uint32_t)getpid(), f.layout, &fr, &nm), -1);
+	/* a runtime id nobody has */
+	ck_assert_int_eq(cp_runtimes_frame(rs, 999, (uint32_t)getpid(), f.layout, &fr, &nm), -1);
+	cp_runtimes_forget(rs, (uint32_t)id, (uint32_t)getpid());
+	Py_DECREF(fn);
+	Py_DECREF(g);
+	cp_procs_free(procs, NULL);
+	cp_runtimes_free(rs);
+}
+END_TEST
 #else
 START_TEST(test_python_headers_installed)
 {
@@ -152,6 +226,35 @@ START_TEST(test_python_headers_installed)
 }
 END_TEST
 #endif
+
+/* the table: one row per line of bpf/runtimes.h, each with every operation */
+START_TEST(test_runtime_table)
+{
+	size_t n, want = 0;
+	const struct cp_runtime *const *t = cp_runtime_table(&n);
+
+#define COUNT(id, name) want++;
+	CP_RUNTIMES(COUNT)
+#undef COUNT
+	ck_assert_uint_eq(n, want);
+	ck_assert_uint_ge(n, 1);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_ptr_nonnull(t[i]->name);
+		ck_assert_uint_ne(t[i]->id, 0);
+		ck_assert(t[i]->new && t[i]->free && t[i]->named && t[i]->detect && t[i]->frame && t[i]->forget);
+		ck_assert_ptr_eq(cp_runtime_find(t[i]->id), t[i]);
+		for (size_t j = 0; j < i; j++) {
+			ck_assert_uint_ne(t[i]->id, t[j]->id);
+			ck_assert_str_ne(t[i]->name, t[j]->name);
+		}
+	}
+	ck_assert_ptr_eq(cp_runtime_find(CP_RT_ID_python), &cp_runtime_python);
+	ck_assert_ptr_null(cp_runtime_find(0));
+	ck_assert(cp_runtime_python.named("/usr/bin/python3.11"));
+	ck_assert(cp_runtime_python.named("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"));
+	ck_assert(!cp_runtime_python.named("/usr/bin/perl"));
+}
+END_TEST
 
 START_TEST(test_lines_bad_tables)
 {
@@ -208,10 +311,12 @@ int main(void)
 	Py_InitializeEx(0);
 	tcase_add_test(tc, test_layout_matches_headers);
 	tcase_add_test(tc, test_lines_match_cpython);
+	tcase_add_test(tc, test_runtime_finds_this_process);
 #else
 	tcase_add_test(tc, test_python_headers_installed);
 #endif
 	tcase_add_test(tc, test_lines_bad_tables);
+	tcase_add_test(tc, test_runtime_table);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* CPython frames in the samples (record, top): which processes run a CPython
- * whose frame layout is known, and what the Python frames the BPF program
- * sends (bpf/sampler.h: struct cp_py_frame) are called.
+/* CPython, the first runtime of lib/sampling/runtime.h (its table's row is
+ * cp_runtime_python): which processes run a CPython whose frame layout is
+ * known, and what the Python frames its walker (bpf/runtimes/python.bpf.h)
+ * sends are called.
  *
  * Detection: a process's executable mappings are looked at for a binary (the
  * interpreter, or libpython) that exports _PyRuntime and Py_Version in its
@@ -27,10 +28,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler.h" /* bpf/sampler.h's records, with the types they need */
-#include "proc.h"
+#include "../../runtime.h"
+#include "../../../../bpf/runtimes/python.h"
 
 struct cp_python;
+
+/* the runtime table's row (lib/sampling/runtime.h) */
+extern const struct cp_runtime cp_runtime_python;
 
 /* verb: the command named in the log lines (record, top) */
 struct cp_python *cp_python_new(const char *verb);
@@ -53,7 +57,7 @@ struct cp_py_code {
 	const char *file;     /* co_filename */
 	int64_t first_line;
 };
-/* The code object at code (a frame's, CP_PY_* flags masked) in process pid,
+/* The code object at code (a frame's, CP_RT_* flags masked) in process pid,
  * and the line of instruction instr; NULL when it cannot be read.  *skip:
  * the frame is not yet running (3.11's incomplete frames: left out). */
 const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsigned layout, uint64_t code,

@@ -12,9 +12,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../error.h"
-#include "../log.h"
-#include "../util.h"
+#include "../../../../bpf/runtimes.h"
+#include "../../../error.h"
+#include "../../../log.h"
+#include "../../../util.h"
 
 /* What is known of one version's structures (x86-64): the BPF program's
  * part, and the code object's and strings' fields read here.  The offsets
@@ -608,3 +609,59 @@ int64_t cp_python_line(const uint8_t *t, size_t len, int64_t first_line, int64_t
 	}
 	return -1;
 }
+
+/* ---- the runtime's row (lib/sampling/runtime.h) ---- */
+
+static void *rt_new(const char *verb)
+{
+	return cp_python_new(verb);
+}
+
+static void rt_free(void *st)
+{
+	cp_python_free(st);
+}
+
+static int rt_detect(void *st, struct cp_proc *p, void *data, struct cp_rt_found *f)
+{
+	struct cp_py_proc pp;
+	int yes = cp_python_detect(st, p, &pp, &f->entry_lo, &f->entry_hi, &f->layout);
+
+	if (yes > 0)
+		memcpy(data, &pp, sizeof(pp));
+	return yes;
+}
+
+static int rt_frame(void *st, uint32_t pid, unsigned layout, const struct cp_rt_frame *fr, struct cp_rt_name *out)
+{
+	const struct cp_py_code *c;
+	bool skip;
+
+	c = cp_python_code(st, pid, layout, fr->addr & ~7ull, fr->data, fr->addr & CP_PY_GENERATOR, &out->line, &skip);
+	if (skip)
+		return 1;
+	if (!c)
+		return -1;
+	out->label = c->label;
+	out->name = c->name;
+	out->sysname = c->sysname;
+	out->file = c->file;
+	out->first_line = c->first_line;
+	return 0;
+}
+
+static void rt_forget(void *st, uint32_t pid)
+{
+	cp_python_forget(st, pid);
+}
+
+const struct cp_runtime cp_runtime_python = {
+	.name = "python",
+	.id = CP_RT_ID_python,
+	.new = rt_new,
+	.free = rt_free,
+	.named = cp_python_named,
+	.detect = rt_detect,
+	.frame = rt_frame,
+	.forget = rt_forget,
+};

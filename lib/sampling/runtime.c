@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* The runtimes' table, from bpf/runtimes.h's list, and their instances (see
+ * runtime.h). */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../bpf/runtimes.h"
+#include "../error.h"
+
+#define CP_RT_DECLARE(id, name) extern const struct cp_runtime cp_runtime_##name;
+CP_RUNTIMES(CP_RT_DECLARE)
+#undef CP_RT_DECLARE
+
+static const struct cp_runtime *const table[] = {
+#define CP_RT_ROW(id, name) &cp_runtime_##name,
+	CP_RUNTIMES(CP_RT_ROW)
+#undef CP_RT_ROW
+};
+#define NRT (sizeof(table) / sizeof(table[0]))
+
+struct cp_runtimes {
+	void *st[NRT]; /* NULL: that runtime is left out */
+};
+
+const struct cp_runtime *const *cp_runtime_table(size_t *n)
+{
+	*n = NRT;
+	return table;
+}
+
+static int index_of(uint32_t id)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (table[i]->id == id)
+			return (int)i;
+	return -1;
+}
+
+const struct cp_runtime *cp_runtime_find(uint32_t id)
+{
+	int i = index_of(id);
+
+	return i < 0 ? NULL : table[i];
+}
+
+struct cp_runtimes *cp_runtimes_new(const char *verb)
+{
+	struct cp_runtimes *rs = calloc(1, sizeof(*rs));
+
+	if (!rs) {
+		cp_error(ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < NRT; i++)
+		rs->st[i] = table[i]->new(verb);
+	return rs;
+}
+
+void cp_runtimes_free(struct cp_runtimes *rs)
+{
+	if (!rs)
+		return;
+	for (size_t i = 0; i < NRT; i++)
+		if (rs->st[i])
+			table[i]->free(rs->st[i]);
+	free(rs);
+}
+
+bool cp_runtimes_named(const struct cp_runtimes *rs, const char *path)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rs->st[i] && table[i]->named(path))
+			return true;
+	return false;
+}
+
+int cp_runtimes_detect(struct cp_runtimes *rs, struct cp_proc *p, struct cp_rt_proc *out, struct cp_rt_found *f)
+{
+	for (size_t i = 0; i < NRT; i++) {
+		int yes;
+
+		if (!rs->st[i])
+			continue;
+		memset(out, 0, sizeof(*out));
+		memset(f, 0, sizeof(*f));
+		if ((yes = table[i]->detect(rs->st[i], p, out->data, f)) < 0)
+			return yes;
+		if (yes) {
+			out->runtime = table[i]->id;
+			return (int)table[i]->id;
+		}
+	}
+	return 0;
+}
+
+int cp_runtimes_frame(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout,
+		      const struct cp_rt_frame *fr, struct cp_rt_name *out)
+{
+	int i = index_of(id);
+
+	if (i < 0 || !rs->st[i])
+		return -1;
+	return table[i]->frame(rs->st[i], pid, layout, fr, out);
+}
+
+void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid)
+{
+	int i = index_of(id);
+
+	if (i >= 0 && rs->st[i])
+		table[i]->forget(rs->st[i], pid);
+}

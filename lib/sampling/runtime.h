@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* Runtimes: the interpreters whose own frames (a Python function, say) the
+ * samples carry beside the native stack.  One interface per runtime (struct
+ * cp_runtime: finding it in a process, naming its frames, forgetting a
+ * process), one table of them made from bpf/runtimes.h's list, and
+ * cp_runtimes, an instance of each for a recorder.  The BPF side of a runtime
+ * is its walker (bpf/runtimes/NAME.bpf.h), which sends the sampled thread's
+ * frames tagged with the runtime's id; bpf/runtimes.h says what a runtime is
+ * made of and where it is registered (one line).
+ *
+ * The recorder (recorder.c) asks cp_runtimes_detect whenever a process's
+ * mappings change, gives the sampler (cp_sampler_set_runtime) what it
+ * returns, puts each frame a sample carries above the native frame of the
+ * process's entry range it goes with, and names it with cp_runtimes_frame.
+ *
+ * Ownership: cp_runtimes owns each runtime's state (its caches); a name's
+ * strings are the runtime's, valid until its next call.  Errors: -ENOMEM
+ * (with the message recorded); a process that cannot be read is not a
+ * runtime's (0), and a frame that cannot be read still has a name. */
+#ifndef CP_RUNTIME_H
+#define CP_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampler.h" /* bpf/sampler.h's struct cp_rt_frame, cp_rt_proc */
+#include "proc.h"
+
+/* what a frame is called */
+struct cp_rt_name {
+	const char *label;   /* what it shows: "name (file.py:first line)" */
+	const char *name;    /* the qualified name ("Class.method") */
+	const char *sysname; /* the plain name */
+	const char *file;
+	int64_t first_line;  /* of the function; 0: unknown */
+	int64_t line;        /* of the instruction; <= 0: unknown */
+};
+
+/* where a process runs a runtime (cp_runtime.detect's answer, kept in its
+ * cp_proc as rt_*) */
+struct cp_rt_found {
+	uint64_t entry_lo, entry_hi; /* the native frames (an interpreter loop) its frames go above */
+	unsigned layout;             /* the runtime's own: which version's layout */
+};
+
+struct cp_runtime {
+	const char *name; /* "python": its frames are in the mapping "[python]" */
+	uint32_t id;      /* bpf/runtimes.h's */
+	/* its state (verb: the command its log lines name); NULL + errno */
+	void *(*new)(const char *verb);
+	void (*free)(void *st);
+	/* a file (a path mapped executable) that may make a process this
+	 * runtime's: only processes that map one are looked at */
+	bool (*named)(const char *path);
+	/* Does p run it?  1 with data (struct cp_rt_proc's, CP_RT_PROC_DATA
+	 * bytes) and *f filled; 0 not (or not a version known); -ENOMEM */
+	int (*detect)(void *st, struct cp_proc *p, void *data, struct cp_rt_found *f);
+	/* The name of frame fr of process pid (layout: detect's): 0 with *out;
+	 * 1 when the frame is left out (not running yet); -1 when it cannot be
+	 * read (the process is gone) */
+	int (*frame)(void *st, uint32_t pid, unsigned layout, const struct cp_rt_frame *fr, struct cp_rt_name *out);
+	/* what it keeps of process pid goes (it exited, or exec'd) */
+	void (*forget)(void *st, uint32_t pid);
+};
+
+/* The table (bpf/runtimes.h's order), *n rows. */
+const struct cp_runtime *const *cp_runtime_table(size_t *n);
+/* The runtime with this id, or NULL. */
+const struct cp_runtime *cp_runtime_find(uint32_t id);
+
+struct cp_runtimes;
+/* An instance of each runtime; a runtime whose state cannot be made is left
+ * out (NULL only when out of memory). */
+struct cp_runtimes *cp_runtimes_new(const char *verb);
+void cp_runtimes_free(struct cp_runtimes *rs);
+/* Is path a file some runtime looks at? */
+bool cp_runtimes_named(const struct cp_runtimes *rs, const char *path);
+/* Which runtime p runs: its id with *out (the sampler's map entry) and *f,
+ * 0 when none; -ENOMEM. */
+int cp_runtimes_detect(struct cp_runtimes *rs, struct cp_proc *p, struct cp_rt_proc *out, struct cp_rt_found *f);
+/* cp_runtime.frame of runtime id (-1: no such runtime) */
+int cp_runtimes_frame(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout,
+		      const struct cp_rt_frame *fr, struct cp_rt_name *out);
+/* cp_runtime.forget of runtime id */
+void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
+
+#endif

@@ -55,6 +55,8 @@ int parse_count(const char *verb, const char *opt, const char *s, int *out);
 const char *cmd_format_names(const struct cmd *c, char *buf, size_t size);
 /* Is format one of c's?  EXIT_OK, or EXIT_USAGE after naming them. */
 int cmd_format_check(const struct cmd *c, const char *format);
+/* Is it a binary format of c's table (never written to a terminal)? */
+bool cmd_format_binary(const struct cmd *c, const char *format);
 
 /* Load and merge several inputs (pprof or folded); NULL after printing the error. */
 struct cp_profile *load_inputs(const char *verb, char **paths, int n);

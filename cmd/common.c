@@ -78,6 +78,13 @@ int cmd_format_check(const struct cmd *c, const char *format)
 	return usage_error(c->name, "unknown format '%s' (choose %s)", format, cmd_format_names(c, names, sizeof(names)));
 }
 
+bool cmd_format_binary(const struct cmd *c, const char *format)
+{
+	const struct cp_render_format *f = c->render_kind ? cp_render_format_find(format, c->render_kind) : NULL;
+
+	return f && f->binary;
+}
+
 int show_usage(const struct cmd *c)
 {
 	const char *u = c->usage, *at;

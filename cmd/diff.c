@@ -266,7 +266,7 @@ static int run_diff(int argc, char **argv)
 		fail("diff", "%s", cp_errmsg(errno));
 		goto out;
 	}
-	if ((status = output_open(&out, "diff", o.output, !strcmp(o.format, "pprof"))))
+	if ((status = output_open(&out, "diff", o.output, cmd_format_binary(&cmd_diff, o.format))))
 		goto out;
 	{
 		struct cp_render_diff_opts ro = { o.limit, o.normalize, o.title, false, false, 0, !o.no_significance,

@@ -94,12 +94,9 @@ static int run_merge(int argc, char **argv)
 		status = EXIT_FAIL;
 		goto out;
 	}
-	if ((status = output_open(&out, "merge", output, !strcmp(format, "pprof"))))
+	if ((status = output_open(&out, "merge", output, cmd_format_binary(&cmd_merge, format))))
 		goto out;
-	if (!strcmp(format, "pprof"))
-		err = write_pprof(&out, p); /* its write errors name the output file */
-	else
-		err = cp_render_profile(out.f, format, p, vidx, NULL);
+	err = cp_render_profile(out.f, format, p, vidx, &(struct cp_render_opts){ .output = out.path });
 	if (err)
 		status = fail("merge", "%s", cp_errmsg(err));
 	status = output_close(&out, status);

@@ -86,14 +86,12 @@ static int render(struct output *out, const struct query_opts *o, const struct c
 		  const char *resolution, int64_t whole)
 {
 	char filters[1024];
-	struct cp_render_opts ro = { .invert = o->invert, .limit = o->limit, .title = o->title, .resolution = resolution,
+	struct cp_render_opts ro = { .output = out->path, .invert = o->invert, .limit = o->limit, .title = o->title, .resolution = resolution,
 				     .whole_total = whole, .filters = filters };
 
 	snprintf(filters, sizeof(filters), "%s%s%s%s%s", o->focus ? "focus=" : "", o->focus ? o->focus : "",
 		 o->focus && o->ignore ? "\n" : "", o->ignore ? "ignore=" : "", o->ignore ? o->ignore : "");
 
-	if (!strcmp(o->format, "pprof"))
-		return write_pprof(out, p); /* its write errors name the output file */
 	return cp_render_profile(out->f, o->format, p, vidx, &ro);
 }
 
@@ -291,7 +289,7 @@ static int run_query(int argc, char **argv)
 			status = EXIT_FAIL;
 			goto out;
 		}
-		if ((status = output_open(&out, "query", o.output, !strcmp(o.format, "pprof") && !modes)))
+		if ((status = output_open(&out, "query", o.output, cmd_format_binary(&cmd_query, o.format) && !modes)))
 			goto out;
 		if (modes && !o.over_time)
 			err = run_lists(&out, &o, store, sel);
@@ -314,7 +312,7 @@ static int run_query(int argc, char **argv)
 		status = fail("query", "%s", cp_errmsg(errno));
 		goto out;
 	}
-	if ((status = output_open(&out, "query", o.output, !strcmp(o.format, "pprof"))))
+	if ((status = output_open(&out, "query", o.output, cmd_format_binary(&cmd_query, o.format))))
 		goto out;
 	err = render(&out, &o, p, vidx, NULL, whole);
 	if (err)

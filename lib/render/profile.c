@@ -37,10 +37,9 @@ int cp_render_profile_as_pprof(FILE *out, const struct cp_profile *p, int vidx, 
 	int err = cp_pprof_encode(p, 1, &buf, &len);
 
 	(void)vidx; /* (every value) */
-	(void)o;
 
 	if (!err && fwrite(buf, 1, len, out) != len)
-		err = cp_stream_check(out, NULL);
+		err = cp_stream_check(out, o ? o->output : NULL);
 	free(buf);
 	return err;
 }

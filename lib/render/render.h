@@ -94,6 +94,7 @@ int cp_render_diff(FILE *out, const char *format, const struct cp_profile *befor
 		   const struct cp_profile *after, int va, const struct cp_render_diff_opts *o);
 
 struct cp_render_opts {
+	const char *output; /* what out is, named in write errors (NULL: "standard output" or "the output") */
 	bool invert;        /* folded, json, flamegraph: leaf-first */
 	int limit;          /* top: rows (0: all) */
 	uint32_t max_nodes; /* json: keep the largest nodes of the tree (0: all) */

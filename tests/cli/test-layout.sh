@@ -1,7 +1,9 @@
 #!/bin/sh
 # The shape of the tree (docs/ARCHITECTURE.md): lib/ modules include each other without cycles and never
 # include cmd/; every lib header opens with the comment that says what it owns and how it fails; each
-# cmd/*.c stays a thin command (options -> library calls -> output), at most 600 lines.
+# cmd/*.c stays a thin command (options -> library calls -> output), at most 600 lines; and each seam
+# that grows (runtimes, output formats, push protocols, ingest protocols, store backends) has one
+# registration point, its members' code in their own files, and no member named by code outside them.
 . "$srcdir/tests/cli/lib.sh"
 
 cd "$srcdir" || exit 1
@@ -62,4 +64,45 @@ for c in cmd/*.c; do
 	[ "$(wc -l <"$c")" -le 600 ] || long="$long $c($(wc -l <"$c"))"
 done
 is "$long" "" "no cmd/*.c over 600 lines"
+# ---- the seams: one registration point each (docs/ARCHITECTURE.md, "Adding a ...") ----
+
+# runtimes: bpf/runtimes.h's list; each listed runtime has its files, and only they name it
+list=$(sed -n 's/^[[:space:]]*X([0-9]*, *\([a-z0-9_]*\)).*/\1/p' bpf/runtimes.h)
+like "$list" '^python' "bpf/runtimes.h lists the runtimes (python first)"
+missing=
+for rt in $list; do
+	for f in "bpf/runtimes/$rt.h" "bpf/runtimes/$rt.bpf.h"; do
+		[ -f "$f" ] || missing="$missing $f"
+	done
+	grep -rqs "^const struct cp_runtime cp_runtime_$rt = " "lib/sampling/runtimes/$rt/" || missing="$missing lib/sampling/runtimes/$rt/(cp_runtime_$rt)"
+	grep -q "^#include \"runtimes/$rt.bpf.h\"" bpf/runtimes.h || missing="$missing bpf/runtimes.h(#include runtimes/$rt.bpf.h)"
+done
+is "$missing" "" "each listed runtime has its walker, its data and its row"
+unlisted=
+for d in lib/sampling/runtimes/*/; do
+	rt=$(basename "$d")
+	printf '%s\n' $list | grep -qx "$rt" || unlisted="$unlisted $rt"
+done
+is "$unlisted" "" "each runtime's folder is in the list"
+names=$(printf '%s|' $list)
+run sh -c "grep -rlE 'runtimes/(${names%|})/|cp_runtime_(${names%|})\\b|cp_python_|struct cp_py_' lib cmd --include=*.c --include=*.h |
+	grep -v '^lib/sampling/runtimes/' | sort"
+is "$out" "" "no code outside a runtime's folder names it (the recorder goes through lib/sampling/runtime.h)"
+run sh -c 'sed "s#/\*.*\*/##" bpf/sampler.bpf.c | grep -nE "cp_py_|py_walk|python_frames"'
+is "$out" "" "nor does the BPF program outside its walker"
+
+# output formats: lib/render/format.c's table; commands, server and completions take their lists from it
+run sh -c 'grep -rln "cp_render_formats\[\] = " lib cmd'
+is "$out" "lib/render/format.c" "one table of output formats"
+run sh -c 'grep -nE "strcmp\([a-z.>-]*format, \"pprof\"\)" cmd/*.c | grep -v "write_pprof" | grep -vE "^cmd/(record|scrape|top)\.c"'
+is "$out" "" "commands ask the table whether a format is binary (no name compared)"
+run grep -nE "flamegraph|folded" completions/cprof.bash
+is "$out" "" "completions list no format (they ask cprof --list-formats)"
+
+# push protocols: lib/push/protocol.c's table
+run sh -c 'grep -rln "cp_push_protocols\[\] = " lib cmd'
+is "$out" "lib/push/protocol.c" "one table of push protocols"
+run sh -c 'grep -rnE "strcmp\([^)]*\"pyroscope\"" lib cmd | grep -v "^lib/push/"'
+is "$out" "" "no code outside lib/push/ picks a push protocol by name"
+
 done_testing

@@ -408,13 +408,12 @@ nomem:
 /* jansson takes ~50 bytes for a number and a few hundred for an empty
  * object: 30 MB of "{}," took 2.3 GB.  Counted on the text before it is
  * parsed (outside strings: '{' and '[' open a container, ',' separates
- * values), a body is held to these; a writeraw body is a few objects per
- * series and per profile, whose bytes are in base64 strings. */
-#define JSON_MAX_CONTAINERS 100000
-#define JSON_MAX_VALUES 1000000
-
+ * values), a body is held to max_json_containers and max_json_values
+ * (lib/decode_limits.h); a writeraw body is a few objects per series and per
+ * profile, whose bytes are in base64 strings. */
 static int json_bounded(const char *s, size_t len)
 {
+	const struct cp_decode_limits *lim = cp_decode_limits();
 	size_t i, containers = 0, values = 0;
 	bool in_str = false;
 
@@ -434,12 +433,12 @@ static int json_bounded(const char *s, size_t len)
 			values++;
 		}
 	}
-	if (containers > JSON_MAX_CONTAINERS)
-		return cp_error(EFBIG, "the body holds over %d JSON objects and arrays (the most a writeraw body may have)",
-				JSON_MAX_CONTAINERS);
-	if (values > JSON_MAX_VALUES)
-		return cp_error(EFBIG, "the body holds over %d JSON values (the most a writeraw body may have)",
-				JSON_MAX_VALUES);
+	if (containers > lim->max_json_containers)
+		return cp_error(EFBIG, "the body holds over %zu JSON objects and arrays (the most a writeraw body may have)",
+				lim->max_json_containers);
+	if (values > lim->max_json_values)
+		return cp_error(EFBIG, "the body holds over %zu JSON values (the most a writeraw body may have)",
+				lim->max_json_values);
 	return 0;
 }
 

@@ -62,8 +62,9 @@ struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, 
 /* Parca's writeraw body: fn gets each raw profile with its series labels
  * (__name__ among them, as sent).  Stops at fn's first nonzero return.
  * -EINVAL with a message naming what is wrong; -EFBIG for a body of over
- * 100,000 JSON objects and arrays or 1,000,000 values (counted before it is
- * parsed: jansson takes a few hundred bytes for an empty object). */
+ * max_json_containers JSON objects and arrays or max_json_values values
+ * (lib/decode_limits.h; counted before it is parsed: jansson takes a few
+ * hundred bytes for an empty object). */
 int cp_parca_writeraw(const char *body, size_t len,
 		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
 		      void *ctx);

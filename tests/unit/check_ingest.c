@@ -439,6 +439,29 @@ START_TEST(test_lines_limit)
 }
 END_TEST
 
+/* the writeraw JSON bounds are decode limits like the others */
+START_TEST(test_writeraw_json_limits_set)
+{
+	size_t len;
+	int calls = 0;
+	char *b = json_of("{\"series\":[{\"samples\":[", "{}", 20, "]}]}", &len);
+
+	ck_assert_uint_eq(cp_decode_limits()->max_json_containers, CP_DECODE_MAX_JSON_CONTAINERS);
+	ck_assert_uint_eq(cp_decode_limits()->max_json_values, CP_DECODE_MAX_JSON_VALUES);
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_json_containers = 10 });
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 10 JSON objects and arrays"), "%s", cp_errmsg(EFBIG));
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_json_values = 10 });
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 10 JSON values"), "%s", cp_errmsg(EFBIG));
+	cp_decode_limits_set(&(struct cp_decode_limits){ 0 });
+	ck_assert_uint_eq(cp_decode_limits()->max_json_containers, CP_DECODE_MAX_JSON_CONTAINERS);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EINVAL); /* no rawProfile */
+	ck_assert_int_eq(calls, 0);
+	free(b);
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -454,6 +477,7 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_writeraw_many_labels);
 	tcase_add_test(tc, test_writeraw_json_bounded);
 	tcase_add_test(tc, test_lines_limit);
+	tcase_add_test(tc, test_writeraw_json_limits_set);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,12 +7,12 @@
  * could take all the memory of the process that decodes it.
  *
  * cp_gunzip's callers, cp_pprof_decode*, cp_folded_decode, Parca's writeraw
- * JSON and the decoders built on them (the server's, lib/ingest.h) read the
- * limits in force; a body over one fails with -EFBIG and a message naming
- * the limit (cprof serve answers 413).  The limits are process-wide: set them
- * once at start-up, before threads decode.  The threads inflating bodies at
- * once share a budget (max_inflating), so that concurrent bombs cannot each
- * take max_decompressed. */
+ * JSON and the decoders built on them (each ingest protocol's,
+ * lib/ingest/protocol.h) read the limits in force; a body over one fails
+ * with -EFBIG and a message naming the limit (cprof serve answers 413).  The
+ * limits are process-wide: set them once at start-up, before threads decode.
+ * The threads inflating bodies at once share a budget (max_inflating), so
+ * that concurrent bombs cannot each take max_decompressed. */
 #ifndef CP_DECODE_LIMITS_H
 #define CP_DECODE_LIMITS_H
 

@@ -10,7 +10,13 @@
 #include "util.h"
 
 static struct cp_decode_limits limits = {
-	CP_DECODE_MAX_DECOMPRESSED, CP_DECODE_MAX_SAMPLES, CP_DECODE_MAX_LOCATIONS, CP_DECODE_MAX_DECOMPRESSED, NULL
+	.max_decompressed = CP_DECODE_MAX_DECOMPRESSED,
+	.max_samples = CP_DECODE_MAX_SAMPLES,
+	.max_locations = CP_DECODE_MAX_LOCATIONS,
+	.max_json_containers = CP_DECODE_MAX_JSON_CONTAINERS,
+	.max_json_values = CP_DECODE_MAX_JSON_VALUES,
+	.max_inflating = CP_DECODE_MAX_DECOMPRESSED,
+	.setting = NULL,
 };
 /* bytes the threads inflating now hold (reserved before they grow) */
 static _Atomic size_t inflating;
@@ -25,6 +31,8 @@ void cp_decode_limits_set(const struct cp_decode_limits *l)
 	limits.max_decompressed = l->max_decompressed ? l->max_decompressed : CP_DECODE_MAX_DECOMPRESSED;
 	limits.max_samples = l->max_samples ? l->max_samples : CP_DECODE_MAX_SAMPLES;
 	limits.max_locations = l->max_locations ? l->max_locations : CP_DECODE_MAX_LOCATIONS;
+	limits.max_json_containers = l->max_json_containers ? l->max_json_containers : CP_DECODE_MAX_JSON_CONTAINERS;
+	limits.max_json_values = l->max_json_values ? l->max_json_values : CP_DECODE_MAX_JSON_VALUES;
 	limits.max_inflating = l->max_inflating ? l->max_inflating : limits.max_decompressed;
 	limits.setting = l->setting;
 }

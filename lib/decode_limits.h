@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Bounds on decoding untrusted profile data: how far a gzip body may
- * inflate, and how many samples and locations one profile may hold.  A few
- * kilobytes of gzip can inflate to gigabytes, and an empty pprof Sample record
- * is 2 bytes on the wire but a hundred-odd bytes once unpacked: without these
- * a small request could take all the memory of the process that decodes it.
+ * inflate, how many samples and locations one profile may hold, and how many
+ * JSON objects and values a JSON body may hold.  A few kilobytes of gzip can
+ * inflate to gigabytes, and an empty pprof Sample record is 2 bytes on the
+ * wire but a hundred-odd bytes once unpacked: without these a small request
+ * could take all the memory of the process that decodes it.
  *
- * cp_gunzip's callers, cp_pprof_decode*, cp_folded_decode and the decoders
- * built on them read the limits in force; a body over one fails with -EFBIG
- * and a message naming the limit (cprof serve answers 413).  The limits are
- * process-wide: set them once at start-up, before threads decode.  The
- * threads inflating bodies at once share a budget (max_inflating), so that
- * concurrent bombs cannot each take max_decompressed. */
+ * cp_gunzip's callers, cp_pprof_decode*, cp_folded_decode, Parca's writeraw
+ * JSON and the decoders built on them (each ingest protocol's,
+ * lib/ingest/protocol.h) read the limits in force; a body over one fails
+ * with -EFBIG and a message naming the limit (cprof serve answers 413).  The
+ * limits are process-wide: set them once at start-up, before threads decode.
+ * The threads inflating bodies at once share a budget (max_inflating), so
+ * that concurrent bombs cannot each take max_decompressed. */
 #ifndef CP_DECODE_LIMITS_H
 #define CP_DECODE_LIMITS_H
 
@@ -24,6 +26,11 @@ struct cp_decode_limits {
 	size_t max_decompressed;
 	size_t max_samples;   /* samples (pprof Sample records, folded lines) per profile */
 	size_t max_locations; /* locations (pprof Location records, distinct folded frames) */
+	/* a JSON body's objects and arrays, and its values, counted on its text
+	 * before it is parsed (jansson takes a few hundred bytes for an empty
+	 * object: 30 MB of "{}," took 2.3 GB) */
+	size_t max_json_containers;
+	size_t max_json_values;
 	/* bytes all the threads inflating at once may hold together (default:
 	 * max_decompressed): a body that would take more while others hold some
 	 * does not wait, it fails with -EBUSY (cprof serve answers 503, to be
@@ -37,6 +44,8 @@ struct cp_decode_limits {
 #define CP_DECODE_MAX_DECOMPRESSED ((size_t)256 << 20)
 #define CP_DECODE_MAX_SAMPLES ((size_t)1000000)
 #define CP_DECODE_MAX_LOCATIONS ((size_t)1000000)
+#define CP_DECODE_MAX_JSON_CONTAINERS ((size_t)100000)
+#define CP_DECODE_MAX_JSON_VALUES ((size_t)1000000)
 
 /* The limits in force (the defaults above until set). */
 const struct cp_decode_limits *cp_decode_limits(void);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A series' labels as they come in, checked: from a push (lib/ingest.c,
+/* A series' labels as they come in, checked: from a push (lib/ingest/,
  * lib/http/api.c) or from -l NAME=VALUE on the command line (cprof record,
  * scrape and import: one rule for all three). */
 #ifndef CP_LABELS_H

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The API of cprof serve (docs/API.md), as routes for lib/http/server.h
- * over a shared store (lib/store/shared.h): the route table, the API's
- * state, and the helpers its handlers share; the handlers are in
- * api_query.c, api_ingest.c and api_ops.c (api_impl.h). */
+ * over a shared store (lib/store/shared.h): the route table (the pushes'
+ * routes from lib/ingest/protocol.h's table), the API's state, and the
+ * helpers its handlers share; the handlers are in api_query.c, api_ingest.c
+ * and api_ops.c (api_impl.h). */
 #include "http/api.h"
 #include "http/api_impl.h"
 
-const char *const api_names[NAPIS] = { "native", "pyroscope", "parca", "scrape" };
+const char *api_name(const struct cp_api *s, size_t k)
+{
+	return k < s->scrape ? cp_ingest_protocols[k].name : "scrape";
+}
 
 /* ---- helpers for handlers ---- */
 
@@ -207,7 +211,8 @@ bool api_select_intervals(struct cp_api *s, struct cp_resp *out, const struct cp
 	return true;
 }
 
-static const struct cp_route routes[] = {
+/* the routes before the pushes' and after them (cp_api_routes puts the ingest table's between) */
+static const struct cp_route routes_head[] = {
 	{ "GET", "/", "index", api_h_index, false },
 	{ "GET", "/ui/", "ui", api_h_ui, false },
 	{ "GET", "/login", "login", api_h_login, true },
@@ -224,34 +229,65 @@ static const struct cp_route routes[] = {
 	{ "GET", "/api/v1/regressions", "regressions", api_h_regressions, false },
 	{ "GET", "/api/v1/stats", "stats", api_h_stats, false },
 	{ "GET", "/api/v1/targets", "targets", api_h_targets, false },
-	{ "POST", "/api/v1/push", "push", api_h_push, false },
-	{ "POST", "/ingest", "pyroscope_ingest", api_h_pyroscope, false },
-	{ "POST", "/api/profiles/writeraw", "parca_writeraw", api_h_parca_write, false },
+};
+static const struct cp_route routes_tail[] = {
 	{ "GET", "/api/profiles/types", "parca_types", api_h_parca_types, false },
 	{ "GET", "/api/profiles/labels", "parca_labels", api_h_parca_labels, false },
 	{ "GET", "/api/profiles/labels/", "parca_label_values", api_h_parca_labels, false },
 };
 
+#define NHEAD (sizeof(routes_head) / sizeof(routes_head[0]))
+#define NTAIL (sizeof(routes_tail) / sizeof(routes_tail[0]))
+static struct cp_route routes[NHEAD + CP_INGEST_PROTOCOLS_MAX + NTAIL];
+static size_t nroutes;
+static pthread_once_t routes_once = PTHREAD_ONCE_INIT;
+
+/* the route table: routes_head, a route for each row of the ingest table
+ * (lib/ingest/protocol.h, all served by api_h_ingest), routes_tail */
+static void routes_make(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NHEAD; i++)
+		routes[n++] = routes_head[i];
+	for (size_t i = 0; cp_ingest_protocols[i].name && i < CP_INGEST_PROTOCOLS_MAX; i++) {
+		const struct cp_ingest_protocol *p = &cp_ingest_protocols[i];
+
+		routes[n++] = (struct cp_route){ p->method, p->path, p->route, api_h_ingest, false };
+	}
+	for (size_t i = 0; i < NTAIL; i++)
+		routes[n++] = routes_tail[i];
+	nroutes = n;
+}
 
 const struct cp_route *cp_api_routes(size_t *n)
 {
-	*n = sizeof(routes) / sizeof(routes[0]);
+	pthread_once(&routes_once, routes_make);
+	*n = nroutes;
 	return routes;
 }
 
 struct cp_api *cp_api_new(struct cp_shared *store)
 {
-	struct cp_api *s = calloc(1, sizeof(*s));
-	int k;
+	size_t nproto = cp_ingest_protocol_count(), k;
+	struct cp_api *s;
 
-	if (!s) {
+	if (nproto > CP_INGEST_PROTOCOLS_MAX) {
+		cp_error(EINVAL, "the ingest table has %zu rows, over CP_INGEST_PROTOCOLS_MAX (%d)", nproto,
+			 CP_INGEST_PROTOCOLS_MAX);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(s = calloc(1, sizeof(*s)))) {
 		cp_error(ENOMEM, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
 	s->store = store;
+	s->scrape = nproto;
+	s->napis = nproto + 1;
 	pthread_mutex_init(&s->rlock, NULL);
-	for (k = 0; k < NAPIS; k++) {
+	for (k = 0; k < API_MAX; k++) {
 		atomic_init(&s->profiles[k], 0);
 		atomic_init(&s->samples[k], 0);
 		atomic_init(&s->errors[k], 0);

@@ -2,7 +2,8 @@
 /* What the parts of the server's API share (private to lib/http/api*.c): the API's state, the
  * helpers that read a request's arguments and write an answer, and the handlers that api.c's
  * route table names: api_query.c (the query API and Parca's read API), api_ingest.c (pushes:
- * native, Pyroscope, Parca), api_ops.c (/healthz, /metrics, the targets, the web view).
+ * one handler for every row of lib/ingest/protocol.h), api_ops.c (/healthz, /metrics, the
+ * targets, the web view).
  * Ownership and errors: each helper's own; a handler answers through out. */
 #ifndef CP_HTTP_API_IMPL_H
 #define CP_HTTP_API_IMPL_H
@@ -21,7 +22,6 @@
 #include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
-#include "ingest.h"
 #include "load.h"
 #include "log.h"
 #include "pprof.h"
@@ -33,21 +33,26 @@
 #include "util.h"
 
 #include "http/server.h"
+#include "ingest/protocol.h"
 #include "store/shared.h"
 
-enum api { API_NATIVE, API_PYROSCOPE, API_PARCA, API_SCRAPE, NAPIS };
-extern const char *const api_names[NAPIS];
+/* The APIs counted in /metrics (profiles, samples, errors, bytes by api="NAME"): the ingest
+ * protocols in their table's order (lib/ingest/protocol.h), then the scrapes (index s->scrape). */
+#define API_MAX (CP_INGEST_PROTOCOLS_MAX + 1)
 
 struct cp_api {
 	struct cp_shared *store;
 	struct cp_server *http;     /* its request counters in /metrics; may be NULL */
 	struct cp_scraper *scraper; /* --config with scrape_configs; may be NULL */
-	_Atomic uint64_t profiles[NAPIS], samples[NAPIS], errors[NAPIS], bytes[NAPIS];
+	size_t napis, scrape; /* the APIs counted (the ingest protocols and the scrapes), the scrapes' index */
+	_Atomic uint64_t profiles[API_MAX], samples[API_MAX], errors[API_MAX], bytes[API_MAX];
 	/* rejected pushes: a warning each, at most one a second per API */
 	pthread_mutex_t rlock;
-	int64_t rlast[NAPIS];
-	uint64_t rsuppressed[NAPIS];
+	int64_t rlast[API_MAX];
+	uint64_t rsuppressed[API_MAX];
 };
+/* The name of API k (its api="..." in /metrics). */
+const char *api_name(const struct cp_api *s, size_t k);
 
 /* a response body written through stdio */
 struct mem {
@@ -90,9 +95,8 @@ void api_h_parca_types(struct cp_req *r, struct cp_resp *out, void *arg);
 void api_h_parca_labels(struct cp_req *r, struct cp_resp *out, void *arg);
 /* api_ingest.c (and what cp_api_free logs of the pushes it rejected) */
 void api_log_rejected_left(struct cp_api *s);
-void api_h_push(struct cp_req *r, struct cp_resp *out, void *arg);
-void api_h_pyroscope(struct cp_req *r, struct cp_resp *out, void *arg);
-void api_h_parca_write(struct cp_req *r, struct cp_resp *out, void *arg);
+/* every ingest protocol's route: the row of the request's method and path */
+void api_h_ingest(struct cp_req *r, struct cp_resp *out, void *arg);
 /* api_ops.c */
 void api_h_healthz(struct cp_req *r, struct cp_resp *out, void *arg);
 void api_h_metrics(struct cp_req *r, struct cp_resp *out, void *arg);

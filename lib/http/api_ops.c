@@ -18,7 +18,7 @@ void api_h_metrics(struct cp_req *r, struct cp_resp *out, void *arg)
 	struct cp_store_stats st = { 0 };
 	struct cp_store *rs;
 	struct mem m;
-	int k;
+	size_t k;
 
 	(void)r;
 	if ((rs = cp_shared_reader(s->store))) {
@@ -29,8 +29,8 @@ void api_h_metrics(struct cp_req *r, struct cp_resp *out, void *arg)
 		return;
 #define COUNTER(metric, help, field)                                                                     \
 	fprintf(m.f, "# HELP " metric " " help "\n# TYPE " metric " counter\n");                           \
-	for (k = 0; k < NAPIS; k++)                                                                      \
-		fprintf(m.f, metric "{api=\"%s\"} %llu\n", api_names[k], (unsigned long long)atomic_load(&s->field[k]));
+	for (k = 0; k < s->napis; k++)                                                                   \
+		fprintf(m.f, metric "{api=\"%s\"} %llu\n", api_name(s, k), (unsigned long long)atomic_load(&s->field[k]));
 	COUNTER("cprof_ingest_profiles_total", "Profiles stored from pushes.", profiles)
 	COUNTER("cprof_ingest_samples_total", "Samples (distinct stacks and labels) stored from pushes.", samples)
 	COUNTER("cprof_ingest_bytes_total", "Request body bytes of stored pushes.", bytes)
@@ -96,13 +96,13 @@ int cp_api_scrape_sink(void *ctx, const struct cp_store_append *a, size_t n)
 	int err = cp_shared_append(s->store, a, n, msg, sizeof(msg));
 
 	if (err) {
-		atomic_fetch_add(&s->errors[API_SCRAPE], 1);
+		atomic_fetch_add(&s->errors[s->scrape], 1);
 		return cp_error(-err, "%s", msg);
 	}
 	for (i = 0; i < n; i++)
 		samples += a[i].profile->nsamples;
-	atomic_fetch_add(&s->profiles[API_SCRAPE], n);
-	atomic_fetch_add(&s->samples[API_SCRAPE], samples);
+	atomic_fetch_add(&s->profiles[s->scrape], n);
+	atomic_fetch_add(&s->samples[s->scrape], samples);
 	return 0;
 }
 

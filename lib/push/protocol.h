@@ -49,7 +49,8 @@ int cp_push_target_pyroscope(const struct cp_push_opts *o, const struct cp_store
  * with a dot would otherwise lose its last part to the type suffix), a label of the same name left
  * out.  Pyroscope's name syntax has no escapes: ',', '{' and '}' in a value (and in app) become
  * '_'.  Label names must be ones cp_pyro_label_name takes (series label names are); the server's
- * parser, cp_pyro_name_parse (lib/ingest.h), reads it back.  *out malloc'ed; 0 or -ENOMEM. */
+ * parser, cp_pyro_name_parse (lib/ingest/protocol.h), reads it back.  *out malloc'ed; 0 or
+ * -ENOMEM. */
 int cp_pyro_name_format(const char *app, const struct cp_kv *labels, size_t n, char **out);
 
 #endif

@@ -16,7 +16,7 @@ sampling/symbolize.c cp_symbolize_mapping     ENOENT: the address has no mapping
 sampling/sampler.c on_sample                  ECANCELED is no failure: it stops ring_buffer__poll after a bounded batch
 sampling/scopes.c walk                        an inner step of cp_scopes_build, which sets errno ENOMEM for its caller
 decode_limits.c cp_inflate_reserve   EBUSY: its caller cp_gunzip_limited records the message with the limit
-ingest.c cp_pyro_label_name          EINVAL: its caller records "bad label name" with the name
+ingest/pyroscope.c cp_pyro_label_name EINVAL: its caller records "bad label name" with the name
 regex.c cp_regex_compile             EINVAL: why and offset go to the caller, which records the message
 http/server.c split_listen           EINVAL: its callers record "--listen ADDR: give HOST:PORT..."
 '

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: what push clients send to cprof serve, parsed as lib/ingest.c
- * parses it: Pyroscope names ("app.cpu{k=v}"), Pyroscope folded and lines
+/* Fuzz target: what push clients send to cprof serve, parsed as the ingest
+ * decoders parse it (lib/ingest/pyroscope.c, parca.c): Pyroscope names ("app.cpu{k=v}"), Pyroscope folded and lines
  * bodies, Parca's writeraw JSON (each raw profile decoded as pprof, as the
  * server does, and every other one split by what it measures as /ingest
  * splits a pprof body) and base64.  The first byte chooses the parser (0 name,
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base64.h"
-#include "ingest.h"
+#include "ingest/protocol.h"
 #include "pprof.h"
 #include "profile.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/ingest.c: what the Pyroscope API takes: label names as Pyroscope
- * takes them (dots become '_'), and pprof pushes split and named as
- * Pyroscope names them. */
+/* lib/ingest/: the table of ingest protocols and its routes; what the
+ * Pyroscope API takes: label names as Pyroscope takes them (dots become '_'),
+ * and pprof pushes split and named as Pyroscope names them. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -11,7 +11,8 @@
 
 #include "decode_limits.h"
 #include "error.h"
-#include "ingest.h"
+#include "http/api.h"
+#include "ingest/protocol.h"
 #include "profile.h"
 #include "push/protocol.h"
 #include "store/store.h"
@@ -439,6 +440,77 @@ START_TEST(test_lines_limit)
 }
 END_TEST
 
+/* ---- the table ---- */
+
+/* every row is whole, named once, and served: its route is in cp_api_routes */
+START_TEST(test_protocol_table)
+{
+	size_t n = cp_ingest_protocol_count(), nroutes, i, j, found;
+	const struct cp_route *routes = cp_api_routes(&nroutes);
+
+	ck_assert_uint_ge(n, 3);
+	ck_assert_uint_le(n, CP_INGEST_PROTOCOLS_MAX);
+	for (i = 0; i < n; i++) {
+		const struct cp_ingest_protocol *p = &cp_ingest_protocols[i];
+
+		ck_assert_ptr_nonnull(p->name);
+		ck_assert_msg(*p->name, "row %zu has an empty name", i);
+		ck_assert_ptr_nonnull(p->method);
+		ck_assert_ptr_nonnull(p->path);
+		ck_assert_msg(p->path[0] == '/', "%s: path '%s'", p->name, p->path);
+		ck_assert_ptr_nonnull(p->route);
+		ck_assert_msg(p->decode != NULL, "%s has no decoder", p->name);
+		for (j = 0; j < i; j++) {
+			ck_assert_msg(strcmp(p->name, cp_ingest_protocols[j].name), "%s: two rows", p->name);
+			ck_assert_msg(strcmp(p->route, cp_ingest_protocols[j].route), "route %s: two rows", p->route);
+			ck_assert_msg(strcmp(p->path, cp_ingest_protocols[j].path) ||
+					      strcmp(p->method, cp_ingest_protocols[j].method),
+				      "%s %s: two rows", p->method, p->path);
+		}
+		ck_assert_ptr_eq(cp_ingest_protocol_at(p->method, p->path), p);
+		for (j = 0, found = 0; j < nroutes; j++) {
+			if (strcmp(routes[j].path, p->path) || strcmp(routes[j].method, p->method))
+				continue;
+			ck_assert_str_eq(routes[j].name, p->route);
+			ck_assert_ptr_nonnull(routes[j].fn);
+			ck_assert(!routes[j].open);
+			found++;
+		}
+		ck_assert_msg(found == 1, "%s %s: %zu routes", p->method, p->path, found);
+	}
+	ck_assert_ptr_null(cp_ingest_protocols[n].name);
+	ck_assert_ptr_null(cp_ingest_protocol_at("GET", "/ingest"));
+	ck_assert_ptr_null(cp_ingest_protocol_at("POST", "/ingest/"));
+	/* the three of docs/API.md */
+	ck_assert_str_eq(cp_ingest_protocol_at("POST", "/api/v1/push")->name, "native");
+	ck_assert_str_eq(cp_ingest_protocol_at("POST", "/ingest")->name, "pyroscope");
+	ck_assert_str_eq(cp_ingest_protocol_at("POST", "/api/profiles/writeraw")->name, "parca");
+}
+END_TEST
+
+/* the writeraw JSON bounds are decode limits like the others */
+START_TEST(test_writeraw_json_limits_set)
+{
+	size_t len;
+	int calls = 0;
+	char *b = json_of("{\"series\":[{\"samples\":[", "{}", 20, "]}]}", &len);
+
+	ck_assert_uint_eq(cp_decode_limits()->max_json_containers, CP_DECODE_MAX_JSON_CONTAINERS);
+	ck_assert_uint_eq(cp_decode_limits()->max_json_values, CP_DECODE_MAX_JSON_VALUES);
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_json_containers = 10 });
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 10 JSON objects and arrays"), "%s", cp_errmsg(EFBIG));
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_json_values = 10 });
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 10 JSON values"), "%s", cp_errmsg(EFBIG));
+	cp_decode_limits_set(&(struct cp_decode_limits){ 0 });
+	ck_assert_uint_eq(cp_decode_limits()->max_json_containers, CP_DECODE_MAX_JSON_CONTAINERS);
+	ck_assert_int_eq(cp_parca_writeraw(b, len, count_profiles, &calls), -EINVAL); /* no rawProfile */
+	ck_assert_int_eq(calls, 0);
+	free(b);
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -454,6 +526,10 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_writeraw_many_labels);
 	tcase_add_test(tc, test_writeraw_json_bounded);
 	tcase_add_test(tc, test_lines_limit);
+	tcase_add_test(tc, test_writeraw_json_limits_set);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("table");
+	tcase_add_test(tc, test_protocol_table);
 	suite_add_tcase(s, tc);
 	return s;
 }

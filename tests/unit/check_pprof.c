@@ -1445,7 +1445,8 @@ END_TEST
 
 static void limits(size_t max_decompressed, size_t max_samples, size_t max_locations, const char *setting)
 {
-	cp_decode_limits_set(&(struct cp_decode_limits){ max_decompressed, max_samples, max_locations, 0, setting });
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_decompressed = max_decompressed, .max_samples = max_samples,
+							  .max_locations = max_locations, .setting = setting });
 }
 
 static void limits_reset(void)

@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* Push clients' formats: Pyroscope's names and text bodies, Parca's writeraw. */
-#include "ingest.h"
-
+/* Pyroscope's ingest API (POST /ingest, docs/API.md): its names
+ * ("app.cpu{k=v}"), the profile types their suffixes and units give, pprof
+ * bodies split by what each sample type measures, folded ("groups") and
+ * lines bodies, gzipped or not; and the decoder of protocol.c's row. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <gnutls/gnutls.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "base64.h"
 #include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
+#include "gzip.h"
+#include "ingest/protocol.h"
+#include "pprof.h"
 #include "selector.h"
+#include "util.h"
 
 void cp_pyro_name_release(struct cp_pyro_name *n)
 {
@@ -405,110 +408,154 @@ nomem:
 	return NULL;
 }
 
-/* jansson takes ~50 bytes for a number and a few hundred for an empty
- * object: 30 MB of "{}," took 2.3 GB.  Counted on the text before it is
- * parsed (outside strings: '{' and '[' open a container, ',' separates
- * values), a body is held to these; a writeraw body is a few objects per
- * series and per profile, whose bytes are in base64 strings. */
-#define JSON_MAX_CONTAINERS 100000
-#define JSON_MAX_VALUES 1000000
+/* ---- the decoder of POST /ingest ---- */
 
-static int json_bounded(const char *s, size_t len)
+struct form_pick {
+	const char *field;
+	const uint8_t *data; /* points into a copy we own */
+	uint8_t *copy;
+	size_t len;
+};
+
+static int pick_field(void *ctx, const char *name, const char *filename, const uint8_t *data, size_t len)
 {
-	size_t i, containers = 0, values = 0;
-	bool in_str = false;
+	struct form_pick *f = ctx;
 
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = false;
-		} else if (c == '"') {
-			in_str = true;
-		} else if (c == '{' || c == '[') {
-			containers++;
-		} else if (c == ',') {
-			values++;
-		}
-	}
-	if (containers > JSON_MAX_CONTAINERS)
-		return cp_error(EFBIG, "the body holds over %d JSON objects and arrays (the most a writeraw body may have)",
-				JSON_MAX_CONTAINERS);
-	if (values > JSON_MAX_VALUES)
-		return cp_error(EFBIG, "the body holds over %d JSON values (the most a writeraw body may have)",
-				JSON_MAX_VALUES);
+	(void)filename;
+	if (strcmp(name, f->field) || f->copy)
+		return 0;
+	if (!(f->copy = malloc(len + 1)))
+		return cp_error(ENOMEM, "out of memory copying the form field '%s' (%zu bytes)", name, len);
+	memcpy(f->copy, data, len);
+	f->data = f->copy;
+	f->len = len;
 	return 0;
 }
 
-int cp_parca_writeraw(const char *body, size_t len,
-		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
-		      void *ctx)
+int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b)
 {
-	json_error_t je;
-	json_t *root, *series, *s;
-	size_t i, j, k;
-	int err = json_bounded(body, len);
+	const char *name = cp_req_arg(r, "name"), *format = cp_req_arg(r, "format"), *units = cp_req_arg(r, "units");
+	const char *rate_s = cp_req_arg(r, "sampleRate"), *ctype = cp_req_header(r, "Content-Type");
+	struct cp_pyro_name nm = { 0 };
+	struct cp_pyro_type ty;
+	struct cp_store_append a = { 0 };
+	struct cp_profile *p = NULL;
+	struct form_pick fp = { "profile", NULL, NULL, 0 };
+	struct cp_pyro_part *parts = NULL;
+	int64_t now = cp_now_ns(), until = now, from = 0, rate = 100;
+	const uint8_t *body;
+	char *end, *tname = NULL;
+	size_t len, nparts = 0, i;
+	bool pprof = false;
+	int err;
 
-	if (err)
+	body = cp_req_body(r, &len);
+	if (!name || !*name)
+		return cp_error(EINVAL, "give the application: /ingest?name=APP.cpu{label=value}");
+	if ((err = cp_pyro_name_parse(name, &nm)))
 		return err;
-	root = json_loadb(body, len, 0, &je);
-	if (!root)
-		return cp_error(EINVAL, "the body is not JSON: %s (line %d)", je.text, je.line);
-	series = json_object_get(root, "series");
-	if (!json_is_array(series)) {
-		err = cp_error(EINVAL, "the body has no \"series\" array");
+	if ((err = cp_ingest_time(r, "until", now, &until)) || (err = cp_ingest_time(r, "from", now, &from)))
+		goto out;
+	if (!cp_req_arg(r, "from"))
+		from = until - 10 * (int64_t)1000000000;
+	if (rate_s && *rate_s) {
+		errno = 0;
+		rate = strtoll(rate_s, &end, 10);
+		if (errno || *end || rate <= 0) {
+			err = cp_error(EINVAL, "sampleRate: '%.32s' is not a positive number", rate_s);
+			goto out;
+		}
+		if (rate > 1000000000) { /* a sample would weigh less than a nanosecond: 0 */
+			err = cp_error(EINVAL, "sampleRate: %lld Hz is above 1e9 (a sample would weigh under 1 ns)",
+				       (long long)rate);
+			goto out;
+		}
+	}
+	format = format && *format ? format : "folded";
+	if (units && *units && !cp_type_name_valid(units)) {
+		err = cp_error(EINVAL, "units: '%.32s' takes letters, digits, '_', '.' and '-' (samples, objects, bytes)",
+			       units);
 		goto out;
 	}
-	json_array_foreach(series, i, s) {
-		json_t *labels = json_object_get(json_object_get(s, "labels"), "labels"), *samples, *sm, *l;
-		struct cp_labels ls = { 0 };
-
-		samples = json_object_get(s, "samples");
-		if (!json_is_object(s) || (labels && !json_is_array(labels)) || !json_is_array(samples)) {
-			err = cp_error(EINVAL, "series %zu: wants {\"labels\":{\"labels\":[...]},\"samples\":[...]}", i);
+	cp_pyro_type(nm.suffix, units && *units ? units : NULL, &ty);
+	if (!strcmp(format, "folded") || !strcmp(format, "groups") || !strcmp(format, "lines")) {
+		if (!len) {
+			err = cp_error(EINVAL, "the body is empty: POST folded stacks");
 			goto out;
 		}
-		json_array_foreach(labels, j, l) {
-			const char *name = json_string_value(json_object_get(l, "name"));
-			const char *value = json_string_value(json_object_get(l, "value"));
-
-			if (!name || !value) {
-				cp_labels_release(&ls);
-				err = cp_error(EINVAL, "series %zu, label %zu: wants {\"name\":...,\"value\":...}", i, j);
+		if (cp_is_gzip(body, len)) { /* a gzipped text body, inflated within max_decompressed */
+			if ((err = cp_gunzip_limited(body, len, &fp.copy, &len)))
+				goto out;
+			body = fp.copy;
+		}
+		p = cp_pyro_decode_text((const char *)body, len, !strcmp(format, "lines"), &ty, rate, from, until);
+	} else if (!strcmp(format, "pprof")) {
+		if (ctype && !strncasecmp(ctype, "multipart/form-data", 19)) {
+			if ((err = cp_req_form(r, pick_field, &fp)))
+				goto out;
+			if (!fp.data) {
+				err = cp_error(EINVAL, "the form has no 'profile' field");
 				goto out;
 			}
-			if ((err = cp_labels_add(&ls, name, value))) {
-				cp_labels_release(&ls);
-				cp_error_ctx(-err, "series %zu", i);
-				goto out;
-			}
+			body = fp.data;
+			len = fp.len;
 		}
-		json_array_foreach(samples, k, sm) {
-			const char *raw = json_string_value(json_object_get(sm, "rawProfile"));
-			uint8_t *bytes = NULL;
-			size_t n = 0;
-
-			if (!raw) {
-				err = cp_error(EINVAL, "series %zu, sample %zu: no \"rawProfile\" (base64 pprof)", i, k);
-				break;
-			}
-			if ((err = cp_base64_decode(raw, strlen(raw), &bytes, &n))) {
-				cp_error_ctx(-err, "series %zu, sample %zu: rawProfile", i, k);
-				break;
-			}
-			err = fn(ctx, &ls, bytes, n);
-			free(bytes);
-			if (err)
-				break;
-		}
-		cp_labels_release(&ls);
-		if (err)
+		if (!len) {
+			err = cp_error(EINVAL, "the body is empty: POST a pprof profile");
 			goto out;
+		}
+		/* stored at the push's from (until - 10 s when not given), as a
+		 * folded push is: not at the pprof's own time, which clients set to
+		 * when they stopped profiling (one flush late) */
+		if ((p = cp_pprof_decode(body, len)))
+			p->time_nanos = from;
+		pprof = true;
+	} else {
+		err = cp_error(EINVAL, "format '%.32s' is not taken here: send folded, lines or pprof", format);
+		goto out;
 	}
+	if (!p) {
+		err = cp_error_ctx(errno ? errno : EINVAL, "the body is not a profile");
+		goto out;
+	}
+	a.labels = nm.labels.kv;
+	a.nlabels = nm.labels.n;
+	a.time_ns = p->time_nanos ? p->time_nanos : from;
+	b->profiles = 1;
+	b->samples = p->nsamples;
+	b->bytes = len;
+	if (pprof) { /* each kind of sample type under its Pyroscope name */
+		if ((err = cp_pyro_split(p, nm.suffix, &parts, &nparts))) {
+			b->internal = err == -ENOMEM;
+			goto out;
+		}
+		p = NULL; /* the parts have it */
+		for (i = 0; i < nparts; i++) {
+			a.name = parts[i].name;
+			/* the first takes the labels, the others share them */
+			if ((err = cp_ingest_batch_add(b, parts[i].profile, &a, i ? NULL : &nm.labels, NULL))) {
+				b->internal = true;
+				goto out;
+			}
+			parts[i].profile = NULL; /* the batch's */
+		}
+		goto out;
+	}
+	if (ty.name && !(tname = strdup(ty.name))) { /* ty.name may be nm's suffix */
+		err = cp_error(ENOMEM, "out of memory");
+		b->internal = true;
+		goto out;
+	}
+	if ((err = cp_ingest_batch_add(b, p, &a, &nm.labels, tname))) {
+		free(tname);
+		b->internal = true;
+		goto out;
+	}
+	p = NULL; /* the batch's */
 out:
-	json_decref(root);
+	free(fp.copy);
+	cp_pyro_parts_free(parts, nparts);
+	cp_profile_free(p);
+	cp_pyro_name_release(&nm);
 	return err;
 }

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* How cprof serve takes pushes: one row per protocol in protocol.c, each
+ * protocol's decoder in a file of its own here (cprof.c: cprof's own
+ * POST /api/v1/push; pyroscope.c: Pyroscope's POST /ingest, its names, types
+ * and text bodies; parca.c: Parca's POST /api/profiles/writeraw).  A decoder
+ * turns one request into a batch of appends; lib/http/api_ingest.c serves
+ * every row alike (the route, the status of a refusal, the commit through the
+ * shared store, the counters, the log of rejected pushes).  Every decoder
+ * bounds what it decodes by lib/decode_limits.h.
+ * Adding a protocol: its file here, one row in protocol.c (its decoder
+ * declared below).
+ *
+ * Ownership: a batch owns its profiles, labels and names until
+ * cp_ingest_batch_release; its appends may also point into the request (which
+ * outlives it).  Errors: a decoder returns 0 or -errno with the message
+ * recorded (cp_error): the body is refused, 413 for -EFBIG (over a decode
+ * limit), 503 for -EBUSY (the inflation budget is taken), else 400; 500 when
+ * it set b->internal (the server failed, not the body). */
+#ifndef CP_INGEST_PROTOCOL_H
+#define CP_INGEST_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../http/server.h"
+#include "../labels.h"
+#include "../profile.h"
+#include "../store/store.h"
+
+/* What one request holds, to be committed in one go. */
+struct cp_ingest_batch {
+	struct cp_store_append *a; /* n appends */
+	size_t n;
+	size_t profiles, samples, bytes; /* what /metrics counts of it (set by the decoder) */
+	bool internal;                   /* the refusal is the server's fault: 500 */
+	/* what the appends point at, one of each per append (cp_ingest_batch_add) */
+	struct cp_profile **profiles_owned;
+	struct cp_labels *labels;
+	char **names;
+	size_t cap;
+};
+
+/* Appends *a to b with profile p, which becomes b's; so do *labels (moved,
+ * left empty) and name (malloc'ed) when not NULL, which become the append's
+ * labels and name.  0, or -ENOMEM with the message (nothing taken). */
+int cp_ingest_batch_add(struct cp_ingest_batch *b, struct cp_profile *p, const struct cp_store_append *a,
+			struct cp_labels *labels, char *name);
+/* Frees what b owns and empties it. */
+void cp_ingest_batch_release(struct cp_ingest_batch *b);
+
+typedef int (*cp_ingest_decode_fn)(struct cp_req *r, struct cp_ingest_batch *b);
+
+struct cp_ingest_protocol {
+	const char *name;   /* its counters' api="..." in /metrics, its name in the log of rejected pushes */
+	const char *method; /* "POST" */
+	const char *path;   /* exact */
+	const char *route;  /* the route's name: its handler label in /metrics */
+	const char *answer; /* a 200's body; NULL: {"profiles":N,"samples":N} */
+	cp_ingest_decode_fn decode;
+};
+
+/* The most rows the table may have (the server's counters are sized by it). */
+#define CP_INGEST_PROTOCOLS_MAX 8
+
+/* The table, ending in a row without a name. */
+extern const struct cp_ingest_protocol cp_ingest_protocols[];
+/* Its rows. */
+size_t cp_ingest_protocol_count(void);
+/* The row serving method and path, or NULL. */
+const struct cp_ingest_protocol *cp_ingest_protocol_at(const char *method, const char *path);
+
+/* A time argument of r (cp_parse_time, lib/selector.h) into *t, left alone
+ * when absent or empty.  0, or -EINVAL with "PARAM: why". */
+int cp_ingest_time(struct cp_req *r, const char *param, int64_t now, int64_t *t);
+
+/* ---- the rows' decoders ---- */
+int cp_ingest_cprof(struct cp_req *r, struct cp_ingest_batch *b);
+int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b);
+int cp_ingest_parca(struct cp_req *r, struct cp_ingest_batch *b);
+
+/* ---- Pyroscope (pyroscope.c) ---- */
+
+/* Pyroscope's name: "app.cpu{k=v,k2=v2}" -> app "app", suffix "cpu" (the
+ * part after the last dot; "cpu" when there is none), labels k, k2 (plus
+ * service_name=app).  -EINVAL with a message. */
+struct cp_pyro_name {
+	char *app, *suffix;
+	struct cp_labels labels;
+};
+int cp_pyro_name_parse(const char *s, struct cp_pyro_name *out);
+void cp_pyro_name_release(struct cp_pyro_name *n);
+
+/* The profile type a suffix and units give: name, sample type/unit, period
+ * type/unit, and whether values are samples to multiply by 1e9/sampleRate. */
+struct cp_pyro_type {
+	const char *name, *type, *unit, *ptype, *punit;
+	int cpu;
+};
+void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t);
+
+/* A label name as Pyroscope takes it: letters, digits, '_' and '.', not
+ * starting with a digit; each '.' becomes '_' in place (otel.scope.name ->
+ * otel_scope_name).  0, or -EINVAL (name unchanged) for any other name. */
+int cp_pyro_label_name(char *name);
+
+/* A pprof profile pushed to /ingest, split by what its sample types measure
+ * and named as Pyroscope names them: cpu -> process_cpu:cpu:nanoseconds:cpu:
+ * nanoseconds, wall -> wall:wall:nanoseconds:wall:nanoseconds (the samples
+ * count goes with wall when there is one, else with cpu), heap ->
+ * memory:{inuse,alloc}_{space,objects}:...:space:bytes (Node.js's objects and
+ * space are inuse_objects and inuse_space), goroutines:goroutine:count:
+ * goroutine:count, contentions and delay -> mutex (block when the name's
+ * suffix starts with "block").  Other sample types keep their profile's period
+ * type and name NULL (the store names them).  Each part is a profile and its
+ * type name for cp_store_append.  On success p belongs to the parts (free
+ * them all with cp_pyro_parts_free); on error it stays the caller's. */
+struct cp_pyro_part {
+	struct cp_profile *profile;
+	const char *name; /* static, or NULL */
+};
+int cp_pyro_split(struct cp_profile *p, const char *suffix, struct cp_pyro_part **parts, size_t *n);
+void cp_pyro_parts_free(struct cp_pyro_part *parts, size_t n);
+
+/* A folded ("groups") or lines body as a profile of that type: values
+ * scaled for cpu, duration until - from, time from.  At most max_samples
+ * lines (lib/decode_limits.h).  NULL + errno. */
+struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, const struct cp_pyro_type *t,
+				       int64_t sample_rate, int64_t from_ns, int64_t until_ns);
+
+/* ---- Parca (parca.c) ---- */
+
+/* Parca's writeraw body: fn gets each raw profile with its series labels
+ * (__name__ among them, as sent).  Stops at fn's first nonzero return.
+ * -EINVAL with a message naming what is wrong; -EFBIG for a body of over
+ * max_json_containers JSON objects and arrays or max_json_values values
+ * (lib/decode_limits.h; counted before it is parsed: jansson takes a few
+ * hundred bytes for an empty object). */
+int cp_parca_writeraw(const char *body, size_t len,
+		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
+		      void *ctx);
+
+#endif

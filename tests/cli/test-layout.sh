@@ -105,4 +105,10 @@ is "$out" "lib/push/protocol.c" "one table of push protocols"
 run sh -c 'grep -rnE "strcmp\([^)]*\"pyroscope\"" lib cmd | grep -v "^lib/push/"'
 is "$out" "" "no code outside lib/push/ picks a push protocol by name"
 
+# ingest protocols: lib/ingest/protocol.c's table; the HTTP side serves every row alike
+run sh -c 'grep -rln "cp_ingest_protocols\[\] = " lib cmd'
+is "$out" "lib/ingest/protocol.c" "one table of ingest protocols"
+run sh -c 'grep -nE "cp_(pyro|parca)_|cp_ingest_(cprof|pyroscope|parca)\\b" lib/http/*.c cmd/*.c'
+is "$out" "" "the server names no ingest protocol's decoder (lib/http/ takes them from the table)"
+
 done_testing

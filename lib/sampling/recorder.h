@@ -43,8 +43,9 @@ struct cp_recorder_opts {
 	uint64_t max_memory;  /* resident bytes the caches are cut to stay under (0: no limit; budget.h) */
 	bool offcpu;          /* also the time threads spend off the CPU (sampler.h): for the store,
 			       * series of type "offcpu" (nanoseconds, labelled state S, D or R) and
-			       * "wall"; in the one profile, a third and fourth value, offcpu and wall
-			       * nanoseconds */
+			       * "wall"; in the one profile, two more values after the others (the
+			       * third and fourth with with_time, else the second and third), offcpu
+			       * and wall nanoseconds */
 	uint64_t offcpu_period_ns, offcpu_min_ns; /* sampler.h's; period 0: cp_recorder_offcpu_period */
 };
 

@@ -5,7 +5,13 @@
  * them from Go's own function table (gopclntab.h), kernel functions from
  * /proc/kallsyms, JIT functions from /tmp/perf-PID.map.  Results are cached by
  * (build id, file offset), so each address of each binary is looked up once
- * however many processes run it. */
+ * however many processes run it.
+ *
+ * A process table (proc.h) serves one symbolizer: its mappings keep that
+ * symbolizer's key for their file (skey1, skey_gen), which a second
+ * symbolizer over the same table would take for its own.  Copies of a binary
+ * with the same build id share one mapping in a profile (keyed by size,
+ * offset and build id, as pprof does). */
 #ifndef CP_SYMBOLIZE_H
 #define CP_SYMBOLIZE_H
 

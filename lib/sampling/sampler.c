@@ -382,13 +382,19 @@ static int open_records(struct cp_sampler *s)
 
 /* The ring holds about 1/8 s of samples at full stack size (the reader is
  * woken at an eighth full and drains every 100 ms anyway): a power of two
- * from 512 KiB to 64 MiB.  It is mapped twice, so it counts double in RSS. */
+ * from 512 KiB to 64 MiB.  Off-CPU records come at the rate threads wait, not
+ * at the sampling rate: on a busy host (a build, hundreds of processes
+ * waking and sleeping) several times as many, in bursts, so the ring is 8
+ * times the size then (a lost end of a wait loses the wait).  It is mapped
+ * twice, so it counts double in RSS. */
 static size_t ring_size(const struct cp_sampler_opts *o)
 {
 	size_t want, size = 512u << 10;
 	int ncpu = libbpf_num_possible_cpus();
 
 	want = (size_t)o->freq * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(struct cp_sample_rec) / 8;
+	if (o->offcpu)
+		want *= 8;
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;

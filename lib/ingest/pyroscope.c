@@ -500,11 +500,13 @@ static int push_labels(struct cp_pyro_name *nm, const char *spy)
 	return cp_labels_add(&nm->labels, "pyroscope_spy", spy);
 }
 
-/* .NET's sample types are "inuse-space" and such: Pyroscope takes them as "inuse_space" */
+/* .NET's sample types are "inuse-space" and such: Pyroscope takes them as
+ * "inuse_space" (renaming the string, so the period type too) */
 static int dotnet_types(struct cp_profile *p)
 {
-	for (size_t k = 0; k < p->ntypes; k++) {
-		const char *t = cp_profile_string(p, p->sample_types[k].type);
+	for (size_t k = 0; k <= p->ntypes; k++) {
+		uint32_t *at = k < p->ntypes ? &p->sample_types[k].type : &p->period_type.type;
+		const char *t = cp_profile_string(p, *at);
 		char *u;
 		int64_t id;
 
@@ -519,7 +521,7 @@ static int dotnet_types(struct cp_profile *p)
 		free(u);
 		if (id < 0)
 			return cp_error(ENOMEM, "out of memory");
-		p->sample_types[k].type = (uint32_t)id;
+		*at = (uint32_t)id;
 	}
 	return 0;
 }

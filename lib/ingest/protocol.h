@@ -128,6 +128,53 @@ void cp_pyro_parts_free(struct cp_pyro_part *parts, size_t n);
 struct cp_profile *cp_pyro_decode_text(const char *body, size_t len, int lines, const struct cp_pyro_type *t,
 				       int64_t sample_rate, int64_t from_ns, int64_t until_ns);
 
+/* The sample_type_config part of a multipart pprof push: per pprof sample
+ * type, the name Pyroscope shows it as ("display-name"; its units,
+ * aggregation, cumulative and sampled are checked, not used).  -EINVAL with
+ * "sample_type_config: why", -EFBIG over 64 KiB. */
+struct cp_pyro_stc {
+	struct {
+		char *type, *display; /* display NULL: none given */
+	} *e;
+	size_t n;
+};
+int cp_pyro_stc_parse(const char *s, size_t len, struct cp_pyro_stc *out);
+void cp_pyro_stc_free(struct cp_pyro_stc *c);
+/* type's display-name in c (c may be NULL), or NULL. */
+const char *cp_pyro_stc_display(const struct cp_pyro_stc *c, const char *type);
+
+/* cp_pyro_split, classifying each sample type by its display-name in stc when
+ * it has one, as Pyroscope does ("block_count" -> block, "mutex_duration" ->
+ * mutex, anything with "cpu" -> process_cpu, "alloc_"/"inuse_" -> memory,
+ * "goroutines"); stc NULL: as cp_pyro_split. */
+int cp_pyro_split_config(struct cp_profile *p, const char *suffix, const struct cp_pyro_stc *stc,
+			 struct cp_pyro_part **parts, size_t *n);
+
+/* Pyroscope's legacy binary uploads (format=trie, format=tree, or
+ * Content-Type binary/octet-stream+trie / +tree) as folded text ("a;b;c N"
+ * lines, malloc'ed in *text): preorder nodes of a varint name length, the
+ * name, a varint value and a varint child count; a trie's key is its nodes'
+ * names concatenated, a tree's the names below its root joined by ';'.  At
+ * most max_samples nodes and max_decompressed bytes of text.  -EINVAL with
+ * "trie: why" (truncated, a name with a newline, no value), -EFBIG. */
+int cp_pyro_nodes_folded(const uint8_t *data, size_t len, int tree, char **text, size_t *tlen);
+
+/* One /ingest request, as the decoders of its formats see it. */
+struct cp_pyro_push {
+	const struct cp_pyro_name *name; /* its labels already include service_name */
+	const char *spy;                 /* spyName, or NULL */
+	int64_t from_ns, until_ns, sample_rate;
+	const uint8_t *body; /* the whole body (format=jfr), or the form's "jfr" part */
+	size_t len;
+	const uint8_t *labels; /* a form's "labels" part (JFR's per-context labels), or NULL */
+	size_t labels_len;
+};
+
+/* format=jfr, and a multipart push with a "jfr" part: refused (-EINVAL, "JFR
+ * recordings are not read yet") until the JFR reader takes it over; then it
+ * adds the recording's profiles to b (pyroscope_formats.c). */
+int cp_ingest_pyroscope_jfr(struct cp_req *r, const struct cp_pyro_push *push, struct cp_ingest_batch *b);
+
 /* ---- Parca (parca.c) ---- */
 
 /* Parca's writeraw body: fn gets each raw profile with its series labels

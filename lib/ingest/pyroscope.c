@@ -152,6 +152,15 @@ void cp_pyro_type(const char *suffix, const char *units, struct cp_pyro_type *t)
 		{ "mutex_duration", { "mutex", "delay", "nanoseconds", "contentions", "count", 0 } },
 		{ "block_count", { "block", "contentions", "count", "contentions", "count", 0 } },
 		{ "block_duration", { "block", "delay", "nanoseconds", "contentions", "count", 0 } },
+		/* the Java agent's (async-profiler's) kinds, as Pyroscope names them */
+		{ "lock_count", { "block", "contentions", "count", "contentions", "count", 0 } },
+		{ "lock_duration", { "block", "delay", "nanoseconds", "contentions", "count", 0 } },
+		{ "alloc_in_new_tlab_objects", { "memory", "alloc_in_new_tlab_objects", "count", "space", "bytes", 0 } },
+		{ "alloc_in_new_tlab_bytes", { "memory", "alloc_in_new_tlab_bytes", "bytes", "space", "bytes", 0 } },
+		{ "alloc_outside_tlab_objects", { "memory", "alloc_outside_tlab_objects", "count", "space", "bytes", 0 } },
+		{ "alloc_outside_tlab_bytes", { "memory", "alloc_outside_tlab_bytes", "bytes", "space", "bytes", 0 } },
+		{ "live", { "memory", "live", "count", "space", "bytes", 0 } },
+		{ "exceptions", { "exceptions", "samples", "count", "samples", "count", 0 } },
 	};
 	size_t i;
 
@@ -194,12 +203,27 @@ static bool has_type(const struct cp_profile *p, const char *type)
 	return false;
 }
 
-static struct pyro_class pyro_classify(const struct cp_profile *p, size_t k, const char *suffix)
+static struct pyro_class pyro_classify(const struct cp_profile *p, size_t k, const char *suffix,
+				       const struct cp_pyro_stc *stc)
 {
 	const char *t = cp_profile_string(p, p->sample_types[k].type);
 	const char *pt = cp_profile_string(p, p->period_type.type);
+	const char *dn = cp_pyro_stc_display(stc, t);
 	struct pyro_class c = { NULL, NULL, NULL, NULL };
 
+	/* a display-name from the push's sample_type_config says what it is */
+	if (dn && strcmp(t, "wall")) {
+		if (strstr(dn, "cpu"))
+			return (struct pyro_class){ "process_cpu", NULL, "cpu", "nanoseconds" };
+		if (strstr(dn, "alloc_") || strstr(dn, "inuse_") || !strcmp(dn, "space") || !strcmp(dn, "objects"))
+			return (struct pyro_class){ "memory", NULL, "space", "bytes" };
+		if (strstr(dn, "mutex_"))
+			return (struct pyro_class){ "mutex", NULL, "contentions", "count" };
+		if (strstr(dn, "block_"))
+			return (struct pyro_class){ "block", NULL, "contentions", "count" };
+		if (strstr(dn, "goroutines"))
+			return (struct pyro_class){ "goroutines", NULL, "goroutine", "count" };
+	}
 	if (!strcmp(t, "wall"))
 		c = (struct pyro_class){ "wall", NULL, "wall", "nanoseconds" };
 	else if (!strcmp(t, "offcpu")) /* cprof record --off-cpu's waits: not CPU time */
@@ -267,6 +291,12 @@ void cp_pyro_parts_free(struct cp_pyro_part *parts, size_t n)
 
 int cp_pyro_split(struct cp_profile *p, const char *suffix, struct cp_pyro_part **out, size_t *nout)
 {
+	return cp_pyro_split_config(p, suffix, NULL, out, nout);
+}
+
+int cp_pyro_split_config(struct cp_profile *p, const char *suffix, const struct cp_pyro_stc *stc,
+			 struct cp_pyro_part **out, size_t *nout)
+{
 	struct pyro_class *cls = NULL;
 	struct cp_pyro_part *parts = NULL;
 	bool *keep = NULL, *done = NULL;
@@ -284,7 +314,7 @@ int cp_pyro_split(struct cp_profile *p, const char *suffix, struct cp_pyro_part 
 	}
 	/* classify all first: renaming a type must not change another's class */
 	for (k = 0; k < p->ntypes; k++)
-		cls[k] = pyro_classify(p, k, suffix);
+		cls[k] = pyro_classify(p, k, suffix, stc);
 	for (k = 0; k < p->ntypes; k++) {
 		bool last = true;
 
@@ -410,25 +440,98 @@ nomem:
 
 /* ---- the decoder of POST /ingest ---- */
 
-struct form_pick {
-	const char *field;
-	const uint8_t *data; /* points into a copy we own */
-	uint8_t *copy;
-	size_t len;
+/* the parts of a multipart push Pyroscope reads */
+enum { F_PROFILE, F_PREV, F_STC, F_JFR, F_LABELS, F_N };
+static const char *const form_fields[F_N] = { "profile", "prev_profile", "sample_type_config", "jfr", "labels" };
+
+struct form_parts {
+	uint8_t *data[F_N]; /* copies we own, NUL-terminated; NULL: no such part */
+	size_t len[F_N];
+	size_t nparts;
 };
 
-static int pick_field(void *ctx, const char *name, const char *filename, const uint8_t *data, size_t len)
+static int pick_fields(void *ctx, const char *name, const char *filename, const uint8_t *data, size_t len)
 {
-	struct form_pick *f = ctx;
+	struct form_parts *f = ctx;
 
 	(void)filename;
-	if (strcmp(name, f->field) || f->copy)
+	f->nparts++;
+	for (int i = 0; i < F_N; i++) {
+		if (strcmp(name, form_fields[i]) || f->data[i]) /* the first of a name counts, as in Pyroscope */
+			continue;
+		if (!(f->data[i] = malloc(len + 1)))
+			return cp_error(ENOMEM, "out of memory copying the form's '%s' part (%zu bytes)", name, len);
+		memcpy(f->data[i], data, len);
+		f->data[i][len] = 0;
+		f->len[i] = len;
+	}
+	return 0;
+}
+
+enum pyro_format { FMT_GROUPS, FMT_LINES, FMT_PPROF, FMT_JFR, FMT_TRIE, FMT_TREE, FMT_SPEEDSCOPE };
+
+static const struct {
+	const char *name;
+	enum pyro_format f;
+} pyro_formats[] = {
+	{ "folded", FMT_GROUPS }, { "groups", FMT_GROUPS }, { "lines", FMT_LINES }, { "pprof", FMT_PPROF },
+	{ "jfr", FMT_JFR },	  { "trie", FMT_TRIE },	    { "tree", FMT_TREE },   { "speedscope", FMT_SPEEDSCOPE },
+};
+
+static bool ctype_is(const char *ctype, const char *what)
+{
+	size_t n = strlen(what);
+
+	return ctype && !strncasecmp(ctype, what, n) && (!ctype[n] || ctype[n] == ';' || ctype[n] == ' ');
+}
+
+/* Folded text never holds control bytes; a pprof always does (its first
+ * field's length, a 0 in its string table). */
+static bool looks_binary(const uint8_t *d, size_t len)
+{
+	for (size_t i = 0; i < len && i < 4096; i++)
+		if (d[i] < 0x20 && d[i] != '\t' && d[i] != '\n' && d[i] != '\r')
+			return true;
+	return false;
+}
+
+/* The labels of every profile of the push: the name's, and pyroscope_spy
+ * (Pyroscope's label for the client's spyName) when the push gives one. */
+static int push_labels(struct cp_pyro_name *nm, const char *spy)
+{
+	size_t i;
+
+	if (!spy || !*spy)
 		return 0;
-	if (!(f->copy = malloc(len + 1)))
-		return cp_error(ENOMEM, "out of memory copying the form field '%s' (%zu bytes)", name, len);
-	memcpy(f->copy, data, len);
-	f->data = f->copy;
-	f->len = len;
+	for (i = 0; i < nm->labels.n; i++)
+		if (!strcmp(nm->labels.kv[i].name, "pyroscope_spy"))
+			return 0; /* the name's own */
+	return cp_labels_add(&nm->labels, "pyroscope_spy", spy);
+}
+
+/* .NET's sample types are "inuse-space" and such: Pyroscope takes them as
+ * "inuse_space" (renaming the string, so the period type too) */
+static int dotnet_types(struct cp_profile *p)
+{
+	for (size_t k = 0; k <= p->ntypes; k++) {
+		uint32_t *at = k < p->ntypes ? &p->sample_types[k].type : &p->period_type.type;
+		const char *t = cp_profile_string(p, *at);
+		char *u;
+		int64_t id;
+
+		if (!strchr(t, '-'))
+			continue;
+		if (!(u = strdup(t)))
+			return cp_error(ENOMEM, "out of memory");
+		for (char *c = u; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		id = cp_profile_str(p, u);
+		free(u);
+		if (id < 0)
+			return cp_error(ENOMEM, "out of memory");
+		*at = (uint32_t)id;
+	}
 	return 0;
 }
 
@@ -436,17 +539,21 @@ int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b)
 {
 	const char *name = cp_req_arg(r, "name"), *format = cp_req_arg(r, "format"), *units = cp_req_arg(r, "units");
 	const char *rate_s = cp_req_arg(r, "sampleRate"), *ctype = cp_req_header(r, "Content-Type");
+	const char *spy = cp_req_arg(r, "spyName");
 	struct cp_pyro_name nm = { 0 };
 	struct cp_pyro_type ty;
+	struct cp_pyro_stc stc = { 0 };
 	struct cp_store_append a = { 0 };
 	struct cp_profile *p = NULL;
-	struct form_pick fp = { "profile", NULL, NULL, 0 };
+	struct form_parts fp = { 0 };
 	struct cp_pyro_part *parts = NULL;
 	int64_t now = cp_now_ns(), until = now, from = 0, rate = 100;
+	enum pyro_format fmt = FMT_GROUPS;
 	const uint8_t *body;
-	char *end, *tname = NULL;
-	size_t len, nparts = 0, i;
-	bool pprof = false;
+	uint8_t *inflated = NULL;
+	char *end, *tname = NULL, *text = NULL;
+	size_t len, nparts = 0, i, tlen;
+	bool multipart = ctype_is(ctype, "multipart/form-data"), given = format && *format;
 	int err;
 
 	body = cp_req_body(r, &len);
@@ -471,48 +578,128 @@ int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b)
 			goto out;
 		}
 	}
-	format = format && *format ? format : "folded";
 	if (units && *units && !cp_type_name_valid(units)) {
 		err = cp_error(EINVAL, "units: '%.32s' takes letters, digits, '_', '.' and '-' (samples, objects, bytes)",
 			       units);
 		goto out;
 	}
+	if (spy && *spy && !cp_type_name_valid(spy)) {
+		err = cp_error(EINVAL, "spyName: '%.32s' takes letters, digits, '_', '.' and '-' (e.g. nodespy)", spy);
+		goto out;
+	}
+	if ((err = push_labels(&nm, spy)))
+		goto out;
 	cp_pyro_type(nm.suffix, units && *units ? units : NULL, &ty);
-	if (!strcmp(format, "folded") || !strcmp(format, "groups") || !strcmp(format, "lines")) {
-		if (!len) {
-			err = cp_error(EINVAL, "the body is empty: POST folded stacks");
+
+	/* the format: format= when given, else as Pyroscope tells it from the
+	 * request (a trie or tree Content-Type, a multipart form is pprof) and,
+	 * past Pyroscope, a binary body is a pprof rather than folded text */
+	if (given) {
+		for (i = 0; i < sizeof(pyro_formats) / sizeof(pyro_formats[0]); i++)
+			if (!strcmp(format, pyro_formats[i].name))
+				break;
+		if (i == sizeof(pyro_formats) / sizeof(pyro_formats[0])) {
+			err = cp_error(EINVAL,
+				       "format '%.32s' is not one /ingest takes: folded (or groups), lines, pprof, jfr, trie, "
+				       "tree or speedscope",
+				       format);
 			goto out;
 		}
-		if (cp_is_gzip(body, len)) { /* a gzipped text body, inflated within max_decompressed */
-			if ((err = cp_gunzip_limited(body, len, &fp.copy, &len)))
-				goto out;
-			body = fp.copy;
-		}
-		p = cp_pyro_decode_text((const char *)body, len, !strcmp(format, "lines"), &ty, rate, from, until);
-	} else if (!strcmp(format, "pprof")) {
-		if (ctype && !strncasecmp(ctype, "multipart/form-data", 19)) {
-			if ((err = cp_req_form(r, pick_field, &fp)))
-				goto out;
-			if (!fp.data) {
-				err = cp_error(EINVAL, "the form has no 'profile' field");
-				goto out;
-			}
-			body = fp.data;
-			len = fp.len;
-		}
-		if (!len) {
-			err = cp_error(EINVAL, "the body is empty: POST a pprof profile");
+		fmt = pyro_formats[i].f;
+	} else if (ctype_is(ctype, "binary/octet-stream+trie")) {
+		fmt = FMT_TRIE;
+	} else if (ctype_is(ctype, "binary/octet-stream+tree")) {
+		fmt = FMT_TREE;
+	} else if (multipart) {
+		fmt = FMT_PPROF;
+	}
+	if (multipart && (fmt == FMT_PPROF || fmt == FMT_JFR)) {
+		if ((err = cp_req_form(r, pick_fields, &fp))) {
+			err = cp_error_ctx(-err, "the multipart form");
 			goto out;
 		}
+		if (!fp.nparts) {
+			err = cp_error(EINVAL, "the multipart form has no parts: send the profile in a part named 'profile'");
+			goto out;
+		}
+		if (fp.data[F_JFR] && !fp.data[F_PROFILE])
+			fmt = FMT_JFR;
+	}
+	if (fmt == FMT_JFR) {
+		struct cp_pyro_push push = { &nm, spy, from, until, rate, body, len, NULL, 0 };
+
+		if (fp.data[F_JFR]) {
+			push.body = fp.data[F_JFR];
+			push.len = fp.len[F_JFR];
+			push.labels = fp.data[F_LABELS];
+			push.labels_len = fp.len[F_LABELS];
+		} else if (multipart) {
+			err = cp_error(EINVAL, "format=jfr: the multipart form has no 'jfr' part");
+			goto out;
+		}
+		err = cp_ingest_pyroscope_jfr(r, &push, b);
+		goto out;
+	}
+	if (fmt == FMT_SPEEDSCOPE) {
+		err = cp_error(EINVAL, "format=speedscope is not read yet (send pprof, folded or lines)");
+		goto out;
+	}
+	if (fmt == FMT_PPROF && multipart) {
+		if (!fp.data[F_PROFILE]) {
+			err = cp_error(EINVAL, "the multipart form has no 'profile' part (its parts are profile, "
+					       "prev_profile, sample_type_config)");
+			goto out;
+		}
+		if (fp.len[F_PREV]) { /* as Pyroscope: cumulative profiles are for the client to subtract */
+			err = cp_error(EINVAL, "the form's prev_profile part: a cumulative profile with the previous one "
+					       "to subtract is from an old client, not taken (as by Pyroscope): update the "
+					       "client, whose profiles are deltas");
+			goto out;
+		}
+		if (fp.data[F_STC] && (err = cp_pyro_stc_parse((const char *)fp.data[F_STC], fp.len[F_STC], &stc)))
+			goto out;
+		body = fp.data[F_PROFILE];
+		len = fp.len[F_PROFILE];
+		if (!len) {
+			err = cp_error(EINVAL, "the form's 'profile' part is empty: it holds the pprof profile");
+			goto out;
+		}
+	}
+	if (!len) {
+		err = cp_error(EINVAL, "the body is empty: POST %s",
+			       fmt == FMT_PPROF ? "a pprof profile" : fmt == FMT_TRIE || fmt == FMT_TREE ? "the profile" :
+											    "folded stacks");
+		goto out;
+	}
+	if (fmt != FMT_PPROF && cp_is_gzip(body, len)) { /* inflated within max_decompressed */
+		if ((err = cp_gunzip_limited(body, len, &inflated, &len)))
+			goto out;
+		body = inflated;
+	}
+	if (!given && fmt == FMT_GROUPS && looks_binary(body, len))
+		fmt = FMT_PPROF; /* a pprof pushed without format= */
+	switch (fmt) {
+	case FMT_PPROF:
 		/* stored at the push's from (until - 10 s when not given), as a
 		 * folded push is: not at the pprof's own time, which clients set to
 		 * when they stopped profiling (one flush late) */
 		if ((p = cp_pprof_decode(body, len)))
 			p->time_nanos = from;
-		pprof = true;
-	} else {
-		err = cp_error(EINVAL, "format '%.32s' is not taken here: send folded, lines or pprof", format);
-		goto out;
+		if (!p && !given && !multipart) {
+			err = cp_error_ctx(errno ? errno : EINVAL,
+					   "the body is neither folded text nor a pprof profile (no format= given)");
+			goto out;
+		}
+		break;
+	case FMT_TRIE:
+	case FMT_TREE:
+		if ((err = cp_pyro_nodes_folded(body, len, fmt == FMT_TREE, &text, &tlen)))
+			goto out;
+		p = cp_pyro_decode_text(text, tlen, 0, &ty, rate, from, until);
+		break;
+	default:
+		p = cp_pyro_decode_text((const char *)body, len, fmt == FMT_LINES, &ty, rate, from, until);
+		break;
 	}
 	if (!p) {
 		err = cp_error_ctx(errno ? errno : EINVAL, "the body is not a profile");
@@ -524,8 +711,12 @@ int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b)
 	b->profiles = 1;
 	b->samples = p->nsamples;
 	b->bytes = len;
-	if (pprof) { /* each kind of sample type under its Pyroscope name */
-		if ((err = cp_pyro_split(p, nm.suffix, &parts, &nparts))) {
+	if (fmt == FMT_PPROF) { /* each kind of sample type under its Pyroscope name */
+		if (spy && !strcmp(spy, "dotnetspy") && (err = dotnet_types(p))) {
+			b->internal = true;
+			goto out;
+		}
+		if ((err = cp_pyro_split_config(p, nm.suffix, stc.n ? &stc : NULL, &parts, &nparts))) {
 			b->internal = err == -ENOMEM;
 			goto out;
 		}
@@ -553,7 +744,11 @@ int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b)
 	}
 	p = NULL; /* the batch's */
 out:
-	free(fp.copy);
+	for (i = 0; i < F_N; i++)
+		free(fp.data[i]);
+	free(inflated);
+	free(text);
+	cp_pyro_stc_free(&stc);
 	cp_pyro_parts_free(parts, nparts);
 	cp_profile_free(p);
 	cp_pyro_name_release(&nm);

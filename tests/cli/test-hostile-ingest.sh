@@ -1,6 +1,7 @@
 # cprof serve under hostile pushes that cost memory or CPU rather than crash: gzip bombs (a body that
 # inflates far beyond --max-decompressed, a pprof of millions of empty Sample records), a series with
-# thousands of labels, NUL bytes in label names and values.  Each is sent to the real server (under
+# thousands of labels, NUL bytes in label names and values, Pyroscope's forms, tries and sample_type_config
+# at their limits.  Each is sent to the real server (under
 # ASan in the sanitizer build); after each, the server must answer with a clear status, stay alive and
 # keep the data stored before it.  The bombs are made here, by Debian's python3, not committed.
 . "$srcdir/tests/cli/lib.sh"
@@ -31,6 +32,18 @@ elif kind == 'labels': # writeraw: one series with __name__ and ARG other labels
     labels = ','.join('{"name":"l%d","value":"v"}' % i for i in range(arg))
     out.write(('{"series":[{"labels":{"labels":[{"name":"__name__","value":"lab"},%s]},'
                '"samples":[{"rawProfile":"%s"}]}]}' % (labels, raw)).encode())
+elif kind == 'deeptrie':  # a Pyroscope trie: a chain of ARG nodes of 500-byte names, each with a value
+    def uv(n):
+        b = b''
+        while n > 127:
+            b += bytes([n & 0x7f | 0x80])
+            n >>= 7
+        return b + bytes([n])
+    node = uv(500) + b'f' * 500 + uv(1) + uv(1)
+    gz_chunks([uv(0) + uv(0) + uv(1)] + [node * 1000] * (arg // 1000) + [uv(1) + b'g' + uv(1) + uv(0)])
+elif kind == 'parts':  # a multipart form of ARG tiny parts named x
+    part = b'--XX\r\nContent-Disposition: form-data; name="x"\r\n\r\ny\r\n'
+    out.write(part * arg + b'--XX--\r\n')
 PYEOF
 gen() { /usr/bin/python3 "$T/gen.py" "$@"; }
 # hwm: the server's peak resident memory so far, in MiB
@@ -105,6 +118,37 @@ http POST '/ingest?name=lines.cpu&format=lines' --data-binary @"$T/lines.gz"
 is "$code" 413 "a lines body of 1,000,001 stacks: 413"
 err_is 'over 1000000 samples' "a lines body of 1,000,001 stacks"
 alive "a lines body of 1,000,001 stacks"
+
+# ---- Pyroscope's other shapes: a form, a trie, a sample_type_config ----
+curl -s -o "$T/.body" -w '%{http_code}' -F "profile=@$T/empty.pb.gz" "$URL/ingest?name=formbomb" >"$T/.code"
+code=$(cat "$T/.code")
+body=$(cat "$T/.body")
+is "$code" 413 "the empty-sample bomb in a multipart form without format= (the Node.js client's shape): 413"
+err_is 'over 1000000 samples' "the empty-sample bomb in a form"
+alive "the empty-sample bomb in a form"
+gen deeptrie 50000 >"$T/deep.trie.gz"
+diag "the deep trie: $(wc -c <"$T/deep.trie.gz") bytes, whose stacks would be 600 GB of folded text"
+http POST '/ingest?name=deep.cpu&format=trie' --data-binary @"$T/deep.trie.gz"
+is "$code" 413 "a gzipped trie of a 50,000-deep chain of stacks: 413"
+err_is 'over 128 MiB' "the deep trie"
+alive "the deep trie"
+printf '\000\000\377\377\377\377\377\377\377\377\177' >"$T/wide.trie"
+http POST '/ingest?name=wide.cpu' -H 'Content-Type: binary/octet-stream+trie' --data-binary @"$T/wide.trie"
+is "$code" 400 "a trie root of 2^63 children: 400"
+err_is 'trie: a node of [0-9]+ children' "a trie root of 2^63 children"
+gen parts 200000 >"$T/parts.form"
+http POST '/ingest?name=parts' -H 'Content-Type: multipart/form-data; boundary=XX' --data-binary @"$T/parts.form"
+is "$code" 400 "a form of 200,000 parts, none of them the profile: 400"
+err_is "no 'profile' part" "the form of 200,000 parts"
+alive "the form of 200,000 parts"
+/usr/bin/python3 -c 'import sys; sys.stdout.write("{" + ",".join("\"t%d\":{}" % i for i in range(20000)) + "}")' >"$T/stc.json"
+curl -s -o "$T/.body" -w '%{http_code}' -F "profile=@$before" -F "sample_type_config=@$T/stc.json" \
+	"$URL/ingest?name=stc" >"$T/.code"
+code=$(cat "$T/.code")
+body=$(cat "$T/.body")
+is "$code" 413 "a sample_type_config of 200 KB: 413"
+err_is 'sample_type_config: .* over the 65536 taken' "the sample_type_config of 200 KB"
+alive "the sample_type_config of 200 KB"
 
 # ---- labels: a series of 20,000 (160 k took 69 s), 64 at most, names and values of bounded length ----
 gen labels 20000 "$before" >"$T/labels.json"

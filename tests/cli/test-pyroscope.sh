@@ -1,5 +1,6 @@
 # cprof serve with the official Pyroscope Node.js client (@pyroscope/nodejs
-# from npm, installed by tools/setup.sh): its pushes are taken, with its
+# from npm, installed by tools/setup.sh; the current one on its newer Node, and
+# 0.4.7 on Node 18, which pushes a multipart form without format=): its pushes are taken, with its
 # labels (dots become '_', as Pyroscope does), under Pyroscope's type names,
 # at the push's start time, and the shares of two known JS functions are
 # right.  Also: Pyroscope label names and push times from curl, and that a
@@ -67,6 +68,38 @@ if node -e 'require("@pyroscope/nodejs")' 2>"$T/require.err"; then
 else
 	ok "the npm client @pyroscope/nodejs is installed in $NPM_PREFIX (tools/setup.sh)" false
 	sed 's/^/# /' "$T/require.err" | head -n 5
+fi
+
+# ---- an older client: @pyroscope/nodejs 0.4.7, the newest that runs on Node 18 (Debian 12's) ----
+# it posts a multipart form with a gzipped pprof part and no format= (its pushes were all refused once)
+node18=$NPM_PREFIX/node18/node_modules/.bin/node
+if [ -x "$node18" ] && PYRO_CLIENT=pyroscope-nodejs-old "$node18" -e 'require(process.env.PYRO_CLIENT)' 2>"$T/require.err"; then
+	e0=$(metric cprof_ingest_errors_total pyroscope)
+	n0=$(metric cprof_ingest_profiles_total pyroscope)
+	sed 's/appName: .nodeapp./appName: "oldapp"/' "$FIXTURES/pyroscope/app.js" >"$T/oldapp.js"
+	PYRO_CLIENT=pyroscope-nodejs-old run "$node18" "$T/oldapp.js" "$URL" 8000
+	is "$rc" 0 "the node app with @pyroscope/nodejs 0.4.7 ran on Node $("$node18" --version)"
+	[ "$rc" = 0 ] || printf '%s\n' "$err" | head -n 10 | sed 's/^/# /'
+	is "$(($(metric cprof_ingest_errors_total pyroscope) - e0))" 0 "no push of the 0.4 client was refused (/metrics)"
+	n=$(($(metric cprof_ingest_profiles_total pyroscope) - n0))
+	ok "its pushes were stored ($n)" test "$n" -ge 4
+	run "$CPROF" query --data "$D" --series '{service_name="oldapp"}'
+	like "$out" '^process_cpu:cpu:nanoseconds:cpu:nanoseconds(:delta)?\{env="test", pyroscope_spy="nodespy", service_name="oldapp"\}$' \
+		"its CPU time is process_cpu:cpu:nanoseconds:cpu:nanoseconds{env, pyroscope_spy=nodespy, service_name}"
+	like "$out" '^wall:wall:nanoseconds:wall:nanoseconds(:delta)?\{env="test", pyroscope_spy="nodespy", service_name="oldapp"\}$' \
+		"its wall time is wall:wall:nanoseconds:wall:nanoseconds"
+	like "$out" '^memory:inuse_space:bytes:space:bytes\{env="test", pyroscope_spy="nodespy", service_name="oldapp"\}$' \
+		"its heap is memory:inuse_space:bytes:space:bytes"
+	like "$out" '^memory:inuse_objects:count:space:bytes\{' "and memory:inuse_objects:count:space:bytes"
+	s=$(share 'process_cpu:cpu{service_name="oldapp"}')
+	ok "hotAlpha has 3/4 of the CPU time of hotAlpha + hotBeta (got $s%, 60-88% taken)" in_range "$s" 60 88
+	s=$(share 'wall:wall{service_name="oldapp"}')
+	ok "and 3/4 of their wall time (got $s%, 60-88% taken)" in_range "$s" 60 88
+	w=$(total 'wall:wall{service_name="oldapp"}')
+	ok "its wall time is about the 8 s it ran ($w ns, 6-12 s taken)" test "${w:-0}" -ge 6000000000 -a "${w:-0}" -le 12000000000
+else
+	ok "@pyroscope/nodejs 0.4.7 (pyroscope-nodejs-old) and Node 18 are installed in $NPM_PREFIX (tools/setup.sh)" false
+	sed 's/^/# /' "$T/require.err" 2>/dev/null | head -n 5
 fi
 
 # ---- what the server commits stays visible to other processes ----

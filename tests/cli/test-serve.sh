@@ -247,9 +247,9 @@ http POST "/ingest?format=folded" --data-binary @"$T/p.folded"
 is "$code" 400 "pyroscope without a name: 400"
 http POST "/ingest?name=x.cpu%7Benv%7D" --data-binary @"$T/p.folded"
 is "$code" 400 "a label without = : 400"
-http POST "/ingest?name=x.cpu&format=jfr" --data-binary @"$T/p.folded"
+http POST "/ingest?name=x.cpu&format=xml" --data-binary @"$T/p.folded"
 is "$code" 400 "an unknown format: 400"
-like "$(printf '%s' "$body" | jq -r .error)" 'folded, lines or pprof' "saying which are taken"
+like "$(printf '%s' "$body" | jq -r .error)" "format 'xml' is not one .*: folded \\(or groups\\), lines, pprof" "saying which are taken"
 http POST "/ingest?name=x.cpu&sampleRate=0" --data-binary @"$T/p.folded"
 is "$code" 400 "sampleRate 0: 400"
 http POST "/ingest?name=myapp.cpuenv=dev" --data-binary @"$T/p.folded"
@@ -294,7 +294,7 @@ if [ -n "$GO" ]; then
 		run "$T/client" "$URL" "" series
 		like "$out" 'goclient:samples:count:cpu:nanoseconds:delta region=eu-west,service=checkout,version=1\.2\.3' \
 			"the Go client reads its series back with the labels it sent"
-		like "$out" 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta env=prod,service_name=shop,team=payments' \
+		like "$out" 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta env=prod,pyroscope_spy=gospy,service_name=shop,team=payments' \
 			"and the pyroscope-style push with the labels of its name"
 	else
 		ok "go build of the test client" false

@@ -3,9 +3,11 @@
  * decoders parse it (lib/ingest/pyroscope.c, parca.c): Pyroscope names ("app.cpu{k=v}"), Pyroscope folded and lines
  * bodies, Parca's writeraw JSON (each raw profile decoded as pprof, as the
  * server does, and every other one split by what it measures as /ingest
- * splits a pprof body) and base64.  The first byte chooses the parser (0 name,
- * 1 folded, 2 lines, 3 writeraw, 4 base64) or, for any other value, runs all
- * of them in turn on the rest of the input.  For the text bodies, the second
+ * splits a pprof body), base64, Pyroscope's legacy trie and tree bodies (the
+ * folded text they make decoded as /ingest does) and a multipart pprof push's
+ * sample_type_config.  The first byte chooses the parser (0 name, 1 folded,
+ * 2 lines, 3 writeraw, 4 base64, 5 trie, 6 tree, 7 sample_type_config) or,
+ * for any other value, runs all of them in turn on the rest of the input.  For the text bodies, the second
  * byte picks the profile type and sampleRate. */
 #include <errno.h>
 #include <stdint.h>
@@ -130,6 +132,36 @@ static void base64(const uint8_t *data, size_t len)
 	free(out);
 }
 
+static void nodes(const uint8_t *data, size_t len, int tree)
+{
+	struct cp_pyro_type t;
+	struct cp_profile *p;
+	char *text;
+	size_t tlen;
+
+	if (cp_pyro_nodes_folded(data, len, tree, &text, &tlen))
+		return;
+	if (!tlen || strlen(text) != tlen || text[tlen - 1] != '\n')
+		abort(); /* whole lines of text, no NUL */
+	cp_pyro_type("cpu", NULL, &t);
+	p = cp_pyro_decode_text(text, tlen, 0, &t, 100, 1700000000000000000LL, 1700000010000000000LL);
+	cp_profile_free(p);
+	free(text);
+}
+
+static void stc(const uint8_t *data, size_t len)
+{
+	struct cp_pyro_stc c;
+
+	if (cp_pyro_stc_parse((const char *)data, len, &c))
+		return;
+	/* each type once (duplicates are refused): its lookup finds its own entry */
+	for (size_t i = 0; i < c.n; i++)
+		if (!c.e[i].type || cp_pyro_stc_display(&c, c.e[i].type) != c.e[i].display)
+			abort();
+	cp_pyro_stc_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	uint8_t which;
@@ -145,12 +177,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	case 2: text(data, len, 1); break;
 	case 3: writeraw(data, len); break;
 	case 4: base64(data, len); break;
+	case 5: nodes(data, len, 0); break;
+	case 6: nodes(data, len, 1); break;
+	case 7: stc(data, len); break;
 	default:
 		name(data, len);
 		text(data, len, 0);
 		text(data, len, 1);
 		writeraw(data, len);
 		base64(data, len);
+		nodes(data, len, 0);
+		nodes(data, len, 1);
+		stc(data, len);
 		break;
 	}
 	return 0;

@@ -440,6 +440,65 @@ START_TEST(test_lines_limit)
 }
 END_TEST
 
+/* Pyroscope's legacy trie and tree bodies as folded text */
+START_TEST(test_trie_tree)
+{
+	/* root "", main (5) with children ";work" (30) and ";idle" (10); the tree's names are frames */
+	static const uint8_t trie[] = { 0, 0, 1, 4, 'm', 'a', 'i', 'n', 5, 2, 5, ';', 'w', 'o', 'r', 'k', 30, 0,
+					5, ';', 'i', 'd', 'l', 'e', 10, 0 };
+	static const uint8_t tree[] = { 0, 7, 1, 4, 'm', 'a', 'i', 'n', 5, 2, 4, 'w', 'o', 'r', 'k', 30, 0,
+					4, 'i', 'd', 'l', 'e', 10, 0 };
+	uint8_t bad[sizeof(trie)];
+	char *text;
+	size_t len;
+
+	ck_assert_int_eq(cp_pyro_nodes_folded(trie, sizeof(trie), 0, &text, &len), 0);
+	ck_assert_str_eq(text, "main 5\nmain;work 30\nmain;idle 10\n");
+	ck_assert_uint_eq(len, strlen(text));
+	free(text);
+	/* the tree's root value (7) is not a stack's */
+	ck_assert_int_eq(cp_pyro_nodes_folded(tree, sizeof(tree), 1, &text, &len), 0);
+	ck_assert_str_eq(text, "main 5\nmain;work 30\nmain;idle 10\n");
+	free(text);
+	/* cut anywhere: refused, never read past the end */
+	for (size_t n = 1; n < sizeof(trie); n++)
+		ck_assert_int_eq(cp_pyro_nodes_folded(trie, n, 0, &text, &len), -EINVAL);
+	ck_assert_int_eq(cp_pyro_nodes_folded(trie, 0, 0, &text, &len), -EINVAL);
+	ck_assert_ptr_null(text);
+	memcpy(bad, trie, sizeof(trie));
+	bad[6] = '\n'; /* a newline in a name would make two folded lines */
+	ck_assert_int_eq(cp_pyro_nodes_folded(bad, sizeof(bad), 0, &text, &len), -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "trie: a name at byte 4 holds a newline"), "%s", cp_errmsg(EINVAL));
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_samples = 3 });
+	ck_assert_int_eq(cp_pyro_nodes_folded(trie, sizeof(trie), 0, &text, &len), -EFBIG);
+	cp_decode_limits_set(&(struct cp_decode_limits){ 0 });
+}
+END_TEST
+
+/* sample_type_config: a display-name decides the profile's name */
+START_TEST(test_sample_type_config)
+{
+	static const char ok[] = "{\"contentions\":{\"display-name\":\"block_count\",\"units\":\"lock_samples\","
+				 "\"cumulative\":true},\"delay\":{\"aggregation\":\"sum\"}}";
+	struct cp_pyro_stc c;
+
+	ck_assert_int_eq(cp_pyro_stc_parse(ok, strlen(ok), &c), 0);
+	ck_assert_uint_eq(c.n, 2);
+	ck_assert_str_eq(cp_pyro_stc_display(&c, "contentions"), "block_count");
+	ck_assert_ptr_null(cp_pyro_stc_display(&c, "delay"));
+	ck_assert_ptr_null(cp_pyro_stc_display(&c, "samples"));
+	ck_assert_ptr_null(cp_pyro_stc_display(NULL, "samples"));
+	cp_pyro_stc_free(&c);
+	ck_assert_int_eq(cp_pyro_stc_parse("[]", 2, &c), -EINVAL);
+	ck_assert_int_eq(cp_pyro_stc_parse("{\"a\":1}", 7, &c), -EINVAL);
+	ck_assert_int_eq(cp_pyro_stc_parse("{\"a\":{\"cumulative\":\"yes\"}}", 26, &c), -EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "'a': cumulative is not true or false"), "%s", cp_errmsg(EINVAL));
+	ck_assert_int_eq(cp_pyro_stc_parse("{\"a\":{},\"a\":{}}", 15, &c), -EINVAL); /* twice */
+	ck_assert_int_eq(cp_pyro_stc_parse("{", 1, &c), -EINVAL);
+	ck_assert_uint_eq(c.n, 0);
+}
+END_TEST
+
 /* ---- the table ---- */
 
 /* every row is whole, named once, and served: its route is in cp_api_routes */
@@ -526,6 +585,8 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_writeraw_many_labels);
 	tcase_add_test(tc, test_writeraw_json_bounded);
 	tcase_add_test(tc, test_lines_limit);
+	tcase_add_test(tc, test_trie_tree);
+	tcase_add_test(tc, test_sample_type_config);
 	tcase_add_test(tc, test_writeraw_json_limits_set);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("table");

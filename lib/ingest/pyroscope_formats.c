@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/* The bodies POST /ingest takes besides pprof, folded and lines
+ * (pyroscope.c): Pyroscope's legacy binary "trie" and "tree" uploads (older
+ * agents, pyroscope-rs), each turned into folded text; the
+ * sample_type_config part of a multipart pprof push; and the JFR hook. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "decode_limits.h"
+#include "error.h"
+#include "ingest/protocol.h"
+#include "util.h"
+
+/* ---- trie and tree: preorder nodes of (varint name length, name, varint
+ * value, varint child count) ---- */
+
+struct text_out {
+	char *s;
+	size_t n, cap;
+};
+
+static int out_add(struct text_out *o, const char *s, size_t n)
+{
+	size_t max = cp_decode_limits()->max_decompressed;
+
+	if (o->n + n + 1 > max)
+		return cp_decode_too_large(max);
+	if (o->n + n + 1 > o->cap && cp_grow((void **)&o->s, &o->cap, o->n + n + 1, 1))
+		return cp_error(ENOMEM, "out of memory");
+	memcpy(o->s + o->n, s, n);
+	o->n += n;
+	o->s[o->n] = 0;
+	return 0;
+}
+
+static int varint(const uint8_t *d, size_t len, size_t *pos, uint64_t *v, const char *what, const char *fmt)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*pos < len) {
+		uint8_t b = d[(*pos)++];
+
+		if (shift == 63 && b > 1)
+			return cp_error(EINVAL, "%s: a varint (%s) over 64 bits at byte %zu", fmt, what, *pos - 1);
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+		shift += 7;
+	}
+	return cp_error(EINVAL, "%s: the body ends inside a node's %s (byte %zu)", fmt, what, *pos);
+}
+
+struct level {
+	size_t keylen;  /* the key's length before this node's name */
+	uint64_t left; /* its children still to come */
+};
+
+int cp_pyro_nodes_folded(const uint8_t *d, size_t len, int tree, char **text, size_t *tlen)
+{
+	const char *fmt = tree ? "tree" : "trie";
+	struct text_out key = { 0 }, out = { 0 };
+	struct level *lv = NULL;
+	size_t nlv = 0, caplv = 0, pos = 0, nodes = 0, max = cp_decode_limits()->max_samples;
+	int err = 0;
+
+	*text = NULL;
+	*tlen = 0;
+	if (!len)
+		return cp_error(EINVAL, "%s: the body is empty", fmt);
+	while (pos < len) {
+		uint64_t nlen, value, nchild;
+		size_t before = key.n;
+
+		if (++nodes > max) {
+			err = cp_decode_too_many("nodes", max);
+			goto out;
+		}
+		if ((err = varint(d, len, &pos, &nlen, "name length", fmt)))
+			goto out;
+		if (nlen > len - pos) {
+			err = cp_error(EINVAL, "%s: a name of %" PRIu64 " bytes at byte %zu, past the body's end", fmt,
+				       nlen, pos);
+			goto out;
+		}
+		if (memchr(d + pos, '\n', nlen) || memchr(d + pos, '\r', nlen) || memchr(d + pos, 0, nlen)) {
+			err = cp_error(EINVAL, "%s: a name at byte %zu holds a newline or NUL", fmt, pos);
+			goto out;
+		}
+		/* a tree's names are frames below a root; a trie's are pieces of "a;b;c" */
+		if (tree && nlv > 0 && key.n && (err = out_add(&key, ";", 1)))
+			goto out;
+		if ((!tree || nlv > 0) && (err = out_add(&key, (const char *)d + pos, nlen)))
+			goto out;
+		pos += nlen;
+		if ((err = varint(d, len, &pos, &value, "value", fmt)) ||
+		    (err = varint(d, len, &pos, &nchild, "child count", fmt)))
+			goto out;
+		if (value > INT64_MAX) {
+			err = cp_error(EINVAL, "%s: a value of %" PRIu64 " is over 2^63-1", fmt, value);
+			goto out;
+		}
+		if (value && key.n && (!tree || nlv > 0)) {
+			char num[32];
+			int k = snprintf(num, sizeof(num), " %" PRIu64 "\n", value);
+
+			if ((err = out_add(&out, key.s, key.n)) || (err = out_add(&out, num, (size_t)k)))
+				goto out;
+		}
+		if (nchild) {
+			if (nchild > len - pos) { /* each child takes 3 bytes at least */
+				err = cp_error(EINVAL, "%s: a node of %" PRIu64 " children at byte %zu, more than the body holds",
+					       fmt, nchild, pos);
+				goto out;
+			}
+			if (nlv == caplv && cp_grow((void **)&lv, &caplv, nlv + 1, sizeof(*lv))) {
+				err = cp_error(ENOMEM, "out of memory");
+				goto out;
+			}
+			lv[nlv].keylen = before;
+			lv[nlv++].left = nchild;
+			continue;
+		}
+		key.n = before; /* a leaf: back to its parent's key, and up past the finished parents */
+		while (nlv && !--lv[nlv - 1].left)
+			key.n = lv[--nlv].keylen;
+	}
+	if (nlv) {
+		err = cp_error(EINVAL, "%s: the body ends with %" PRIu64 " children of a node still to come", fmt,
+			       lv[nlv - 1].left);
+		goto out;
+	}
+	if (!out.n) {
+		err = cp_error(EINVAL, "%s: no stack has a value", fmt);
+		goto out;
+	}
+	*text = out.s;
+	*tlen = out.n;
+	out.s = NULL;
+out:
+	free(out.s);
+	free(key.s);
+	free(lv);
+	return err;
+}
+
+/* ---- sample_type_config: {"TYPE": {"display-name": ..., "units": ...,
+ * "aggregation": ..., "cumulative": bool, "sampled": bool}, ...} ---- */
+
+void cp_pyro_stc_free(struct cp_pyro_stc *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->e[i].type);
+		free(c->e[i].display);
+	}
+	free(c->e);
+	memset(c, 0, sizeof(*c));
+}
+
+const char *cp_pyro_stc_display(const struct cp_pyro_stc *c, const char *type)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		if (!strcmp(c->e[i].type, type))
+			return c->e[i].display;
+	return NULL;
+}
+
+#define STC_MAX_BYTES (64 * 1024)
+
+int cp_pyro_stc_parse(const char *s, size_t len, struct cp_pyro_stc *out)
+{
+	json_error_t je;
+	json_t *root, *v;
+	const char *k;
+	size_t cap = 0;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (len > STC_MAX_BYTES)
+		return cp_error(EFBIG, "sample_type_config: %zu bytes, over the %d taken", len, STC_MAX_BYTES);
+	if (!(root = json_loadb(s, len, JSON_REJECT_DUPLICATES, &je)))
+		return cp_error(EINVAL, "sample_type_config: not JSON: %s (line %d)", je.text, je.line);
+	if (!json_is_object(root)) {
+		err = cp_error(EINVAL, "sample_type_config: not a JSON object of sample types");
+		goto out;
+	}
+	json_object_foreach(root, k, v) {
+		json_t *dn = json_object_get(v, "display-name"), *f;
+		static const char *const strs[] = { "units", "aggregation" }, *const bools[] = { "cumulative", "sampled" };
+
+		if (!json_is_object(v) || (dn && !json_is_string(dn))) {
+			err = cp_error(EINVAL, "sample_type_config: '%.64s' is not an object with a string display-name", k);
+			goto out;
+		}
+		for (size_t i = 0; i < 2; i++) {
+			if ((f = json_object_get(v, strs[i])) && !json_is_string(f)) {
+				err = cp_error(EINVAL, "sample_type_config: '%.64s': %s is not a string", k, strs[i]);
+				goto out;
+			}
+			if ((f = json_object_get(v, bools[i])) && !json_is_boolean(f)) {
+				err = cp_error(EINVAL, "sample_type_config: '%.64s': %s is not true or false", k, bools[i]);
+				goto out;
+			}
+		}
+		if (out->n == cap && cp_grow((void **)&out->e, &cap, out->n + 1, sizeof(*out->e))) {
+			err = cp_error(ENOMEM, "out of memory");
+			goto out;
+		}
+		out->e[out->n].type = strdup(k);
+		out->e[out->n].display = dn && *json_string_value(dn) ? strdup(json_string_value(dn)) : NULL;
+		out->n++;
+		if (!out->e[out->n - 1].type || (dn && *json_string_value(dn) && !out->e[out->n - 1].display)) {
+			err = cp_error(ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+out:
+	json_decref(root);
+	if (err)
+		cp_pyro_stc_free(out);
+	return err;
+}
+
+/* ---- JFR (format=jfr, or a multipart form with a "jfr" part) ---- */
+
+int cp_ingest_pyroscope_jfr(struct cp_req *r, const struct cp_pyro_push *push, struct cp_ingest_batch *b)
+{
+	/* the JFR reader (lib/jfr.c) replaces this: decode push->jfr (and the
+	 * optional push->labels part), add a profile per event type to b */
+	(void)r;
+	(void)push;
+	(void)b;
+	return cp_error(EINVAL, "format=jfr: JFR recordings are not read yet (send pprof, folded or lines)");
+}

@@ -116,9 +116,8 @@ out:
 	return s;
 }
 
-struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+struct cp_local *cp_local_open_dir(const char *dir, enum cp_store_mode mode)
 {
-	struct cp_local *s;
 	int err;
 
 	/* a store of an earlier cprof is converted first (migrate.h) */
@@ -126,7 +125,13 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 		errno = -err;
 		return NULL;
 	}
-	s = cp_local_open(dir, mode, INDEX_FILE);
+	return cp_local_open(dir, mode, INDEX_FILE);
+}
+
+struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+{
+	struct cp_local *s = cp_local_open_dir(dir, mode);
+
 	return s ? &s->base : NULL;
 }
 

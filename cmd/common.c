@@ -16,6 +16,7 @@
 #include "../lib/http/client.h"
 #include "../lib/log.h"
 #include "../lib/selector.h"
+#include "../lib/store/backends.h"
 #include "../lib/store/remote.h"
 #include "../lib/util.h"
 #include "cmd.h"
@@ -276,45 +277,57 @@ int read_token(const char *verb, const char *token_file, char **token)
 	return EXIT_OK;
 }
 
+/* The store at --remote URL, else the local one in dir (as file://DIR: a directory whose name looks
+ * like a URL is still a directory), opened by the backend of its scheme (lib/store/backends.h);
+ * a failure printed. */
+static struct cp_store *open_store(const char *verb, const char *dir, const char *remote,
+				   const struct cp_store_open_opts *o)
+{
+	struct cp_store *s;
+	char *uri = NULL;
+
+	if (!remote && asprintf(&uri, "file://%s", dir) < 0) {
+		fail(verb, "%s", cp_errmsg(ENOMEM));
+		return NULL;
+	}
+	if (!(s = cp_store_open_uri(remote ? remote : uri, o)))
+		fail(verb, "%s", cp_errmsg(errno));
+	free(uri);
+	return s;
+}
+
 struct cp_store *store_open_write(const char *verb, const char *dir, const char *remote, const char *token_file,
 				  const struct push_args *push, const char *spool, size_t spool_size, bool *away)
 {
+	struct cp_store_open_opts o = { .mode = CP_STORE_WRITE, .spool_dir = spool, .spool_max = spool_size };
+	struct cp_remote_push p = { 0 };
 	struct cp_store *s;
 	char *token = NULL;
 	int err = 0;
 
 	if (away)
 		*away = false;
-	if (!remote) {
-		if (!(s = cp_store_open(dir, CP_STORE_WRITE)))
-			fail(verb, "%s", cp_errmsg(errno));
-		return s;
-	}
+	/* a token (--token-file) and push settings come only with --remote (remote_args, push_check) */
 	if (read_token(verb, token_file, &token))
 		return NULL;
 	if (push && push->basic_user && !token) {
 		fail(verb, "--basic-auth-user: give the password in --token-file");
 		return NULL;
 	}
-	s = cp_store_open_remote(remote, token, spool, spool_size);
-	free(token);
-	if (!s) {
-		fail(verb, "%s", cp_errmsg(errno));
-		return NULL;
-	}
 	if (push) {
-		struct cp_remote_push o = { .api = push->api,
-					    .service_label = push->service_label,
-					    .tenant = push->tenant,
-					    .basic_user = push->basic_user };
-
-		if ((err = cp_store_remote_set_push(s, &o))) {
-			fail(verb, "%s", cp_errmsg(err));
-			cp_store_close(s);
-			return NULL;
-		}
+		p = (struct cp_remote_push){ .api = push->api,
+					     .service_label = push->service_label,
+					     .tenant = push->tenant,
+					     .basic_user = push->basic_user };
+		o.push = &p;
 	}
+	o.token = token;
+	s = open_store(verb, dir, remote, &o);
+	free(token);
+	if (!s)
+		return NULL;
 	cp_error_clear(); /* a "try later" (1) says why only in the record: cp_error_code() */
+	/* a store whose appends wait to be sent: is it there? (0 at once for the local store) */
 	if (spool && (err = cp_store_remote_ping(s)) < 0) {
 		fail(verb, "%s", cp_errmsg(err));
 		cp_store_close(s);
@@ -354,24 +367,18 @@ int store_range(const char *verb, struct store_args *a)
 
 struct cp_store *store_get(const char *verb, struct store_args *a)
 {
+	struct cp_store_open_opts o = { .mode = CP_STORE_READ };
+	char *token = NULL;
+
 	if (a->store)
 		return a->store;
-	if (a->remote) {
-		char *token = NULL;
-
-		if (read_token(verb, a->token_file, &token))
-			return NULL;
-		a->store = cp_store_open_remote(a->remote, token, NULL, 0);
-		if (!a->store)
-			fail(verb, "%s", cp_errmsg(errno));
-		free(token);
-		return a->store;
-	}
-	if (!a->dir[0] && store_dir(verb, a->data, a->dir, sizeof(a->dir)))
+	if (!a->remote && !a->dir[0] && store_dir(verb, a->data, a->dir, sizeof(a->dir)))
 		return NULL;
-	a->store = cp_store_open(a->dir, CP_STORE_READ);
-	if (!a->store)
-		fail(verb, "%s", cp_errmsg(errno));
+	if (read_token(verb, a->token_file, &token)) /* only with --remote */
+		return NULL;
+	o.token = token;
+	a->store = open_store(verb, a->dir, a->remote, &o);
+	free(token);
 	return a->store;
 }
 

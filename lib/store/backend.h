@@ -7,7 +7,10 @@
  *
  * Backends: the local store (local.c: SQLite dictionary and time-partitioned
  * sample blocks, opened by cp_store_open) and a server's store (remote.c:
- * the HTTP API, opened by cp_store_open_remote).
+ * the HTTP API, opened by cp_store_open_remote).  Each is a row of the list in
+ * backends.c (backends.h: its name, URI schemes and open function), through
+ * which the commands open a store (cp_store_open_uri); a new backend is its
+ * file here, its open function declared in backends.h and one row there.
  *
  * Every operation has the contract of its cp_store_* call in store.h, errors
  * included: -errno with a message recorded by cp_error() for that failure.

@@ -29,6 +29,9 @@ struct cp_local {
  * another name): NULL + errno with the message recorded. */
 struct cp_local *cp_local_open(const char *dir, enum cp_store_mode mode, const char *index);
 void cp_local_close(struct cp_local *s);
+/* cp_store_open's handle as the local modules see it (sqlvtab.c): the store in dir, converted
+ * first when it is of schema 2 (cp_local_migrate).  NULL + errno with the message recorded. */
+struct cp_local *cp_local_open_dir(const char *dir, enum cp_store_mode mode);
 /* The series of the days that overlap [from, to] matching sel (NULL: all), each (type, labels) once,
  * sorted by type then labels (their ids are the days', meaningless here: 0). */
 int cp_local_series(struct cp_local *s, const struct cp_selector *sel, int64_t from, int64_t to,

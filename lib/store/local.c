@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../error.h"
 #include "../util.h"
+#include "backends.h"
 #include "blocks.h"
 #include "compact.h"
 #include "db.h"
@@ -116,9 +118,8 @@ out:
 	return s;
 }
 
-struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+struct cp_local *cp_local_open_dir(const char *dir, enum cp_store_mode mode)
 {
-	struct cp_local *s;
 	int err;
 
 	/* a store of an earlier cprof is converted first (migrate.h) */
@@ -126,8 +127,26 @@ struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
 		errno = -err;
 		return NULL;
 	}
-	s = cp_local_open(dir, mode, INDEX_FILE);
+	return cp_local_open(dir, mode, INDEX_FILE);
+}
+
+struct cp_store *cp_store_open(const char *dir, enum cp_store_mode mode)
+{
+	struct cp_local *s = cp_local_open_dir(dir, mode);
+
 	return s ? &s->base : NULL;
+}
+
+struct cp_store *cp_store_open_local_uri(const char *uri, const struct cp_store_open_opts *o)
+{
+	if (!strncasecmp(uri, "file://", 7)) {
+		uri += 7;
+		if (!*uri) {
+			errno = -cp_error(EINVAL, "file:// wants a path: file://PATH");
+			return NULL;
+		}
+	}
+	return cp_store_open(uri, o->mode);
 }
 
 static void local_close(struct cp_local *s)

@@ -18,6 +18,7 @@
 #include "../push/protocol.h"
 #include "../util.h"
 #include "backend.h"
+#include "backends.h"
 
 struct cp_remote {
 	struct cp_store base; /* ops: remote_ops */
@@ -655,6 +656,19 @@ static int op_stats(struct cp_store *s, struct cp_store_stats *st)
 static void op_close(struct cp_store *s)
 {
 	remote_free(R(s));
+}
+
+struct cp_store *cp_store_open_remote_uri(const char *uri, const struct cp_store_open_opts *o)
+{
+	struct cp_store *s = cp_store_open_remote(uri, o->token, o->spool_dir, o->spool_max);
+	int err;
+
+	if (s && o->push && (err = cp_store_remote_set_push(s, o->push))) {
+		cp_store_close(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
 }
 
 /* ---- the calls only a server's store has ---- */

@@ -6,8 +6,9 @@
  * from /api/v1/stats; appends are pushed to /api/v1/push one profile at a
  * time (gzipped pprof, the series labels as query arguments), through a
  * pusher that spools what the server cannot take (lib/http/push.h): then
- * cp_store_append returns CP_STORE_SPOOLED.  A backend of backend.h; what a
- * server does for itself (retention, the size limit) is -EOPNOTSUPP here.
+ * cp_store_append returns CP_STORE_SPOOLED.  A backend of backend.h (the row
+ * of http:// and https:// in backends.c); what a server does for itself
+ * (retention, the size limit) is -EOPNOTSUPP here.
  *
  * Ownership: the handle owns its HTTP client and pusher (made on the first
  * append or flush); cp_store_close frees them.  Errors: -errno (NULL +

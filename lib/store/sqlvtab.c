@@ -46,8 +46,7 @@ static const char frames_schema[] =
 
 struct vtab {
 	sqlite3_vtab base;
-	struct cp_store *store;
-	struct cp_local *local;
+	struct cp_local *local; /* the local store's own handle: its scans are no cp_store_* call */
 	bool frames;
 };
 
@@ -112,18 +111,17 @@ static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
 	}
 	memset(t, 0, sizeof(*t));
 	t->frames = kind && !strcmp(kind, "frames");
-	if (!(t->store = cp_store_open(dir, CP_STORE_READ))) {
+	if (!(t->local = cp_local_open_dir(dir, CP_STORE_READ))) {
 		*errmsg = sqlite3_mprintf("cprof: %s", cp_errmsg(errno));
 		goto out;
 	}
-	t->local = (struct cp_local *)t->store; /* cp_store_open opens the local backend */
 	if ((rc = sqlite3_declare_vtab(db, t->frames ? frames_schema : samples_schema)) != SQLITE_OK)
 		goto out;
 	*out = &t->base;
 	t = NULL;
 out:
 	if (t) {
-		cp_store_close(t->store);
+		cp_local_close(t->local);
 		sqlite3_free(t);
 	}
 	free(dir);
@@ -135,7 +133,7 @@ static int vt_disconnect(sqlite3_vtab *vt)
 {
 	struct vtab *t = (struct vtab *)vt;
 
-	cp_store_close(t->store);
+	cp_local_close(t->local);
 	sqlite3_free(t);
 	return SQLITE_OK;
 }

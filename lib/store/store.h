@@ -3,8 +3,9 @@
  * indexed by time and labels (docs/STORE.md has the on-disk schema).  One
  * interface over two backends (backend.h): the local store described here
  * (lib/store/local.c, opened by cp_store_open) and a server's store over HTTP
- * (lib/store/remote.h, opened by cp_store_open_remote); every call below
- * works on either unless it says otherwise.
+ * (lib/store/remote.h, opened by cp_store_open_remote), both opened by URI
+ * through lib/store/backends.h; every call below works on either unless it
+ * says otherwise.
  *
  * DIR/store.db (SQLite, WAL): the store's schema version and the list of
  * days.  DIR/days/YYYYMMDD.db: one SQLite file per UTC day holding everything

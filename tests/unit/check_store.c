@@ -23,6 +23,7 @@
 #include "folded.h"
 #include "profile.h"
 #include "selector.h"
+#include "store/backends.h"
 #include "store/blocks.h"
 #include "store/handle.h"
 #include "store/remote.h"
@@ -365,6 +366,91 @@ START_TEST(test_read_only_append)
 	ck_assert_contains(cp_errmsg(r), "read-only");
 	cp_store_close(s);
 	cp_profile_free(p);
+}
+END_TEST
+
+/* ---- the backends, opened by URI (backends.h) ---- */
+
+START_TEST(test_open_uri)
+{
+	struct cp_store_open_opts w = { .mode = CP_STORE_WRITE };
+	struct cp_remote_push bad = { .api = "nope" };
+	struct cp_store_open_opts push = { .push = &bad };
+	char uri[PATH_MAX + 16];
+	struct cp_store *s;
+
+	/* a path: the local store (WRITE creates it) */
+	ck_assert_ptr_nonnull(s = cp_store_open_uri(dir, &w));
+	ck_assert_str_eq(s->ops->name, "local");
+	cp_store_close(s);
+	/* file://PATH, the scheme in any case; no options: READ */
+	snprintf(uri, sizeof(uri), "file://%s", dir);
+	ck_assert_ptr_nonnull(s = cp_store_open_uri(uri, NULL));
+	ck_assert_str_eq(s->ops->name, "local");
+	cp_store_close(s);
+	snprintf(uri, sizeof(uri), "FILE://%s", dir);
+	ck_assert_ptr_nonnull(s = cp_store_open_uri(uri, NULL));
+	ck_assert_str_eq(s->ops->name, "local");
+	cp_store_close(s);
+	/* the local backend's own errors, as cp_store_open's */
+	snprintf(uri, sizeof(uri), "file://%s/none", dir);
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open_uri(uri, NULL));
+	ck_assert_int_eq(errno, ENOENT);
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open_uri("file://", NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_contains(cp_errmsg(errno), "file://PATH");
+
+	/* http(s)://: the remote backend; opening sends nothing (nothing listens on port 9) */
+	ck_assert_ptr_nonnull(s = cp_store_open_uri("http://127.0.0.1:9", NULL));
+	ck_assert_str_eq(s->ops->name, "remote");
+	ck_assert_str_eq(cp_store_location(s), "http://127.0.0.1:9");
+	cp_store_close(s);
+	ck_assert_ptr_nonnull(s = cp_store_open_uri("HTTPS://127.0.0.1:9", NULL));
+	ck_assert_str_eq(s->ops->name, "remote");
+	cp_store_close(s);
+	/* the push settings go to the remote backend, their errors with them */
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open_uri("http://127.0.0.1:9", &push));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_contains(cp_errmsg(errno), "unknown push API 'nope'");
+
+	/* a scheme no backend takes: one line naming the schemes */
+	cp_error_clear();
+	errno = 0;
+	ck_assert_ptr_null(cp_store_open_uri("ftp://127.0.0.1/x", &w));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_str_eq(cp_errmsg(errno),
+			 "unknown store scheme 'ftp://': the schemes are file, http or https (or give a path)");
+	/* what is no scheme is a path */
+	ck_assert_ptr_eq(cp_store_backend_find("relative/dir"), &cp_store_backends[0]);
+	ck_assert_ptr_eq(cp_store_backend_find("./ftp://x"), &cp_store_backends[0]);
+	ck_assert_ptr_eq(cp_store_backend_find("1x://y"), &cp_store_backends[0]);
+	ck_assert_ptr_null(cp_store_backend_find("x-y.z+1://y"));
+}
+END_TEST
+
+START_TEST(test_backend_table)
+{
+	size_t n = 0;
+
+	ck_assert_str_eq(cp_store_backends[0].name, "local"); /* a bare path's */
+	for (const struct cp_store_backend *b = cp_store_backends; b->name; b++, n++) {
+		ck_assert_ptr_nonnull(b->open);
+		ck_assert_ptr_nonnull(b->schemes);
+		ck_assert_ptr_nonnull(b->schemes[0]);
+		for (const struct cp_store_backend *c = cp_store_backends; c < b; c++)
+			ck_assert_str_ne(c->name, b->name);
+		for (const char *const *sc = b->schemes; *sc; sc++) {
+			char uri[64];
+
+			/* every scheme finds its own row, and so no other row has it */
+			snprintf(uri, sizeof(uri), "%s://x", *sc);
+			ck_assert_ptr_eq(cp_store_backend_find(uri), b);
+		}
+	}
+	ck_assert_uint_eq(n, 2);
 }
 END_TEST
 
@@ -3244,6 +3330,8 @@ static Suite *store_suite(void)
 	tcase_add_test(open, test_open_read_missing);
 	tcase_add_test(open, test_read_only_append);
 	tcase_add_test(open, test_default_dir);
+	tcase_add_test(open, test_open_uri);
+	tcase_add_test(open, test_backend_table);
 	tcase_add_test(open, test_type_name);
 	suite_add_tcase(s, open);
 

@@ -111,4 +111,10 @@ is "$out" "lib/ingest/protocol.c" "one table of ingest protocols"
 run sh -c 'grep -nE "cp_(pyro|parca)_|cp_ingest_(cprof|pyroscope|parca)\\b" lib/http/*.c cmd/*.c'
 is "$out" "" "the server names no ingest protocol's decoder (lib/http/ takes them from the table)"
 
+# store backends: lib/store/backends.c's table; everything outside lib/store/ opens a store by URI
+run sh -c 'grep -rln "cp_store_backends\[\] = " lib cmd'
+is "$out" "lib/store/backends.c" "one table of store backends"
+run sh -c 'grep -rnE "cp_store_open(_remote)?\(" lib cmd --include=*.c | grep -v "^lib/store/"'
+is "$out" "" "outside lib/store/ a store is opened by URI (cp_store_open_uri), not by backend"
+
 done_testing

@@ -11,6 +11,7 @@
 #include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
+#include "jfr.h"
 #include "pprof.h"
 #include "util.h"
 
@@ -21,6 +22,8 @@ enum cp_format cp_sniff_format(const void *data, size_t len)
 
 	if (!len)
 		return CP_FORMAT_PPROF;
+	if (cp_jfr_is(data, len))
+		return CP_FORMAT_JFR;
 	for (i = 0; i < n; i++)
 		if (d[i] < 0x09 || (d[i] > 0x0d && d[i] < 0x20) || d[i] == 0x7f)
 			return CP_FORMAT_PPROF;
@@ -43,10 +46,17 @@ struct cp_profile *cp_profile_decode(const void *data, size_t len)
 		data = raw;
 		len = rawlen;
 	}
-	if (cp_sniff_format(data, len) == CP_FORMAT_FOLDED)
+	switch (cp_sniff_format(data, len)) {
+	case CP_FORMAT_FOLDED:
 		p = cp_folded_decode(data, len);
-	else
+		break;
+	case CP_FORMAT_JFR:
+		if ((err = cp_jfr_decode(data, len, &p)))
+			errno = -err;
+		break;
+	default:
 		p = cp_pprof_decode(data, len);
+	}
 	err = errno;
 	free(raw);
 	errno = err;
@@ -116,7 +126,13 @@ static int load_into(struct cp_profile **acc, const char *path, const char *firs
 			cp_error_ctx(err, "%s", path);
 		goto out;
 	}
-	q = cp_folded_decode((const char *)data, len);
+	if (cp_sniff_format(data, len) == CP_FORMAT_JFR) {
+		if ((err = cp_jfr_decode(data, len, &q))) {
+			cp_error_ctx(err, "%s", path);
+			goto out;
+		}
+	} else
+		q = cp_folded_decode((const char *)data, len);
 	if (!q) {
 		err = cp_error_ctx(errno, "%s", path);
 		goto out;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Loading a profile from a file whose format is sniffed: pprof (gzip or raw
- * protobuf) or folded-stack text (optionally gzipped). */
+ * protobuf), folded-stack text or a Java Flight Recording (jfr.h: every
+ * event type side by side), each optionally gzipped. */
 #ifndef CP_LOAD_H
 #define CP_LOAD_H
 
@@ -8,9 +9,10 @@
 
 #include "profile.h"
 
-enum cp_format { CP_FORMAT_PPROF, CP_FORMAT_FOLDED };
+enum cp_format { CP_FORMAT_PPROF, CP_FORMAT_FOLDED, CP_FORMAT_JFR };
 
-/* The format of decompressed data: text without control bytes is folded. */
+/* The format of decompressed data: "FLR\0" is JFR, text without control bytes
+ * is folded, anything else pprof. */
 enum cp_format cp_sniff_format(const void *data, size_t len);
 /* Decode data of a sniffed format (gzip inflated first, within the limits of
  * lib/decode_limits.h). NULL + errno (EFBIG over a limit, EBUSY when other

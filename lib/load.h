@@ -21,6 +21,19 @@ struct cp_profile *cp_profile_decode(const void *data, size_t len);
 /* Read and decode path ("-" = stdin); the message names the file. */
 struct cp_profile *cp_profile_load(const char *path);
 
+/* A file as the profile types it holds, for a store: a JFR recording gives
+ * one part per event type, named as Pyroscope names them (process_cpu,
+ * memory, mutex, block, wall: cp_jfr_to_parts); pprof and folded one part
+ * with name NULL (from the profile).  0 with *parts (freed with
+ * cp_load_parts_free), or -errno with the message naming the file; a
+ * recording with none of the events read is -EINVAL. */
+struct cp_load_part {
+	struct cp_profile *profile;
+	const char *name; /* static, or NULL */
+};
+int cp_profile_load_parts(const char *path, struct cp_load_part **parts, size_t *n);
+void cp_load_parts_free(struct cp_load_part *parts, size_t n);
+
 
 
 /* Load and merge several files (pprof merge semantics) using up to nthreads

@@ -114,6 +114,7 @@ struct jclass {
 	uint32_t nfields;
 	size_t fcap;
 	enum prim prim;
+	uint8_t width; /* 0 unknown, 1 being worked out, 2 takes no bytes, 3 takes some */
 };
 
 /* a value read for a wanted field */
@@ -563,6 +564,32 @@ static int class_named(struct jfr *j, const char *name)
 	return -1;
 }
 
+/* Whether a value of class c takes bytes: a class whose fields all take none
+ * (none at all, or only such classes) takes none, and is left out of the
+ * classes that hold it, so that each field read takes a byte at least (the
+ * work per event is bounded by its size).  A class that holds itself is
+ * taken to take bytes: reading it fails, nested too deep. */
+static bool takes_bytes(struct jfr *j, int cls, int depth)
+{
+	struct jclass *c = &j->classes[cls];
+
+	if (c->width >= 2)
+		return c->width == 3;
+	if (c->width == 1 || depth > MAX_DEPTH || c->prim != P_OBJ)
+		return true;
+	c->width = 1;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const struct jfield *f = &c->fields[i];
+
+		if (f->cpool || f->array || f->cls < 0 || takes_bytes(j, f->cls, depth + 1)) {
+			c->width = 3;
+			return true;
+		}
+	}
+	c->width = 2;
+	return false;
+}
+
 static void free_metadata(struct jfr *j)
 {
 	for (size_t i = 0; i < j->nstrs; i++)
@@ -593,13 +620,15 @@ static int read_metadata(struct jfr *j, uint64_t off)
 	static const char *const pool_names[NPOOLS] = { "jdk.types.Symbol",	  "java.lang.Class",
 							"jdk.types.Method",	  "jdk.types.StackTrace",
 							"jdk.types.ThreadState", "java.lang.String" };
-	struct rd r = { j->chunk + off, j->cend };
+	struct rd r;
 	uint64_t size, v, n;
 	size_t i;
 	int err;
 
 	if (off < CHUNK_HEADER || off >= (uint64_t)(j->cend - j->chunk))
 		return bad(j, j->chunk + 24, "the metadata offset is outside its chunk");
+	r.p = j->chunk + off;
+	r.end = j->cend;
 	if ((err = get_u(j, &r, &size, "metadata size")))
 		return err;
 	if (!size || size > (uint64_t)(j->cend - j->chunk) - off)
@@ -644,6 +673,18 @@ static int read_metadata(struct jfr *j, uint64_t off)
 				c->prim = (enum prim)prims[k][1][0];
 		for (uint32_t f = 0; f < c->nfields; f++)
 			c->fields[f].cls = find_class(j, c->fields[f].type);
+	}
+	for (i = 0; i < j->nclasses; i++) {
+		struct jclass *c = &j->classes[i];
+		uint32_t kept = 0;
+
+		for (uint32_t f = 0; f < c->nfields; f++) {
+			const struct jfield *fd = &c->fields[f];
+
+			if (fd->cpool || fd->array || fd->cls < 0 || takes_bytes(j, fd->cls, 0))
+				c->fields[kept++] = *fd;
+		}
+		c->nfields = kept;
 	}
 	for (i = 0; i < NPOOLS; i++)
 		j->c_pool[i] = class_named(j, pool_names[i]);

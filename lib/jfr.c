@@ -179,6 +179,11 @@ static int bad(struct jfr *j, const uint8_t *at, const char *what)
 	return cp_error(EINVAL, "not a valid JFR file: %s at offset %zu", what, (size_t)(at - j->buf));
 }
 
+static int nomem(void)
+{
+	return cp_error(ENOMEM, "out of memory reading a JFR file");
+}
+
 static int get_u(struct jfr *j, struct rd *r, uint64_t *v, const char *what)
 {
 	size_t n = cp_jfr_varint(r->p, r->end, v);
@@ -302,7 +307,7 @@ static int str_text(struct jfr *j, const struct jstr *s, char **buf, size_t *cap
 		return str_text(j, &e->s, buf, cap, len);
 	}
 	if (cp_grow((void **)buf, cap, need, 1))
-		return -ENOMEM;
+		return nomem();
 	o = *buf + *len;
 	if (s->enc == 3) {
 		memcpy(o, s->p, s->len);
@@ -465,7 +470,7 @@ static int read_element(struct jfr *j, struct rd *r, enum elem parent, int depth
 	if ((err = get_count(j, r, &nattrs, "attribute count")))
 		return err;
 	if (nattrs && !(attrs = malloc(nattrs * sizeof(*attrs))))
-		return -ENOMEM;
+		return nomem();
 	for (uint64_t i = 0; i < nattrs; i++) {
 		if ((err = get_u(j, r, &attrs[i][0], "an attribute")) || (err = get_u(j, r, &attrs[i][1], "an attribute")))
 			goto out;
@@ -492,7 +497,7 @@ static int read_element(struct jfr *j, struct rd *r, enum elem parent, int depth
 		}
 		if (cp_grow((void **)&j->classes, &j->ccap, j->nclasses + 1, sizeof(*j->classes)) ||
 		    (err = take_mem(j, sizeof(*c)))) {
-			err = err ? err : -ENOMEM;
+			err = err ? err : nomem();
 			goto out;
 		}
 		c = &j->classes[j->nclasses++];
@@ -512,7 +517,7 @@ static int read_element(struct jfr *j, struct rd *r, enum elem parent, int depth
 		}
 		if (cp_grow((void **)&c->fields, &c->fcap, c->nfields + 1, sizeof(*c->fields)) ||
 		    (err = take_mem(j, sizeof(*f)))) {
-			err = err ? err : -ENOMEM;
+			err = err ? err : nomem();
 			goto out;
 		}
 		f = &c->fields[c->nfields++];
@@ -644,7 +649,7 @@ static int read_metadata(struct jfr *j, uint64_t off)
 	if ((err = get_count(j, &r, &n, "metadata string count")) || (err = take_mem(j, n * sizeof(char *))))
 		return err;
 	if (n && !(j->strs = calloc(n, sizeof(*j->strs))))
-		return -ENOMEM;
+		return nomem();
 	for (i = 0; i < n; i++) {
 		struct jstr s;
 		size_t cap = 0, len = 0;
@@ -730,7 +735,7 @@ static int read_stacktrace(struct jfr *j, struct rd *r, int cls, struct pent *e)
 				continue;
 			if (cp_grow((void **)&j->frames, &j->frcap, j->nframes + 1, sizeof(*j->frames)) ||
 			    (err = take_mem(j, sizeof(*j->frames))))
-				return err ? err : -ENOMEM;
+				return err ? err : nomem();
 			j->frames[j->nframes].method = v[0].num;
 			j->frames[j->nframes].line = v[1].set ? (int64_t)v[1].num : 0;
 			j->nframes++;
@@ -756,7 +761,7 @@ static int read_pool_entry(struct jfr *j, struct rd *r, int which, int cls, uint
 	int err = 0;
 
 	if (cp_grow((void **)&pl->e, &pl->cap, pl->n + 1, sizeof(*pl->e)) || (err = take_mem(j, sizeof(*pl->e))))
-		return err ? err : -ENOMEM;
+		return err ? err : nomem();
 	e = &pl->e[pl->n];
 	memset(e, 0, sizeof(*e));
 	e->key = key;
@@ -926,7 +931,7 @@ static int stack_of(struct jfr *j, uint64_t key, uint32_t *stack)
 		return 0;
 	}
 	if (cp_grow((void **)&j->locs, &j->locap, st->b + 1, sizeof(*j->locs)))
-		return -ENOMEM;
+		return nomem();
 	for (uint64_t i = 0; i < st->b; i++) {
 		const struct jframe *f = &j->frames[st->a + i];
 		struct pent *m = pool_find(&j->pools[POOL_METHOD], f->method);
@@ -1184,7 +1189,7 @@ static int decode(const uint8_t *buf, size_t len, struct jfr *j)
 	if (!cp_jfr_is(buf, len))
 		return cp_error(EINVAL, "not a JFR file (no FLR magic)");
 	if (!(j->p = cp_profile_new()))
-		return -ENOMEM;
+		return nomem();
 	for (int t = 0; t < CP_JFR_NTYPES && !err; t++)
 		err = cp_profile_add_sample_type(j->p, cp_jfr_types[t][0], cp_jfr_types[t][1]);
 	if (err)
@@ -1271,7 +1276,7 @@ int cp_jfr_to_parts(const uint8_t *buf, size_t len, struct cp_jfr_part **parts, 
 	*parts = NULL;
 	*n = 0;
 	if (!err && !(out = calloc(CP_JFR_NKINDS, sizeof(*out))))
-		err = -ENOMEM;
+		err = nomem();
 	for (int k = 0; k < CP_JFR_NKINDS && !err; k++) {
 		const struct kind_info *ki = &kinds[k];
 		struct cp_merge_opts opts = { .keep = keep_kind, .keep_arg = (void *)ki };
@@ -1293,7 +1298,7 @@ int cp_jfr_to_parts(const uint8_t *buf, size_t len, struct cp_jfr_part **parts, 
 			int64_t t = cp_profile_str(q, ki->types[c][0]), u = cp_profile_str(q, ki->types[c][1]);
 
 			if (t < 0 || u < 0)
-				err = -ENOMEM;
+				err = nomem();
 			else
 				q->sample_types[c] = (struct cp_valuetype){ (uint32_t)t, (uint32_t)u };
 		}

@@ -81,6 +81,15 @@ like "$err" "alloc_sample_bytes, mutex_contentions" "an unknown type lists the r
 gzip -c "$T/app.jfr" > "$T/app.jfr.gz"
 is "$(total "$T/app.jfr.gz" block_contentions)" "$n_park" "a gzipped recording reads the same"
 
+# a file of two chunks (as a long recording's repository rolls over): jfr summary counts both
+cat "$T/app.jfr" "$T/app.jfr" > "$T/twochunks.jfr"
+run jfr summary "$T/twochunks.jfr"
+like "$out" 'Chunks: 2' "jfr summary sees two chunks"
+summary=$out
+is "$(total "$T/twochunks.jfr" mutex_contentions) $(total "$T/twochunks.jfr" alloc_sample_objects)" \
+	"$(count jdk.JavaMonitorEnter) $(count jdk.ObjectAllocationSample)" "two chunks: the counts of jfr summary"
+summary=$(jfr summary "$T/app.jfr")
+
 # ---- merge and diff take recordings ----
 run "$CPROF" merge -o "$T/two.pb.gz" "$T/app.jfr" "$T/app.jfr.gz"
 is "$rc" 0 "merge takes two recordings${err:+ ($err)}"

@@ -108,6 +108,8 @@ static const struct cdef {
 	  { { "startTime", 20, false, false }, { "id", 20, false, false }, { "name", 23, false, false }, { "value", 23, false, false } } },
 	{ 40, "jdk.ExecutionSample", { { "startTime", 20, false, false }, { "stackTrace", 34, true, false }, { "state", 35, true, false } } },
 	{ 41, "jdk.ThreadPark", { { "startTime", 20, false, false }, { "duration", 20, false, false }, { "stackTrace", 34, true, false } } },
+	{ 42, "profiler.WallClockSample",
+	  { { "startTime", 20, false, false }, { "stackTrace", 34, true, false }, { "state", 35, true, false }, { "samples", 21, false, false } } },
 	{ 50, "test.Self", { { "self", 50, false, false } } },
 };
 
@@ -119,6 +121,7 @@ struct jopts {
 	bool huge_str;        /* a symbol of 2^40 bytes */
 	bool huge_frames;     /* a stack trace of 2^60 frames */
 	uint64_t huge_events; /* a 2^60-byte event */
+	bool wall;            /* async-profiler's: event=wall, and two wall-clock samples of 3 */
 };
 
 static const char *strtab[64];
@@ -208,6 +211,22 @@ static size_t build(struct jb *b, const struct jopts *o)
 		put_str(b, "period");
 		put_str(b, o->period);
 		end_event(b, at);
+	}
+	if (o->wall) {
+		at = begin_event(b, 36);
+		put_u(b, 1);
+		put_u(b, 0);
+		put_str(b, "event");
+		put_str(b, "wall");
+		end_event(b, at);
+		for (int i = 0; i < 2; i++) {
+			at = begin_event(b, 42);
+			put_u(b, 150);
+			put_u(b, 8);
+			put_u(b, 2);
+			put_u(b, 3);
+			end_event(b, at);
+		}
 	}
 	for (int i = 0; i < 5; i++) { /* 3 x stack 7, 1 x stack 8, 1 asleep */
 		at = begin_event(b, 40);
@@ -472,6 +491,30 @@ START_TEST(test_period_setting)
 }
 END_TEST
 
+/* async-profiler in wall mode: execution samples count as CPU when running, as wall always; its
+ * wall-clock samples as wall, each its samples times the period */
+START_TEST(test_wall)
+{
+	static struct jb b;
+	struct cp_jfr_part *parts;
+	const struct cp_jfr_part *cpu, *wall;
+	size_t n, len = build(&b, &(struct jopts){ .wall = true });
+	int err = cp_jfr_to_parts(b.d, len, &parts, &n);
+
+	ck_assert_msg(err == 0, "%s", cp_errmsg(err));
+	ck_assert_ptr_nonnull(cpu = part(parts, n, CP_JFR_CPU));
+	ck_assert_ptr_nonnull(wall = part(parts, n, CP_JFR_WALL));
+	ck_assert_str_eq(wall->name, "wall");
+	ck_assert_uint_eq(cpu->events, 4);
+	ck_assert_int_eq(cp_profile_total(cpu->profile, 0), 4 * 10000000);
+	ck_assert_uint_eq(wall->events, 5 + 2);
+	ck_assert_int_eq(cp_profile_total(wall->profile, 0), (5 + 2 * 3) * 10000000ll);
+	ck_assert_str_eq(cp_profile_string(wall->profile, wall->profile->sample_types[0].type), "wall");
+	ck_assert_str_eq(cp_profile_string(wall->profile, wall->profile->period_type.type), "wall");
+	cp_jfr_parts_free(parts, n);
+}
+END_TEST
+
 /* Fails with EINVAL and a one-line message (or, cut at a chunk's end, decodes). */
 static void decode_any(const uint8_t *d, size_t len, bool may_pass)
 {
@@ -687,7 +730,7 @@ END_TEST
 
 int main(void)
 {
-	const TTest *const tests[] = { test_varint, test_built, test_period_setting, test_built_prefixes, test_cyclic,
+	const TTest *const tests[] = { test_varint, test_built, test_period_setting, test_wall, test_built_prefixes, test_cyclic,
 					      test_huge, test_recording, test_recording_prefixes };
 
 	return run_tests_timeout("jfr", tests, sizeof(tests) / sizeof(tests[0]), 600);

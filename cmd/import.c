@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cprof import: load pprof and folded files into the store. */
+/* cprof import: load pprof, folded and JFR files into the store. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -33,13 +33,14 @@ static const struct option options[] = {
 static int run_import(int argc, char **argv);
 
 const struct cmd cmd_import = {
-	"import", "load pprof and folded profiles into the store", run_import, options, "l:h",
+	"import", "load pprof, folded and JFR profiles into the store", run_import, options, "l:h",
 	"usage: cprof import [OPTIONS] FILE...\n"
 	"       cprof import [OPTIONS] --from-store DIR\n"
 	"       cprof import [--data DIR] [--retention DUR] [--max-store-size SIZE]\n"
 	"                    [--downsample POLICY]\n"
 	"\n"
-	"Store profiles (pprof, gzip or raw, and folded stacks) so that query,\n"
+	"Store profiles (pprof, gzip or raw, folded stacks, and Java Flight Recorder\n"
+	"files, each event type as its own profile type) so that query,\n"
 	"merge and diff can select them by type, labels and time. All files are\n"
 	"stored in one transaction: if one cannot be read, none is stored.\n"
 	"With --remote, they are pushed to a cprof server instead, one by one.\n"
@@ -80,7 +81,7 @@ static int run_import(int argc, char **argv)
 	struct cp_downsample policy = { 0 };
 	struct cp_upkeep upkeep = { .verb = "import" };
 	struct cp_upkeep_report done;
-	size_t nfiles = 0, i;
+	size_t nfiles = 0, nbatch = 0, i;
 	int opt, status = EXIT_OK, err;
 	char dir[4096];
 
@@ -186,23 +187,33 @@ static int run_import(int argc, char **argv)
 		upkeep.downsample = policy;
 	/* read everything first: a bad file stores nothing */
 	nfiles = (size_t)(argc - optind);
-	batch = calloc(nfiles + 1, sizeof(*batch));
-	if (!batch) {
-		status = fail("import", "out of memory");
-		goto out;
-	}
 	for (i = 0; i < nfiles; i++) {
-		struct cp_profile *p = cp_profile_load(argv[optind + (int)i]);
+		/* a file may hold several profile types (a JFR recording: cpu, memory, mutex...) */
+		struct cp_load_part *parts = NULL;
+		struct cp_store_append *more;
+		size_t nparts = 0, k;
 
-		if (!p) {
-			status = fail("import", "%s (nothing was imported)", cp_errmsg(errno));
+		if ((err = cp_profile_load_parts(argv[optind + (int)i], &parts, &nparts))) {
+			status = fail("import", "%s (nothing was imported)", cp_errmsg(err));
 			goto out;
 		}
-		batch[i].profile = p;
-		batch[i].name = name;
-		batch[i].labels = labels.kv;
-		batch[i].nlabels = labels.n;
-		batch[i].time_ns = t;
+		if (!(more = realloc(batch, (nbatch + nparts + 1) * sizeof(*batch)))) {
+			cp_load_parts_free(parts, nparts);
+			status = fail("import", "out of memory");
+			goto out;
+		}
+		batch = more;
+		for (k = 0; k < nparts; k++) {
+			memset(&batch[nbatch], 0, sizeof(*batch));
+			batch[nbatch].profile = parts[k].profile;
+			batch[nbatch].name = name ? name : parts[k].name;
+			batch[nbatch].labels = labels.kv;
+			batch[nbatch].nlabels = labels.n;
+			batch[nbatch].time_ns = t;
+			nbatch++;
+			parts[k].profile = NULL;
+		}
+		cp_load_parts_free(parts, nparts);
 	}
 	data = remote ? remote : dir;
 	if (!(store = store_open_write("import", dir, remote, token_file, &push, NULL, 0, NULL))) {
@@ -240,7 +251,7 @@ static int run_import(int argc, char **argv)
 		status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
 		goto out;
 	}
-	if (!from && (err = cp_store_append(store, batch, nfiles)) < 0) {
+	if (!from && (err = cp_store_append(store, batch, nbatch)) < 0) {
 		/* a server takes the files one by one: the message says how many went */
 		status = fail("import", "%s%s", cp_errmsg(err), remote ? "" : " (nothing was imported)");
 		goto out;
@@ -255,7 +266,7 @@ static int run_import(int argc, char **argv)
 		printf("imported %zu profile%s into %s\n", nfiles, nfiles == 1 ? "" : "s", data);
 	status = output_close(&(struct output){ "import", NULL, stdout, NULL, 0 }, status);
 out:
-	for (i = 0; batch && i < nfiles; i++)
+	for (i = 0; batch && i < nbatch; i++)
 		cp_profile_free((struct cp_profile *)batch[i].profile);
 	free(batch);
 	cp_store_close(store);

@@ -11,6 +11,7 @@
 #include "decode_limits.h"
 #include "error.h"
 #include "folded.h"
+#include "jfr.h"
 #include "pprof.h"
 #include "util.h"
 
@@ -21,6 +22,8 @@ enum cp_format cp_sniff_format(const void *data, size_t len)
 
 	if (!len)
 		return CP_FORMAT_PPROF;
+	if (cp_jfr_is(data, len))
+		return CP_FORMAT_JFR;
 	for (i = 0; i < n; i++)
 		if (d[i] < 0x09 || (d[i] > 0x0d && d[i] < 0x20) || d[i] == 0x7f)
 			return CP_FORMAT_PPROF;
@@ -43,10 +46,17 @@ struct cp_profile *cp_profile_decode(const void *data, size_t len)
 		data = raw;
 		len = rawlen;
 	}
-	if (cp_sniff_format(data, len) == CP_FORMAT_FOLDED)
+	switch (cp_sniff_format(data, len)) {
+	case CP_FORMAT_FOLDED:
 		p = cp_folded_decode(data, len);
-	else
+		break;
+	case CP_FORMAT_JFR:
+		if ((err = cp_jfr_decode(data, len, &p)))
+			errno = -err;
+		break;
+	default:
 		p = cp_pprof_decode(data, len);
+	}
 	err = errno;
 	free(raw);
 	errno = err;
@@ -74,6 +84,80 @@ struct cp_profile *cp_profile_load(const char *path)
 	}
 	free(data);
 	return p;
+}
+
+void cp_load_parts_free(struct cp_load_part *parts, size_t n)
+{
+	for (size_t i = 0; parts && i < n; i++)
+		cp_profile_free(parts[i].profile);
+	free(parts);
+}
+
+int cp_profile_load_parts(const char *path, struct cp_load_part **parts, size_t *n)
+{
+	struct cp_jfr_part *jp = NULL;
+	struct cp_load_part *out = NULL;
+	uint8_t *data = NULL, *raw = NULL;
+	size_t len = 0, rawlen, njp = 0, i;
+	int err;
+
+	*parts = NULL;
+	*n = 0;
+	cp_error_clear();
+	if ((err = cp_read_file(path, CP_PPROF_MAX_SIZE, &data, &len)))
+		return err;
+	if (cp_is_gzip(data, len)) {
+		if ((err = cp_gunzip_limited(data, len, &raw, &rawlen))) {
+			cp_error_ctx(err, "%s", path);
+			goto out;
+		}
+	} else {
+		raw = data;
+		rawlen = len;
+		data = NULL;
+	}
+	if (!cp_jfr_is(raw, rawlen)) {
+		if (!(out = calloc(1, sizeof(*out)))) {
+			err = cp_error(ENOMEM, "out of memory reading %s", path);
+			goto out;
+		}
+		if (!(out[0].profile = cp_profile_decode(raw, rawlen))) {
+			err = cp_error_ctx(errno, "%s", path);
+			goto out;
+		}
+		*n = 1;
+		goto out;
+	}
+	if ((err = cp_jfr_to_parts(raw, rawlen, &jp, &njp))) {
+		cp_error_ctx(err, "%s", path);
+		goto out;
+	}
+	if (!njp) {
+		err = cp_error(EINVAL, "%s: the recording has none of the events cprof reads (jdk.ExecutionSample, "
+				       "jdk.ObjectAllocationSample, jdk.JavaMonitorEnter, jdk.ThreadPark...)", path);
+		goto out;
+	}
+	if (!(out = calloc(njp, sizeof(*out)))) {
+		err = cp_error(ENOMEM, "out of memory reading %s", path);
+		goto out;
+	}
+	for (i = 0; i < njp; i++) {
+		out[i].profile = jp[i].profile;
+		out[i].name = jp[i].name;
+		jp[i].profile = NULL;
+	}
+	*n = njp;
+out:
+	cp_jfr_parts_free(jp, njp);
+	free(data);
+	free(raw);
+	if (err) {
+		cp_load_parts_free(out, *n);
+		*n = 0;
+		return err;
+	}
+	*parts = out;
+	return 0;
 }
 
 /* Adds one file to *acc (creating it from the first file). */
@@ -116,7 +200,13 @@ static int load_into(struct cp_profile **acc, const char *path, const char *firs
 			cp_error_ctx(err, "%s", path);
 		goto out;
 	}
-	q = cp_folded_decode((const char *)data, len);
+	if (cp_sniff_format(data, len) == CP_FORMAT_JFR) {
+		if ((err = cp_jfr_decode(data, len, &q))) {
+			cp_error_ctx(err, "%s", path);
+			goto out;
+		}
+	} else
+		q = cp_folded_decode((const char *)data, len);
 	if (!q) {
 		err = cp_error_ctx(errno, "%s", path);
 		goto out;

@@ -161,7 +161,7 @@ int cp_pyro_nodes_folded(const uint8_t *data, size_t len, int tree, char **text,
 
 /* One /ingest request, as the decoders of its formats see it. */
 struct cp_pyro_push {
-	const struct cp_pyro_name *name; /* its labels already include service_name */
+	struct cp_pyro_name *name; /* its labels already include service_name (moved into the batch) */
 	const char *spy;                 /* spyName, or NULL */
 	int64_t from_ns, until_ns, sample_rate;
 	const uint8_t *body; /* the whole body (format=jfr), or the form's "jfr" part */
@@ -170,10 +170,15 @@ struct cp_pyro_push {
 	size_t labels_len;
 };
 
-/* format=jfr, and a multipart push with a "jfr" part: refused (-EINVAL, "JFR
- * recordings are not read yet") until the JFR reader takes it over; then it
- * adds the recording's profiles to b (pyroscope_formats.c). */
-int cp_ingest_pyroscope_jfr(struct cp_req *r, const struct cp_pyro_push *push, struct cp_ingest_batch *b);
+/* format=jfr, and a multipart push with a "jfr" part (gzipped or not): the
+ * recording read by lib/jfr.h, each of its event types (CPU, wall, the
+ * allocation, monitor and park events) a profile of its Pyroscope type in b,
+ * at the push's from..until, with the push's series labels (moved out of
+ * push->name).  The form's "labels" part (the Java agent's per-context
+ * labels) is not read.  -EINVAL naming what is wrong (not a recording, none
+ * of the events read, a damaged one), -EFBIG past the decode limits
+ * (pyroscope_formats.c). */
+int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct cp_ingest_batch *b);
 
 /* ---- Parca (parca.c) ---- */
 

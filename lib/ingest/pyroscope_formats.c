@@ -14,7 +14,9 @@
 
 #include "decode_limits.h"
 #include "error.h"
+#include "gzip.h"
 #include "ingest/protocol.h"
+#include "jfr.h"
 #include "util.h"
 
 /* ---- trie and tree: preorder nodes of (varint name length, name, varint
@@ -229,12 +231,62 @@ out:
 
 /* ---- JFR (format=jfr, or a multipart form with a "jfr" part) ---- */
 
-int cp_ingest_pyroscope_jfr(struct cp_req *r, const struct cp_pyro_push *push, struct cp_ingest_batch *b)
+int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct cp_ingest_batch *b)
 {
-	/* the JFR reader (lib/jfr.c) replaces this: decode push->jfr (and the
-	 * optional push->labels part), add a profile per event type to b */
+	const uint8_t *body = push->body;
+	size_t len = push->len;
+	uint8_t *inflated = NULL;
+	struct cp_jfr_part *parts = NULL;
+	const struct cp_kv *kv;
+	size_t n = 0, nkv;
+	int err;
+
 	(void)r;
-	(void)push;
-	(void)b;
-	return cp_error(EINVAL, "format=jfr: JFR recordings are not read yet (send pprof, folded or lines)");
+	if (!len)
+		return cp_error(EINVAL, "format=jfr: the recording is empty");
+	if (cp_is_gzip(body, len)) { /* inflated within max_decompressed */
+		if ((err = cp_gunzip_limited(body, len, &inflated, &len)))
+			return err;
+		body = inflated;
+	}
+	if (!cp_jfr_is(body, len)) {
+		err = cp_error(EINVAL, "format=jfr: the body is not a JFR recording (no 'FLR' chunk magic)");
+		goto out;
+	}
+	if ((err = cp_jfr_to_parts(body, len, &parts, &n))) {
+		err = cp_error_ctx(-err, "format=jfr");
+		goto out;
+	}
+	if (!n) {
+		err = cp_error(EINVAL, "format=jfr: the recording has none of the events cprof reads "
+				       "(jdk.ExecutionSample, wall-clock, allocation, monitor and park events)");
+		goto out;
+	}
+	b->bytes = push->len;
+	/* the labels' array, which the first append takes and the others share */
+	kv = push->name->labels.kv;
+	nkv = push->name->labels.n;
+	for (size_t i = 0; i < n; i++) {
+		/* each event type its own profile type, at the push's time */
+		struct cp_store_append a = { 0 };
+
+		a.labels = kv;
+		a.nlabels = nkv;
+		a.time_ns = push->from_ns;
+		a.name = parts[i].name;
+		parts[i].profile->time_nanos = push->from_ns;
+		if (push->until_ns > push->from_ns)
+			parts[i].profile->duration_nanos = push->until_ns - push->from_ns;
+		b->profiles++;
+		b->samples += parts[i].profile->nsamples;
+		if ((err = cp_ingest_batch_add(b, parts[i].profile, &a, i ? NULL : &push->name->labels, NULL))) {
+			b->internal = true;
+			goto out;
+		}
+		parts[i].profile = NULL; /* the batch's */
+	}
+out:
+	cp_jfr_parts_free(parts, n);
+	free(inflated);
+	return err;
 }

@@ -2,7 +2,8 @@
 # body with and without format= (gzipped or not), a multipart form (its profile, sample_type_config and
 # prev_profile parts), folded ("groups") and lines, Pyroscope's legacy binary trie and tree (by format=
 # and by Content-Type), the spyName label; and a clear 4xx naming the problem for what it refuses (an
-# unknown format, JFR, an empty, partless or truncated form, a bad sample_type_config).  The pprof and
+# unknown format, a damaged JFR recording, an empty, partless or truncated form, a bad sample_type_config);
+# a JFR recording the JDK wrote (format=jfr, and a form's jfr part).  The pprof and
 # trie/tree bodies are made here by Debian's python3 (a hand-written protobuf encoder).
 . "$srcdir/tests/cli/lib.sh"
 command -v curl >/dev/null || skip_all "curl is not installed (apt-get install curl)"
@@ -160,16 +161,37 @@ http POST '/ingest?name=cut.cpu&format=trie' --data-binary @"$T/p.trie-cut"
 is "$code" 400 "a truncated trie: 400"
 err_is '^the body is not a profile: trie: |trie: ' "saying it is the trie"
 
+# ---- JFR (format=jfr, or a form's jfr part, as Pyroscope's Java agent sends it): a recording that
+# OpenJDK 17 wrote (tests/fixtures/jfr), stored as cprof query -i reads the same file ----
+jfr="$FIXTURES/jfr/small.jfr.gz"
+jcpu=$("$CPROF" query -i "$jfr" -t cpu -f json | jq .total)
+jlock=$("$CPROF" query -i "$jfr" -t mutex_contentions -f json | jq .total)
+jalloc=$("$CPROF" query -i "$jfr" -t alloc_sample_objects -f json | jq .total)
+http POST '/ingest?name=javaapp&format=jfr&spyName=javaspy' --data-binary @"$jfr"
+is "$code" 200 "format=jfr, a gzipped recording: 200 ($body)"
+is "$(total 'process_cpu:cpu{service_name="javaapp"}')" "$jcpu" "its CPU time is the recording's ($jcpu ns)"
+is "$(total 'mutex:contentions{service_name="javaapp"}')" "$jlock" "its monitor contentions ($jlock)"
+is "$(total 'memory:alloc_sample_objects{service_name="javaapp"}')" "$jalloc" "its sampled allocations ($jalloc)"
+run "$CPROF" query --data "$D" --since 24h --values pyroscope_spy 'process_cpu:cpu{service_name="javaapp"}'
+is "$out" "javaspy" "with the spyName label"
+gunzip -c "$jfr" >"$T/small.jfr"
+http POST '/ingest?name=javaform' -F 'jfr=@'"$T/small.jfr" -F 'labels=@'"$T/p.folded"
+is "$code" 200 "a form with a jfr part (and a labels part): 200 ($body)"
+is "$(total 'process_cpu:cpu{service_name="javaform"}')" "$jcpu" "the same CPU time"
+
 # ---- refused, with a 4xx naming the problem ----
 http POST '/ingest?name=bad&format=bogus' --data-binary @"$T/p.folded"
 is "$code" 400 "format=bogus: 400"
 err_is "format 'bogus' is not one /ingest takes" "naming the format"
 http POST '/ingest?name=j&format=jfr' --data-binary 'FLR'
-is "$code" 400 "format=jfr: 400 until JFR is read"
-err_is "JFR recordings are not read yet" "saying so"
+is "$code" 400 "format=jfr with a recording cut after its magic: 400"
+err_is "^format=jfr: " "naming JFR"
+http POST '/ingest?name=j&format=jfr' --data-binary @"$T/p.folded"
+is "$code" 400 "format=jfr with folded text: 400"
+err_is "not a JFR recording" "saying it is not one"
 http POST '/ingest?name=j' -F 'jfr=@'"$T/p.folded" -F 'labels=@'"$T/p.folded"
-is "$code" 400 "a form with a jfr part: 400"
-err_is "JFR recordings are not read yet" "saying so"
+is "$code" 400 "a form whose jfr part is no recording: 400"
+err_is "not a JFR recording" "saying so"
 printf -- '--XX--\r\n' >"$T/none.form"
 http POST '/ingest?name=e' -H 'Content-Type: multipart/form-data; boundary=XX' --data-binary @"$T/none.form"
 is "$code" 400 "an empty multipart form: 400"

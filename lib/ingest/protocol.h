@@ -180,6 +180,19 @@ struct cp_pyro_push {
  * (pyroscope_formats.c). */
 int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct cp_ingest_batch *b);
 
+/* format=speedscope: speedscope's JSON file (gzipped or not), each of its
+ * profiles a profile in b at the push's from..until, labelled profile_name=
+ * its name; profiles of the same name, type, unit and startValue are merged
+ * into one, as Pyroscope merges them.  A file of one profile takes t (the
+ * name's suffix and units=); of several, each is named by its unit as
+ * Pyroscope names them: a time -> wall, bytes -> memory:samples:bytes, none
+ * refused.  Times become nanoseconds, unit none counts samples at
+ * sample_rate; an evented profile weighs each stack by the time it is open.
+ * -EINVAL naming what is wrong, -EFBIG past the decode limits
+ * (speedscope.c). */
+int cp_ingest_pyroscope_speedscope(const struct cp_pyro_push *push, const struct cp_pyro_type *t,
+				   struct cp_ingest_batch *b);
+
 /* ---- Parca (parca.c) ---- */
 
 /* Parca's writeraw body: fn gets each raw profile with its series labels

@@ -640,8 +640,10 @@ int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b)
 		err = cp_ingest_pyroscope_jfr(r, &push, b);
 		goto out;
 	}
-	if (fmt == FMT_SPEEDSCOPE) {
-		err = cp_error(EINVAL, "format=speedscope is not read yet (send pprof, folded or lines)");
+	if (fmt == FMT_SPEEDSCOPE) { /* the raw body, as Pyroscope reads it, even with a multipart Content-Type */
+		struct cp_pyro_push push = { &nm, spy, from, until, rate, body, len, NULL, 0 };
+
+		err = cp_ingest_pyroscope_speedscope(&push, &ty, b);
 		goto out;
 	}
 	if (fmt == FMT_PPROF && multipart) {

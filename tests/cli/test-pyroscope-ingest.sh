@@ -3,7 +3,7 @@
 # prev_profile parts), folded ("groups") and lines, Pyroscope's legacy binary trie and tree (by format=
 # and by Content-Type), the spyName label; and a clear 4xx naming the problem for what it refuses (an
 # unknown format, a damaged JFR recording, an empty, partless or truncated form, a bad sample_type_config);
-# a JFR recording the JDK wrote (format=jfr, and a form's jfr part).  The pprof and
+# a JFR recording the JDK wrote (format=jfr, and a form's jfr part); speedscope JSON (format=speedscope).  The pprof and
 # trie/tree bodies are made here by Debian's python3 (a hand-written protobuf encoder).
 . "$srcdir/tests/cli/lib.sh"
 command -v curl >/dev/null || skip_all "curl is not installed (apt-get install curl)"
@@ -217,9 +217,69 @@ head -c 100 "$T/cpu.pb" >"$T/cut.pb"
 http POST '/ingest?name=e' --data-binary @"$T/cut.pb"
 is "$code" 400 "a truncated pprof without format=: 400"
 err_is "neither folded text nor a pprof" "saying what it tried"
+
+# ---- speedscope (format=speedscope): hand-written files of known totals, read as Pyroscope reads them ----
+S='"$schema":"https://www.speedscope.app/file-format-schema.json"'
+F='"shared":{"frames":[{"name":"main","file":"m.js","line":3},{"name":"work"},{"name":"idle"}]}'
+# one sampled profile in milliseconds: main;work 15, main;idle 2.5, main 1 -> 18.5 ms of CPU in nanoseconds
+cat >"$T/s.json" <<EOF
+{$S,$F,"profiles":[{"type":"sampled","name":"p1","unit":"milliseconds","startValue":0,"endValue":20,
+"samples":[[0,1],[0,1],[0,2],[0]],"weights":[10,5,2.5,1]}],"exporter":"hand","name":"s"}
+EOF
+http POST '/ingest?name=ss&format=speedscope' --data-binary @"$T/s.json"
+is "$code" 200 "format=speedscope, a sampled profile: 200 ($body)"
+is "$(total 'process_cpu:cpu{service_name="ss"}')" 18500000 "its weights in ms, stored as CPU nanoseconds"
+is "$(total 'process_cpu:cpu{service_name="ss"}' --focus idle)" 2500000 "a fraction of a ms kept"
+run "$CPROF" query --data "$D" --series 'process_cpu:cpu{service_name="ss"}'
+like "$out" 'profile_name="p1"' "labelled profile_name, as Pyroscope labels it"
+gzip -c "$T/s.json" >"$T/s.json.gz"
+http POST '/ingest?name=ssgz&format=speedscope' --data-binary @"$T/s.json.gz"
+is "$code" 200 "gzipped: 200"
+is "$(total 'process_cpu:cpu{service_name="ssgz"}')" 18500000 "the same total"
+# evented in microseconds: main open 0..1000, work nested 100..400 -> main 700, main;work 300
+cat >"$T/e.json" <<EOF
+{$S,$F,"profiles":[{"type":"evented","name":"ev","unit":"microseconds","startValue":0,"endValue":1000,"events":[
+{"type":"O","at":0,"frame":0},{"type":"O","at":100,"frame":1},{"type":"C","at":400,"frame":1},
+{"type":"C","at":1000,"frame":0}]}]}
+EOF
+http POST '/ingest?name=ssev.wall&format=speedscope' --data-binary @"$T/e.json"
+is "$code" 200 "an evented profile under the name's type (.wall): 200 ($body)"
+is "$(total 'wall:wall{service_name="ssev"}')" 1000000 "each stack weighs the time it is open (1000 us)"
+is "$(total 'wall:wall{service_name="ssev"}' --focus work)" 300000 "the nested frame its 300 us"
+# several profiles: each named by its unit (seconds -> wall, bytes -> memory); two of one name, type,
+# unit and startValue are one
+cat >"$T/m.json" <<EOF
+{$S,$F,"profiles":[
+{"type":"sampled","name":"one","unit":"seconds","startValue":0,"endValue":2,"samples":[[0,1]],"weights":[1]},
+{"type":"sampled","name":"one","unit":"seconds","startValue":0,"endValue":2,"samples":[[0,2]],"weights":[2]},
+{"type":"sampled","name":"two","unit":"seconds","startValue":0,"endValue":2,"samples":[[0]],"weights":[0.5]},
+{"type":"sampled","name":"heap","unit":"bytes","startValue":0,"endValue":2,"samples":[[0,1]],"weights":[4096]}]}
+EOF
+http POST '/ingest?name=ssm&format=speedscope' --data-binary @"$T/m.json"
+is "$code" 200 "several profiles: 200 ($body)"
+is "$(printf '%s' "$body" | jq .profiles)" 3 "the two of one key merged: 3 profiles"
+is "$(total 'wall:wall{service_name="ssm"}')" 3500000000 "the seconds ones as wall nanoseconds"
+is "$(total 'wall:wall{service_name="ssm",profile_name="one"}')" 3000000000 "the merged one holds both"
+is "$(total 'memory:samples{service_name="ssm"}')" 4096 "the bytes one as memory:samples:bytes"
+# refused, each naming the problem
 http POST '/ingest?name=e&format=speedscope' --data-binary '{}'
-is "$code" 400 "format=speedscope: 400 (not read yet)"
-err_is "speedscope" "naming it"
+is "$code" 400 "format=speedscope without its \$schema: 400"
+err_is 'schema' "naming it"
+http POST '/ingest?name=e&format=speedscope' --data-binary '{"a":'
+is "$code" 400 "not JSON: 400"
+err_is 'not JSON' "saying so"
+sed 's/\[0,2\]/[0,7]/' "$T/s.json" >"$T/bad.json"
+http POST '/ingest?name=e&format=speedscope' --data-binary @"$T/bad.json"
+is "$code" 400 "a frame index past the shared frames: 400"
+err_is 'sample 2: frame index' "naming the sample"
+sed 's/"C","at":400,"frame":1/"C","at":400,"frame":0/' "$T/e.json" >"$T/bad.json"
+http POST '/ingest?name=e&format=speedscope' --data-binary @"$T/bad.json"
+is "$code" 400 "an event closing a frame not open last: 400"
+err_is 'event 2: closes frame 0' "naming the event"
+sed 's/"milliseconds"/"furlongs"/' "$T/s.json" >"$T/bad.json"
+http POST '/ingest?name=e&format=speedscope' --data-binary @"$T/bad.json"
+is "$code" 400 "an unknown unit: 400"
+err_is 'unknown "unit"' "naming it"
 
 kill "$SPID"
 wait "$SPID" 2>/dev/null

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* lib/ingest/: the table of ingest protocols and its routes; what the
  * Pyroscope API takes: label names as Pyroscope takes them (dots become '_'),
- * and pprof pushes split and named as Pyroscope names them. */
+ * pprof pushes split and named as Pyroscope names them, and speedscope JSON
+ * (format=speedscope) as Pyroscope reads it. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -570,6 +571,263 @@ START_TEST(test_writeraw_json_limits_set)
 }
 END_TEST
 
+/* ---- format=speedscope ---- */
+
+#define SS_HEAD "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{\"frames\":" \
+		"[{\"name\":\"a\",\"file\":\"a.js\",\"line\":2},{\"name\":\"b\"},{\"name\":\"c\"}]},\"profiles\":["
+
+/* json decoded as a push named name (rate: sampleRate) into b */
+static int ss_decode(const char *json, const char *name, int64_t rate, struct cp_ingest_batch *b)
+{
+	struct cp_pyro_name nm;
+	struct cp_pyro_type t;
+	struct cp_pyro_push push = { 0 };
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	ck_assert_int_eq(cp_pyro_name_parse(name, &nm), 0);
+	cp_pyro_type(nm.suffix, NULL, &t);
+	push.name = &nm;
+	push.from_ns = 1000;
+	push.until_ns = 2000;
+	push.sample_rate = rate;
+	push.body = (const uint8_t *)json;
+	push.len = strlen(json);
+	err = cp_ingest_pyroscope_speedscope(&push, &t, b);
+	cp_pyro_name_release(&nm);
+	return err;
+}
+
+static const char *ss_label(const struct cp_store_append *a, const char *name)
+{
+	for (size_t i = 0; i < a->nlabels; i++)
+		if (!strcmp(a->labels[i].name, name))
+			return a->labels[i].value;
+	return NULL;
+}
+
+static const char *ss_type_of(const struct cp_profile *p)
+{
+	return cp_profile_string(p, p->sample_types[0].type);
+}
+
+START_TEST(test_speedscope_sampled)
+{
+	struct cp_ingest_batch b;
+
+	/* milliseconds, a fraction kept: a;b 15, a;c 2.5, a 1 */
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"milliseconds\",\"startValue\":0,"
+					   "\"endValue\":9,\"samples\":[[0,1],[0,1],[0,2],[0],[]],\"weights\":[10,5,2.5,1,7]}]}",
+				   "app", 100, &b),
+			 0);
+	ck_assert_uint_eq(b.n, 1);
+	ck_assert_str_eq(b.a[0].name, "process_cpu");
+	ck_assert_str_eq(ss_type_of(b.a[0].profile), "cpu");
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 18500000); /* the empty sample left out */
+	ck_assert_uint_eq(b.a[0].profile->nsamples, 3);
+	ck_assert_int_eq(b.a[0].time_ns, 1000);
+	ck_assert_int_eq(b.a[0].profile->duration_nanos, 1000);
+	ck_assert_str_eq(ss_label(&b.a[0], "profile_name"), "p");
+	ck_assert_str_eq(ss_label(&b.a[0], "service_name"), "app");
+	cp_ingest_batch_release(&b);
+	/* the units: seconds, microseconds, nanoseconds; none counts samples at sampleRate */
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"seconds\",\"startValue\":0,"
+					   "\"endValue\":9,\"samples\":[[0,1]],\"weights\":[2]}]}",
+				   "app.cpu", 100, &b),
+			 0);
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 2000000000);
+	cp_ingest_batch_release(&b);
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"microseconds\",\"startValue\":0,"
+					   "\"endValue\":9,\"samples\":[[0,1]],\"weights\":[3]}]}",
+				   "app", 100, &b),
+			 0);
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 3000);
+	cp_ingest_batch_release(&b);
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"nanoseconds\",\"startValue\":0,"
+					   "\"endValue\":9,\"samples\":[[0,1]],\"weights\":[3]}]}",
+				   "app", 100, &b),
+			 0);
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 3);
+	cp_ingest_batch_release(&b);
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"none\",\"startValue\":0,"
+					   "\"endValue\":9,\"samples\":[[0,1],[2]],\"weights\":[3,1]}]}",
+				   "app", 100, &b),
+			 0);
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 40000000); /* 4 samples of 10 ms */
+	cp_ingest_batch_release(&b);
+	/* bytes alone under a count type: as they are */
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"bytes\",\"startValue\":0,"
+					   "\"endValue\":9,\"samples\":[[0,1]],\"weights\":[4096]}]}",
+				   "app.alloc_space", 100, &b),
+			 0);
+	ck_assert_str_eq(b.a[0].name, "memory");
+	ck_assert_str_eq(ss_type_of(b.a[0].profile), "alloc_space");
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 4096);
+	cp_ingest_batch_release(&b);
+}
+END_TEST
+
+START_TEST(test_speedscope_evented)
+{
+	struct cp_ingest_batch b;
+	struct cp_frame *fr = NULL;
+	size_t cap = 0, i;
+	int64_t ab = 0;
+
+	/* a 0..10 { b 1..4 { c 2..3 } b 6..9 }: a 4, a;b 5, a;b;c 1 (milliseconds) */
+	ck_assert_int_eq(ss_decode(SS_HEAD "{\"type\":\"evented\",\"name\":\"e\",\"unit\":\"milliseconds\",\"startValue\":0,"
+					   "\"endValue\":10,\"events\":[{\"type\":\"O\",\"at\":0,\"frame\":0},"
+					   "{\"type\":\"O\",\"at\":1,\"frame\":1},{\"type\":\"O\",\"at\":2,\"frame\":2},"
+					   "{\"type\":\"C\",\"at\":3,\"frame\":2},{\"type\":\"C\",\"at\":4,\"frame\":1},"
+					   "{\"type\":\"O\",\"at\":6,\"frame\":1},{\"type\":\"C\",\"at\":9,\"frame\":1},"
+					   "{\"type\":\"C\",\"at\":10,\"frame\":0}]}]}",
+				   "app.wall", 100, &b),
+			 0);
+	ck_assert_uint_eq(b.n, 1);
+	ck_assert_str_eq(b.a[0].name, "wall");
+	ck_assert_int_eq(cp_profile_total(b.a[0].profile, 0), 10000000);
+	ck_assert_uint_eq(b.a[0].profile->nsamples, 3);
+	for (i = 0; i < b.a[0].profile->nsamples; i++) {
+		const struct cp_profile *p = b.a[0].profile;
+		size_t n = (size_t)cp_profile_frames(p, p->samples[i].stack, &fr, &cap);
+
+		if (n == 2) /* leaf first */
+			ab = cp_profile_values(p, (uint32_t)i)[0];
+	}
+	free(fr);
+	ck_assert_int_eq(ab, 5000000);
+	cp_ingest_batch_release(&b);
+}
+END_TEST
+
+START_TEST(test_speedscope_several)
+{
+	struct cp_ingest_batch b;
+
+	/* two of one key merged, one other of seconds, one of bytes: 3 profiles */
+	ck_assert_int_eq(
+		ss_decode(SS_HEAD
+			  "{\"type\":\"sampled\",\"name\":\"one\",\"unit\":\"seconds\",\"startValue\":0,\"endValue\":1,"
+			  "\"samples\":[[0]],\"weights\":[1]},"
+			  "{\"type\":\"sampled\",\"name\":\"two\",\"unit\":\"seconds\",\"startValue\":0,\"endValue\":1,"
+			  "\"samples\":[[0,1]],\"weights\":[1]},"
+			  "{\"type\":\"evented\",\"name\":\"one\",\"unit\":\"seconds\",\"startValue\":0,\"endValue\":1,"
+			  "\"events\":[{\"type\":\"O\",\"at\":0,\"frame\":2},{\"type\":\"C\",\"at\":3,\"frame\":2}]},"
+			  "{\"type\":\"sampled\",\"name\":\"one\",\"unit\":\"seconds\",\"startValue\":0,\"endValue\":1,"
+			  "\"samples\":[[0]],\"weights\":[2]},"
+			  "{\"type\":\"sampled\",\"name\":\"heap\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":1,"
+			  "\"samples\":[[0]],\"weights\":[64]}]}",
+			  "app{env=x}", 100, &b),
+		0);
+	ck_assert_uint_eq(b.n, 4); /* heap, one (evented), one (sampled, merged), two */
+	ck_assert_uint_eq(b.profiles, 4);
+	for (size_t i = 0; i < b.n; i++) {
+		const char *pn = ss_label(&b.a[i], "profile_name");
+		int64_t tot = cp_profile_total(b.a[i].profile, 0);
+
+		ck_assert_str_eq(ss_label(&b.a[i], "env"), "x");
+		if (!strcmp(pn, "heap")) {
+			ck_assert_str_eq(b.a[i].name, "memory");
+			ck_assert_str_eq(ss_type_of(b.a[i].profile), "samples");
+			ck_assert_int_eq(tot, 64);
+		} else {
+			ck_assert_str_eq(b.a[i].name, "wall");
+			ck_assert_msg(tot == 3000000000 || (!strcmp(pn, "two") && tot == 1000000000), "%s %lld", pn,
+				      (long long)tot);
+		}
+	}
+	cp_ingest_batch_release(&b);
+	/* unit none among several: Pyroscope has no type for it */
+	ck_assert_int_eq(
+		ss_decode(SS_HEAD "{\"type\":\"sampled\",\"name\":\"one\",\"unit\":\"none\",\"samples\":[[0]],\"weights\":[1]},"
+				  "{\"type\":\"sampled\",\"name\":\"two\",\"unit\":\"none\",\"samples\":[[0]],\"weights\":[1]}]}",
+			  "app", 100, &b),
+		-EINVAL);
+	ck_assert_msg(strstr(cp_errmsg(EINVAL), "unit none among several"), "%s", cp_errmsg(EINVAL));
+	cp_ingest_batch_release(&b);
+}
+END_TEST
+
+static void ss_bad(const char *json, int want, const char *msg)
+{
+	struct cp_ingest_batch b;
+
+	ck_assert_msg(ss_decode(json, "app", 100, &b) == want, "%.300s: %s", json, cp_errmsg(EINVAL));
+	ck_assert_msg(strstr(cp_errmsg(-want), msg), "'%s' not in '%s'", msg, cp_errmsg(-want));
+	ck_assert_msg(!strchr(cp_errmsg(-want), '\n'), "one line: %s", cp_errmsg(-want));
+	cp_ingest_batch_release(&b);
+}
+
+#define SS_SAMPLED(s, w) SS_HEAD "{\"type\":\"sampled\",\"name\":\"p\",\"unit\":\"seconds\",\"samples\":" s ",\"weights\":" w "}]}"
+#define SS_EVENTS(e) SS_HEAD "{\"type\":\"evented\",\"name\":\"p\",\"unit\":\"seconds\",\"startValue\":1,\"events\":" e "}]}"
+
+START_TEST(test_speedscope_bad)
+{
+	ss_bad("", -EINVAL, "empty");
+	ss_bad("{\"profiles\":", -EINVAL, "not JSON");
+	ss_bad("{\"profiles\":[]}", -EINVAL, "$schema");
+	ss_bad(SS_HEAD "]}", -EINVAL, "\"profiles\" is empty");
+	ss_bad(SS_SAMPLED("[[0,3]]", "[1]"), -EINVAL, "sample 0: frame index is not one of the 3 shared frames");
+	ss_bad(SS_SAMPLED("[[0,-1]]", "[1]"), -EINVAL, "frame index");
+	ss_bad(SS_SAMPLED("[[0,1.5]]", "[1]"), -EINVAL, "frame index");
+	ss_bad(SS_SAMPLED("[[0,\"1\"]]", "[1]"), -EINVAL, "frame index");
+	ss_bad(SS_SAMPLED("[[0],[1]]", "[1]"), -EINVAL, "2 samples but 1 weights");
+	ss_bad(SS_SAMPLED("[[0]]", "[-1]"), -EINVAL, "negative");
+	ss_bad(SS_SAMPLED("[[0]]", "[1e300]"), -EINVAL, "overflows");
+	ss_bad(SS_SAMPLED("[[0],[1]]", "[5e9,5e9]"), -EINVAL, "total overflows"); /* 5e18 ns each */
+	ss_bad(SS_HEAD "{\"type\":\"sampled\",\"unit\":\"seconds\",\"samples\":[[0]],\"weights\":[5e9]},"
+		       "{\"type\":\"sampled\",\"unit\":\"seconds\",\"samples\":[[1]],\"weights\":[5e9]}]}",
+	       -EINVAL, "total overflows");
+	ss_bad(SS_HEAD "{\"type\":\"flame\",\"unit\":\"seconds\"}]}", -EINVAL, "neither \"sampled\" nor \"evented\"");
+	ss_bad(SS_HEAD "{\"type\":\"sampled\",\"unit\":\"parsecs\"}]}", -EINVAL, "unknown \"unit\" 'parsecs'");
+	ss_bad(SS_HEAD "{\"type\":\"sampled\",\"unit\":\"seconds\"}]}", -EINVAL, "\"samples\" and \"weights\"");
+	ss_bad("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{\"frames\":[{\"n\":1}]},"
+	       "\"profiles\":[{\"type\":\"sampled\",\"unit\":\"seconds\",\"samples\":[[0]],\"weights\":[1]}]}",
+	       -EINVAL, "shared frame 0 has no \"name\"");
+	/* unbalanced events, out of order, unknown */
+	ss_bad(SS_EVENTS("[{\"type\":\"C\",\"at\":1,\"frame\":0}]"), -EINVAL, "event 0: closes frame 0, which is not open");
+	ss_bad(SS_EVENTS("[{\"type\":\"O\",\"at\":1,\"frame\":0},{\"type\":\"O\",\"at\":2,\"frame\":1},"
+			 "{\"type\":\"C\",\"at\":3,\"frame\":0}]"),
+	       -EINVAL, "event 2: closes frame 0, not the one open last");
+	ss_bad(SS_EVENTS("[{\"type\":\"O\",\"at\":2,\"frame\":0},{\"type\":\"C\",\"at\":1,\"frame\":0}]"), -EINVAL,
+	       "event 1: at 1 is before 2");
+	ss_bad(SS_EVENTS("[{\"type\":\"O\",\"at\":0,\"frame\":0}]"), -EINVAL, "before 1 (startValue)");
+	ss_bad(SS_EVENTS("[{\"type\":\"X\",\"at\":1,\"frame\":0}]"), -EINVAL, "event 0: wants");
+	ss_bad(SS_EVENTS("[{\"type\":\"O\",\"at\":1,\"frame\":9}]"), -EINVAL, "event 0: frame index");
+}
+END_TEST
+
+START_TEST(test_speedscope_limits)
+{
+	struct cp_ingest_batch b;
+	size_t len;
+	char *j;
+
+	/* counted before it is parsed */
+	j = json_of(SS_HEAD "{\"type\":\"sampled\",\"unit\":\"seconds\",\"weights\":[],\"samples\":[", "[]", 100001,
+		    "]}]}", &len);
+	ck_assert_int_eq(ss_decode(j, "app", 100, &b), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 100000 JSON objects and arrays"), "%s", cp_errmsg(EFBIG));
+	cp_ingest_batch_release(&b);
+	free(j);
+	j = json_of(SS_HEAD "{\"type\":\"sampled\",\"unit\":\"seconds\",\"samples\":[],\"weights\":[", "1", 1000002,
+		    "]}]}", &len);
+	ck_assert_int_eq(ss_decode(j, "app", 100, &b), -EFBIG);
+	ck_assert_msg(strstr(cp_errmsg(EFBIG), "over 1000000 JSON values"), "%s", cp_errmsg(EFBIG));
+	cp_ingest_batch_release(&b);
+	free(j);
+	/* samples and frames */
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_samples = 2 });
+	ss_bad(SS_SAMPLED("[[0],[1],[2]]", "[1,1,1]"), -EFBIG, "over 2 samples");
+	ss_bad(SS_EVENTS("[{\"type\":\"O\",\"at\":1,\"frame\":0},{\"type\":\"O\",\"at\":2,\"frame\":1},"
+			 "{\"type\":\"C\",\"at\":3,\"frame\":1},{\"type\":\"C\",\"at\":4,\"frame\":0}]"),
+	       -EFBIG, "over 2 samples");
+	cp_decode_limits_set(&(struct cp_decode_limits){ .max_locations = 2 });
+	ss_bad(SS_SAMPLED("[[0]]", "[1]"), -EFBIG, "over 2 frames");
+	cp_decode_limits_set(&(struct cp_decode_limits){ 0 });
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -588,6 +846,11 @@ static Suite *ingest_suite(void)
 	tcase_add_test(tc, test_trie_tree);
 	tcase_add_test(tc, test_sample_type_config);
 	tcase_add_test(tc, test_writeraw_json_limits_set);
+	tcase_add_test(tc, test_speedscope_sampled);
+	tcase_add_test(tc, test_speedscope_evented);
+	tcase_add_test(tc, test_speedscope_several);
+	tcase_add_test(tc, test_speedscope_bad);
+	tcase_add_test(tc, test_speedscope_limits);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("table");
 	tcase_add_test(tc, test_protocol_table);

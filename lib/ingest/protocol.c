@@ -16,6 +16,8 @@ const struct cp_ingest_protocol cp_ingest_protocols[] = {
 	{ "native", "POST", "/api/v1/push", "push", NULL, cp_ingest_cprof },
 	{ "pyroscope", "POST", "/ingest", "pyroscope_ingest", NULL, cp_ingest_pyroscope },
 	{ "parca", "POST", "/api/profiles/writeraw", "parca_writeraw", "{}\n", cp_ingest_parca }, /* Parca answers {} */
+	/* OTLP/HTTP: an empty body is an empty ExportProfilesServiceResponse (no partial_success) */
+	{ "otlp", "POST", "/v1development/profiles", "otlp_profiles", "", cp_ingest_otlp },
 	{ NULL, NULL, NULL, NULL, NULL, NULL },
 };
 

@@ -2,7 +2,8 @@
 /* How cprof serve takes pushes: one row per protocol in protocol.c, each
  * protocol's decoder in a file of its own here (cprof.c: cprof's own
  * POST /api/v1/push; pyroscope.c: Pyroscope's POST /ingest, its names, types
- * and text bodies; parca.c: Parca's POST /api/profiles/writeraw).  A decoder
+ * and text bodies; parca.c: Parca's POST /api/profiles/writeraw; otlp.c:
+ * OpenTelemetry's OTLP/HTTP POST /v1development/profiles).  A decoder
  * turns one request into a batch of appends; lib/http/api_ingest.c serves
  * every row alike (the route, the status of a refusal, the commit through the
  * shared store, the counters, the log of rejected pushes).  Every decoder
@@ -78,6 +79,7 @@ int cp_ingest_time(struct cp_req *r, const char *param, int64_t now, int64_t *t)
 int cp_ingest_cprof(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_parca(struct cp_req *r, struct cp_ingest_batch *b);
+int cp_ingest_otlp(struct cp_req *r, struct cp_ingest_batch *b);
 
 /* ---- Pyroscope (pyroscope.c) ---- */
 
@@ -204,5 +206,29 @@ int cp_ingest_pyroscope_speedscope(const struct cp_pyro_push *push, const struct
 int cp_parca_writeraw(const char *body, size_t len,
 		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
 		      void *ctx);
+
+/* ---- OTLP (otlp.c) ---- */
+
+/* An OTLP ExportProfilesServiceRequest of opentelemetry-proto v1.11.0
+ * (proto/otlp/README.md), protobuf (inflated already), into b: each Profile
+ * with samples a profile of its sample type (samples/count with a period of
+ * cpu/nanoseconds, the eBPF profiler's, becomes cpu/nanoseconds, each
+ * sample's count times the period, named process_cpu; cpu/nanoseconds too;
+ * other types keep theirs and the store names them), at its time_unix_nano
+ * for duration_nano.  A sample's value is the sum of its values, or the
+ * count of its timestamps when it has none.  Resource and profile
+ * attributes become series labels, sample attributes sample labels:
+ * service.name -> service_name, host.name -> node, container.id ->
+ * container, k8s.pod.name -> pod, process.pid -> pid, thread.id ->
+ * thread_id, thread.name -> thread_name (these three always the samples'
+ * labels), other names with each character but letters, digits and '_' made
+ * '_'; values strings, integers, booleans and doubles as text (arrays, lists,
+ * bytes and empty strings are left out).  Mappings keep their
+ * process.executable.build_id.gnu attribute as their build id.  Nesting and
+ * the memory unpacking takes are bounded (twice max_decompressed), and so
+ * are samples per profile and dictionary locations (lib/decode_limits.h).
+ * 0, or -EINVAL with a message naming what is wrong (an index outside its
+ * table, a bad type, a value that overflows), -EFBIG, -ENOMEM. */
+int cp_otlp_decode(const uint8_t *body, size_t len, struct cp_ingest_batch *b);
 
 #endif

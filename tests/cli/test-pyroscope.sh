@@ -96,7 +96,14 @@ if [ -x "$node18" ] && PYRO_CLIENT=pyroscope-nodejs-old "$node18" -e 'require(pr
 	s=$(share 'wall:wall{service_name="oldapp"}')
 	ok "and 3/4 of their wall time (got $s%, 60-88% taken)" in_range "$s" 60 88
 	w=$(total 'wall:wall{service_name="oldapp"}')
-	ok "its wall time is about the 8 s it ran ($w ns, 6-12 s taken)" test "${w:-0}" -ge 6000000000 -a "${w:-0}" -le 12000000000
+	if [ -n "${FAKETIME:-}" ]; then
+		# under libfaketime (tools/test.sh's pass with the clock 400 days ahead) the 0.4 client's time
+		# profiler (@datadog/pprof) mixes the faked wall clock with the real monotonic one and sends
+		# 20 to 30 times the time it ran: what cprof stores is what the client sent, checked above
+		ok "its wall time is stored ($w ns; its length is the client's, wrong under faketime)" test "${w:-0}" -gt 0
+	else
+		ok "its wall time is about the 8 s it ran ($w ns, 6-12 s taken)" test "${w:-0}" -ge 6000000000 -a "${w:-0}" -le 12000000000
+	fi
 else
 	ok "@pyroscope/nodejs 0.4.7 (pyroscope-nodejs-old) and Node 18 are installed in $NPM_PREFIX (tools/setup.sh)" false
 	sed 's/^/# /' "$T/require.err" 2>/dev/null | head -n 5

@@ -7,31 +7,44 @@
 
 /* ---- writing handlers ---- */
 
-static void ingest_done(struct cp_api *s, struct cp_resp *out, size_t api, int err, const char *msg,
-			size_t profiles, size_t samples, size_t bytes, const char *answer)
+/* A refusal with status and message, in the row's way (cprof's JSON error
+ * when it says none); the message is kept for the log of what is rejected. */
+static void refuse(struct cp_resp *out, const struct cp_ingest_protocol *pr, int status, const char *msg,
+		   char *reason, size_t size)
 {
-	if (err) {
-		atomic_fetch_add(&s->errors[api], 1);
-		cp_resp_error(out, err == -ESHUTDOWN ? 503 : err == -EINVAL || err == -ENAMETOOLONG ? 422 : 500,
-			      "nothing was stored: %s", msg);
-		return;
-	}
-	atomic_fetch_add(&s->profiles[api], profiles);
-	atomic_fetch_add(&s->samples[api], samples);
-	atomic_fetch_add(&s->bytes[api], bytes);
-	if (answer)
-		cp_resp_text(out, 200, "application/json", "%s", answer);
+	snprintf(reason, size, "%s", msg);
+	if (pr->refuse)
+		pr->refuse(out, status, msg);
 	else
-		cp_resp_text(out, 200, "application/json", "{\"profiles\":%zu,\"samples\":%zu}\n", profiles, samples);
+		cp_resp_error(out, status, "%s", msg);
 }
 
+static void ingest_done(struct cp_api *s, struct cp_resp *out, const struct cp_ingest_protocol *pr, size_t api,
+			int err, const char *msg, const struct cp_ingest_batch *b, char *reason, size_t size)
+{
+	char why[600];
+
+	if (err) {
+		atomic_fetch_add(&s->errors[api], 1);
+		snprintf(why, sizeof(why), "nothing was stored: %s", msg);
+		refuse(out, pr, err == -ESHUTDOWN ? 503 : err == -EINVAL || err == -ENAMETOOLONG ? 422 : 500, why, reason,
+		       size);
+		return;
+	}
+	atomic_fetch_add(&s->profiles[api], b->profiles);
+	atomic_fetch_add(&s->samples[api], b->samples);
+	atomic_fetch_add(&s->bytes[api], b->bytes);
+	if (pr->answer)
+		cp_resp_text(out, 200, pr->answer_type ? pr->answer_type : "application/json", "%s", pr->answer);
+	else
+		cp_resp_text(out, 200, "application/json", "{\"profiles\":%zu,\"samples\":%zu}\n", b->profiles, b->samples);
+}
 
 /* Logs a push the handler refused (out->status >= 400) with its reason: one
  * line a second per API at most, the next line counting those left out. */
-static void log_rejected(struct cp_api *s, size_t api, struct cp_req *r, const struct cp_resp *out)
+static void log_rejected(struct cp_api *s, size_t api, struct cp_req *r, const struct cp_resp *out, const char *reason)
 {
-	const char *reason = NULL, *name = cp_req_arg(r, "name");
-	json_t *j = NULL;
+	const char *name = cp_req_arg(r, "name");
 	int64_t now = cp_mono_ns();
 	uint64_t skipped;
 	char more[64] = "", line[768], *p;
@@ -48,14 +61,11 @@ static void log_rejected(struct cp_api *s, size_t api, struct cp_req *r, const s
 	skipped = s->rsuppressed[api];
 	s->rsuppressed[api] = 0;
 	pthread_mutex_unlock(&s->rlock);
-	if (out->body && out->len && (j = json_loadb(out->body, out->len, 0, NULL)))
-		reason = json_string_value(json_object_get(j, "error"));
 	if (skipped)
 		snprintf(more, sizeof(more), " (%" PRIu64 " more rejected since the last line)", skipped);
 	snprintf(line, sizeof(line), "rejected a %s push to %s%s%.128s (%d): %.300s%s", api_name(s, api),
 		 cp_req_path(r), name ? " name=" : "", name ? name : "", out->status,
-		 reason ? reason : "no reason given", more);
-	json_decref(j);
+		 reason && *reason ? reason : "no reason given", more);
 	for (p = line; *p; p++) /* what clients sent stays on one line */
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
@@ -68,12 +78,6 @@ void api_log_rejected_left(struct cp_api *s)
 		if (s->rsuppressed[api])
 			cp_log("serve", CP_LOG_WARN, "%" PRIu64 " more %s pushes were rejected since the last line",
 			       s->rsuppressed[api], api_name(s, api));
-}
-
-static void bad_body(struct cp_api *s, struct cp_resp *out, size_t api, int status, const char *fmt, const char *m)
-{
-	atomic_fetch_add(&s->errors[api], 1);
-	cp_resp_error(out, status, fmt, m);
 }
 
 /* a body the decoders refused (errno): over a limit of lib/decode_limits.h
@@ -89,7 +93,7 @@ void api_h_ingest(struct cp_req *r, struct cp_resp *out, void *arg)
 	const struct cp_ingest_protocol *pr = cp_ingest_protocol_at(cp_req_method(r), cp_req_path(r));
 	struct cp_ingest_batch b = { 0 };
 	size_t api;
-	char msg[512];
+	char msg[512], reason[640] = "";
 	int err;
 
 	if (!pr) { /* routed here only for a row's method and path */
@@ -98,11 +102,12 @@ void api_h_ingest(struct cp_req *r, struct cp_resp *out, void *arg)
 	}
 	api = (size_t)(pr - cp_ingest_protocols);
 	if ((err = pr->decode(r, &b))) {
-		bad_body(s, out, api, b.internal ? 500 : decode_status(-err), "%s", cp_errmsg(-err));
+		atomic_fetch_add(&s->errors[api], 1);
+		refuse(out, pr, b.internal ? 500 : decode_status(-err), cp_errmsg(-err), reason, sizeof(reason));
 	} else {
 		err = cp_shared_append(s->store, b.a, b.n, msg, sizeof(msg));
-		ingest_done(s, out, api, err, msg, b.profiles, b.samples, b.bytes, pr->answer);
+		ingest_done(s, out, pr, api, err, msg, &b, reason, sizeof(reason));
 	}
 	cp_ingest_batch_release(&b);
-	log_rejected(s, api, r, out);
+	log_rejected(s, api, r, out, reason);
 }

@@ -17,6 +17,7 @@
 #include "selector.h"
 #include "store/store.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "rpc/status.pb-c.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest Req;
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dict;
@@ -728,4 +729,24 @@ int cp_ingest_otlp(struct cp_req *r, struct cp_ingest_batch *b)
 		return err;
 	}
 	return cp_otlp_decode(body, len, b);
+}
+
+/* ---- the answer to a refused export ---- */
+
+void cp_otlp_refuse(struct cp_resp *out, int status, const char *message)
+{
+	Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
+	char *buf;
+	size_t len;
+
+	/* google.rpc.Code, as OTLP/HTTP maps HTTP statuses */
+	st.code = status == 400 ? 3 : status == 413 ? 8 : status == 503 ? 14 : 13;
+	st.message = (char *)(message ? message : "");
+	len = google__rpc__status__get_packed_size(&st);
+	if (!(buf = malloc(len ? len : 1))) {
+		cp_resp_take(out, 500, "text/plain", NULL, 0);
+		return;
+	}
+	google__rpc__status__pack(&st, (uint8_t *)buf);
+	cp_resp_take(out, status, "application/x-protobuf", buf, len);
 }

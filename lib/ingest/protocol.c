@@ -13,12 +13,13 @@
 
 const struct cp_ingest_protocol cp_ingest_protocols[] = {
 	/* native: cprof's own push (its api= label in /metrics since before the table) */
-	{ "native", "POST", "/api/v1/push", "push", NULL, cp_ingest_cprof },
-	{ "pyroscope", "POST", "/ingest", "pyroscope_ingest", NULL, cp_ingest_pyroscope },
-	{ "parca", "POST", "/api/profiles/writeraw", "parca_writeraw", "{}\n", cp_ingest_parca }, /* Parca answers {} */
+	{ "native", "POST", "/api/v1/push", "push", NULL, cp_ingest_cprof, NULL, NULL },
+	{ "pyroscope", "POST", "/ingest", "pyroscope_ingest", NULL, cp_ingest_pyroscope, NULL, NULL },
+	{ "parca", "POST", "/api/profiles/writeraw", "parca_writeraw", "{}\n", cp_ingest_parca, NULL, NULL }, /* Parca answers {} */
 	/* OTLP/HTTP: an empty body is an empty ExportProfilesServiceResponse (no partial_success) */
-	{ "otlp", "POST", "/v1development/profiles", "otlp_profiles", "", cp_ingest_otlp },
-	{ NULL, NULL, NULL, NULL, NULL, NULL },
+	{ "otlp", "POST", "/v1development/profiles", "otlp_profiles", "", cp_ingest_otlp, "application/x-protobuf",
+	  cp_otlp_refuse },
+	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
 };
 
 size_t cp_ingest_protocol_count(void)

@@ -59,6 +59,10 @@ struct cp_ingest_protocol {
 	const char *route;  /* the route's name: its handler label in /metrics */
 	const char *answer; /* a 200's body; NULL: {"profiles":N,"samples":N} */
 	cp_ingest_decode_fn decode;
+	const char *answer_type; /* a 200's Content-Type; NULL: application/json */
+	/* a refusal's body, for a protocol that says how it is written (OTLP: a
+	 * google.rpc.Status); NULL: cprof's {"error":"..."} */
+	void (*refuse)(struct cp_resp *out, int status, const char *message);
 };
 
 /* The most rows the table may have (the server's counters are sized by it). */
@@ -80,6 +84,11 @@ int cp_ingest_cprof(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_parca(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_otlp(struct cp_req *r, struct cp_ingest_batch *b);
+/* OTLP/HTTP's refusal: a protobuf google.rpc.Status (proto/rpc/status.proto)
+ * whose code is the gRPC code of status (400 INVALID_ARGUMENT, 413
+ * RESOURCE_EXHAUSTED, 503 UNAVAILABLE, else INTERNAL) and whose message is
+ * message, as application/x-protobuf (otlp.c). */
+void cp_otlp_refuse(struct cp_resp *out, int status, const char *message);
 
 /* ---- Pyroscope (pyroscope.c) ---- */
 

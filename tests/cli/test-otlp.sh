@@ -56,9 +56,22 @@ is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 2))" "and st
 post "$T/req.pb" -H 'Content-Type: application/x-protobuf; charset=binary'
 is "$code" 200 "a Content-Type with parameters"
 is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 3))" "stored a third time"
+run curl -s -o /dev/null -w '%{content_type}' -H 'Content-Type: application/x-protobuf' --data-binary @"$T/req.pb" \
+	"$URL/v1development/profiles"
+is "$out" "application/x-protobuf" "as application/x-protobuf, as OTLP/HTTP answers"
+is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 4))" "stored a fourth time"
 
 # refusals: 400 with a message, nothing stored
-err_is() { like "$(printf '%s' "$body" | jq -r .error 2>/dev/null)" "$1" "$2: saying why"; }
+# a refusal's body is a google.rpc.Status (protobuf), as OTLP/HTTP says: decoded here by protobufjs from
+# the message's definition (proto/rpc/status.proto), its code INVALID_ARGUMENT (3) for a 400
+err_is() {
+	run node -e '
+const protobuf = require("protobufjs"), fs = require("fs");
+const S = protobuf.loadSync(process.argv[1]).lookupType("google.rpc.Status");
+const m = S.decode(fs.readFileSync(process.argv[2]));
+console.log(m.code + " " + m.message);' "$srcdir/proto/rpc/status.proto" "$T/.body"
+	like "$out" "^3 .*$1" "$2: a google.rpc.Status, INVALID_ARGUMENT, saying why"
+}
 printf 'not a protobuf at all\377\377' >"$T/bad"
 post "$T/bad"
 is "$code" 400 "a body that is not a request: 400"
@@ -66,6 +79,7 @@ err_is 'not an OTLP ExportProfilesServiceRequest' "not a request"
 head -c 500 "$T/req.pb" >"$T/cut"
 post "$T/cut"
 is "$code" 400 "a request cut short: 400"
+err_is '' "a cut request"
 http POST /v1development/profiles -H 'Content-Type: application/json' --data '{"resourceProfiles":[]}'
 is "$code" 400 "JSON: 400 (protobuf only)"
 err_is 'application/x-protobuf only' "JSON"
@@ -87,7 +101,7 @@ fs.writeFileSync(process.argv[3], R.encode(m).finish());' "$srcdir/proto/otlp" "
 post "$T/badstack.pb"
 is "$code" 400 "a stack index outside the table: 400"
 err_is 'stack 99 is not in the stack table' "the index"
-is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 3))" "nothing of the refused bodies was stored"
+is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 4))" "nothing of the refused bodies was stored"
 http GET /metrics
 like "$body" 'api="otlp"' "/metrics counts the OTLP pushes"
 done_testing

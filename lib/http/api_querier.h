@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Pyroscope's query API in cprof serve (private to lib/http/api*.c): the handler of
+ * POST /querier.v1.QuerierService/METHOD, Connect unary calls in protobuf or JSON (connect.h),
+ * the method named by the path's last part (an unknown one: Connect's unimplemented).
+ * Ownership and errors: as every handler's, it answers through out. */
+#ifndef CP_HTTP_API_QUERIER_H
+#define CP_HTTP_API_QUERIER_H
+
+#include "http/server.h"
+
+void api_h_querier(struct cp_req *r, struct cp_resp *out, void *arg);
+
+#endif

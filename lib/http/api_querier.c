@@ -896,6 +896,11 @@ struct sgroup {
 	int64_t *totals;
 };
 
+static int cmp_group(const void *a, const void *b)
+{
+	return strcmp(((const struct sgroup *)a)->name, ((const struct sgroup *)b)->name);
+}
+
 static void h_select_series(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
@@ -1016,6 +1021,8 @@ static void h_select_series(struct cp_req *r, struct cp_resp *out, void *arg)
 		if (!raised)
 			break;
 	}
+	if (ngroups)
+		qsort(groups, ngroups, sizeof(*groups), cmp_group);
 	if (ngroups && !(res.series = calloc(ngroups, sizeof(*res.series))))
 		goto oom;
 	for (i = 0; i < ngroups; i++) {

@@ -901,17 +901,131 @@ static int cmp_group(const void *a, const void *b)
 	return strcmp(((const struct sgroup *)a)->name, ((const struct sgroup *)b)->name);
 }
 
+static void sgroups_free(struct sgroup *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(g[i].name);
+		free(g[i].totals);
+	}
+	free(g);
+}
+
+/* one store selection's group totals added to *groups */
+static int sgroups_add(struct sgroup **groups, size_t *ngroups, const struct cp_store_group_totals *gt, size_t ng,
+		       const char *fixed, size_t nb)
+{
+	for (size_t k = 0; k < ng; k++) {
+		const char *name = fixed ? fixed : gt[k].group;
+		size_t j;
+
+		for (j = 0; j < *ngroups && strcmp((*groups)[j].name, name); j++)
+			;
+		if (j == *ngroups) {
+			struct sgroup *g = realloc(*groups, (*ngroups + 1) * sizeof(*g));
+
+			if (!g)
+				return -ENOMEM;
+			*groups = g;
+			g[j].name = strdup(name);
+			g[j].totals = calloc(nb ? nb : 1, sizeof(int64_t));
+			(*ngroups)++;
+			if (!g[j].name || !g[j].totals)
+				return -ENOMEM;
+		}
+		for (size_t t = 0; t < nb; t++)
+			(*groups)[j].totals[t] += gt[k].totals[t];
+	}
+	return 0;
+}
+
+/* The totals of p per value of the label gb (NULL: one group "") in the buckets of step ns (raised
+ * to the coarsest resolution of the data read: *b says which), sorted by group; false after
+ * answering. */
+static bool psel_totals(struct cp_api *s, struct cp_resp *out, const struct psel *p, const char *gb, int64_t step,
+			struct sgroup **groups, size_t *ngroups, struct cp_buckets *b)
+{
+	bool by_svc = gb && !strcmp(gb, SERVICE_NAME);
+	int err;
+
+	*groups = NULL;
+	*ngroups = 0;
+	if ((err = cp_buckets_align(p->from, p->to, step, b))) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "step: %s", cp_errmsg(-err));
+		return false;
+	}
+	/* every selection's buckets are the same: a selection whose data is coarser raises the step,
+	 * then all are read again at it */
+	for (int pass = 0; pass < 3; pass++) {
+		bool raised = false;
+
+		sgroups_free(*groups, *ngroups);
+		*groups = NULL;
+		*ngroups = 0;
+		for (size_t src = 0; src < NSRC && !raised; src++) {
+			struct cp_selector *sel = store_selector(p, src);
+			struct cp_store_query q = { sel, p->from, p->to, by_svc ? svc_src[src] : gb, NULL, false };
+			struct cp_store_group_totals *gt = NULL;
+			struct cp_buckets sb;
+			struct cp_store *st;
+			size_t ng = 0;
+
+			if (!sel && !errno)
+				continue;
+			if (!sel) {
+				cp_connect_error(out, cp_connect_code_of(errno), "%s", cp_errmsg(errno));
+				goto fail;
+			}
+			if (!(st = cp_shared_reader(s->store))) {
+				cp_selector_free(sel);
+				cp_connect_error(out, CP_CONNECT_INTERNAL, "%s", cp_errmsg(errno));
+				goto fail;
+			}
+			err = cp_store_over_time_groups(st, &q, step, &gt, &ng, &sb);
+			cp_shared_release(s->store, st);
+			cp_selector_free(sel);
+			if (err == -ENOENT)
+				continue;
+			if (err) {
+				cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
+				goto fail;
+			}
+			if (sb.step != b->step || sb.n != b->n || sb.start != b->start) {
+				*b = sb;
+				step = sb.step;
+				raised = true;
+			} else {
+				err = sgroups_add(groups, ngroups, gt, ng, by_svc && !svc_src[src] ? SERVICE_DEFAULT : NULL,
+						  b->n);
+			}
+			cp_store_group_totals_free(gt, ng);
+			if (err) {
+				cp_connect_error(out, CP_CONNECT_INTERNAL, "out of memory");
+				goto fail;
+			}
+		}
+		if (!raised) {
+			if (*ngroups)
+				qsort(*groups, *ngroups, sizeof(**groups), cmp_group);
+			return true;
+		}
+	}
+	cp_connect_error(out, CP_CONNECT_INTERNAL, "the selections' resolutions do not agree");
+fail:
+	sgroups_free(*groups, *ngroups);
+	*groups = NULL;
+	*ngroups = 0;
+	return false;
+}
+
 static void h_select_series(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
-	struct cp_api *s = arg;
 	struct sgroup *groups = NULL;
 	struct cp_buckets b = { 0 };
 	struct psel p = { 0 };
 	size_t ngroups = 0, i;
 	int64_t step = 0;
 	const char *gb = NULL;
-	int err = 0, pass;
 	READ(Querier__V1__SelectSeriesRequest, querier__v1__select_series_request__descriptor, req);
 
 	if (req->_stack_trace_selector_case || (req->_limit_case && req->limit < 0)) {
@@ -939,90 +1053,8 @@ static void h_select_series(struct cp_req *r, struct cp_resp *out, void *arg)
 	step = req->step > 0 ? (int64_t)(req->step * 1e9) : cp_buckets_default_step(p.from, p.to);
 	if (step < 1000000)
 		step = 1000000;
-	if ((err = cp_buckets_align(p.from, p.to, step, &b))) {
-		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "step: %s", cp_errmsg(-err));
+	if (!psel_totals(arg, out, &p, gb, step, &groups, &ngroups, &b))
 		goto out;
-	}
-	/* the buckets of every selection are the same: a store's coarser data raises the step, then
-	 * they are read again at it */
-	for (pass = 0; pass < 2; pass++) {
-		bool raised = false;
-
-		for (i = 0; i < ngroups; i++) {
-			free(groups[i].name);
-			free(groups[i].totals);
-		}
-		ngroups = 0;
-		for (size_t src = 0; src < NSRC && !raised; src++) {
-			struct cp_selector *sel = store_selector(&p, src);
-			bool by_svc = gb && !strcmp(gb, SERVICE_NAME);
-			struct cp_store_query q = { sel, p.from, p.to, by_svc ? svc_src[src] : gb, NULL, false };
-			struct cp_store_group_totals *gt = NULL;
-			struct cp_buckets gb_b;
-			struct cp_store *st;
-			size_t ng = 0;
-
-			if (!sel && !errno)
-				continue;
-			if (!sel) {
-				cp_connect_error(out, cp_connect_code_of(errno), "%s", cp_errmsg(errno));
-				goto done;
-			}
-			if (!(st = cp_shared_reader(s->store))) {
-				cp_selector_free(sel);
-				cp_connect_error(out, CP_CONNECT_INTERNAL, "%s", cp_errmsg(errno));
-				goto done;
-			}
-			err = cp_store_over_time_groups(st, &q, step, &gt, &ng, &gb_b);
-			cp_shared_release(s->store, st);
-			cp_selector_free(sel);
-			if (err == -ENOENT)
-				continue;
-			if (err) {
-				cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
-				goto done;
-			}
-			if (gb_b.step != b.step || gb_b.n != b.n) {
-				b = gb_b;
-				step = gb_b.step;
-				raised = true;
-			}
-			for (size_t k = 0; k < ng && !raised && !err; k++) {
-				const char *name = by_svc && !svc_src[src] ? SERVICE_DEFAULT : gt[k].group;
-				size_t j;
-
-				for (j = 0; j < ngroups && strcmp(groups[j].name, name); j++)
-					;
-				if (j == ngroups) {
-					struct sgroup *ng2 = realloc(groups, (ngroups + 1) * sizeof(*groups));
-
-					if (!ng2) {
-						err = -ENOMEM;
-						break;
-					}
-					groups = ng2;
-					groups[j].name = strdup(name);
-					groups[j].totals = calloc(b.n ? b.n : 1, sizeof(int64_t));
-					ngroups++;
-					if (!groups[j].name || !groups[j].totals) {
-						err = -ENOMEM;
-						break;
-					}
-				}
-				for (size_t t = 0; t < b.n; t++)
-					groups[j].totals[t] += gt[k].totals[t];
-			}
-			cp_store_group_totals_free(gt, ng);
-			if (err) {
-				cp_connect_error(out, CP_CONNECT_INTERNAL, "out of memory");
-				goto done;
-			}
-		}
-		if (!raised)
-			break;
-	}
-	if (ngroups)
-		qsort(groups, ngroups, sizeof(*groups), cmp_group);
 	if (ngroups && !(res.series = calloc(ngroups, sizeof(*res.series))))
 		goto oom;
 	for (i = 0; i < ngroups; i++) {
@@ -1065,12 +1097,8 @@ done:
 	for (i = 0; i < res.n_series; i++)
 		protobuf_c_message_free_unpacked(&res.series[i]->base, NULL);
 	free(res.series);
-	for (i = 0; i < ngroups; i++) {
-		free(groups[i].name);
-		free(groups[i].totals);
-	}
-	free(groups);
 out:
+	sgroups_free(groups, ngroups);
 	psel_free(&p);
 	protobuf_c_message_free_unpacked(&req->base, NULL);
 }

@@ -237,6 +237,7 @@ static const struct cp_route routes_tail[] = {
 	{ "GET", "/api/profiles/labels/", "parca_label_values", api_h_parca_labels, false },
 	/* Pyroscope's query API, as Grafana's Pyroscope data source calls it (api_querier.c) */
 	{ "POST", "/querier.v1.QuerierService/", "pyroscope_querier", api_h_querier, false },
+	{ "GET", "/pyroscope/render", "pyroscope_render", api_h_pyroscope_render, false },
 };
 
 #define NHEAD (sizeof(routes_head) / sizeof(routes_head[0]))

@@ -1128,3 +1128,182 @@ void api_h_querier(struct cp_req *r, struct cp_resp *out, void *arg)
 		}
 	cp_connect_error(out, CP_CONNECT_UNIMPLEMENTED, "querier.v1.QuerierService/%.64s is not implemented", m);
 }
+
+/* ---- /pyroscope/render: the JSON flame graph (flamebearer) that Grafana's Profiles Drilldown reads ---- */
+
+/* Pyroscope's step of a render's timeline (s): about 1500 points, at least 15 s, rounded to these */
+static int64_t render_step(int64_t from_ms, int64_t to_ms)
+{
+	static const struct {
+		int64_t upto, step; /* ms */
+	} steps[] = {
+		{ 17500, 15000 },	   { 25000, 20000 },	     { 45000, 30000 },	       { 90000, 60000 },
+		{ 210000, 120000 },	   { 450000, 300000 },	     { 750000, 600000 },       { 1050000, 900000 },
+		{ 1500000, 1200000 },	   { 2700000, 1800000 },     { 5400000, 3600000 },     { 9000000, 7200000 },
+		{ 16200000, 10800000 },	   { 32400000, 21600000 },   { 86400000, 43200000 },   { 172800000, 86400000 },
+		{ 604800000, 86400000 },   { 1814400000, 604800000 }, { 3628800000 - 1, 2592000000 },
+	};
+	int64_t iv = (to_ms - from_ms) / 1500;
+
+	if (iv < 15000)
+		return 15;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (iv <= steps[i].upto)
+			return steps[i].step / 1000;
+	return 31536000;
+}
+
+/* a timeline of Pyroscope's flamebearer: the group's totals in whole steps from from_ms, snapped to
+ * them, up to to_ms snapped down (as Pyroscope cuts it) */
+static json_t *render_timeline(const struct sgroup *g, const struct cp_buckets *b, int64_t from_ms, int64_t to_ms)
+{
+	int64_t step_ms = b->step / 1000000, start = from_ms / step_ms * step_ms, end = to_ms / step_ms * step_ms;
+	json_t *samples = json_array();
+	int64_t n = end > start ? (end / 1000 - start / 1000) / (step_ms / 1000) : 0;
+
+	for (int64_t j = 0; samples && j < n; j++) {
+		int64_t t = (start + j * step_ms) * 1000000, v = 0;
+
+		if (g && t >= b->start && (t - b->start) / b->step < (int64_t)b->n)
+			v = g->totals[(t - b->start) / b->step];
+		if (json_array_append_new(samples, json_integer(v < 0 ? 0 : v))) {
+			json_decref(samples);
+			return NULL;
+		}
+	}
+	return json_pack("{s:I,s:o,s:I,s:n}", "startTime", (json_int_t)(start / 1000), "samples", samples,
+			 "durationDelta", (json_int_t)(step_ms / 1000), "watermarks");
+}
+
+/* a time argument of render (from, until: cprof's times, which take Pyroscope's now-1h and unix
+ * seconds or ms) in ms; false after answering */
+static bool render_time(struct cp_req *r, struct cp_resp *out, const char *name, int64_t now, int64_t dflt,
+			int64_t *ms)
+{
+	const char *v = cp_req_arg(r, name);
+	int64_t ns = dflt;
+	int err;
+
+	if (v && *v && (err = cp_parse_time(v, now, &ns))) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "%s: %s", name, cp_errmsg(-err));
+		return false;
+	}
+	*ms = ns / 1000000;
+	return true;
+}
+
+void api_h_pyroscope_render(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	const char *query = cp_req_arg(r, "query"), *format = cp_req_arg(r, "format");
+	const char *mn = cp_req_arg(r, "max-nodes"), *gb = cp_req_arg(r, "groupBy");
+	Querier__V1__FlameGraph *fg = NULL;
+	struct cp_profile *prof = NULL;
+	struct sgroup *groups = NULL;
+	struct cp_buckets b = { 0 };
+	struct psel p = { 0 };
+	struct ptype t;
+	size_t ngroups = 0;
+	int64_t now = cp_now_ns(), from_ms, to_ms, max = MAX_NODES_DEFAULT, step;
+	json_t *root = NULL, *levels, *jgroups = NULL, *tl;
+	const char *units, *sample_type;
+	char *text;
+	int err;
+
+	if (!mn || !*mn)
+		mn = cp_req_arg(r, "maxNodes");
+	if (format && *format && strcmp(format, "json")) {
+		cp_connect_error(out, CP_CONNECT_UNIMPLEMENTED, "format: cprof renders json");
+		return;
+	}
+	if (!query || !*query) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "\"query\" is required");
+		return;
+	}
+	if ((err = cp_selector_parse(query, &p.user)) || !p.user->type) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "query: %s",
+				 err ? cp_errmsg(-err) : "must contain a profile-type selection");
+		goto out;
+	}
+	p.type = p.user->type;
+	if (mn && *mn) {
+		char *end;
+
+		errno = 0;
+		max = strtoll(mn, &end, 10);
+		if (errno || end == mn || *end || max < 0) {
+			cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "max-nodes: '%.32s' is not a count", mn);
+			goto out;
+		}
+		if (!max)
+			max = MAX_NODES_DEFAULT;
+	}
+	if (gb && !*gb)
+		gb = NULL;
+	if (gb && !cp_label_name_valid(gb, strlen(gb))) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "groupBy: '%.64s' is not a label name", gb);
+		goto out;
+	}
+	if (!render_time(r, out, "from", now, now - 3600 * (int64_t)1000000000, &from_ms) ||
+	    !render_time(r, out, "until", now, now, &to_ms))
+		goto out;
+	if (from_ms > to_ms) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "the time range is empty: from is after until");
+		goto out;
+	}
+	p.from = from_ms * 1000000;
+	p.to = to_ms * 1000000;
+	step = render_step(from_ms, to_ms) * (int64_t)1000000000;
+	if (!psel_profile(arg, out, &p, &prof) || !psel_totals(arg, out, &p, gb, step, &groups, &ngroups, &b))
+		goto out;
+	if ((err = flame_graph(prof, max, &fg))) {
+		cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
+		goto out;
+	}
+	ptype_of(p.type, &t);
+	sample_type = t.parts[1];
+	/* the units and sample rate Pyroscope's flamebearer gives the type */
+	units = !strcmp(sample_type, "cpu") ? "samples" :
+		!strcmp(sample_type, "inuse_objects") || !strcmp(sample_type, "alloc_objects") ||
+				!strcmp(sample_type, "goroutine") || !strcmp(sample_type, "samples") ?
+							"objects" :
+							t.parts[2];
+	levels = json_array();
+	for (size_t i = 0; levels && i < fg->n_levels; i++) {
+		json_t *l = json_array();
+
+		for (size_t k = 0; l && k < fg->levels[i]->n_values; k++)
+			json_array_append_new(l, json_integer(fg->levels[i]->values[k]));
+		json_array_append_new(levels, l);
+	}
+	if (gb) {
+		jgroups = json_object();
+		for (size_t i = 0; jgroups && i < ngroups; i++)
+			json_object_set_new(jgroups, *groups[i].name ? groups[i].name : "*",
+					    render_timeline(&groups[i], &b, from_ms, to_ms));
+	}
+	tl = render_timeline(ngroups == 1 ? &groups[0] : NULL, &b, from_ms, to_ms);
+	root = json_pack("{s:i,s:{s:o,s:o,s:I,s:I},s:{s:s,s:s,s:I,s:s,s:s},s:o,s:o,s:n}", "version", 1, "flamebearer",
+			 "names", json_array(), "levels", levels ? levels : json_array(), "numTicks",
+			 (json_int_t)fg->total, "maxSelf", (json_int_t)fg->max_self, "metadata", "format", "single",
+			 "spyName", "", "sampleRate", (json_int_t)(!strcmp(sample_type, "cpu") ? 1000000000 : 100),
+			 "units", units, "name", sample_type, "timeline", tl ? tl : json_null(), "groups",
+			 jgroups ? jgroups : json_null(), "heatmap");
+	if (root) {
+		json_t *names = json_object_get(json_object_get(root, "flamebearer"), "names");
+
+		for (size_t i = 0; i < fg->n_names; i++)
+			json_array_append_new(names, json_string(fg->names[i]));
+	}
+	if (!root || !(text = json_dumps(root, JSON_COMPACT))) {
+		cp_connect_error(out, CP_CONNECT_INTERNAL, "out of memory");
+		goto out;
+	}
+	cp_resp_take(out, 200, "application/json", text, strlen(text));
+out:
+	json_decref(root);
+	if (fg)
+		protobuf_c_message_free_unpacked(&fg->base, NULL);
+	sgroups_free(groups, ngroups);
+	cp_profile_free(prof);
+	psel_free(&p);
+}

@@ -89,6 +89,36 @@ is "$(printf '%s' "$out" | jq -r '.privateValues | length')" 0 "LabelValues of a
 unlike "$(printf '%s' "$out" | jq -r '.labelNames | join(",")')" '__' "LabelNames hides the __ labels"
 like "$(printf '%s' "$out" | jq -r '.labelNames | join(",")')" 'service_name' "LabelNames has service_name"
 
+# ---- /pyroscope/render: the flamebearer JSON of Grafana's Profiles Drilldown ----
+from_ms=$((end_ms - 7200000)) # the last two hours: the pushes and the folded import, not the older pprof
+render() { _q=$1; shift; http GET /pyroscope/render -G --data-urlencode "query=$_q" --data-urlencode "from=$from_ms" \
+	--data-urlencode "until=$end_ms" "$@"; }
+for q in 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="nodeapp"}' 'wall:wall:nanoseconds:wall:nanoseconds{}' \
+	'app:samples:count:samples:count{service_name="web"}'; do
+	want=$("$CPROF" query --data "$D" "$q" --from "$from_ms" --to "$end_ms" -f json 2>/dev/null | jq -r .total)
+	render "$q"
+	is "$code $(printf '%s' "$body" | jq -r .flamebearer.numTicks)" "200 $want" "render $q: numTicks is cprof query's total"
+	is "$(printf '%s' "$body" | jq -r '.timeline.samples | add')" "$want" "render $q: its timeline adds up to it"
+	is "$(printf '%s' "$body" | jq -r '[.version, .flamebearer.levels[0][1], .metadata.format, .timeline.durationDelta] | join(" ")')" \
+		"1 $want single 15" "render $q: version 1, the root level, format single, 15 s steps over two hours"
+	render "$q" --data-urlencode groupBy=service_name --data-urlencode max-nodes=3
+	is "$(printf '%s' "$body" | jq -r '[.groups[] | .samples | add] | add')" "$want" "render $q grouped by service_name: the groups add up"
+	is "$(printf '%s' "$body" | jq -r '.flamebearer.numTicks')" "$want" "render $q with max-nodes=3: the total stays"
+	like "$(printf '%s' "$body" | jq -r '.flamebearer.names | length')" '^[2-5]$' "render $q with max-nodes=3: a few names"
+done
+render 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{}'
+is "$(printf '%s' "$body" | jq -r .metadata.units,.metadata.sampleRate,.metadata.name | paste -sd' ')" "samples 1000000000 cpu" \
+	"render of cpu: Pyroscope's units and sample rate"
+render 'app:samples:count:samples:count{service_name="nobody"}'
+is "$code $(printf '%s' "$body" | jq -c '[.flamebearer.numTicks, .flamebearer.names]')" '200 [0,[]]' "render of nothing: an empty flame graph"
+for bad in 'query=x{' 'query=' 'query={a="b"}' 'query=cpu&from=now-300y' 'query=cpu&max-nodes=-1' 'query=cpu&from=now&until=now-1h' \
+	'query=cpu&groupBy=a-b'; do
+	http GET "/pyroscope/render?$bad" -g # (no globbing of the braces)
+	is "$code $(printf '%s' "$body" | jq -r .code)" "400 invalid_argument" "render $bad: invalid_argument"
+done
+http GET '/pyroscope/render?query=cpu&format=dot'
+is "$code $(printf '%s' "$body" | jq -r .code)" "501 unimplemented" "render format=dot: unimplemented"
+
 # ---- Connect on the wire: curl ----
 Q=/querier.v1.QuerierService
 jcall() { http POST "$Q/$1" -H 'Content-Type: application/json' --data-binary "$2"; }

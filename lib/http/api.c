@@ -238,6 +238,8 @@ static const struct cp_route routes_tail[] = {
 	/* Pyroscope's query API, as Grafana's Pyroscope data source calls it (api_querier.c) */
 	{ "POST", "/querier.v1.QuerierService/", "pyroscope_querier", api_h_querier, false },
 	{ "GET", "/pyroscope/render", "pyroscope_render", api_h_pyroscope_render, false },
+	{ "GET", "/pyroscope/render-diff", "pyroscope_render_diff", api_h_pyroscope_render_diff, false },
+	{ "POST", "/settings.v1.SettingsService/", "pyroscope_settings", api_h_settings, false },
 };
 
 #define NHEAD (sizeof(routes_head) / sizeof(routes_head[0]))

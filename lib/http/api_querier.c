@@ -1192,66 +1192,108 @@ static bool render_time(struct cp_req *r, struct cp_resp *out, const char *name,
 	return true;
 }
 
+/* a render's selection: the selector in the argument qname (TYPE{...}) over [fname, uname); false
+ * after answering */
+static bool render_psel(struct cp_req *r, struct cp_resp *out, const char *qname, const char *fname,
+			const char *uname, struct psel *p, int64_t *from_ms, int64_t *to_ms)
+{
+	const char *query = cp_req_arg(r, qname);
+	int64_t now = cp_now_ns();
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (!query || !*query) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "\"%s\" is required", qname);
+		return false;
+	}
+	if ((err = cp_selector_parse(query, &p->user)) || !p->user->type) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "%s: %s", qname,
+				 err ? cp_errmsg(-err) : "must contain a profile-type selection");
+		goto fail;
+	}
+	p->type = p->user->type;
+	if (!render_time(r, out, fname, now, now - 3600 * (int64_t)1000000000, from_ms) ||
+	    !render_time(r, out, uname, now, now, to_ms))
+		goto fail;
+	if (*from_ms > *to_ms) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "the time range is empty: %s is after %s", fname,
+				 uname);
+		goto fail;
+	}
+	p->from = *from_ms * 1000000;
+	p->to = *to_ms * 1000000;
+	return true;
+fail:
+	psel_free(p);
+	memset(p, 0, sizeof(*p));
+	return false;
+}
+
+/* max-nodes (or maxNodes): 0 or none the default; false after answering */
+static bool render_max_nodes(struct cp_req *r, struct cp_resp *out, int64_t *max)
+{
+	const char *mn = cp_req_arg(r, "max-nodes");
+	char *end;
+
+	if (!mn || !*mn)
+		mn = cp_req_arg(r, "maxNodes");
+	*max = MAX_NODES_DEFAULT;
+	if (!mn || !*mn)
+		return true;
+	errno = 0;
+	*max = strtoll(mn, &end, 10);
+	if (errno || end == mn || *end || *max < 0) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "max-nodes: '%.32s' is not a count", mn);
+		return false;
+	}
+	if (!*max)
+		*max = MAX_NODES_DEFAULT;
+	return true;
+}
+
+/* the units and sample rate Pyroscope's flamebearer gives a type */
+static json_t *render_metadata(const char *type, const char *format)
+{
+	struct ptype t;
+	const char *st, *units;
+
+	ptype_of(type, &t);
+	st = t.parts[1];
+	units = !strcmp(st, "cpu") ? "samples" :
+		!strcmp(st, "inuse_objects") || !strcmp(st, "alloc_objects") || !strcmp(st, "goroutine") ||
+				!strcmp(st, "samples") ?
+					     "objects" :
+					     t.parts[2];
+	return json_pack("{s:s,s:s,s:I,s:s,s:s}", "format", format, "spyName", "", "sampleRate",
+			 (json_int_t)(!strcmp(st, "cpu") ? 1000000000 : 100), "units", units, "name", st);
+}
+
 void api_h_pyroscope_render(struct cp_req *r, struct cp_resp *out, void *arg)
 {
-	const char *query = cp_req_arg(r, "query"), *format = cp_req_arg(r, "format");
-	const char *mn = cp_req_arg(r, "max-nodes"), *gb = cp_req_arg(r, "groupBy");
+	const char *format = cp_req_arg(r, "format"), *gb = cp_req_arg(r, "groupBy");
 	Querier__V1__FlameGraph *fg = NULL;
 	struct cp_profile *prof = NULL;
 	struct sgroup *groups = NULL;
 	struct cp_buckets b = { 0 };
 	struct psel p = { 0 };
-	struct ptype t;
 	size_t ngroups = 0;
-	int64_t now = cp_now_ns(), from_ms, to_ms, max = MAX_NODES_DEFAULT, step;
-	json_t *root = NULL, *levels, *jgroups = NULL, *tl;
-	const char *units, *sample_type;
+	int64_t from_ms, to_ms, max, step;
+	json_t *root = NULL, *levels, *jgroups = NULL, *tl, *meta;
 	char *text;
 	int err;
 
-	if (!mn || !*mn)
-		mn = cp_req_arg(r, "maxNodes");
 	if (format && *format && strcmp(format, "json")) {
 		cp_connect_error(out, CP_CONNECT_UNIMPLEMENTED, "format: cprof renders json");
 		return;
 	}
-	if (!query || !*query) {
-		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "\"query\" is required");
-		return;
-	}
-	if ((err = cp_selector_parse(query, &p.user)) || !p.user->type) {
-		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "query: %s",
-				 err ? cp_errmsg(-err) : "must contain a profile-type selection");
+	if (!render_psel(r, out, "query", "from", "until", &p, &from_ms, &to_ms) || !render_max_nodes(r, out, &max))
 		goto out;
-	}
-	p.type = p.user->type;
-	if (mn && *mn) {
-		char *end;
-
-		errno = 0;
-		max = strtoll(mn, &end, 10);
-		if (errno || end == mn || *end || max < 0) {
-			cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "max-nodes: '%.32s' is not a count", mn);
-			goto out;
-		}
-		if (!max)
-			max = MAX_NODES_DEFAULT;
-	}
 	if (gb && !*gb)
 		gb = NULL;
 	if (gb && !cp_label_name_valid(gb, strlen(gb))) {
 		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "groupBy: '%.64s' is not a label name", gb);
 		goto out;
 	}
-	if (!render_time(r, out, "from", now, now - 3600 * (int64_t)1000000000, &from_ms) ||
-	    !render_time(r, out, "until", now, now, &to_ms))
-		goto out;
-	if (from_ms > to_ms) {
-		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "the time range is empty: from is after until");
-		goto out;
-	}
-	p.from = from_ms * 1000000;
-	p.to = to_ms * 1000000;
 	step = render_step(from_ms, to_ms) * (int64_t)1000000000;
 	if (!psel_profile(arg, out, &p, &prof) || !psel_totals(arg, out, &p, gb, step, &groups, &ngroups, &b))
 		goto out;
@@ -1259,14 +1301,6 @@ void api_h_pyroscope_render(struct cp_req *r, struct cp_resp *out, void *arg)
 		cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
 		goto out;
 	}
-	ptype_of(p.type, &t);
-	sample_type = t.parts[1];
-	/* the units and sample rate Pyroscope's flamebearer gives the type */
-	units = !strcmp(sample_type, "cpu") ? "samples" :
-		!strcmp(sample_type, "inuse_objects") || !strcmp(sample_type, "alloc_objects") ||
-				!strcmp(sample_type, "goroutine") || !strcmp(sample_type, "samples") ?
-							"objects" :
-							t.parts[2];
 	levels = json_array();
 	for (size_t i = 0; levels && i < fg->n_levels; i++) {
 		json_t *l = json_array();
@@ -1282,12 +1316,11 @@ void api_h_pyroscope_render(struct cp_req *r, struct cp_resp *out, void *arg)
 					    render_timeline(&groups[i], &b, from_ms, to_ms));
 	}
 	tl = render_timeline(ngroups == 1 ? &groups[0] : NULL, &b, from_ms, to_ms);
-	root = json_pack("{s:i,s:{s:o,s:o,s:I,s:I},s:{s:s,s:s,s:I,s:s,s:s},s:o,s:o,s:n}", "version", 1, "flamebearer",
-			 "names", json_array(), "levels", levels ? levels : json_array(), "numTicks",
-			 (json_int_t)fg->total, "maxSelf", (json_int_t)fg->max_self, "metadata", "format", "single",
-			 "spyName", "", "sampleRate", (json_int_t)(!strcmp(sample_type, "cpu") ? 1000000000 : 100),
-			 "units", units, "name", sample_type, "timeline", tl ? tl : json_null(), "groups",
-			 jgroups ? jgroups : json_null(), "heatmap");
+	meta = render_metadata(p.type, "single");
+	root = json_pack("{s:i,s:{s:o,s:o,s:I,s:I},s:o,s:o,s:o,s:n}", "version", 1, "flamebearer", "names",
+			 json_array(), "levels", levels ? levels : json_array(), "numTicks", (json_int_t)fg->total,
+			 "maxSelf", (json_int_t)fg->max_self, "metadata", meta ? meta : json_null(), "timeline",
+			 tl ? tl : json_null(), "groups", jgroups ? jgroups : json_null(), "heatmap");
 	if (root) {
 		json_t *names = json_object_get(json_object_get(root, "flamebearer"), "names");
 
@@ -1306,4 +1339,179 @@ out:
 	sgroups_free(groups, ngroups);
 	cp_profile_free(prof);
 	psel_free(&p);
+}
+
+
+/* ---- /pyroscope/render-diff: two selections' flame graphs in one (Pyroscope's "double" flamebearer) ---- */
+
+/* the diff's levels as they are made: 7 values a node (left x, total, self, right x, total, self,
+ * name index), each x from the end of the level's previous node on its side */
+struct dfg {
+	const struct cp_tree *t;
+	int64_t min, max_self;
+	json_t *levels;
+	int64_t (*end)[2]; /* each level's end on each side */
+	size_t nend;
+	struct strset names;
+};
+
+static int dfg_push(struct dfg *f, uint32_t depth, const int64_t x[2], const int64_t total[2], const int64_t self[2],
+		    const char *name)
+{
+	size_t idx;
+	json_t *l;
+
+	for (idx = 0; idx < f->names.n && strcmp(f->names.s[idx], name); idx++)
+		;
+	if (idx == f->names.n && strset_add(&f->names, name))
+		return -ENOMEM;
+	while (json_array_size(f->levels) <= depth) {
+		int64_t(*e)[2] = realloc(f->end, (f->nend + 1) * sizeof(*e));
+
+		if (!e || json_array_append_new(f->levels, json_array()))
+			return -ENOMEM;
+		f->end = e;
+		f->end[f->nend][0] = f->end[f->nend][1] = 0;
+		f->nend++;
+	}
+	l = json_array_get(f->levels, depth);
+	for (int side = 0; side < 2; side++) {
+		if (json_array_append_new(l, json_integer(x[side] - f->end[depth][side])) ||
+		    json_array_append_new(l, json_integer(total[side])) ||
+		    json_array_append_new(l, json_integer(self[side])))
+			return -ENOMEM;
+		f->end[depth][side] = x[side] + total[side];
+		if (self[side] > f->max_self)
+			f->max_self = self[side];
+	}
+	return json_array_append_new(l, json_integer((json_int_t)idx)) ? -ENOMEM : 0;
+}
+
+static int dfg_node(struct dfg *f, uint32_t node, uint32_t depth, const int64_t x[2])
+{
+	const struct cp_tree_node *n = &f->t->nodes[node];
+	int64_t cx[2] = { x[0] + n->self[0], x[1] + n->self[1] }, other[2] = { 0, 0 };
+	int err;
+
+	if ((err = dfg_push(f, depth, x, n->total, n->self, depth ? cp_tree_name(f->t, node) : "total")))
+		return err;
+	for (uint32_t c = n->child; c; c = f->t->nodes[c].sibling) {
+		const struct cp_tree_node *cn = &f->t->nodes[c];
+
+		if (!cn->total[0] && !cn->total[1])
+			continue;
+		if ((cn->total[0] < f->min && cn->total[1] < f->min) || !strcmp(cp_tree_name(f->t, c), "other")) {
+			other[0] += cn->total[0];
+			other[1] += cn->total[1];
+			continue;
+		}
+		if ((err = dfg_node(f, c, depth + 1, cx)))
+			return err;
+		cx[0] += cn->total[0];
+		cx[1] += cn->total[1];
+	}
+	if ((other[0] || other[1]) && (err = dfg_push(f, depth + 1, cx, other, other, "other")))
+		return err;
+	return 0;
+}
+
+void api_h_pyroscope_render_diff(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	struct cp_profile *prof[2] = { NULL, NULL };
+	struct psel p[2] = { { 0 }, { 0 } };
+	struct dfg f = { 0 };
+	struct cp_tree *t = NULL;
+	struct ptype tl, tr;
+	int64_t from_ms, to_ms, max, *totals = NULL;
+	json_t *root = NULL, *names, *meta;
+	char *text;
+	int err = 0;
+
+	if (!render_psel(r, out, "leftQuery", "leftFrom", "leftUntil", &p[0], &from_ms, &to_ms) ||
+	    !render_psel(r, out, "rightQuery", "rightFrom", "rightUntil", &p[1], &from_ms, &to_ms) ||
+	    !render_max_nodes(r, out, &max))
+		goto out;
+	ptype_of(p[0].type, &tl);
+	ptype_of(p[1].type, &tr);
+	if (strcmp(tl.id, tr.id)) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "profile types must match");
+		goto out;
+	}
+	if (!psel_profile(arg, out, &p[0], &prof[0]) || !psel_profile(arg, out, &p[1], &prof[1]))
+		goto out;
+	if (!(t = cp_tree_new()) || !(f.levels = json_array())) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (int side = 0; side < 2 && !err; side++)
+		if (prof[side] && prof[side]->nsamples)
+			err = cp_tree_add(t, prof[side], 0, side, false);
+	if (err || (err = cp_tree_sort(t)))
+		goto fail;
+	f.t = t;
+	/* the nodes under the max_nodes-th largest (of the larger side's totals) fold into "other" */
+	if (max > 0 && (uint64_t)max < t->nnodes - 1) {
+		if (!(totals = malloc((t->nnodes - 1) * sizeof(*totals)))) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (uint32_t i = 1; i < t->nnodes; i++)
+			totals[i - 1] = t->nodes[i].total[0] > t->nodes[i].total[1] ? t->nodes[i].total[0] :
+											t->nodes[i].total[1];
+		qsort(totals, t->nnodes - 1, sizeof(*totals), cmp_i64_desc);
+		f.min = totals[max - 1];
+	}
+	if (t->nodes[0].total[0] || t->nodes[0].total[1])
+		err = dfg_node(&f, 0, 0, (const int64_t[2]){ 0, 0 });
+	if (err)
+		goto fail;
+	names = json_array();
+	for (size_t i = 0; names && i < f.names.n; i++)
+		json_array_append_new(names, json_string(f.names.s[i]));
+	meta = render_metadata(p[0].type, "double");
+	root = json_pack("{s:i,s:{s:o,s:O,s:I,s:I},s:o,s:n,s:n,s:n,s:I,s:I}", "version", 1, "flamebearer", "names",
+			 names ? names : json_array(), "levels", f.levels, "numTicks",
+			 (json_int_t)(t->nodes[0].total[0] + t->nodes[0].total[1]), "maxSelf", (json_int_t)f.max_self,
+			 "metadata", meta ? meta : json_null(), "timeline", "groups", "heatmap", "leftTicks",
+			 (json_int_t)t->nodes[0].total[0], "rightTicks", (json_int_t)t->nodes[0].total[1]);
+	if (!root || !(text = json_dumps(root, JSON_COMPACT))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	cp_resp_take(out, 200, "application/json", text, strlen(text));
+	goto out;
+fail:
+	cp_connect_error(out, err == -ENOMEM ? CP_CONNECT_INTERNAL : cp_connect_code_of(err), "%s",
+			 err == -ENOMEM ? "out of memory" : cp_errmsg(-err));
+out:
+	json_decref(root);
+	json_decref(f.levels);
+	free(f.end);
+	free(f.names.s);
+	free(totals);
+	cp_tree_free(t);
+	for (int side = 0; side < 2; side++) {
+		cp_profile_free(prof[side]);
+		psel_free(&p[side]);
+	}
+}
+
+/* ---- settings.v1.SettingsService/Get: cprof keeps no settings of Grafana's ---- */
+
+void api_h_settings(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	const char *path = cp_req_path(r), *m = strrchr(path, '/') + 1;
+	Settings__V1__GetSettingsResponse res = SETTINGS__V1__GET_SETTINGS_RESPONSE__INIT;
+	ProtobufCMessage *req;
+	enum cp_connect_enc enc;
+
+	(void)arg;
+	if (strcmp(m, "Get")) {
+		cp_connect_error(out, CP_CONNECT_UNIMPLEMENTED, "settings.v1.SettingsService/%.64s is not implemented", m);
+		return;
+	}
+	if (!(req = cp_connect_read(r, out, &settings__v1__get_settings_request__descriptor, &enc)))
+		return;
+	cp_connect_answer(out, enc, &res.base);
+	protobuf_c_message_free_unpacked(req, NULL);
 }

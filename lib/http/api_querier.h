@@ -13,5 +13,10 @@ void api_h_querier(struct cp_req *r, struct cp_resp *out, void *arg);
 /* GET /pyroscope/render?query=TYPE{...}&from=&until=&max-nodes=&groupBy=: the merged flame graph
  * and its timeline as Pyroscope's flamebearer JSON (what Grafana's Profiles Drilldown reads) */
 void api_h_pyroscope_render(struct cp_req *r, struct cp_resp *out, void *arg);
+/* GET /pyroscope/render-diff?leftQuery=&leftFrom=&leftUntil=&rightQuery=&rightFrom=&rightUntil=&max-nodes=:
+ * both selections (of one type) in one flame graph, Pyroscope's "double" flamebearer */
+void api_h_pyroscope_render_diff(struct cp_req *r, struct cp_resp *out, void *arg);
+/* POST /settings.v1.SettingsService/Get (Connect): no settings (cprof keeps none of Grafana's) */
+void api_h_settings(struct cp_req *r, struct cp_resp *out, void *arg);
 
 #endif

@@ -77,6 +77,7 @@ check() { # TYPE GRAFANA-SELECTOR CPROF-SELECTOR SERVICE
 		[ "$4" = '*' ] || # (*: whichever)
 			is "$(printf '%s' "$out" | jq -r '[.selectSeries[].labels.service_name] | join(",")')" "$4" "$enc: grouped by service_name"
 		is "$(printf '%s' "$out" | jq -r .type)" "$1" "$enc: ProfileTypes lists $1 with its parts"
+		is "$(printf '%s' "$out" | jq -r .settings)" 0 "$enc: settings.v1.SettingsService/Get: no settings"
 		like "$(printf '%s' "$out" | jq -r '.series | map(.__profile_type__ + " " + .service_name) | join(",")')" "$1 " \
 			"$enc: Series by __profile_type__ gives service_name"
 		is "$(printf '%s' "$out" | jq -r '.errors | to_entries | map(.key + "=" + .value) | join(" ")')" \
@@ -141,6 +142,30 @@ for bad in 'query=x{' 'query=' 'query={a="b"}' 'query=cpu&from=now-300y' 'query=
 done
 http GET '/pyroscope/render?query=cpu&format=dot'
 is "$code $(printf '%s' "$body" | jq -r .code)" "501 unimplemented" "render format=dot: unimplemented"
+
+# ---- /pyroscope/render-diff: two selections in one flame graph ----
+L='process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="nodeapp"}' R='process_cpu:cpu:nanoseconds:cpu:nanoseconds{}'
+lwant=$("$CPROF" query --data "$D" "$L" --from 1 --to "$end_ms" -f json 2>/dev/null | jq -r .total)
+rwant=$("$CPROF" query --data "$D" "$R" --from 1 --to "$end_ms" -f json 2>/dev/null | jq -r .total)
+for mn in 0 5; do
+	http GET /pyroscope/render-diff -G --data-urlencode "leftQuery=$L" --data-urlencode "rightQuery=$R" \
+		--data-urlencode leftFrom=1000 --data-urlencode rightFrom=1000 --data-urlencode "leftUntil=$end_ms" \
+		--data-urlencode "rightUntil=$end_ms" --data-urlencode "max-nodes=$mn"
+	is "$code $(printf '%s' "$body" | jq -r '[.leftTicks, .rightTicks, .flamebearer.numTicks, .metadata.format] | join(" ")')" \
+		"200 $lwant $rwant $((lwant + rwant)) double" "render-diff (max-nodes $mn): leftTicks and rightTicks are cprof query's"
+	is "$(printf '%s' "$body" | jq -c '.flamebearer.levels[0]')" "[0,$lwant,0,0,$rwant,0,0]" \
+		"render-diff (max-nodes $mn): the root level holds both totals"
+	# each level's nodes, on each side, end within the total (offsets from the previous node's end)
+	is "$(printf '%s' "$body" | jq -r --argjson l "$lwant" --argjson r "$rwant" '[.flamebearer.levels[] |
+		[range(0; length; 7) as $i | .[$i:$i+7]] | (map(.[0] + .[1]) | add) <= $l and (map(.[3] + .[4]) | add) <= $r] | all')" \
+		true "render-diff (max-nodes $mn): every level fits on both sides"
+done
+http GET /pyroscope/render-diff -G --data-urlencode "leftQuery=$L" --data-urlencode 'rightQuery=wall:wall:nanoseconds:wall:nanoseconds{}'
+is "$code $(printf '%s' "$body" | jq -r .code)" "400 invalid_argument" "render-diff of two types: invalid_argument"
+http GET /pyroscope/render-diff -G --data-urlencode "leftQuery=$L"
+is "$code $(printf '%s' "$body" | jq -r .code)" "400 invalid_argument" "render-diff without rightQuery: invalid_argument"
+http POST /settings.v1.SettingsService/Set -H 'Content-Type: application/json' --data-binary '{}'
+is "$code $(printf '%s' "$body" | jq -r .code)" "501 unimplemented" "settings.v1.SettingsService/Set: unimplemented"
 
 # ---- Connect on the wire: curl ----
 Q=/querier.v1.QuerierService

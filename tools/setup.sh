@@ -95,6 +95,13 @@ if command -v npm >/dev/null; then
 	npm_get cprof-go1.15 0.8.0 cprof-go1.15@npm:esbuild-linux-64@0.8.0
 	npm_get cprof-go1.16 0.11.23 cprof-go1.16@npm:esbuild-linux-64@0.11.23
 	npm_get @esbuild/linux-x64 0.28.2
+	# Grafana's side of cprof serve's Pyroscope query API (tests/cli/test-grafana.sh): a Connect client generated
+	# from the pinned proto/pyroscope files by buf with the Protobuf-ES plugin, run on the official runtimes
+	npm_get @bufbuild/protobuf 2.17.0
+	npm_get @bufbuild/protoc-gen-es 2.17.0
+	npm_get @connectrpc/connect 2.3.0
+	npm_get @connectrpc/connect-node 2.3.0
+	npm_get @bufbuild/buf 1.75.0 # runs protoc-gen-es on the .proto files, offline (the Debian machine has protoc-c only)
 else
 	echo "setup: optional step failed, the tests that need it will fail: npm is not installed"
 fi

@@ -6,6 +6,7 @@
  * and api_ops.c (api_impl.h). */
 #include "http/api.h"
 #include "http/api_impl.h"
+#include "http/api_querier.h"
 
 const char *api_name(const struct cp_api *s, size_t k)
 {
@@ -234,6 +235,11 @@ static const struct cp_route routes_tail[] = {
 	{ "GET", "/api/profiles/types", "parca_types", api_h_parca_types, false },
 	{ "GET", "/api/profiles/labels", "parca_labels", api_h_parca_labels, false },
 	{ "GET", "/api/profiles/labels/", "parca_label_values", api_h_parca_labels, false },
+	/* Pyroscope's query API, as Grafana's Pyroscope data source calls it (api_querier.c) */
+	{ "POST", "/querier.v1.QuerierService/", "pyroscope_querier", api_h_querier, false },
+	{ "GET", "/pyroscope/render", "pyroscope_render", api_h_pyroscope_render, false },
+	{ "GET", "/pyroscope/render-diff", "pyroscope_render_diff", api_h_pyroscope_render_diff, false },
+	{ "POST", "/settings.v1.SettingsService/", "pyroscope_settings", api_h_settings, false },
 };
 
 #define NHEAD (sizeof(routes_head) / sizeof(routes_head[0]))

@@ -219,7 +219,7 @@ static int strset_add(struct strset *set, const char *str)
 		const char **p = realloc(set->s, cap * sizeof(*p));
 
 		if (!p)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		set->s = p;
 		set->cap = cap;
 	}
@@ -246,10 +246,10 @@ static int strset_give(const struct strset *set, char ***out, size_t *n)
 	if (!set->n)
 		return 0;
 	if (!(*out = calloc(set->n, sizeof(**out))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	for (size_t i = 0; i < set->n; i++, (*n)++)
 		if (!((*out)[i] = strdup(set->s[i])))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -689,10 +689,10 @@ static int fg_push(struct fg *f, uint32_t depth, int64_t x, int64_t total, int64
 		if (cap)
 			f->cap = cap;
 		if (!lv || !cap)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		for (; g->n_levels <= depth; g->n_levels++) {
 			if (!(l = malloc(sizeof(*l))))
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory");
 			querier__v1__level__init(l);
 			g->levels[g->n_levels] = l;
 			f->cap[g->n_levels] = 0;
@@ -704,7 +704,7 @@ static int fg_push(struct fg *f, uint32_t depth, int64_t x, int64_t total, int64
 		int64_t *v = realloc(l->values, cap * sizeof(*v));
 
 		if (!v)
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		l->values = v;
 		f->cap[depth] = cap;
 	}
@@ -756,7 +756,7 @@ static int flame_graph(const struct cp_profile *p, int64_t max_nodes, Querier__V
 	int err = -ENOMEM;
 
 	if (!(f.g = *out = malloc(sizeof(**out))))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	querier__v1__flame_graph__init(f.g);
 	if (!p || !p->nsamples)
 		return 0;
@@ -924,13 +924,13 @@ static int sgroups_add(struct sgroup **groups, size_t *ngroups, const struct cp_
 			struct sgroup *g = realloc(*groups, (*ngroups + 1) * sizeof(*g));
 
 			if (!g)
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory");
 			*groups = g;
 			g[j].name = strdup(name);
 			g[j].totals = calloc(nb ? nb : 1, sizeof(int64_t));
 			(*ngroups)++;
 			if (!g[j].name || !g[j].totals)
-				return -ENOMEM;
+				return cp_error(ENOMEM, "out of memory");
 		}
 		for (size_t t = 0; t < nb; t++)
 			(*groups)[j].totals[t] += gt[k].totals[t];
@@ -1364,12 +1364,12 @@ static int dfg_push(struct dfg *f, uint32_t depth, const int64_t x[2], const int
 	for (idx = 0; idx < f->names.n && strcmp(f->names.s[idx], name); idx++)
 		;
 	if (idx == f->names.n && strset_add(&f->names, name))
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory");
 	while (json_array_size(f->levels) <= depth) {
 		int64_t(*e)[2] = realloc(f->end, (f->nend + 1) * sizeof(*e));
 
 		if (!e || json_array_append_new(f->levels, json_array()))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		f->end = e;
 		f->end[f->nend][0] = f->end[f->nend][1] = 0;
 		f->nend++;
@@ -1379,7 +1379,7 @@ static int dfg_push(struct dfg *f, uint32_t depth, const int64_t x[2], const int
 		if (json_array_append_new(l, json_integer(x[side] - f->end[depth][side])) ||
 		    json_array_append_new(l, json_integer(total[side])) ||
 		    json_array_append_new(l, json_integer(self[side])))
-			return -ENOMEM;
+			return cp_error(ENOMEM, "out of memory");
 		f->end[depth][side] = x[side] + total[side];
 		if (self[side] > f->max_self)
 			f->max_self = self[side];

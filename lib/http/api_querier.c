@@ -1103,6 +1103,35 @@ out:
 	protobuf_c_message_free_unpacked(&req->base, NULL);
 }
 
+/* ---- GetProfileStats: whether anything was stored, and from when to when ---- */
+
+static void h_profile_stats(struct cp_req *r, struct cp_resp *out, void *arg)
+{
+	Types__V1__GetProfileStatsResponse res = TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
+	struct cp_api *s = arg;
+	struct cp_store *st;
+	int64_t oldest = 0, newest = 0;
+	int err;
+	READ(Types__V1__GetProfileStatsRequest, types__v1__get_profile_stats_request__descriptor, req);
+
+	if (!(st = cp_shared_reader(s->store))) {
+		cp_connect_error(out, CP_CONNECT_INTERNAL, "%s", cp_errmsg(errno));
+		goto out;
+	}
+	err = cp_store_extent(st, &oldest, &newest);
+	cp_shared_release(s->store, st);
+	if (err) {
+		cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
+		goto out;
+	}
+	res.data_ingested = newest > 0;
+	res.oldest_profile_time = oldest / 1000000; /* ms */
+	res.newest_profile_time = newest / 1000000;
+	cp_connect_answer(out, enc, &res.base);
+out:
+	protobuf_c_message_free_unpacked(&req->base, NULL);
+}
+
 /* ---- the routes ---- */
 
 void api_h_querier(struct cp_req *r, struct cp_resp *out, void *arg)
@@ -1118,6 +1147,7 @@ void api_h_querier(struct cp_req *r, struct cp_resp *out, void *arg)
 		{ "SelectMergeStacktraces", h_select_merge_stacktraces },
 		{ "SelectMergeProfile", h_select_merge_profile },
 		{ "SelectSeries", h_select_series },
+		{ "GetProfileStats", h_profile_stats },
 	};
 	const char *path = cp_req_path(r), *m = strrchr(path, '/') + 1;
 

@@ -61,6 +61,8 @@ struct cp_store_ops {
 	int (*flush)(struct cp_store *s, bool now);
 	void (*pending)(struct cp_store *s, struct cp_pusher_stats *st);
 	const char *(*push_error)(struct cp_store *s);
+	/* the oldest and newest sample times kept (cp_store_extent).  NULL: not known (-EOPNOTSUPP) */
+	int (*extent)(struct cp_store *s, int64_t *oldest, int64_t *newest);
 	/* where it is, for messages (a URL; NULL: the local store, whose directory its caller knows) */
 	const char *(*location)(const struct cp_store *s);
 	void (*close)(struct cp_store *s);

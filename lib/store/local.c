@@ -550,6 +550,24 @@ static void op_limit_memory(struct cp_store *s, size_t bytes)
 		l->parts.v[i].dict.max_bytes = bytes;
 }
 
+static int op_extent(struct cp_store *s, int64_t *oldest, int64_t *newest)
+{
+	sqlite3_stmt *q = NULL;
+	int err, rc;
+
+	if ((err = cp_db_prepare(L(s)->db, "SELECT min(t_min), max(t_max) FROM partitions", &q)))
+		return err;
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+		*oldest = sqlite3_column_int64(q, 0);
+		*newest = sqlite3_column_int64(q, 1);
+	} else if (rc != SQLITE_ROW) {
+		err = cp_error(EIO, "reading the store's days: %s", sqlite3_errmsg(L(s)->db));
+	}
+	sqlite3_finalize(q);
+	return err;
+}
+
 static int op_stats(struct cp_store *s, struct cp_store_stats *st)
 {
 	return cp_local_stats(L(s), st);
@@ -577,6 +595,7 @@ static const struct cp_store_ops local_ops = {
 	.over_time = op_over_time,
 	.over_time_groups = op_over_time_groups,
 	.stats = op_stats,
+	.extent = op_extent,
 	.memory = op_memory,
 	.limit_memory = op_limit_memory,
 	.compact = op_compact,

@@ -499,6 +499,14 @@ int cp_store_stats(struct cp_store *s, struct cp_store_stats *st)
 	return s->ops->stats(s, st);
 }
 
+int cp_store_extent(struct cp_store *s, int64_t *oldest, int64_t *newest)
+{
+	*oldest = *newest = 0;
+	if (!s->ops->extent)
+		return cp_error(EOPNOTSUPP, "the %s store cannot tell the times it holds", s->ops->name);
+	return s->ops->extent(s, oldest, newest);
+}
+
 /* ---- what does not depend on a backend ---- */
 
 int cp_store_type_name(const struct cp_profile *p, int vidx, const char *name, char *buf, size_t len)

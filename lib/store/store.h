@@ -329,4 +329,11 @@ struct cp_store_stats {
 };
 int cp_store_stats(struct cp_store *s, struct cp_store_stats *st);
 
+/* The times (ns) of the oldest and the newest sample the store keeps, at
+ * the resolution of its days' bounds (a downsampled day's start may be
+ * rounded down to its step): cheap, for "is there data, and since when".
+ * 0 with both 0 when it holds none; -EOPNOTSUPP when the backend cannot
+ * tell (a server's store). */
+int cp_store_extent(struct cp_store *s, int64_t *oldest, int64_t *newest);
+
 #endif

@@ -78,6 +78,11 @@ check() { # TYPE GRAFANA-SELECTOR CPROF-SELECTOR SERVICE
 			is "$(printf '%s' "$out" | jq -r '[.selectSeries[].labels.service_name] | join(",")')" "$4" "$enc: grouped by service_name"
 		is "$(printf '%s' "$out" | jq -r .type)" "$1" "$enc: ProfileTypes lists $1 with its parts"
 		is "$(printf '%s' "$out" | jq -r .settings)" 0 "$enc: settings.v1.SettingsService/Get: no settings"
+		is "$(printf '%s' "$out" | jq -r .stats.ingested)" true "$enc: GetProfileStats: data was ingested"
+		ok "$enc: GetProfileStats: its oldest and newest times (ms) are in order and not in the future" \
+			test "$(printf '%s' "$out" | jq -r .stats.oldest)" -gt 0 -a \
+			"$(printf '%s' "$out" | jq -r .stats.oldest)" -le "$(printf '%s' "$out" | jq -r .stats.newest)" -a \
+			"$(printf '%s' "$out" | jq -r .stats.newest)" -le "$end_ms"
 		like "$(printf '%s' "$out" | jq -r '.series | map(.__profile_type__ + " " + .service_name) | join(",")')" "$1 " \
 			"$enc: Series by __profile_type__ gives service_name"
 		is "$(printf '%s' "$out" | jq -r '.errors | to_entries | map(.key + "=" + .value) | join(" ")')" \

@@ -892,8 +892,12 @@ START_TEST(test_dedup)
 	struct cp_store *s = open_store(CP_STORE_WRITE);
 	struct cp_profile *p = std_profile(1);
 	struct cp_store_stats st1, st;
+	int64_t oldest = -1, newest = -1;
 	int i;
 
+	/* an empty store holds no time */
+	ck_assert_int_eq(cp_store_extent(s, &oldest, &newest), 0);
+	ck_assert(oldest == 0 && newest == 0);
 	append_at(s, p, T0, "comm=a");
 	ck_assert_int_eq(cp_store_stats(s, &st1), 0);
 	ck_assert_int_eq(st1.series, 2);
@@ -913,6 +917,12 @@ START_TEST(test_dedup)
 	ck_assert_int_eq(st.functions, st1.functions);
 	ck_assert_int_eq(st.blocks, 10);
 	ck_assert_int_eq(st.entries, 10 * st1.entries);
+	/* the oldest and newest sample times: T0 and the last append's (its profile's length at most after) */
+	ck_assert_int_eq(cp_store_extent(s, &oldest, &newest), 0);
+	ck_assert_int_le(oldest, T0);
+	ck_assert_int_gt(oldest, T0 - 86400 * NS);
+	ck_assert_int_ge(newest, T0 + 90 * NS);
+	ck_assert_int_le(newest, T0 + 90 * NS + 3600 * NS);
 	ck_assert_int_eq(st.samples, 10 * st1.samples);
 	ck_assert_int_eq(select_total(s, "process_cpu:samples", 0, INT64_MAX), 60);
 	/* the same profile twice at one time adds up */

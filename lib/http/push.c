@@ -21,8 +21,12 @@
 
 /* A spool entry is the file DIR/<20-digit time>.push:
  *   "cprof-push 1 <body length>\n" <query> "\n" <body>
+ * or, for a push with headers of its own (Content-Type...):
+ *   "cprof-push 2 <body length>\n" <query> "\n" (<header> "\n")* "\n" <body>
  * Names sort in the order the pushes were made. */
 #define SPOOL_MAGIC "cprof-push 1 "
+#define SPOOL_MAGIC2 "cprof-push 2 "
+#define ENTRY_HEADERS 4 /* a push's own headers, at most */
 #define SPOOL_SUFFIX ".push"
 #define BACKOFF_MIN_NS 1000000000LL
 #define BACKOFF_MAX_NS 30000000000LL
@@ -219,15 +223,23 @@ int cp_pusher_set_headers(struct cp_pusher *p, const char *const *headers, size_
 
 /* 0: stored; 1: try again later (the reason in last_error); -errno: the
  * server refused it (4xx) */
-static int send_one(struct cp_pusher *p, const char *query, const void *body, size_t len)
+static int send_one(struct cp_pusher *p, const char *query, const char *const *hdrs, const void *body, size_t len)
 {
+	const char *all[sizeof(p->headers) / sizeof(p->headers[0]) + ENTRY_HEADERS];
 	struct cp_http_response r;
 	char *path = NULL;
+	size_t n = 0;
 	int err;
+
+	for (size_t i = 0; p->headers[i]; i++)
+		all[n++] = p->headers[i];
+	for (size_t i = 0; hdrs && hdrs[i] && i < ENTRY_HEADERS; i++)
+		all[n++] = hdrs[i];
+	all[n] = NULL;
 
 	if (*query == '/' ? !(path = strdup(query)) : asprintf(&path, "/api/v1/push%s%s", *query ? "?" : "", query) < 0)
 		return cp_error(ENOMEM, "out of memory");
-	err = cp_http_request(p->c, "POST", path, (const char *const *)p->headers, body, len, &r);
+	err = cp_http_request(p->c, "POST", path, all, body, len, &r);
 	free(path);
 	if (err) { /* no answer */
 		set_last_error(p, err);
@@ -264,20 +276,24 @@ static void delivered(struct cp_pusher *p)
 	p->backoff = BACKOFF_MIN_NS;
 }
 
-/* the entry's query and body, from its file */
-static int read_entry(struct cp_pusher *p, const struct entry *e, uint8_t **data, char **query, uint8_t **body,
-		      size_t *blen)
+/* the entry's query, headers (NULL-terminated, ENTRY_HEADERS at most) and body, from its file */
+static int read_entry(struct cp_pusher *p, const struct entry *e, uint8_t **data, char **query,
+		      char *hdrs[ENTRY_HEADERS + 1], uint8_t **body, size_t *blen)
 {
 	char path[4200], *nl, *end;
-	size_t len = 0, ml = strlen(SPOOL_MAGIC);
+	size_t len = 0, ml = strlen(SPOOL_MAGIC), nh = 0;
 	unsigned long long want;
+	bool v2;
 	int err;
 
+	hdrs[0] = NULL;
 	snprintf(path, sizeof(path), "%s/%s", p->dir, e->name);
 	if ((err = cp_read_file(path, CP_HTTP_MAX_RESPONSE, data, &len)))
 		return err;
-	if (len < ml || memcmp(*data, SPOOL_MAGIC, ml) || !(nl = memchr(*data, '\n', len)))
+	if (len < ml || (memcmp(*data, SPOOL_MAGIC, ml) && memcmp(*data, SPOOL_MAGIC2, ml)) ||
+	    !(nl = memchr(*data, '\n', len)))
 		return cp_error(EBADMSG, "%s is not a spooled push", path);
+	v2 = !memcmp(*data, SPOOL_MAGIC2, ml);
 	errno = 0;
 	want = strtoull((char *)*data + ml, &end, 10);
 	if (errno || end != nl)
@@ -286,6 +302,17 @@ static int read_entry(struct cp_pusher *p, const struct entry *e, uint8_t **data
 	if (!(nl = memchr(*query, '\n', len - (size_t)((uint8_t *)*query - *data))))
 		return cp_error(EBADMSG, "%s is not a spooled push", path);
 	*nl = '\0';
+	while (v2) { /* header lines up to an empty one */
+		char *h = nl + 1;
+
+		if (!(nl = memchr(h, '\n', len - (size_t)((uint8_t *)h - *data))) || (nl > h && nh == ENTRY_HEADERS))
+			return cp_error(EBADMSG, "%s is not a spooled push", path);
+		*nl = '\0';
+		if (nl == h)
+			break;
+		hdrs[nh++] = h;
+		hdrs[nh] = NULL;
+	}
 	*body = (uint8_t *)nl + 1;
 	*blen = len - (size_t)(*body - *data);
 	if (*blen != want)
@@ -299,9 +326,9 @@ static int drain(struct cp_pusher *p)
 {
 	while (p->head < p->n) {
 		uint8_t *data = NULL, *body = NULL;
-		char *query = NULL;
+		char *query = NULL, *hdrs[ENTRY_HEADERS + 1];
 		size_t blen = 0;
-		int err = read_entry(p, &p->e[p->head], &data, &query, &body, &blen);
+		int err = read_entry(p, &p->e[p->head], &data, &query, hdrs, &body, &blen);
 
 		if (err) {
 			p->st.corrupt++;
@@ -310,7 +337,7 @@ static int drain(struct cp_pusher *p)
 			free(data);
 			continue;
 		}
-		err = send_one(p, query, body, blen);
+		err = send_one(p, query, (const char *const *)hdrs, body, blen);
 		free(data);
 		if (err == 1) {
 			backoff(p);
@@ -350,12 +377,18 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-static int spool(struct cp_pusher *p, const char *query, const void *body, size_t len)
+static int spool(struct cp_pusher *p, const char *query, const char *const *hdrs, const void *body, size_t len)
 {
 	char hdr[64], tmp[4200], name[32], sz[32];
-	size_t qlen = strlen(query);
-	int hlen = snprintf(hdr, sizeof(hdr), SPOOL_MAGIC "%zu\n", len), fd, err;
-	uint64_t size = (uint64_t)hlen + qlen + 1 + len, t;
+	size_t qlen = strlen(query), hl = 0;
+	int hlen = snprintf(hdr, sizeof(hdr), "%s%zu\n", hdrs && *hdrs ? SPOOL_MAGIC2 : SPOOL_MAGIC, len), fd, err;
+	uint64_t size, t;
+
+	for (size_t i = 0; hdrs && hdrs[i]; i++)
+		hl += strlen(hdrs[i]) + 1;
+	if (hdrs && *hdrs)
+		hl++;
+	size = (uint64_t)hlen + qlen + 1 + hl + len;
 
 	if (size > p->max) {
 		p->st.dropped++;
@@ -373,7 +406,17 @@ static int spool(struct cp_pusher *p, const char *query, const void *body, size_
 	if (fd < 0)
 		return cp_error(errno, "cannot spool to %s: %s", p->dir, strerror(errno));
 	if ((err = write_all(fd, hdr, (size_t)hlen)) || (err = write_all(fd, query, qlen)) ||
-	    (err = write_all(fd, "\n", 1)) || (err = write_all(fd, body, len)) || (fsync(fd) < 0 && (err = -errno))) {
+	    (err = write_all(fd, "\n", 1))) {
+		close(fd);
+		unlink(tmp);
+		return cp_error(-err, "cannot spool to %s: %s", p->dir, strerror(-err));
+	}
+	for (size_t i = 0; hdrs && hdrs[i] && !err; i++)
+		if (!(err = write_all(fd, hdrs[i], strlen(hdrs[i]))))
+			err = write_all(fd, "\n", 1);
+	if (!err && hdrs && *hdrs)
+		err = write_all(fd, "\n", 1);
+	if (err || (err = write_all(fd, body, len)) || (fsync(fd) < 0 && (err = -errno))) {
 		close(fd);
 		unlink(tmp);
 		return cp_error(-err, "cannot spool to %s: %s", p->dir, strerror(-err));
@@ -405,23 +448,33 @@ static int spool(struct cp_pusher *p, const char *query, const void *body, size_
 
 int cp_pusher_push(struct cp_pusher *p, const char *query, const void *body, size_t len)
 {
+	return cp_pusher_push_with(p, query, NULL, body, len);
+}
+
+int cp_pusher_push_with(struct cp_pusher *p, const char *query, const char *const *headers, const void *body,
+			size_t len)
+{
+	size_t nh = 0;
 	int err;
 
 	if (!query)
 		query = "";
 	if (strchr(query, '\n') || strchr(query, ' '))
 		return cp_error(EINVAL, "a push query must be URL-encoded");
+	for (; headers && headers[nh]; nh++)
+		if (!*headers[nh] || strpbrk(headers[nh], "\r\n") || nh == ENTRY_HEADERS)
+			return cp_error(EINVAL, "a push takes at most %d headers of its own, each one line", ENTRY_HEADERS);
 	if (p->dir && p->head < p->n) {
 		/* the spool goes first: the server takes pushes in order */
 		if (cp_mono_ns() < p->next_try)
-			return spool(p, query, body, len);
+			return spool(p, query, headers, body, len);
 		err = drain(p);
 		if (err < 0)
 			return err;
 		if (err == CP_PUSH_SPOOLED)
-			return spool(p, query, body, len);
+			return spool(p, query, headers, body, len);
 	}
-	err = send_one(p, query, body, len);
+	err = send_one(p, query, headers, body, len);
 	if (err == 0) {
 		delivered(p);
 		return 0;
@@ -431,7 +484,7 @@ int cp_pusher_push(struct cp_pusher *p, const char *query, const void *body, siz
 	if (!p->dir) /* nowhere to keep it */
 		return cp_error(-p->last_errno, "%s", p->last_error ? p->last_error : "the push failed");
 	backoff(p);
-	return spool(p, query, body, len);
+	return spool(p, query, headers, body, len);
 }
 
 int cp_pusher_flush(struct cp_pusher *p)

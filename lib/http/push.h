@@ -41,6 +41,11 @@ void cp_pusher_free(struct cp_pusher *p);
  * cp_pusher_last_error()); -errno with a message: the server refused it for
  * good (4xx), or it could be neither sent nor spooled. */
 int cp_pusher_push(struct cp_pusher *p, const char *query, const void *body, size_t len);
+/* The same with headers of this push's own (NULL-terminated, "Name: value",
+ * at most 4: Content-Type, Content-Encoding), sent after the pusher's and
+ * spooled with the entry; NULL: none (Content-Type application/octet-stream). */
+int cp_pusher_push_with(struct cp_pusher *p, const char *query, const char *const *headers, const void *body,
+			size_t len);
 
 /* Extra headers sent with every push ("Name: value", at most 4; e.g.
  * X-Scope-OrgID, or an Authorization of its own when the pusher was made

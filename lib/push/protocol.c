@@ -7,9 +7,11 @@
 #include "util.h"
 
 const struct cp_push_protocol cp_push_protocols[] = {
-	{ "cprof", "/healthz", false, cp_push_target_cprof },
-	{ "pyroscope", "/ready", true, cp_push_target_pyroscope },
-	{ NULL, NULL, false, NULL },
+	{ "cprof", "/healthz", false, cp_push_target_cprof, NULL, NULL },
+	{ "pyroscope", "/ready", true, cp_push_target_pyroscope, NULL, NULL },
+	/* OTLP has no GET to ping */
+	{ "otlp", NULL, false, cp_push_target_otlp, cp_otlp_encode, cp_push_otlp_headers },
+	{ NULL, NULL, false, NULL, NULL, NULL },
 };
 
 const struct cp_push_protocol *cp_push_protocol_find(const char *name)

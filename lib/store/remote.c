@@ -474,6 +474,8 @@ static int remote_ping(struct cp_remote *r)
 	struct cp_http_response resp;
 	int err;
 
+	if (!r->proto->ping_path)
+		return 0; /* the protocol has none: the first push will tell */
 	cp_http_client_set_timeout(r->c, CP_PUSH_TIMEOUT_MS);
 	err = cp_http_request(r->c, "GET", r->proto->ping_path, (const char *const *)r->headers, NULL, 0, &resp);
 	cp_http_client_set_timeout(r->c, CP_REMOTE_TIMEOUT_MS);
@@ -501,8 +503,15 @@ static bool in_part(const struct cp_profile *src, uint32_t sample, void *arg)
 	return ((const bool *)arg)[sample];
 }
 
-/* a's profile as pprof, only its samples a->sel when given */
-static int encode_part(const struct cp_store_append *a, uint8_t **body, size_t *len)
+/* p as the body of append a: the protocol's encoding, else gzipped pprof */
+static int encode_body(const struct cp_remote *r, const struct cp_store_append *a, const struct cp_profile *p,
+		       uint8_t **body, size_t *len)
+{
+	return r->proto->encode ? r->proto->encode(a, p, body, len) : cp_pprof_encode(p, 1, body, len);
+}
+
+/* a's profile as the protocol's body, only its samples a->sel when given */
+static int encode_part(const struct cp_remote *r, const struct cp_store_append *a, uint8_t **body, size_t *len)
 {
 	struct cp_merge_opts o = { 0 };
 	struct cp_profile *part;
@@ -510,7 +519,7 @@ static int encode_part(const struct cp_store_append *a, uint8_t **body, size_t *
 	int err;
 
 	if (!a->sel)
-		return cp_pprof_encode(a->profile, 1, body, len);
+		return encode_body(r, a, a->profile, body, len);
 	if (!(in = calloc(a->profile->nsamples + 1, sizeof(*in))))
 		return cp_error(ENOMEM, "out of memory encoding a profile");
 	for (size_t i = 0; i < a->nsel; i++)
@@ -519,7 +528,7 @@ static int encode_part(const struct cp_store_append *a, uint8_t **body, size_t *
 	o.keep = in_part;
 	o.keep_arg = in;
 	part = cp_profile_copy(a->profile, &o);
-	err = part ? cp_pprof_encode(part, 1, body, len) : cp_error(errno, "encoding a profile");
+	err = part ? encode_body(r, a, part, body, len) : cp_error(errno, "encoding a profile");
 	cp_profile_free(part);
 	free(in);
 	return err;
@@ -547,11 +556,11 @@ static int remote_append(struct cp_remote *r, const struct cp_store_append *a, s
 		size_t len = 0;
 		char *q = NULL;
 
-		if ((err = push_target(r, &a[i], &q)) || (err = encode_part(&a[i], &body, &len))) {
+		if ((err = push_target(r, &a[i], &q)) || (err = encode_part(r, &a[i], &body, &len))) {
 			free(q);
 			break;
 		}
-		err = cp_pusher_push(r->pusher, q, body, len);
+		err = cp_pusher_push_with(r->pusher, q, r->proto->headers, body, len);
 		free(body);
 		free(q);
 		if (err < 0)

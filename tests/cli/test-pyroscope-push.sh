@@ -111,7 +111,7 @@ is "$(jq -r "select(.n == $n) | [.headers.authorization, .headers[\"x-scope-orgi
 # ---- bad options ----
 run "$CPROF" import --remote "$CAP" --remote-api parca "$FIXTURES/cpu-before.pb.gz"
 is "$rc" 2 "--remote-api parca: exit 2"
-like "$err" "cprof import: --remote-api: cprof or pyroscope, not 'parca'" "... saying which are taken"
+like "$err" "cprof import: --remote-api: cprof, pyroscope or otlp, not 'parca'" "... saying which are taken"
 run "$CPROF" import --data "$T/d0" --tenant x "$FIXTURES/cpu-before.pb.gz"
 is "$rc" 2 "--tenant without --remote: exit 2"
 run "$CPROF" import --remote "$CAP" --tenant x "$FIXTURES/cpu-before.pb.gz"

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* OTLP profiles (lib/ingest/otlp.c): requests packed by protobuf-c's code of
  * the pinned .proto files, decoded into a batch: types, values, labels,
- * dictionary indices, and the bounds. */
+ * dictionary indices, and the bounds; and cprof's own encoder
+ * (lib/push/otlp.c) decoded back: same types, totals, labels, frames. */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decode_limits.h"
 #include "error.h"
 #include "ingest/protocol.h"
+#include "gzip.h"
 #include "profile.h"
+#include "push/protocol.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
 typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
@@ -283,6 +288,124 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* a Go-like CPU profile (samples/count and cpu/nanoseconds, period cpu 10 ms)
+ * with labels, a mapping with a build id, pushed as OTLP and decoded back */
+static const char *sample_label(const struct cp_profile *p, uint32_t s, const char *name)
+{
+	const struct cp_span *ls = &p->labelsets[p->samples[s].labels];
+	static char num[32];
+
+	for (uint32_t i = 0; i < ls->len; i++) {
+		const struct cp_label *l = &p->labels[ls->off + i];
+
+		if (strcmp(cp_profile_string(p, l->key), name))
+			continue;
+		if (l->str)
+			return cp_profile_string(p, l->str);
+		snprintf(num, sizeof(num), "%lld", (long long)l->num);
+		return num;
+	}
+	return NULL;
+}
+
+START_TEST(test_encode_round_trip)
+{
+	struct cp_profile *p = cp_profile_new();
+	struct cp_function f = { 0 };
+	struct cp_mapping m = { 0 };
+	struct cp_line ln = { 0 };
+	struct cp_label lab[3] = { { 0 } };
+	struct cp_ingest_batch b = { 0 };
+	static const struct cp_kv series[] = { { "service_name", "svc" }, { "node", "h1" }, { "region", "eu" } };
+	struct cp_store_append a = { 0 };
+	uint32_t locs[2], st[2], ls[2];
+	int64_t v[2];
+	uint8_t *body = NULL, *raw = NULL;
+	size_t len = 0, rlen = 0;
+	int found = 0;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(cp_profile_add_sample_type(p, "samples", "count"), 0);
+	ck_assert_int_eq(cp_profile_add_sample_type(p, "cpu", "nanoseconds"), 0);
+	ck_assert_int_eq(cp_profile_set_period_type(p, "cpu", "nanoseconds", 10000000), 0);
+	p->time_nanos = 1700000000000000000LL;
+	p->duration_nanos = 10000000000LL;
+	m.start = 0x400000;
+	m.limit = 0x800000;
+	m.filename = (uint32_t)cp_profile_str(p, "/bin/app");
+	m.build_id = (uint32_t)cp_profile_str(p, "abcdef");
+	ck_assert_int_eq(cp_profile_mapping(p, &m), 1);
+	for (int i = 0; i < 2; i++) {
+		f.name = (uint32_t)cp_profile_str(p, i ? "main" : "work");
+		f.filename = (uint32_t)cp_profile_str(p, "app.c");
+		ln.function = (uint32_t)cp_profile_function(p, &f);
+		ln.line = 10 + i;
+		locs[i] = (uint32_t)cp_profile_location(p, 1, 0x401000 + 0x10 * (uint64_t)i, &ln, 1, false);
+	}
+	st[0] = (uint32_t)cp_profile_stack(p, locs, 2); /* work <- main */
+	st[1] = (uint32_t)cp_profile_stack(p, locs + 1, 1);
+	lab[0] = (struct cp_label){ (uint32_t)cp_profile_str(p, "pid"), 0, 42, 0 };
+	lab[1] = (struct cp_label){ (uint32_t)cp_profile_str(p, "thread_name"), (uint32_t)cp_profile_str(p, "worker"), 0, 0 };
+	lab[2] = (struct cp_label){ (uint32_t)cp_profile_str(p, "span"), (uint32_t)cp_profile_str(p, "s1"), 0, 0 };
+	ls[0] = (uint32_t)cp_profile_labelset(p, lab, 3);
+	ls[1] = (uint32_t)cp_profile_labelset(p, lab + 2, 1);
+	v[0] = 3, v[1] = 30000000;
+	ck_assert_int_eq(cp_profile_add_sample(p, st[0], ls[0], v), 0);
+	v[0] = 2, v[1] = 20000000;
+	ck_assert_int_eq(cp_profile_add_sample(p, st[1], ls[1], v), 0);
+	v[0] = 0, v[1] = 5; /* no count: left out of samples/count */
+	ck_assert_int_eq(cp_profile_add_sample(p, st[1], ls[0], v), 0);
+
+	a.profile = p;
+	a.labels = series;
+	a.nlabels = 3;
+	ck_assert_int_eq(cp_otlp_encode(&a, p, &body, &len), 0);
+	ck_assert(cp_is_gzip(body, len));
+	ck_assert_int_eq(cp_gunzip(body, len, 1 << 26, &raw, &rlen), 0);
+	ck_assert_int_eq(cp_otlp_decode(raw, rlen, &b), 0);
+	ck_assert_uint_eq(b.n, 2); /* one per sample type */
+	for (size_t i = 0; i < b.n; i++) {
+		const struct cp_profile *q = b.a[i].profile;
+		const char *t = cp_profile_string(q, q->sample_types[0].type);
+		bool cpu = !strcmp(t, "cpu");
+
+		found |= cpu ? 1 : 2;
+		ck_assert_str_eq(cp_profile_string(q, q->sample_types[0].unit), cpu ? "nanoseconds" : "count");
+		ck_assert_str_eq(cp_profile_string(q, q->period_type.type), "cpu");
+		ck_assert_int_eq(q->period, cpu ? 10000000 : 0); /* not read as the eBPF profiler's counts */
+		ck_assert_int_eq(cp_profile_total(q, 0), cp_profile_total(p, cpu ? 1 : 0));
+		ck_assert_uint_eq(q->nsamples, cpu ? 3 : 2);
+		ck_assert_int_eq(b.a[i].time_ns, 1700000000000000000LL);
+		ck_assert_int_eq(q->duration_nanos, 10000000000LL);
+		ck_assert_str_eq(label(&b.a[i], "service_name"), "svc");
+		ck_assert_str_eq(label(&b.a[i], "node"), "h1");
+		ck_assert_str_eq(label(&b.a[i], "region"), "eu");
+		for (uint32_t s = 0; s < q->nsamples; s++) {
+			const struct cp_span *sk = &q->stacks[q->samples[s].stack];
+			const struct cp_location *l = cp_profile_loc(q, q->stack_locs[sk->off]);
+			const char *sp = sample_label(q, s, "span");
+
+			ck_assert_str_eq(sp, "s1");
+			if (sk->len == 2) { /* the first sample: its leaf, its labels, its mapping */
+				ck_assert_str_eq(cp_profile_string(q, q->functions[q->lines[l->line_off].function - 1].name),
+						 "work");
+				ck_assert_int_eq(q->lines[l->line_off].line, 10);
+				ck_assert_uint_eq(l->address, 0x401000);
+				ck_assert_str_eq(cp_profile_string(q, q->mappings[l->mapping - 1].build_id), "abcdef");
+				ck_assert_str_eq(cp_profile_string(q, q->mappings[l->mapping - 1].filename), "/bin/app");
+				ck_assert_str_eq(sample_label(q, s, "pid"), "42");
+				ck_assert_str_eq(sample_label(q, s, "thread_name"), "worker");
+			}
+		}
+	}
+	ck_assert_int_eq(found, 3);
+	cp_ingest_batch_release(&b);
+	free(raw);
+	free(body);
+	cp_profile_free(p);
+}
+END_TEST
+
 static Suite *otlp_suite(void)
 {
 	Suite *s = suite_create("otlp");
@@ -292,6 +415,7 @@ static Suite *otlp_suite(void)
 	tcase_add_test(tc, test_other_type);
 	tcase_add_test(tc, test_bad_index);
 	tcase_add_test(tc, test_limits);
+	tcase_add_test(tc, test_encode_round_trip);
 	suite_add_tcase(s, tc);
 	return s;
 }

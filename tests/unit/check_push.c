@@ -4,6 +4,7 @@
  * against a real HTTP server (lib/http/server.c) whose push handler answers
  * what each test asks for. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,6 +31,7 @@ static char got[64][256];  /* "query|body" of each push stored (2xx) */
 static int ngot;
 static char auth[256];     /* the Authorization header of the last request */
 static char tenant[256];   /* its X-Scope-OrgID */
+static char types[64][128]; /* "Content-Type|Content-Encoding" of each push stored */
 
 static int add_arg(void *ctx, const char *name, const char *value)
 {
@@ -46,6 +48,7 @@ static void take_push(struct cp_req *r, struct cp_resp *out, const char *prefix)
 	char args[200] = "", q[220];
 	const uint8_t *body;
 	const char *a = cp_req_header(r, "Authorization"), *t = cp_req_header(r, "X-Scope-OrgID");
+	const char *ct = cp_req_header(r, "Content-Type"), *ce = cp_req_header(r, "Content-Encoding");
 	size_t len;
 	int status;
 
@@ -57,8 +60,10 @@ static void take_push(struct cp_req *r, struct cp_resp *out, const char *prefix)
 	status = answer;
 	snprintf(auth, sizeof(auth), "%s", a ? a : "");
 	snprintf(tenant, sizeof(tenant), "%s", t ? t : "");
-	if (status / 100 == 2 && ngot < 64)
+	if (status / 100 == 2 && ngot < 64) {
+		snprintf(types[ngot], sizeof(types[0]), "%s|%s", ct ? ct : "", ce ? ce : "");
 		snprintf(got[ngot++], sizeof(got[0]), "%s|%.*s", q, (int)len, (const char *)body);
+	}
 	pthread_mutex_unlock(&lock);
 	if (status / 100 == 2)
 		cp_resp_text(out, status, "application/json", "{\"profiles\":1,\"samples\":1}\n");
@@ -203,6 +208,56 @@ START_TEST(test_spool_when_unreachable)
 	ck_assert_int_eq(st.sent, 0);
 	ck_assert_int_gt(st.pending_bytes, 2 * strlen("body1"));
 	ck_assert_int_eq(spool_files(), 2);
+	cp_pusher_free(p);
+}
+END_TEST
+
+/* a push's own headers (OTLP's Content-Type and Content-Encoding) go with it,
+ * through the spool too (a "cprof-push 2" entry), and a push without keeps
+ * the default type */
+START_TEST(test_spool_keeps_headers)
+{
+	static const char *const hdrs[] = { "Content-Type: application/x-protobuf", "Content-Encoding: identity", NULL };
+	static const char *const bad[] = { "X-A: 1\r\nX-B: 2", NULL };
+	struct cp_pusher *p = cp_pusher_new(url, NULL, spool, 1 << 20);
+	FILE *f;
+	char line[64] = "";
+	int v[2] = { 0, 0 };
+	DIR *d;
+	struct dirent *de;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(cp_pusher_push_with(p, "name=cpu&seq=0", hdrs, "body0", 5), 0);
+	ck_assert_str_eq(types[0], "application/x-protobuf|identity");
+	set_answer(503);
+	ck_assert_int_eq(cp_pusher_push_with(p, "name=cpu&seq=1", hdrs, "body1", 5), CP_PUSH_SPOOLED);
+	ck_assert_int_eq(push(p, 2), CP_PUSH_SPOOLED);
+	ck_assert_int_eq(spool_files(), 2);
+	/* the entry with headers is a version 2 one, the other one stays version 1 */
+	ck_assert_ptr_nonnull(d = opendir(spool));
+	while ((de = readdir(d))) {
+		char path[PATH_MAX + 320];
+
+		if (!strstr(de->d_name, ".push"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
+		ck_assert_ptr_nonnull(f = fopen(path, "r"));
+		ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+		fclose(f);
+		ck_assert(!strncmp(line, "cprof-push 1 ", 13) || !strncmp(line, "cprof-push 2 ", 13));
+		v[line[11] - '1']++;
+	}
+	closedir(d);
+	ck_assert_int_eq(v[0], 1);
+	ck_assert_int_eq(v[1], 1);
+	set_answer(200);
+	ck_assert_int_eq(cp_pusher_flush(p), 0);
+	ck_assert_int_eq(ngot, 3);
+	expect_got(1, 1);
+	expect_got(2, 2);
+	ck_assert_str_eq(types[1], "application/x-protobuf|identity");
+	ck_assert_str_eq(types[2], "application/octet-stream|");
+	ck_assert_int_eq(cp_pusher_push_with(p, "name=cpu", bad, "x", 1), -EINVAL);
 	cp_pusher_free(p);
 }
 END_TEST
@@ -613,6 +668,7 @@ static Suite *push_suite(void)
 	tcase_add_test(p, test_resend_in_order);
 	tcase_add_test(p, test_spool_goes_first);
 	tcase_add_test(p, test_spool_keeps_target);
+	tcase_add_test(p, test_spool_keeps_headers);
 	tcase_add_test(p, test_retry_waits_for_backoff);
 	tcase_add_test(p, test_permanent_errors);
 	tcase_add_test(p, test_spooled_refused);

@@ -2,6 +2,7 @@
 #include "decode_limits.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -84,4 +85,34 @@ int cp_decode_too_large(size_t limit)
 	cp_size_str(limit, sz, sizeof(sz));
 	return cp_error(EFBIG, "decoding the profile would take over %s of memory (twice %s)", sz,
 			limits.setting ? limits.setting : "the most a profile may inflate to");
+}
+
+int cp_json_bounded(const char *s, size_t len, const char *what)
+{
+	const struct cp_decode_limits *lim = cp_decode_limits();
+	size_t containers = 0, values = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			containers++;
+		} else if (c == ',') {
+			values++;
+		}
+	}
+	if (containers > lim->max_json_containers)
+		return cp_error(EFBIG, "%s holds over %zu JSON objects and arrays (the most one may have)", what,
+				lim->max_json_containers);
+	if (values > lim->max_json_values)
+		return cp_error(EFBIG, "%s holds over %zu JSON values (the most one may have)", what, lim->max_json_values);
+	return 0;
 }

@@ -66,6 +66,14 @@ int cp_inflate_reserve(ptrdiff_t delta, size_t mine);
  * profile may have)", and with "decoding the profile would take over SIZE
  * (twice --max-decompressed)". */
 int cp_decode_too_many(const char *what, size_t limit);
+/* A JSON text held to max_json_containers and max_json_values before jansson
+ * parses it (jansson takes ~50 bytes for a number and a few hundred for an
+ * empty object: 30 MB of "{}," took 2.3 GB), counted on the text: outside
+ * strings '{' and '[' open a container, ',' separates values.  0, or -EFBIG
+ * with "WHAT holds over N JSON objects and arrays (the most one may have)"
+ * (or "... JSON values ..."); what names the text ("the body",
+ * "format=speedscope: the body"). */
+int cp_json_bounded(const char *s, size_t len, const char *what);
 int cp_decode_too_large(size_t limit);
 
 #endif

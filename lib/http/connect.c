@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "base64.h"
+#include "decode_limits.h"
 #include "error.h"
 #include "regex.h"
 
@@ -62,6 +63,8 @@ enum cp_connect_code cp_connect_code_of(int err)
 		return CP_CONNECT_INVALID_ARGUMENT;
 	if (err == ENOENT)
 		return CP_CONNECT_NOT_FOUND;
+	if (err == EFBIG)
+		return CP_CONNECT_RESOURCE_EXHAUSTED;
 	return CP_CONNECT_INTERNAL;
 }
 
@@ -514,10 +517,16 @@ static int json_to_message(const ProtobufCMessageDescriptor *d, const json_t *j,
 ProtobufCMessage *cp_connect_from_json(const ProtobufCMessageDescriptor *d, const char *text, size_t len)
 {
 	json_error_t je;
-	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *j;
 	ProtobufCMessage *m = NULL;
 	int err;
 
+	/* held to the decode limits' JSON counts before jansson takes memory for it */
+	if ((err = cp_json_bounded(text, len, "the request"))) {
+		errno = -err;
+		return NULL;
+	}
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j) {
 		errno = cp_error(EINVAL, "malformed JSON: %s (at %d:%d)", je.text, je.line, je.column) * -1;
 		return NULL;
@@ -564,8 +573,11 @@ ProtobufCMessage *cp_connect_read(struct cp_req *r, struct cp_resp *out, const P
 		return m;
 	}
 	if (!(m = cp_connect_from_json(d, len ? (const char *)body : "{}", len ? len : 2)))
-		cp_connect_error(out, errno == ENOMEM ? CP_CONNECT_INTERNAL : CP_CONNECT_INVALID_ARGUMENT, "%s: %s",
-				 d->name, cp_errmsg(errno));
+		cp_connect_error(out,
+				 errno == ENOMEM  ? CP_CONNECT_INTERNAL :
+				 errno == EFBIG	  ? CP_CONNECT_RESOURCE_EXHAUSTED :
+						    CP_CONNECT_INVALID_ARGUMENT,
+				 "%s: %s", d->name, cp_errmsg(errno));
 	return m;
 }
 

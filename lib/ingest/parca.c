@@ -15,43 +15,6 @@
 #include "pprof.h"
 #include "selector.h"
 
-/* jansson takes ~50 bytes for a number and a few hundred for an empty
- * object: 30 MB of "{}," took 2.3 GB.  Counted on the text before it is
- * parsed (outside strings: '{' and '[' open a container, ',' separates
- * values), a body is held to max_json_containers and max_json_values
- * (lib/decode_limits.h); a writeraw body is a few objects per series and per
- * profile, whose bytes are in base64 strings. */
-static int json_bounded(const char *s, size_t len)
-{
-	const struct cp_decode_limits *lim = cp_decode_limits();
-	size_t i, containers = 0, values = 0;
-	bool in_str = false;
-
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = false;
-		} else if (c == '"') {
-			in_str = true;
-		} else if (c == '{' || c == '[') {
-			containers++;
-		} else if (c == ',') {
-			values++;
-		}
-	}
-	if (containers > lim->max_json_containers)
-		return cp_error(EFBIG, "the body holds over %zu JSON objects and arrays (the most a writeraw body may have)",
-				lim->max_json_containers);
-	if (values > lim->max_json_values)
-		return cp_error(EFBIG, "the body holds over %zu JSON values (the most a writeraw body may have)",
-				lim->max_json_values);
-	return 0;
-}
-
 int cp_parca_writeraw(const char *body, size_t len,
 		      int (*fn)(void *ctx, const struct cp_labels *labels, const uint8_t *raw, size_t rawlen),
 		      void *ctx)
@@ -59,7 +22,7 @@ int cp_parca_writeraw(const char *body, size_t len,
 	json_error_t je;
 	json_t *root, *series, *s;
 	size_t i, j, k;
-	int err = json_bounded(body, len);
+	int err = cp_json_bounded(body, len, "the body");
 
 	if (err)
 		return err;

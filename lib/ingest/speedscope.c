@@ -34,40 +34,6 @@ static const struct {
 	{ "milliseconds", U_MS, 1e6 }, { "seconds", U_S, 1e9 },	   { "bytes", U_BYTES, 0 },
 };
 
-/* Counted on the text before jansson parses it (as for Parca's writeraw):
- * outside strings '{' and '[' open a container, ',' separates values. */
-static int ss_json_bounded(const char *s, size_t len)
-{
-	const struct cp_decode_limits *lim = cp_decode_limits();
-	size_t i, containers = 0, values = 0;
-	bool in_str = false;
-
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = false;
-		} else if (c == '"') {
-			in_str = true;
-		} else if (c == '{' || c == '[') {
-			containers++;
-		} else if (c == ',') {
-			values++;
-		}
-	}
-	if (containers > lim->max_json_containers)
-		return cp_error(EFBIG,
-				"format=speedscope: the body holds over %zu JSON objects and arrays (the most a body may have)",
-				lim->max_json_containers);
-	if (values > lim->max_json_values)
-		return cp_error(EFBIG, "format=speedscope: the body holds over %zu JSON values (the most a body may have)",
-				lim->max_json_values);
-	return 0;
-}
-
 /* One profile of the file, as read before it is decoded. */
 struct ss_prof {
 	json_t *j;
@@ -357,7 +323,7 @@ int cp_ingest_pyroscope_speedscope(const struct cp_pyro_push *push, const struct
 			return err;
 		body = inflated;
 	}
-	if ((err = ss_json_bounded((const char *)body, len)))
+	if ((err = cp_json_bounded((const char *)body, len, "format=speedscope: the body")))
 		goto out;
 	if (!(root = json_loadb((const char *)body, len, 0, &je))) {
 		err = cp_error(EINVAL, "format=speedscope: the body is not JSON: %s (line %d)", je.text, je.line);

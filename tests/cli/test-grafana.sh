@@ -213,9 +213,16 @@ jcall Nothing '{}'
 is "$code $(printf '%s' "$body" | jq -r .code)" "501 unimplemented" "an unknown method: unimplemented"
 http POST "$Q/Series" -H 'Content-Type: application/json' -H 'Content-Encoding: gzip' --data-binary '{}'
 is "$(printf '%s' "$body" | jq -r .code)" unimplemented "a compressed body: unimplemented"
+objs100=$(i=0; while [ $i -lt 100 ]; do printf '{},'; i=$((i + 1)); done)
 printf '{"matchers":[' >"$T/deep.json"; head -c 20000 /dev/zero | tr '\0' '[' >>"$T/deep.json"
 http POST "$Q/Series" -H 'Content-Type: application/json' --data-binary "@$T/deep.json"
 is "$(printf '%s' "$body" | jq -r .code)" invalid_argument "JSON nested deep: invalid_argument"
+# 150,000 empty objects (jansson would take hundreds of MB): refused on its count before it is parsed
+{ printf '{"matchers":['; i=0; while [ $i -lt 1500 ]; do printf '%s' "$objs100"; i=$((i + 1)); done; printf '{}]}'; } \
+	>"$T/many.json" 2>/dev/null || true
+http POST "$Q/Series" -H 'Content-Type: application/json' --data-binary "@$T/many.json"
+is "$code $(printf '%s' "$body" | jq -r .code)" "429 resource_exhausted" "150,000 JSON objects: resource_exhausted, before parsing"
+like "$(printf '%s' "$body" | jq -r .message)" 'over 100000 JSON objects and arrays' "saying why"
 http GET /healthz
 is "$code" 200 "the server is still up"
 

@@ -938,8 +938,16 @@ struct agg {
 	struct agg_entry *e;
 	size_t n, cap;
 	struct cp_index idx;
+	/* the entries of the empty label set (most of them once the process labels are dropped) by
+	 * stack id: dense[stack] = entry + 1 (0: none), for stacks < ndense; the others in idx */
+	uint32_t *dense;
+	size_t ndense;
 	int64_t tmin, tend; /* the first time, and when what the last counts ended */
 };
+
+/* The dense maps of one selection's aggregates take at most this much memory together (a group per
+ * process of a day of many stacks would take gigabytes): past it, aggregates hash. */
+#define AGG_DENSE_MAX ((size_t)64 << 20)
 
 static int agg_eq(const void *ctx, uint32_t id, const void *key)
 {
@@ -948,30 +956,56 @@ static int agg_eq(const void *ctx, uint32_t id, const void *key)
 	return a->stack == b->stack && a->labels == b->labels;
 }
 
+/* Adds v (fv) to g's entry of (stack, labels), made when new. */
 static int agg_add(struct agg *g, uint32_t stack, uint32_t labels, int64_t v, double fv, int64_t t, int64_t end)
 {
 	struct agg_entry k = { stack, labels, v, fv };
-	uint32_t h = (uint32_t)cp_hash_u64(((uint64_t)stack << 32) | labels, 9);
-	uint32_t id = cp_index_find(&g->idx, h, agg_eq, g, &k);
+	bool dense = !labels && stack < g->ndense;
+	uint32_t h = 0, id;
 
 	g->tmin = t < g->tmin ? t : g->tmin;
 	g->tend = end > g->tend ? end : g->tend;
+	if (dense) {
+		id = g->dense[stack] - 1;
+	} else {
+		h = (uint32_t)cp_hash_u64(((uint64_t)stack << 32) | labels, 9);
+		id = cp_index_find(&g->idx, h, agg_eq, g, &k);
+	}
 	if (id != UINT32_MAX) {
 		g->e[id].value = cp_add_sat(g->e[id].value, v);
 		g->e[id].fvalue += fv;
 		return 0;
 	}
-	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)) || cp_index_add(&g->idx, h, (uint32_t)g->n))
+	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)) ||
+	    (!dense && cp_index_add(&g->idx, h, (uint32_t)g->n)))
 		return cp_error(ENOMEM, "out of memory reading samples");
+	if (dense)
+		g->dense[stack] = (uint32_t)g->n + 1;
 	g->e[g->n++] = k;
 	return 0;
 }
 
-static void agg_clear(struct agg *g)
+/* Gives g a dense map of stacks 0 .. nstack when *budget (bytes) allows: the entries of a day are
+ * then found by their stack id instead of a hash (a fleet's day is tens of millions of entries). */
+static void agg_dense(struct agg *g, size_t nstack, size_t *budget)
+{
+	size_t bytes = (nstack + 1) * sizeof(*g->dense);
+
+	if (g->dense || g->n || bytes > *budget || !(g->dense = calloc(nstack + 1, sizeof(*g->dense))))
+		return;
+	g->ndense = nstack + 1;
+	*budget -= bytes;
+}
+
+static void agg_clear(struct agg *g, size_t *budget)
 {
 	g->n = 0;
 	cp_index_release(&g->idx);
 	memset(&g->idx, 0, sizeof(g->idx));
+	*budget += g->ndense * sizeof(*g->dense);
+	free(g->dense);
+	g->dense = NULL;
+	g->ndense = 0;
 }
 
 struct group_out {
@@ -991,6 +1025,8 @@ struct select_ctx {
 	struct gauge_times gt;
 	uint32_t *strip; /* the day's label sets -> without the process labels (NULL: kept) */
 	size_t nstrip;
+	size_t nstack;       /* the day's stacks, when it was opened */
+	size_t dense_budget; /* what the aggregates' dense maps may still take (AGG_DENSE_MAX) */
 };
 
 /* an aggregate and a result for every group made */
@@ -1036,6 +1072,8 @@ static int add_to_group(void *ctx, size_t si, int64_t t, uint32_t stack, uint32_
 		fv = (double)v / gauge_times_of(&c->gt, c->dg.which[si], 0);
 	if (labels < c->nstrip)
 		labels = c->strip[labels];
+	if (!c->aggs[g].n)
+		agg_dense(&c->aggs[g], c->nstack, &c->dense_budget);
 	return agg_add(&c->aggs[g], stack, labels, v, fv, t, end > c->to ? c->to : end);
 }
 
@@ -1145,7 +1183,7 @@ static int fold_day(struct select_ctx *c, struct cp_part *day, const char *type)
 		}
 		a->tmin = INT64_MAX;
 		a->tend = INT64_MIN;
-		agg_clear(a);
+		agg_clear(a, &c->dense_budget);
 	}
 	return err;
 }
@@ -1168,8 +1206,10 @@ static int select_pass(struct cp_local *s, const struct cp_store_query *q, const
 		if (err || (err = cp_dict_load(&day->dict)) ||
 		    (err = selection_day(x, day, q->sel, &want, &which, &nwant)) ||
 		    (err = day_groups_init(&c->dg, &c->g, x, which, nwant, q->sel, day->dict.p)) || (err = groups_grow(c)) ||
-		    (!count && !q->process_labels && (err = cp_dict_strip_map(day->dict.p, &c->strip, &c->nstrip))) ||
-		    (err = scan_day(day, want, nwant, q->from, q->to, count ? count_time : add_to_group, c, NULL,
+		    (!count && !q->process_labels && (err = cp_dict_strip_map(day->dict.p, &c->strip, &c->nstrip))))
+			goto next;
+		c->nstack = day->dict.nstack;
+		if ((err = scan_day(day, want, nwant, q->from, q->to, count ? count_time : add_to_group, c, NULL,
 				    x->gauge || asks_processes(q, x), q->resolution)))
 			goto next;
 		if (!count)
@@ -1196,6 +1236,7 @@ int cp_local_select(struct cp_local *s, const struct cp_store_query *q, struct c
 
 	c.g.by = q->group_by;
 	c.to = q->to;
+	c.dense_budget = AGG_DENSE_MAX;
 	if (q->resolution)
 		*q->resolution = 0;
 	if ((err = selection_make(s, q->sel, q->from, q->to, &x)))
@@ -1245,6 +1286,7 @@ out:
 		cp_store_results_free(res, c.g.n);
 	for (i = 0; i < c.naggs; i++) {
 		free(c.aggs[i].e);
+		free(c.aggs[i].dense);
 		cp_index_release(&c.aggs[i].idx);
 	}
 	for (i = 0; i < c.nout; i++)

@@ -245,7 +245,6 @@ int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uin
 		    const unsigned char *want, size_t nseries, cp_block_visit fn, void *ctx)
 {
 	const uint8_t *p, *end;
-	uLongf dlen;
 	size_t used, i;
 	uint64_t format = 0, prev = 0; /* the previous series's count: 0, none */
 	int err = 0;
@@ -254,9 +253,9 @@ int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uin
 		return cp_error(EBADMSG, "a sample block is corrupt (size)");
 	if (cp_grow((void **)&r->raw, &r->rawcap, rawlen + 1, 1))
 		return cp_error(ENOMEM, "out of memory reading samples");
-	dlen = rawlen;
-	if (uncompress(r->raw, &dlen, data, (uLong)len) != Z_OK || dlen != rawlen)
-		return cp_error(EBADMSG, "a sample block is corrupt (compressed data)");
+	if ((err = cp_zlib_inflate_exact(data, len, r->raw, rawlen)))
+		return err == -ENOMEM ? cp_error(ENOMEM, "out of memory reading samples") :
+					cp_error(EBADMSG, "a sample block is corrupt (compressed data)");
 	p = r->raw;
 	end = r->raw + rawlen;
 	/* format 2 starts with 0 and its version; format 1 (schema 2's blocks and schema 3's first ones)
@@ -285,6 +284,10 @@ int cp_block_decode(struct cp_block_reader *r, const void *data, size_t len, uin
 			return cp_error(ENOMEM, "out of memory reading samples");
 		prev = cnt;
 		for (k = shared ? 3 * cnt : 0; k < 4 * cnt; k++) {
+			if (p < end && *p < 0x80) { /* (most are one byte: a fleet's day reads hundreds of millions) */
+				r->cols[k] = *p++;
+				continue;
+			}
 			if (!(used = cp_get_uvarint(p, end, &r->cols[k])))
 				return cp_error(EBADMSG, "a sample block is corrupt (entries)");
 			p += used;

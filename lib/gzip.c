@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <libdeflate.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -183,4 +184,16 @@ out:
 	inflateEnd(&z);
 	free(buf);
 	return err;
+}
+
+int cp_zlib_inflate_exact(const void *in, size_t len, void *out, size_t outlen)
+{
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	enum libdeflate_result r;
+
+	if (!d)
+		return -ENOMEM;
+	r = libdeflate_zlib_decompress(d, in, len, out, outlen, NULL);
+	libdeflate_free_decompressor(d);
+	return r == LIBDEFLATE_SUCCESS ? 0 : -EBADMSG;
 }

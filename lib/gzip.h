@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* gzip in memory (zlib), for pprof files and HTTP bodies, and zlib streams
- * for the store's blocks and dictionary.  The caller owns
+ * for the store's blocks and dictionary (inflated by libdeflate).  The caller owns
  * what *out points to (malloc'ed) on success; on failure nothing is
  * allocated and the message is in cp_errmsg(): -ENOMEM, -EIO (zlib
  * failed), -EINVAL (corrupt or cut short), -EFBIG (over max), or the
@@ -26,6 +26,12 @@ int cp_gunzip_reserve(const void *in, size_t len, size_t max, int (*reserve)(ptr
  * compress2 allocates (mapped and unmapped at each call: a fifth of the
  * recorder's CPU in steady state).  -ENOMEM, -EIO, or -EFBIG (over 1 GiB). */
 int cp_zlib_compress(const void *in, size_t len, int level, uint8_t **out, size_t *outlen);
+/* Inflates zlib's format (what cp_zlib_compress writes) into out, which it must fill exactly
+ * (outlen bytes: the store keeps each blob's length), with libdeflate: whole-buffer inflating at
+ * twice zlib's speed, which a query of a fleet's day spends a fifth of its time in.  0, or
+ * -EBADMSG (corrupt, or not outlen bytes) or -ENOMEM, without a message: the caller says which
+ * blob is bad. */
+int cp_zlib_inflate_exact(const void *in, size_t len, void *out, size_t outlen);
 /* Does data start with gzip's magic? */
 static inline int cp_is_gzip(const void *data, size_t len)
 {

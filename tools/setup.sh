@@ -31,7 +31,7 @@
 # Safe to run again: it installs only what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
-PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
+PKGS="build-essential autoconf automake pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libdeflate-dev
 libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang libclang-rt-14-dev golang-go jq
 libxml2-utils groff man-db zsh time libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool
 llvm linux-perf libc6-dbg libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl

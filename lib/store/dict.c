@@ -304,15 +304,17 @@ chunks:
 		int64_t id = sqlite3_column_int64(st, 0), first = sqlite3_column_int64(st, 2);
 		int64_t cnt = sqlite3_column_int64(st, 3), rawlen = sqlite3_column_int64(st, 4);
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		uLongf dlen = (uLongf)rawlen;
 
 		CHECK(kind && cnt > 0 && rawlen > 0 && rawlen < (1 << 30), "chunks", id);
 		if (cp_grow((void **)&raw, &rawcap, (size_t)rawlen + 1, 1)) {
 			err = cp_error(ENOMEM, "out of memory reading the store");
 			goto out;
 		}
-		CHECK(uncompress(raw, &dlen, sqlite3_column_blob(st, 5), (uLong)sqlite3_column_bytes(st, 5)) == Z_OK &&
-			      dlen == (uLongf)rawlen, "chunks", id);
+		if ((err = cp_zlib_inflate_exact(sqlite3_column_blob(st, 5), (size_t)sqlite3_column_bytes(st, 5), raw,
+						 (size_t)rawlen))) {
+			err = err == -ENOMEM ? cp_error(ENOMEM, "out of memory reading the store") : bad_row("chunks", id);
+			goto out;
+		}
 		CHECK(!strcmp(kind, "locations") ? first == (int64_t)s->nloc + 1 :
 		      !strcmp(kind, "stacks")    ? first == (int64_t)s->nstack + 1 :
 		      !strcmp(kind, "labelsets") ? first == (int64_t)s->nls + 1 :

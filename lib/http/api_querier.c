@@ -11,6 +11,7 @@
 #include "http/api_querier.h"
 #include "http/connect.h"
 #include "render/tree.h"
+#include "render/trim.h"
 
 #include "google/v1/profile.pb-c.h"
 #include "querier/v1/querier.pb-c.h"
@@ -810,6 +811,21 @@ static Google__V1__Profile *to_pprof(const struct cp_profile *p, int *err)
 	return g;
 }
 
+/* *p cut to max_nodes nodes as Pyroscope cuts a pprof answer (render/trim.h; 0: whole) */
+static int trim(struct cp_profile **p, int64_t max_nodes)
+{
+	struct cp_profile *q;
+	int err;
+
+	if (!*p || max_nodes <= 0)
+		return 0;
+	if ((err = cp_profile_trim_nodes(*p, 0, max_nodes, &q)))
+		return err;
+	cp_profile_free(*p);
+	*p = q;
+	return 0;
+}
+
 static void h_select_merge_stacktraces(struct cp_req *r, struct cp_resp *out, void *arg)
 {
 	Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
@@ -838,7 +854,7 @@ static void h_select_merge_stacktraces(struct cp_req *r, struct cp_resp *out, vo
 	    !psel_profile(arg, out, &p, &prof))
 		goto out;
 	if (req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF) {
-		if ((pp.profile = to_pprof(prof, &err)))
+		if (!(err = trim(&prof, max)) && (pp.profile = to_pprof(prof, &err)))
 			res.pprof = &pp;
 	} else {
 		err = flame_graph(prof, max, &res.flamegraph);
@@ -871,12 +887,12 @@ static void h_select_merge_profile(struct cp_req *r, struct cp_resp *out, void *
 				 "stack trace, profile and trace selectors are not supported");
 		goto out;
 	}
-	/* max_nodes is checked; the pprof is whole (Pyroscope trims its nodes, cprof does not) */
+	/* the pprof is whole unless max_nodes is given (as Pyroscope's: it is for exporting pprof) */
 	if (!get_max_nodes(out, req->_max_nodes_case, req->max_nodes, &max) ||
 	    !psel_parse(out, req->profile_typeid, req->label_selector, req->start, req->end, &p) ||
 	    !psel_profile(arg, out, &p, &prof))
 		goto out;
-	if (!(g = to_pprof(prof, &err))) {
+	if ((err = trim(&prof, req->_max_nodes_case ? max : 0)) || !(g = to_pprof(prof, &err))) {
 		cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
 		goto out;
 	}

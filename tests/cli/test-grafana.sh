@@ -73,6 +73,10 @@ check() { # TYPE GRAFANA-SELECTOR CPROF-SELECTOR SERVICE
 			"$enc: and no more names"
 		is "$(printf '%s' "$out" | jq -r .stacktracesPprofTotal)" "$want" "$enc: SelectMergeStacktraces as pprof: the same total"
 		is "$(printf '%s' "$out" | jq -r .pprof.total)" "$want" "$enc: SelectMergeProfile's total is cprof query's"
+		is "$(printf '%s' "$out" | jq -r .trim.total)" "$want" "$enc: SelectMergeProfile with max_nodes 3: the same total"
+		is "$(printf '%s' "$out" | jq -r .trim.sameTotals)" true "$enc: its nodes but other have their totals of the whole profile"
+		is "$(printf '%s' "$out" | jq -r 'if .trim.due then (.trim.nodes < .trim.wholeNodes and .trim.other) else (.trim.nodes == .trim.wholeNodes and (.trim.other | not)) end')" \
+			true "$enc: and fewer nodes, the rest in other, when a node is under the 3rd largest ($(printf '%s' "$out" | jq -c .trim | cut -c1-120))"
 		is "$(printf '%s' "$out" | jq -r '[.selectSeries[].total] | add')" "$want" "$enc: SelectSeries' points add up to it"
 		[ "$4" = '*' ] || # (*: whichever)
 			is "$(printf '%s' "$out" | jq -r '[.selectSeries[].labels.service_name] | join(",")')" "$4" "$enc: grouped by service_name"
@@ -93,6 +97,9 @@ check() { # TYPE GRAFANA-SELECTOR CPROF-SELECTOR SERVICE
 check process_cpu:cpu:nanoseconds:cpu:nanoseconds '{service_name="nodeapp"}' '{service_name="nodeapp"}' nodeapp
 check wall:wall:nanoseconds:wall:nanoseconds '{service_name="nodeapp"}' '{service_name="nodeapp"}' nodeapp
 check app:samples:count:samples:count '{service_name="web"}' '{service_name="web"}' web
+# main;a;b 10, main;a;c 5, main;d 3: the 3 largest nodes are main (18), a (15) and b (10)
+is "$(printf '%s' "$out" | jq -r .trim.stacks)" "main;a;b 10,main;a;other 5,main;other 3" \
+	"SelectMergeProfile with max_nodes 3: c and d, under b's 10, are other"
 # a series without service_name, job or comm is service_name="cprof"
 check process_cpu:cpu:nanoseconds:cpu:nanoseconds '{service_name="cprof"}' '{service_name="",job="",comm=""}' cprof
 if [ $recorded = yes ]; then

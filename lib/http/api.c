@@ -139,10 +139,14 @@ bool api_get_filter(struct cp_req *r, struct cp_resp *out, struct cp_filter **f)
 bool api_get_series(struct cp_api *s, struct cp_req *r, struct cp_resp *out, struct cp_store_series **ser,
 		       size_t *n)
 {
+	int64_t now = cp_now_ns(), from = INT64_MIN, to = INT64_MAX;
 	struct cp_selector *sel;
 	struct cp_store *st;
 	int err;
 
+	/* (from and to optional: all time by default) */
+	if (!api_get_time(r, out, "from", now, &from) || !api_get_time(r, out, "to", now, &to))
+		return false;
 	if (!api_get_selector(r, out, "query", false, &sel))
 		return false;
 	if (!(st = cp_shared_reader(s->store))) {
@@ -150,7 +154,7 @@ bool api_get_series(struct cp_api *s, struct cp_req *r, struct cp_resp *out, str
 		cp_resp_error(out, 500, "%s", cp_errmsg(errno));
 		return false;
 	}
-	err = cp_store_series(st, sel, ser, n);
+	err = cp_store_series_in(st, sel, from, to, ser, n);
 	cp_shared_release(s->store, st);
 	cp_selector_free(sel);
 	if (err) {

@@ -173,17 +173,32 @@ static void all_free(struct all *a)
 	cp_store_series_free(a->ser, a->n);
 }
 
-static bool all_series(struct cp_api *s, struct cp_resp *out, struct all *a)
+/* the series of [start, end] (ms, as the list methods give them: both 0 all time, end 0 now) */
+static bool all_series(struct cp_api *s, struct cp_resp *out, struct all *a, int64_t start, int64_t end)
 {
-	struct cp_store *st = cp_shared_reader(s->store);
+	int64_t from = INT64_MIN, to = INT64_MAX;
+	struct cp_store *st;
 	int err;
 
 	memset(a, 0, sizeof(*a));
-	if (!st) {
+	if (start < -MS_MAX || start > MS_MAX || end < -MS_MAX || end > MS_MAX) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "start/end: milliseconds since 1970, within %lld",
+				 (long long)MS_MAX);
+		return false;
+	}
+	if (start || end) {
+		from = start * 1000000;
+		to = end ? end * 1000000 : cp_now_ns();
+	}
+	if (from > to) {
+		cp_connect_error(out, CP_CONNECT_INVALID_ARGUMENT, "the time range is empty: start is after end");
+		return false;
+	}
+	if (!(st = cp_shared_reader(s->store))) {
 		cp_connect_error(out, CP_CONNECT_INTERNAL, "%s", cp_errmsg(errno));
 		return false;
 	}
-	err = cp_store_series(st, NULL, &a->ser, &a->n);
+	err = cp_store_series_in(st, NULL, from, to, &a->ser, &a->n);
 	cp_shared_release(s->store, st);
 	if (err) {
 		cp_connect_error(out, cp_connect_code_of(err), "%s", cp_errmsg(-err));
@@ -270,7 +285,7 @@ static void h_profile_types(struct cp_req *r, struct cp_resp *out, void *arg)
 	size_t i;
 	READ(Querier__V1__ProfileTypesRequest, querier__v1__profile_types_request__descriptor, req);
 
-	if (!all_series(arg, out, &a))
+	if (!all_series(arg, out, &a, req->start, req->end))
 		goto out;
 	for (i = 0; i < a.n; i++)
 		if (strset_add(&ids, a.v[i].t.id))
@@ -308,7 +323,8 @@ out:
 
 /* the distinct label names (label NULL) or values of label over the series matching matchers */
 static void label_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp_connect_enc enc, char **matchers,
-		       size_t nmatchers, const char *label, ProtobufCMessage *res, char ***names, size_t *nnames)
+		       size_t nmatchers, int64_t start, int64_t end, const char *label, ProtobufCMessage *res,
+		       char ***names, size_t *nnames)
 {
 	struct cp_selector **sels = NULL;
 	struct strset set = { 0 };
@@ -316,7 +332,7 @@ static void label_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp
 	int m = 0;
 
 	(void)r;
-	if (!parse_matchers(out, matchers, nmatchers, &sels) || !all_series(arg, out, &a))
+	if (!parse_matchers(out, matchers, nmatchers, &sels) || !all_series(arg, out, &a, start, end))
 		goto out;
 	for (size_t i = 0; i < a.n && m >= 0; i++) {
 		if ((m = view_match(&a.v[i], a.ser[i].type, sels, nmatchers)) <= 0)
@@ -348,7 +364,8 @@ static void h_label_names(struct cp_req *r, struct cp_resp *out, void *arg)
 	Types__V1__LabelNamesResponse res = TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
 	READ(Types__V1__LabelNamesRequest, types__v1__label_names_request__descriptor, req);
 
-	label_list(r, out, arg, enc, req->matchers, req->n_matchers, NULL, &res.base, &res.names, &res.n_names);
+	label_list(r, out, arg, enc, req->matchers, req->n_matchers, req->start, req->end, NULL, &res.base, &res.names,
+		   &res.n_names);
 	protobuf_c_message_free_unpacked(&req->base, NULL);
 	for (size_t i = 0; i < res.n_names; i++)
 		free(res.names[i]);
@@ -365,8 +382,8 @@ static void h_label_values(struct cp_req *r, struct cp_resp *out, void *arg)
 	else if (!strncmp(req->name, "__", 2)) /* Pyroscope's private labels are not listed */
 		cp_connect_answer(out, enc, &res.base);
 	else
-		label_list(r, out, arg, enc, req->matchers, req->n_matchers, req->name, &res.base, &res.names,
-			   &res.n_names);
+		label_list(r, out, arg, enc, req->matchers, req->n_matchers, req->start, req->end, req->name, &res.base,
+			   &res.names, &res.n_names);
 	protobuf_c_message_free_unpacked(&req->base, NULL);
 	for (size_t i = 0; i < res.n_names; i++)
 		free(res.names[i]);
@@ -412,7 +429,7 @@ static void h_series(struct cp_req *r, struct cp_resp *out, void *arg)
 	int m = 0;
 	READ(Querier__V1__SeriesRequest, querier__v1__series_request__descriptor, req);
 
-	if (!parse_matchers(out, req->matchers, req->n_matchers, &sels) || !all_series(arg, out, &a))
+	if (!parse_matchers(out, req->matchers, req->n_matchers, &sels) || !all_series(arg, out, &a, req->start, req->end))
 		goto out;
 	if (a.n && !(res.labels_set = calloc(a.n, sizeof(*res.labels_set))))
 		goto oom;

@@ -42,7 +42,8 @@ struct cp_store_ops {
 	int (*retain)(struct cp_store *s, int64_t keep_ns);
 	int64_t (*limit)(struct cp_store *s, uint64_t max_bytes);
 	int (*size)(struct cp_store *s, uint64_t *bytes);
-	int (*series)(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
+	int (*series)(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+		      struct cp_store_series **out, size_t *n);
 	int (*select)(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n);
 	int (*over_time)(struct cp_store *s, const struct cp_store_query *q, int64_t step, int64_t **totals,
 			 struct cp_buckets *b, char **type);

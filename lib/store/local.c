@@ -504,9 +504,10 @@ static int op_size(struct cp_store *s, uint64_t *bytes)
 	return cp_local_size(L(s), bytes);
 }
 
-static int op_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+static int op_series(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+		     struct cp_store_series **out, size_t *n)
 {
-	return cp_local_series(L(s), sel, INT64_MIN, INT64_MAX, out, n);
+	return cp_local_series(L(s), sel, from, to, out, n);
 }
 
 static int op_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)

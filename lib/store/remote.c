@@ -218,15 +218,20 @@ static int one_series(struct cp_remote *r, json_t *js, struct cp_store_series *x
 	return 0;
 }
 
-static int remote_series(struct cp_remote *r, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+/* (a range bounded on one side or both is sent; the server's default is all time) */
+static int remote_series(struct cp_remote *r, const struct cp_selector *sel, int64_t from, int64_t to,
+			 struct cp_store_series **out, size_t *n)
 {
 	struct cp_store_series *ser = NULL;
 	json_t *j = NULL;
-	char *q = NULL;
+	char *q = NULL, a[64], b[64];
 	size_t i = 0, cnt = 0;
 	int err;
 
-	if ((err = selector_arg(&q, "query", sel)) || (err = get_json(r, "/api/v1/series", q, &j)))
+	if ((err = selector_arg(&q, "query", sel)) ||
+	    (from != INT64_MIN && (err = cp_http_query_add(&q, "from", fmt_time(from, a, sizeof(a))))) ||
+	    (to != INT64_MAX && (err = cp_http_query_add(&q, "to", fmt_time(to, b, sizeof(b))))) ||
+	    (err = get_json(r, "/api/v1/series", q, &j)))
 		goto out;
 	if (!json_is_array(j)) {
 		err = bad_answer(r, "/api/v1/series", "not a JSON array");
@@ -641,9 +646,10 @@ static int op_size(struct cp_store *s, uint64_t *bytes)
 	return remote_size(R(s), bytes);
 }
 
-static int op_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
+static int op_series(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+		     struct cp_store_series **out, size_t *n)
 {
-	return remote_series(R(s), sel, out, n);
+	return remote_series(R(s), sel, from, to, out, n);
 }
 
 static int op_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)

@@ -164,7 +164,13 @@ int cp_store_size(struct cp_store *s, uint64_t *bytes)
 
 int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n)
 {
-	return s->ops->series(s, sel, out, n);
+	return s->ops->series(s, sel, INT64_MIN, INT64_MAX, out, n);
+}
+
+int cp_store_series_in(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+		       struct cp_store_series **out, size_t *n)
+{
+	return s->ops->series(s, sel, from, to, out, n);
 }
 
 int cp_store_select(struct cp_store *s, const struct cp_store_query *q, struct cp_store_result **out, size_t *n)

@@ -182,6 +182,10 @@ struct cp_store_series {
 };
 /* Series matching sel (NULL: all), sorted by type then labels. */
 int cp_store_series(struct cp_store *s, const struct cp_selector *sel, struct cp_store_series **out, size_t *n);
+/* The same, of the data in [from, to] (ns): the series of the days (UTC) that overlap it, as a local
+ * store keeps its series by day (a series of such a day may have no sample in the range itself). */
+int cp_store_series_in(struct cp_store *s, const struct cp_selector *sel, int64_t from, int64_t to,
+		       struct cp_store_series **out, size_t *n);
 void cp_store_series_free(struct cp_store_series *ser, size_t n);
 
 enum cp_store_list { CP_LIST_TYPES, CP_LIST_LABELS, CP_LIST_VALUES };

@@ -432,6 +432,15 @@ start_server s8 --listen 127.0.0.1:0 --data "$T/ret"
 http POST "/api/v1/push?name=old&service=old&time=now-3d" --data-binary @"$before"
 is "$code" 200 "a push dated three days ago"
 http POST "/api/v1/push?name=old&service=new&time=now" --data-binary @"$before"
+# the series of a time range: those of the days that overlap it
+series_in() { curl -s -G "$URL/api/v1/series" --data-urlencode 'query={}' "$@" | jq -r '[.[].labels.service] | unique | join(",")'; }
+is "$(series_in)" "new,old" "/api/v1/series: every day's series"
+is "$(series_in --data-urlencode from=now-1h)" "new" "with from=now-1h: today's only"
+is "$(series_in --data-urlencode from=now-4d --data-urlencode to=now-2d)" "old" "with from=now-4d&to=now-2d: that day's only"
+is "$(curl -s -G "$URL/api/v1/labels" --data-urlencode 'query={}' --data-urlencode from=now-1h | jq -c .)" '["service"]' \
+	"/api/v1/labels takes the range too"
+http GET /api/v1/series -G --data-urlencode 'query={}' --data-urlencode from=yesterdayish
+is "$code" 400 "a bad from: 400"
 stop_server
 days_before=$(ls "$T/ret/days" | grep -c '\.db$')
 start_server s9 --listen 127.0.0.1:0 --data "$T/ret" --retention 1d

@@ -192,8 +192,8 @@ int cp_zlib_inflate_exact(const void *in, size_t len, void *out, size_t outlen)
 	enum libdeflate_result r;
 
 	if (!d)
-		return -ENOMEM;
+		return cp_error(ENOMEM, "out of memory inflating");
 	r = libdeflate_zlib_decompress(d, in, len, out, outlen, NULL);
 	libdeflate_free_decompressor(d);
-	return r == LIBDEFLATE_SUCCESS ? 0 : -EBADMSG;
+	return r == LIBDEFLATE_SUCCESS ? 0 : cp_error(EBADMSG, "corrupt compressed data (or not %zu bytes)", outlen);
 }

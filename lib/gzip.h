@@ -29,8 +29,8 @@ int cp_zlib_compress(const void *in, size_t len, int level, uint8_t **out, size_
 /* Inflates zlib's format (what cp_zlib_compress writes) into out, which it must fill exactly
  * (outlen bytes: the store keeps each blob's length), with libdeflate: whole-buffer inflating at
  * twice zlib's speed, which a query of a fleet's day spends a fifth of its time in.  0, or
- * -EBADMSG (corrupt, or not outlen bytes) or -ENOMEM, without a message: the caller says which
- * blob is bad. */
+ * -EBADMSG (corrupt, or not outlen bytes) or -ENOMEM, with a general message: the caller says
+ * which blob is bad. */
 int cp_zlib_inflate_exact(const void *in, size_t len, void *out, size_t outlen);
 /* Does data start with gzip's magic? */
 static inline int cp_is_gzip(const void *data, size_t len)

@@ -9,33 +9,35 @@
 
 /* A refusal with status and message, in the row's way (cprof's JSON error
  * when it says none); the message is kept for the log of what is rejected. */
-static void refuse(struct cp_resp *out, const struct cp_ingest_protocol *pr, int status, const char *msg,
-		   char *reason, size_t size)
+static void refuse(struct cp_req *r, struct cp_resp *out, const struct cp_ingest_protocol *pr, int status,
+		   const char *msg, char *reason, size_t size)
 {
 	snprintf(reason, size, "%s", msg);
-	if (pr->refuse)
-		pr->refuse(out, status, msg);
+	if (pr->respond)
+		pr->respond(r, out, status, msg);
 	else
 		cp_resp_error(out, status, "%s", msg);
 }
 
-static void ingest_done(struct cp_api *s, struct cp_resp *out, const struct cp_ingest_protocol *pr, size_t api,
-			int err, const char *msg, const struct cp_ingest_batch *b, char *reason, size_t size)
+static void ingest_done(struct cp_api *s, struct cp_req *r, struct cp_resp *out, const struct cp_ingest_protocol *pr,
+			size_t api, int err, const char *msg, const struct cp_ingest_batch *b, char *reason, size_t size)
 {
 	char why[600];
 
 	if (err) {
 		atomic_fetch_add(&s->errors[api], 1);
 		snprintf(why, sizeof(why), "nothing was stored: %s", msg);
-		refuse(out, pr, err == -ESHUTDOWN ? 503 : err == -EINVAL || err == -ENAMETOOLONG ? 422 : 500, why, reason,
+		refuse(r, out, pr, err == -ESHUTDOWN ? 503 : err == -EINVAL || err == -ENAMETOOLONG ? 422 : 500, why, reason,
 		       size);
 		return;
 	}
 	atomic_fetch_add(&s->profiles[api], b->profiles);
 	atomic_fetch_add(&s->samples[api], b->samples);
 	atomic_fetch_add(&s->bytes[api], b->bytes);
-	if (pr->answer)
-		cp_resp_text(out, 200, pr->answer_type ? pr->answer_type : "application/json", "%s", pr->answer);
+	if (pr->respond)
+		pr->respond(r, out, 200, NULL);
+	else if (pr->answer)
+		cp_resp_text(out, 200, "application/json", "%s", pr->answer);
 	else
 		cp_resp_text(out, 200, "application/json", "{\"profiles\":%zu,\"samples\":%zu}\n", b->profiles, b->samples);
 }
@@ -103,10 +105,10 @@ void api_h_ingest(struct cp_req *r, struct cp_resp *out, void *arg)
 	api = (size_t)(pr - cp_ingest_protocols);
 	if ((err = pr->decode(r, &b))) {
 		atomic_fetch_add(&s->errors[api], 1);
-		refuse(out, pr, b.internal ? 500 : decode_status(-err), cp_errmsg(-err), reason, sizeof(reason));
+		refuse(r, out, pr, b.internal ? 500 : decode_status(-err), cp_errmsg(-err), reason, sizeof(reason));
 	} else {
 		err = cp_shared_append(s->store, b.a, b.n, msg, sizeof(msg));
-		ingest_done(s, out, pr, api, err, msg, &b, reason, sizeof(reason));
+		ingest_done(s, r, out, pr, api, err, msg, &b, reason, sizeof(reason));
 	}
 	cp_ingest_batch_release(&b);
 	log_rejected(s, api, r, out, reason);

@@ -4,9 +4,7 @@
  * encoding) or application/json (proto3's JSON mapping: lowerCamelCase names, or the proto names,
  * 64-bit integers as strings or numbers, enums by name or number, bytes in base64), answered with
  * the response message in the request's encoding, or an error as Connect writes them: HTTP status
- * and {"code":"invalid_argument","message":"..."}.
- * The JSON mapping here is proto3's for the field types protoc-c knows (no maps, no well-known
- * types: Pyroscope's query API uses neither); unknown JSON fields are ignored.
+ * and {"code":"invalid_argument","message":"..."}.  The JSON mapping is lib/protojson.h's.
  * Ownership: a message read is the caller's (protobuf_c_message_free_unpacked(m, NULL));
  * cp_connect_answer only reads its message.  Errors: each function answers through out. */
 #ifndef CP_HTTP_CONNECT_H
@@ -41,10 +39,5 @@ void cp_connect_error(struct cp_resp *out, enum cp_connect_code code, const char
 	__attribute__((format(printf, 3, 4)));
 /* The Connect code for a cprof -errno (EINVAL, ENOENT, CP_REGEX_ECOST, ENOMEM, ...). */
 enum cp_connect_code cp_connect_code_of(int err);
-
-/* proto3 JSON, exposed for tests: m as JSON text (malloc'ed; NULL + errno), and JSON text as a
- * message of d (NULL + errno EINVAL with a message in cp_errmsg). */
-char *cp_connect_to_json(const ProtobufCMessage *m, size_t *len);
-ProtobufCMessage *cp_connect_from_json(const ProtobufCMessageDescriptor *d, const char *text, size_t len);
 
 #endif

@@ -14,6 +14,7 @@
 #include "decode_limits.h"
 #include "error.h"
 #include "ingest/protocol.h"
+#include "protojson.h"
 #include "selector.h"
 #include "store/store.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -612,25 +613,15 @@ out:
 
 /* ---- the request ---- */
 
-int cp_otlp_decode(const uint8_t *body, size_t len, struct cp_ingest_batch *b)
+/* The profiles of req (len bytes on the wire) into b. */
+static int decode_request(const Req *req, size_t len, struct cp_ingest_batch *b)
 {
 	const struct cp_decode_limits *lim = cp_decode_limits();
-	struct budget bud = { 0, 2 * lim->max_decompressed, false };
-	ProtobufCAllocator alloc = { budget_alloc, budget_free, &bud };
 	static const Dict empty = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
 	struct dec x = { 0 };
-	Req *req;
 	size_t i, j, k, at = 0;
-	int err;
+	int err = 0;
 
-	if ((err = wire_check(body, body + len, &REQ_DESC, 0)))
-		return err;
-	req = (Req *)protobuf_c_message_unpack(&REQ_DESC, &alloc, len, body);
-	if (!req) {
-		if (bud.over)
-			return cp_decode_too_large(bud.max);
-		return cp_error(EINVAL, "the body is not an OTLP ExportProfilesServiceRequest (protobuf)");
-	}
 	x.d = req->dictionary ? req->dictionary : &empty;
 	x.nstrings = x.d->n_string_table;
 	if (x.d->n_location_table > lim->max_locations) {
@@ -682,7 +673,47 @@ out:
 	free(x.stacks);
 	free(x.rbuf);
 	free(x.sl);
+	return err;
+}
+
+int cp_otlp_decode(const uint8_t *body, size_t len, struct cp_ingest_batch *b)
+{
+	const struct cp_decode_limits *lim = cp_decode_limits();
+	struct budget bud = { 0, 2 * lim->max_decompressed, false };
+	ProtobufCAllocator alloc = { budget_alloc, budget_free, &bud };
+	Req *req;
+	int err;
+
+	if ((err = wire_check(body, body + len, &REQ_DESC, 0)))
+		return err;
+	req = (Req *)protobuf_c_message_unpack(&REQ_DESC, &alloc, len, body);
+	if (!req) {
+		if (bud.over)
+			return cp_decode_too_large(bud.max);
+		return cp_error(EINVAL, "the body is not an OTLP ExportProfilesServiceRequest (protobuf)");
+	}
+	err = decode_request(req, len, b);
 	protobuf_c_message_free_unpacked(&req->base, &alloc);
+	return err;
+}
+
+/* OTLP/JSON: proto3's JSON mapping, but trace, span and profile ids in hex (the OTLP specification,
+ * "JSON Protobuf Encoding") */
+static const char *const otlp_hex[] = { "trace_id", "span_id", "profile_id", NULL };
+
+int cp_otlp_decode_json(const char *body, size_t len, struct cp_ingest_batch *b)
+{
+	Req *req = (Req *)cp_protojson_read(&REQ_DESC, len ? body : "{}", len ? len : 2, otlp_hex);
+	int err;
+
+	if (!req) {
+		err = errno;
+		if (err == EFBIG || err == ENOMEM)
+			return -err;
+		return cp_error_ctx(err, "the body is not an OTLP ExportProfilesServiceRequest (JSON)");
+	}
+	err = decode_request(req, len, b);
+	protobuf_c_message_free_unpacked(&req->base, NULL);
 	return err;
 }
 
@@ -702,6 +733,15 @@ static const char *header_token(struct cp_req *r, const char *name, char *buf, s
 	return buf;
 }
 
+/* whether r's body is JSON (Content-Type application/json), else protobuf */
+static bool is_json(struct cp_req *r)
+{
+	char ctb[64];
+	const char *ct = header_token(r, "Content-Type", ctb, sizeof(ctb));
+
+	return ct && !strcmp(ct, "application/json");
+}
+
 int cp_ingest_otlp(struct cp_req *r, struct cp_ingest_batch *b)
 {
 	const uint8_t *body;
@@ -709,39 +749,53 @@ int cp_ingest_otlp(struct cp_req *r, struct cp_ingest_batch *b)
 	char ctb[64], ceb[32];
 	uint8_t *raw = NULL;
 	size_t len, rlen;
+	bool json = is_json(r);
 	int err;
 
 	body = cp_req_body(r, &len);
 	ct = header_token(r, "Content-Type", ctb, sizeof(ctb));
-	if (ct && !strcmp(ct, "application/json"))
-		return cp_error(EINVAL, "Content-Type application/json: cprof takes OTLP profiles as application/x-protobuf only");
-	if (ct && strcmp(ct, "application/x-protobuf") && strcmp(ct, "application/protobuf"))
-		return cp_error(EINVAL, "Content-Type '%.64s': send application/x-protobuf", ct);
+	if (ct && !json && strcmp(ct, "application/x-protobuf") && strcmp(ct, "application/protobuf"))
+		return cp_error(EINVAL, "Content-Type '%.64s': send application/x-protobuf or application/json", ct);
 	ce = header_token(r, "Content-Encoding", ceb, sizeof(ceb));
 	if (ce && *ce && strcmp(ce, "gzip") && strcmp(ce, "identity"))
 		return cp_error(EINVAL, "Content-Encoding '%.32s': send gzip or none", ce);
-	/* gzip by its header or by its magic (no request starts with 0x1f: wire type 7) */
+	/* gzip by its header or by its magic (no request starts with 0x1f: wire type 7, nor JSON) */
 	if ((ce && !strcmp(ce, "gzip")) || (len >= 2 && body[0] == 0x1f && body[1] == 0x8b)) {
 		if ((err = cp_gunzip_limited(body, len, &raw, &rlen)))
 			return err == -EFBIG || err == -EBUSY ? err : cp_error_ctx(-err, "Content-Encoding gzip");
-		err = cp_otlp_decode(raw, rlen, b);
-		free(raw);
-		return err;
+		body = raw;
+		len = rlen;
 	}
-	return cp_otlp_decode(body, len, b);
+	err = json ? cp_otlp_decode_json((const char *)body, len, b) : cp_otlp_decode(body, len, b);
+	free(raw);
+	return err;
 }
 
 /* ---- the answer to a refused export ---- */
 
-void cp_otlp_refuse(struct cp_resp *out, int status, const char *message)
+void cp_otlp_respond(struct cp_req *r, struct cp_resp *out, int status, const char *message)
 {
 	Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
 	char *buf;
 	size_t len;
 
+	if (status == 200) { /* an empty ExportProfilesServiceResponse */
+		if (is_json(r))
+			cp_resp_text(out, 200, "application/json", "{}");
+		else
+			cp_resp_take(out, 200, "application/x-protobuf", NULL, 0);
+		return;
+	}
 	/* google.rpc.Code, as OTLP/HTTP maps HTTP statuses */
 	st.code = status == 400 ? 3 : status == 413 ? 8 : status == 503 ? 14 : 13;
 	st.message = (char *)(message ? message : "");
+	if (is_json(r)) {
+		if (!(buf = cp_protojson_write(&st.base, &len)))
+			cp_resp_take(out, 500, "text/plain", NULL, 0);
+		else
+			cp_resp_take(out, status, "application/json", buf, len);
+		return;
+	}
 	len = google__rpc__status__get_packed_size(&st);
 	if (!(buf = malloc(len ? len : 1))) {
 		cp_resp_take(out, 500, "text/plain", NULL, 0);

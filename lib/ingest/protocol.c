@@ -13,13 +13,14 @@
 
 const struct cp_ingest_protocol cp_ingest_protocols[] = {
 	/* native: cprof's own push (its api= label in /metrics since before the table) */
-	{ "native", "POST", "/api/v1/push", "push", NULL, cp_ingest_cprof, NULL, NULL },
-	{ "pyroscope", "POST", "/ingest", "pyroscope_ingest", NULL, cp_ingest_pyroscope, NULL, NULL },
-	{ "parca", "POST", "/api/profiles/writeraw", "parca_writeraw", "{}\n", cp_ingest_parca, NULL, NULL }, /* Parca answers {} */
-	/* OTLP/HTTP: an empty body is an empty ExportProfilesServiceResponse (no partial_success) */
-	{ "otlp", "POST", "/v1development/profiles", "otlp_profiles", "", cp_ingest_otlp, "application/x-protobuf",
-	  cp_otlp_refuse },
-	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+	{ .name = "native", .method = "POST", .path = "/api/v1/push", .route = "push", .decode = cp_ingest_cprof },
+	{ .name = "pyroscope", .method = "POST", .path = "/ingest", .route = "pyroscope_ingest",
+	  .decode = cp_ingest_pyroscope },
+	{ .name = "parca", .method = "POST", .path = "/api/profiles/writeraw", .route = "parca_writeraw",
+	  .decode = cp_ingest_parca, .answer = "{}\n" }, /* Parca answers {} */
+	{ .name = "otlp", .method = "POST", .path = "/v1development/profiles", .route = "otlp_profiles",
+	  .decode = cp_ingest_otlp, .respond = cp_otlp_respond },
+	{ .name = NULL },
 };
 
 size_t cp_ingest_protocol_count(void)

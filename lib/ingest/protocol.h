@@ -57,12 +57,12 @@ struct cp_ingest_protocol {
 	const char *method; /* "POST" */
 	const char *path;   /* exact */
 	const char *route;  /* the route's name: its handler label in /metrics */
-	const char *answer; /* a 200's body; NULL: {"profiles":N,"samples":N} */
 	cp_ingest_decode_fn decode;
-	const char *answer_type; /* a 200's Content-Type; NULL: application/json */
-	/* a refusal's body, for a protocol that says how it is written (OTLP: a
-	 * google.rpc.Status); NULL: cprof's {"error":"..."} */
-	void (*refuse)(struct cp_resp *out, int status, const char *message);
+	const char *answer; /* a 200's JSON body; NULL: {"profiles":N,"samples":N} */
+	/* For a protocol that says how it answers (OTLP: its response message, and a google.rpc.Status
+	 * for a refusal, each in the request's encoding): writes the answer of status (200: stored,
+	 * message NULL) to request r.  NULL: answer above, and cprof's {"error":"..."} for refusals. */
+	void (*respond)(struct cp_req *r, struct cp_resp *out, int status, const char *message);
 };
 
 /* The most rows the table may have (the server's counters are sized by it). */
@@ -84,11 +84,12 @@ int cp_ingest_cprof(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_pyroscope(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_parca(struct cp_req *r, struct cp_ingest_batch *b);
 int cp_ingest_otlp(struct cp_req *r, struct cp_ingest_batch *b);
-/* OTLP/HTTP's refusal: a protobuf google.rpc.Status (proto/rpc/status.proto)
- * whose code is the gRPC code of status (400 INVALID_ARGUMENT, 413
- * RESOURCE_EXHAUSTED, 503 UNAVAILABLE, else INTERNAL) and whose message is
- * message, as application/x-protobuf (otlp.c). */
-void cp_otlp_refuse(struct cp_resp *out, int status, const char *message);
+/* OTLP/HTTP's answers, in the request's encoding (application/x-protobuf, or application/json for a
+ * JSON request): for 200 an empty ExportProfilesServiceResponse (no partial_success), else a
+ * google.rpc.Status (proto/rpc/status.proto) whose code is the gRPC code of status (400
+ * INVALID_ARGUMENT, 413 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, else INTERNAL) and whose message is
+ * message (otlp.c). */
+void cp_otlp_respond(struct cp_req *r, struct cp_resp *out, int status, const char *message);
 
 /* ---- Pyroscope (pyroscope.c) ---- */
 
@@ -239,5 +240,9 @@ int cp_parca_writeraw(const char *body, size_t len,
  * 0, or -EINVAL with a message naming what is wrong (an index outside its
  * table, a bad type, a value that overflows), -EFBIG, -ENOMEM. */
 int cp_otlp_decode(const uint8_t *body, size_t len, struct cp_ingest_batch *b);
+/* The same from OTLP/JSON (Content-Type application/json): proto3's JSON mapping (lib/protojson.h)
+ * with trace, span and profile ids in hex, as the OTLP specification says; the JSON held to the
+ * decode limits' counts before it is parsed.  Errors as cp_otlp_decode's. */
+int cp_otlp_decode_json(const char *body, size_t len, struct cp_ingest_batch *b);
 
 #endif

@@ -61,6 +61,20 @@ run curl -s -o /dev/null -w '%{content_type}' -H 'Content-Type: application/x-pr
 is "$out" "application/x-protobuf" "as application/x-protobuf, as OTLP/HTTP answers"
 is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 4))" "stored a fourth time"
 
+# OTLP/JSON, as the specification allows (protobufjs's proto3 JSON of the same request, the profile id in hex)
+http POST /v1development/profiles -H 'Content-Type: application/json' --data-binary @"$T/req.pb.json"
+is "$code" 200 "the same request as OTLP/JSON: 200"
+is "$(cat "$T/.body")" "{}" "answered with an empty ExportProfilesServiceResponse in JSON"
+is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 5))" "and stored exactly, a fifth time"
+is "$(total 'events:events{service_name="otlp-offcpu"}')" "$(($(printf '%s' "$sent" | jq .offcpu) * 5))" \
+	"its off-CPU profile too"
+is "$(total "process_cpu:cpu{service_name=\"otlp-app\",pid=\"1234\"}")" "$(($(printf '%s' "$sent" | jq '.by_pid["1234"]') * 5))" \
+	"with its samples' attributes (process.pid) as from protobuf"
+gzip -c "$T/req.pb.json" >"$T/req.json.gz"
+http POST /v1development/profiles -H 'Content-Type: application/json' -H 'Content-Encoding: gzip' --data-binary @"$T/req.json.gz"
+is "$code" 200 "gzipped OTLP/JSON: 200"
+is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 6))" "stored a sixth time"
+
 # refusals: 400 with a message, nothing stored
 # a refusal's body is a google.rpc.Status (protobuf), as OTLP/HTTP says: decoded here by protobufjs from
 # the message's definition (proto/rpc/status.proto), its code INVALID_ARGUMENT (3) for a 400
@@ -80,9 +94,15 @@ head -c 500 "$T/req.pb" >"$T/cut"
 post "$T/cut"
 is "$code" 400 "a request cut short: 400"
 err_is '' "a cut request"
-http POST /v1development/profiles -H 'Content-Type: application/json' --data '{"resourceProfiles":[]}'
-is "$code" 400 "JSON: 400 (protobuf only)"
-err_is 'application/x-protobuf only' "JSON"
+http POST /v1development/profiles -H 'Content-Type: application/json' --data '{"resourceProfiles":[{"scopeProfiles":'
+is "$code" 400 "malformed JSON: 400"
+like "$(cat "$T/.body")" '"code": *3,.*"message": *"[^"]*malformed JSON' "a google.rpc.Status in JSON for a JSON request, saying why"
+http POST /v1development/profiles -H 'Content-Type: application/json' \
+	--data '{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"profileId":"not-hex"}]}]}]}'
+is "$code" 400 "a profile id that is not hex: 400"
+like "$(cat "$T/.body")" 'profile_id: not hexadecimal' "saying so"
+http POST /v1development/profiles -H 'Content-Type: text/plain' --data 'x'
+is "$code" 400 "another Content-Type: 400"
 post "$T/req.pb" -H 'Content-Encoding: br'
 is "$code" 400 "an unknown Content-Encoding: 400"
 printf 'xx' | gzip -c | head -c 10 >"$T/badgz"
@@ -101,7 +121,7 @@ fs.writeFileSync(process.argv[3], R.encode(m).finish());' "$srcdir/proto/otlp" "
 post "$T/badstack.pb"
 is "$code" 400 "a stack index outside the table: 400"
 err_is 'stack 99 is not in the stack table' "the index"
-is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 4))" "nothing of the refused bodies was stored"
+is "$(total 'process_cpu:cpu{service_name="otlp-app"}')" "$((want * 6))" "nothing of the refused bodies was stored"
 http GET /metrics
 like "$body" 'api="otlp"' "/metrics counts the OTLP pushes"
 done_testing

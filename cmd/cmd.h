@@ -115,8 +115,8 @@ enum { OPT_REMOTE_API = 1100, OPT_TENANT, OPT_BASIC_USER, OPT_SERVICE_LABEL };
 #define PUSH_USAGE                                                                                 \
 	"      --remote-api API  cprof (default); pyroscope: push to Pyroscope's /ingest;\n"        \
 	"                        otlp: push OTLP profiles to /v1development/profiles\n"        \
-	"      --service-label L pyroscope: the label that names the service (default comm)\n"      \
-	"      --tenant ID       pyroscope: the tenant (X-Scope-OrgID header)\n"                     \
+	"      --service-label L pyroscope, otlp: the label naming the service (default comm)\n"  \
+	"      --tenant ID       pyroscope, otlp: the tenant (X-Scope-OrgID header)\n"               \
 	"      --basic-auth-user USER  send --token-file's secret as USER's password\n"             \
 	"                        (HTTP basic auth) instead of as a bearer token\n"
 struct push_args {

@@ -36,8 +36,10 @@ int push_check(const char *verb, const char *url, struct push_args *a)
 	}
 	if (!p)
 		return usage_error(verb, "--remote-api: %s, not '%s'", cp_push_protocol_names(names, sizeof(names)), a->api);
-	if (!p->service && (a->tenant || a->service_label))
-		return usage_error(verb, "--tenant and --service-label are for --remote-api pyroscope");
+	if (!p->service && a->service_label)
+		return usage_error(verb, "--service-label is for --remote-api pyroscope or otlp");
+	if (!p->tenant && a->tenant)
+		return usage_error(verb, "--tenant is for --remote-api pyroscope or otlp");
 	if (a->tenant && (!*a->tenant || strpbrk(a->tenant, "\r\n")))
 		return usage_error(verb, "--tenant: want a tenant ID on one line");
 	if (a->basic_user && (!*a->basic_user || strpbrk(a->basic_user, ":\r\n")))

@@ -2,9 +2,10 @@
 /* Pushing as OTLP (opentelemetry-proto v1.11.0, proto/otlp/): one append is
  * an ExportProfilesServiceRequest, POSTed gzipped to /v1development/profiles;
  * the inverse of what lib/ingest/otlp.c takes.  One ResourceProfiles whose
- * resource attributes are the series labels (service_name -> service.name,
- * node -> host.name, container -> container.id, pod -> k8s.pod.name, others
- * as they are), one ScopeProfiles (scope "cprof"), and one Profile per sample
+ * resource attributes are service.name (the series' service_name label, or
+ * the service cp_push_service names: --service-label's label, comm, ...) and
+ * the other series labels (node -> host.name, container -> container.id, pod
+ * -> k8s.pod.name, others as they are), one ScopeProfiles (scope "cprof"), and one Profile per sample
  * type of the profile (an OTLP Profile has one), all sharing the dictionary:
  * its string table is the profile's (string 0 is ""), function, mapping and
  * location i are the profile's id i, stack i + 1 its stack i, each table's
@@ -131,7 +132,8 @@ static bool is_type(const struct cp_profile *p, const struct cp_valuetype *vt, c
 	return !strcmp(cp_profile_string(p, vt->type), type) && !strcmp(cp_profile_string(p, vt->unit), unit);
 }
 
-int cp_otlp_encode(const struct cp_store_append *a, const struct cp_profile *p, uint8_t **body, size_t *len)
+int cp_otlp_encode(const struct cp_push_opts *o, const struct cp_store_append *a, const struct cp_profile *p,
+		   uint8_t **body, size_t *len)
 {
 	static const int32_t none = 0;
 	struct enc e = { 0 };
@@ -353,18 +355,34 @@ int cp_otlp_encode(const struct cp_store_append *a, const struct cp_profile *p, 
 		}
 	}
 
-	/* the resource: the series labels */
-	for (k = 0; k < a->nlabels; k++) {
-		opentelemetry__proto__common__v1__key_value__init(&e.rkv[k]);
-		opentelemetry__proto__common__v1__any_value__init(&e.rav[k]);
-		e.rkv[k].key = (char *)cp_otlp_attribute_name(a->labels[k].name);
-		e.rav[k].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-		e.rav[k].string_value = (char *)a->labels[k].value;
-		e.rkv[k].value = &e.rav[k];
-		e.rkvp[k] = &e.rkv[k];
+	/* the resource: service.name (the series' service_name, or the service --service-label or comm
+	 * names, as a push to Pyroscope names its app), then the other series labels */
+	for (k = 0; k <= a->nlabels; k++) {
+		size_t i = res.n_attributes;
+		const char *key = "service.name", *value = NULL;
+
+		if (k == 0) {
+			for (size_t j = 0; !o->service_label && j < a->nlabels; j++)
+				if (!strcmp(a->labels[j].name, "service_name"))
+					value = a->labels[j].value;
+			if (!value)
+				value = cp_push_service(o, a);
+		} else if (strcmp(a->labels[k - 1].name, "service_name")) {
+			key = cp_otlp_attribute_name(a->labels[k - 1].name);
+			value = a->labels[k - 1].value;
+		} else {
+			continue;
+		}
+		opentelemetry__proto__common__v1__key_value__init(&e.rkv[i]);
+		opentelemetry__proto__common__v1__any_value__init(&e.rav[i]);
+		e.rkv[i].key = (char *)key;
+		e.rav[i].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+		e.rav[i].string_value = (char *)value;
+		e.rkv[i].value = &e.rav[i];
+		e.rkvp[i] = &e.rkv[i];
+		res.n_attributes++;
 	}
 	res.attributes = e.rkvp;
-	res.n_attributes = a->nlabels;
 	scope.name = "cprof";
 	sp.scope = &scope;
 	sp.profiles = e.prp;

@@ -30,13 +30,15 @@ struct cp_push_opts {
 struct cp_push_protocol {
 	const char *name;      /* --remote-api's value */
 	const char *ping_path; /* a GET that says the server answers and takes the token; NULL: none */
-	bool service;          /* names a service: takes --service-label and --tenant */
+	bool service;          /* names a service (Pyroscope's app, OTLP's service.name): takes --service-label */
+	bool tenant;           /* takes --tenant (X-Scope-OrgID, as Grafana Pyroscope's multi-tenancy reads it) */
 	/* The request target of one append (malloc'ed into *q): "/PATH?QUERY", or a query alone for
 	 * cprof's /api/v1/push. */
 	int (*target)(const struct cp_push_opts *o, const struct cp_store_append *a, char **q);
 	/* The body of append a whose samples are those of part (a's profile, or the
 	 * part a->sel picks), malloc'ed into *body; NULL: part as gzipped pprof. */
-	int (*encode)(const struct cp_store_append *a, const struct cp_profile *part, uint8_t **body, size_t *len);
+	int (*encode)(const struct cp_push_opts *o, const struct cp_store_append *a, const struct cp_profile *part,
+		      uint8_t **body, size_t *len);
 	const char *const *headers; /* sent with each body (Content-Type...), NULL-terminated; NULL: none */
 };
 
@@ -52,11 +54,16 @@ int cp_push_target_cprof(const struct cp_push_opts *o, const struct cp_store_app
 int cp_push_target_pyroscope(const struct cp_push_opts *o, const struct cp_store_append *a, char **q);
 int cp_push_target_otlp(const struct cp_push_opts *o, const struct cp_store_append *a, char **q);
 
+/* The service an append is pushed as: the value of its label o->service_label (comm when NULL), else
+ * of service_name, job or comm, else "cprof" (Pyroscope's app name, OTLP's service.name). */
+const char *cp_push_service(const struct cp_push_opts *o, const struct cp_store_append *a);
+
 /* OTLP (otlp.c): append a, the samples of p (a's profile or its part), as an
  * ExportProfilesServiceRequest of opentelemetry-proto v1.11.0, gzipped, into
  * *body (malloc'ed); the encoding is described at the top of otlp.c.  0,
  * -EOVERFLOW (more than OTLP's 32-bit indices hold), -ENOMEM. */
-int cp_otlp_encode(const struct cp_store_append *a, const struct cp_profile *p, uint8_t **body, size_t *len);
+int cp_otlp_encode(const struct cp_push_opts *o, const struct cp_store_append *a, const struct cp_profile *p,
+		   uint8_t **body, size_t *len);
 /* its headers: Content-Type application/x-protobuf, Content-Encoding gzip */
 extern const char *const cp_push_otlp_headers[];
 /* The OpenTelemetry attribute name of a cprof label name (service_name ->

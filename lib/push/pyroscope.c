@@ -52,18 +52,9 @@ int cp_pyro_name_format(const char *app, const struct cp_kv *labels, size_t n, c
 	return 0;
 }
 
-static const char *label_of(const struct cp_store_append *a, const char *name)
-{
-	for (size_t i = 0; name && i < a->nlabels; i++)
-		if (!strcmp(a->labels[i].name, name))
-			return a->labels[i].value;
-	return NULL;
-}
-
 int cp_push_target_pyroscope(const struct cp_push_opts *o, const struct cp_store_append *a, char **q)
 {
-	static const char *const fallback[] = { "service_name", "job", "comm" };
-	const char *service = label_of(a, o->service_label ? o->service_label : "comm"), *skip;
+	const char *service = cp_push_service(o, a), *skip;
 	int64_t t = a->time_ns ? a->time_ns : a->profile->time_nanos ? a->profile->time_nanos : cp_now_ns();
 	int64_t d = a->profile->duration_nanos;
 	/* from and until: the interval in unix seconds, until at least a second after from */
@@ -73,10 +64,6 @@ int cp_push_target_pyroscope(const struct cp_push_opts *o, const struct cp_store
 	size_t n = 0;
 	int err;
 
-	for (size_t i = 0; !service && i < sizeof(fallback) / sizeof(fallback[0]); i++)
-		service = label_of(a, fallback[i]);
-	if (!service || !*service)
-		service = "cprof";
 	skip = o->service_label ? o->service_label : "comm";
 	if (until <= from)
 		until = from + 1;

@@ -512,7 +512,7 @@ static bool in_part(const struct cp_profile *src, uint32_t sample, void *arg)
 static int encode_body(const struct cp_remote *r, const struct cp_store_append *a, const struct cp_profile *p,
 		       uint8_t **body, size_t *len)
 {
-	return r->proto->encode ? r->proto->encode(a, p, body, len) : cp_pprof_encode(p, 1, body, len);
+	return r->proto->encode ? r->proto->encode(&r->popts, a, p, body, len) : cp_pprof_encode(p, 1, body, len);
 }
 
 /* a's profile as the protocol's body, only its samples a->sel when given */

@@ -83,8 +83,23 @@ done <"$T/types"
 is "$(r '.resources[0].profiles[0].period_type')" "space/bytes" "the period type"
 ok "the profile's time" test "$(r '.resources[0].profiles[0].time')" -gt 0
 
+# --tenant and --service-label with OTLP, as with Pyroscope: X-Scope-OrgID, and service.name from a label
+: >"$T/recv.log"
+run "$CPROF" import --remote "$RURL" --remote-api otlp --tenant team-a --service-label region -l node=n1 -l region=eu "$F"
+is "$rc" 0 "--remote-api otlp --tenant team-a --service-label region exits 0"
+is "$(r .tenant)" "team-a" "the receiver got X-Scope-OrgID: team-a"
+is "$(r '.resources[0].attributes["service.name"]')" "eu" "service.name is the --service-label's value"
+: >"$T/recv.log"
+run "$CPROF" import --remote "$RURL" --remote-api otlp -l comm=myprog -l node=n1 "$F"
+is "$(r '.resources[0].attributes | [.["service.name"], .comm] | join(" ")')" "myprog myprog" \
+	"without service_name: service.name is comm's value (as Pyroscope's app), comm kept"
+is "$(r .tenant)" "null" "no --tenant, no X-Scope-OrgID"
+
 # ---- (3) bad ----
 run "$CPROF" import --remote "$RURL" --remote-api bogus "$F"
 is "$rc" 2 "--remote-api bogus: exit 2"
 like "$err" "cprof, pyroscope or otlp, not 'bogus'" "it lists the protocols"
+run "$CPROF" import --remote "$RURL" --tenant t "$F"
+is "$rc" 2 "--tenant with cprof's own protocol: exit 2"
+like "$err" "--tenant is for --remote-api pyroscope or otlp" "saying which take it"
 done_testing

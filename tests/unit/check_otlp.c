@@ -359,7 +359,7 @@ START_TEST(test_encode_round_trip)
 	a.profile = p;
 	a.labels = series;
 	a.nlabels = 3;
-	ck_assert_int_eq(cp_otlp_encode(&a, p, &body, &len), 0);
+	ck_assert_int_eq(cp_otlp_encode(&(struct cp_push_opts){ 0 }, &a, p, &body, &len), 0);
 	ck_assert(cp_is_gzip(body, len));
 	ck_assert_int_eq(cp_gunzip(body, len, 1 << 26, &raw, &rlen), 0);
 	ck_assert_int_eq(cp_otlp_decode(raw, rlen, &b), 0);

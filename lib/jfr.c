@@ -1026,11 +1026,11 @@ out:
 static int on_event(struct jfr *j, struct rd *r, int k)
 {
 	static const char *const want[] = { "stackTrace", "state",	  "weight",	  "duration",
-					     "tlabSize",   "allocationSize", "samples", NULL };
+					     "tlabSize",   "allocationSize", "samples", "contextId", NULL };
 	const struct cp_decode_limits *lim = cp_decode_limits();
 	int64_t vals[CP_JFR_NTYPES] = { 0 };
-	struct val v[7];
-	uint32_t stack = 0;
+	struct val v[8];
+	uint32_t stack = 0, labels = 0;
 	int err;
 
 	if ((err = read_object(j, r, j->c_ev[k], want, v)))
@@ -1079,7 +1079,18 @@ static int on_event(struct jfr *j, struct rd *r, int k)
 		vals[kinds[k].col + 1] = v[3].set ? ticks_ns(j, v[3].num) : 0;
 		break;
 	}
-	if ((err = cp_profile_add_sample(j->p, stack, 0, vals)))
+	if (v[7].set && v[7].num) { /* async-profiler's context (Pyroscope's Java agent labels it) */
+		int64_t key = cp_profile_str(j->p, CP_JFR_CONTEXT_LABEL), ls;
+		struct cp_label l = { .num = (int64_t)v[7].num };
+
+		if (key < 0)
+			return (int)key;
+		l.key = (uint32_t)key;
+		if ((ls = cp_profile_labelset(j->p, &l, 1)) < 0)
+			return (int)ls;
+		labels = (uint32_t)ls;
+	}
+	if ((err = cp_profile_add_sample(j->p, stack, labels, vals)))
 		return err;
 	if (j->p->nsamples > lim->max_samples)
 		return cp_decode_too_many("samples", lim->max_samples);

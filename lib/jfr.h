@@ -27,7 +27,9 @@
  *   block        contentions/count, delay/nanoseconds (jdk.ThreadPark,
  *                duration); period block/count
  * Other events are skipped.  A file of several chunks is read chunk by chunk
- * into the same profiles.
+ * into the same profiles.  An event's contextId (a field async-profiler adds,
+ * which Pyroscope's Java agent labels in the push's labels part), when not 0,
+ * is its sample's numeric label CP_JFR_CONTEXT_LABEL.
  *
  * Owns nothing past a call: the profiles returned are the caller's.  Fails
  * with -errno (or NULL + errno) and a one-line reason recorded by cp_error()
@@ -47,6 +49,9 @@
 #include <stdint.h>
 
 #include "profile.h"
+
+/* the sample label of an event's contextId */
+#define CP_JFR_CONTEXT_LABEL "contextId"
 
 /* The kinds of profile a recording holds, in the order of the parts. */
 enum cp_jfr_kind {

@@ -172,6 +172,13 @@ int cp_pyro_split_config(struct cp_profile *p, const char *suffix, const struct 
 int cp_pyro_nodes_folded(const uint8_t *data, size_t len, int tree, char **text, size_t *tlen);
 
 /* One /ingest request, as the decoders of its formats see it. */
+/* The samples of *p (a JFR part) with a contextId label (lib/jfr.h) labelled by the contexts of
+ * labels, the labels part of Pyroscope's Java agent (a LabelsSnapshot, proto/jfr/labels.proto,
+ * gzipped or not; NULL or empty: none), the contextId dropped; samples that become alike summed (*p
+ * made again).  0, or -EINVAL (not a snapshot, or a label naming a string it does not have), -EFBIG
+ * past the decode limits, -ENOMEM, with a message. */
+int cp_jfr_label_contexts(struct cp_profile **p, const uint8_t *labels, size_t len);
+
 struct cp_pyro_push {
 	struct cp_pyro_name *name; /* its labels already include service_name (moved into the batch) */
 	const char *spy;                 /* spyName, or NULL */

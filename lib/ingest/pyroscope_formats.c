@@ -18,6 +18,7 @@
 #include "ingest/protocol.h"
 #include "jfr.h"
 #include "util.h"
+#include "jfr/labels.pb-c.h"
 
 /* ---- trie and tree: preorder nodes of (varint name length, name, varint
  * value, varint child count) ---- */
@@ -231,12 +232,208 @@ out:
 
 /* ---- JFR (format=jfr, or a multipart form with a "jfr" part) ---- */
 
+/* ---- JFR's labels part: the context labels of its events ---- */
+
+typedef Cprof__Jfr__LabelsSnapshot Snapshot;
+static const Snapshot empty_snapshot = CPROF__JFR__LABELS_SNAPSHOT__INIT;
+
+/* a protobuf-c allocator held to a budget of bytes (the decode limits' memory) */
+struct lbudget {
+	size_t used, max;
+	bool over;
+};
+
+static void *lb_alloc(void *ctx, size_t n)
+{
+	struct lbudget *b = ctx;
+	size_t *p;
+
+	if (n > b->max - b->used || !(p = malloc(n + sizeof(size_t)))) {
+		b->over = true;
+		return NULL;
+	}
+	b->used += n;
+	*p = n;
+	return p + 1;
+}
+
+static void lb_free(void *ctx, void *ptr)
+{
+	struct lbudget *b = ctx;
+	size_t *p = ptr;
+
+	if (!p)
+		return;
+	b->used -= p[-1];
+	free(p - 1);
+}
+
+/* (map entries, sorted by key by read_snapshot: looked up by binary search, a push may hold many) */
+static int cmp_ctx(const void *a, const void *b)
+{
+	int64_t x = (*(Cprof__Jfr__LabelsSnapshot__ContextsEntry *const *)a)->key;
+	int64_t y = (*(Cprof__Jfr__LabelsSnapshot__ContextsEntry *const *)b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_str_entry(const void *a, const void *b)
+{
+	int64_t x = (*(Cprof__Jfr__LabelsSnapshot__StringsEntry *const *)a)->key;
+	int64_t y = (*(Cprof__Jfr__LabelsSnapshot__StringsEntry *const *)b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+static const char *snap_string(const Snapshot *s, int64_t id)
+{
+	size_t lo = 0, hi = s->n_strings;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->strings[mid]->key == id)
+			return s->strings[mid]->value;
+		if (s->strings[mid]->key < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static const Cprof__Jfr__Context *snap_context(const Snapshot *s, int64_t id)
+{
+	size_t lo = 0, hi = s->n_contexts;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->contexts[mid]->key == id)
+			return s->contexts[mid]->value;
+		if (s->contexts[mid]->key < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* p's samples with a context id: its labels from s instead (none when s has no such context, as
+ * Pyroscope), the other labels of the sample kept; samples that become alike summed (*p made
+ * again).  A name or value id missing from the strings refuses the part (-EINVAL). */
+static int label_contexts(struct cp_profile **p, const Snapshot *s)
+{
+	struct cp_profile *q = *p, *c;
+	struct cp_label *buf = NULL;
+	size_t cap = 0;
+	int64_t key = -1;
+	int err = 0;
+
+	for (uint32_t k = 1; k < q->strs.n && key < 0; k++)
+		if (!strcmp(cp_profile_string(q, k), CP_JFR_CONTEXT_LABEL))
+			key = k;
+	if (key < 0)
+		return 0; /* no event had a context */
+	for (uint32_t i = 0; i < q->nsamples && !err; i++) {
+		const struct cp_span *ls = &q->labelsets[q->samples[i].labels];
+		const Cprof__Jfr__Context *ctx = NULL;
+		size_t n = 0, need;
+		int64_t id;
+
+		if (!q->samples[i].labels)
+			continue;
+		for (uint32_t j = 0; j < ls->len; j++)
+			if (q->labels[ls->off + j].key == (uint32_t)key)
+				ctx = snap_context(s, q->labels[ls->off + j].num);
+		need = ls->len + (ctx ? ctx->n_labels : 0);
+		if (cp_grow((void **)&buf, &cap, need + 1, sizeof(*buf))) {
+			err = cp_error(ENOMEM, "out of memory");
+			break;
+		}
+		for (uint32_t j = 0; j < ls->len; j++)
+			if (q->labels[ls->off + j].key != (uint32_t)key)
+				buf[n++] = q->labels[ls->off + j];
+		for (size_t j = 0; ctx && j < ctx->n_labels && !err; j++) {
+			const char *name = snap_string(s, ctx->labels[j]->key), *value = snap_string(s, ctx->labels[j]->value);
+			int64_t nk, nv;
+
+			if (!name || !value || !*name) {
+				err = cp_error(EINVAL, "the labels part: a context's label refers to string %lld, which it "
+						       "does not have", (long long)(!name || !*name ? ctx->labels[j]->key :
+											  ctx->labels[j]->value));
+				break;
+			}
+			if ((nk = cp_profile_str(q, name)) < 0 || (nv = cp_profile_str(q, value)) < 0) {
+				err = cp_error(ENOMEM, "out of memory");
+				break;
+			}
+			buf[n++] = (struct cp_label){ .key = (uint32_t)nk, .str = (uint32_t)nv };
+		}
+		if (!err && (id = cp_profile_labelset(q, buf, n)) < 0)
+			err = (int)id;
+		else if (!err)
+			q->samples[i].labels = (uint32_t)id;
+	}
+	free(buf);
+	if (err)
+		return err;
+	if (!(c = cp_profile_copy(q, NULL)))
+		return cp_error(errno ? errno : ENOMEM, "out of memory");
+	cp_profile_free(q);
+	*p = c;
+	return 0;
+}
+
+/* the labels part (gzipped or not) as a LabelsSnapshot, unpacked within the decode limits' memory */
+static int read_snapshot(const uint8_t *buf, size_t len, Snapshot **out, struct lbudget *bud,
+			 ProtobufCAllocator *alloc)
+{
+	uint8_t *raw = NULL;
+	int err;
+
+	*out = NULL;
+	if (cp_is_gzip(buf, len)) {
+		if ((err = cp_gunzip_limited(buf, len, &raw, &len)))
+			return err;
+		buf = raw;
+	}
+	*out = cprof__jfr__labels_snapshot__unpack(alloc, len, buf);
+	free(raw);
+	if (!*out)
+		return bud->over ? cp_decode_too_large(bud->max) :
+				   cp_error(EINVAL, "the labels part is not a LabelsSnapshot (protobuf)");
+	if ((*out)->n_contexts)
+		qsort((*out)->contexts, (*out)->n_contexts, sizeof(*(*out)->contexts), cmp_ctx);
+	if ((*out)->n_strings)
+		qsort((*out)->strings, (*out)->n_strings, sizeof(*(*out)->strings), cmp_str_entry);
+	return 0;
+}
+
+int cp_jfr_label_contexts(struct cp_profile **p, const uint8_t *labels, size_t len)
+{
+	struct lbudget bud = { 0, 2 * cp_decode_limits()->max_decompressed, false };
+	ProtobufCAllocator alloc = { lb_alloc, lb_free, &bud };
+	Snapshot *snap = NULL;
+	int err;
+
+	if (labels && len && (err = read_snapshot(labels, len, &snap, &bud, &alloc)))
+		return err;
+	err = label_contexts(p, snap ? snap : &empty_snapshot);
+	if (snap)
+		protobuf_c_message_free_unpacked(&snap->base, &alloc);
+	return err;
+}
+
 int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct cp_ingest_batch *b)
 {
 	const uint8_t *body = push->body;
 	size_t len = push->len;
 	uint8_t *inflated = NULL;
 	struct cp_jfr_part *parts = NULL;
+	struct lbudget bud = { 0, 2 * cp_decode_limits()->max_decompressed, false };
+	ProtobufCAllocator alloc = { lb_alloc, lb_free, &bud };
+	Snapshot *snap = NULL;
 	const struct cp_kv *kv;
 	size_t n = 0, nkv;
 	int err;
@@ -262,6 +459,9 @@ int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct 
 				       "(jdk.ExecutionSample, wall-clock, allocation, monitor and park events)");
 		goto out;
 	}
+	if (push->labels && push->labels_len &&
+	    (err = read_snapshot(push->labels, push->labels_len, &snap, &bud, &alloc)))
+		goto out;
 	b->bytes = push->len;
 	/* the labels' array, which the first append takes and the others share */
 	kv = push->name->labels.kv;
@@ -274,6 +474,11 @@ int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct 
 		a.nlabels = nkv;
 		a.time_ns = push->from_ns;
 		a.name = parts[i].name;
+		/* the contexts' labels, or none: a context id alone means nothing past the push */
+		if ((err = label_contexts(&parts[i].profile, snap ? snap : &empty_snapshot))) {
+			err = cp_error_ctx(-err, "format=jfr");
+			goto out;
+		}
 		parts[i].profile->time_nanos = push->from_ns;
 		if (push->until_ns > push->from_ns)
 			parts[i].profile->duration_nanos = push->until_ns - push->from_ns;
@@ -288,5 +493,7 @@ int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct 
 out:
 	cp_jfr_parts_free(parts, n);
 	free(inflated);
+	if (snap)
+		protobuf_c_message_free_unpacked(&snap->base, &alloc);
 	return err;
 }

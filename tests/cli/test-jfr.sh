@@ -144,4 +144,60 @@ one_line_error "$T/huge.jfr" "a metadata offset of 2^63" "metadata offset is out
 run "$CPROF" import --data "$T/store2" "$T/cut.jfr"
 is "$rc" 1 "import refuses a recording cut short"
 like "$err" "nothing was imported" "and imports nothing"
+
+# ---- context labels, as Pyroscope's Java agent pushes them: async-profiler's events carry a
+# contextId, the push's labels part (a LabelsSnapshot, encoded here by protobufjs from
+# proto/jfr/labels.proto) names each context's labels.  The events are written by the JVM
+# (tests/fixtures/jfr/Ctx.java: 30 in context 1, 20 in context 2, 5 in none) ----
+cp "$JFIX/Ctx.java" "$T/"
+run javac -d "$T" "$T/Ctx.java"
+is "$rc" 0 "javac compiles Ctx.java${err:+ ($err)}"
+run java -XX:StartFlightRecording=filename="$T/ctx.jfr" -cp "$T" Ctx
+is "$rc" 0 "java writes profiler.WallClockSample events with a contextId"
+run jfr summary "$T/ctx.jfr"
+is "$(printf '%s\n' "$out" | awk '$1 == "profiler.WallClockSample" {print $2}')" 55 "jfr summary counts the 55 events"
+wall=$(total "$T/ctx.jfr" wall)
+like "$wall" '^[1-9][0-9]*$' "cprof query -i reads them as wall time ($wall)"
+use_test_npm
+if node -e 'require("protobufjs")' 2>/dev/null; then
+	node -e '
+const protobuf = require("protobufjs"), fs = require("fs");
+const S = protobuf.loadSync(process.argv[1]).lookupType("cprof.jfr.LabelsSnapshot");
+const m = S.fromObject({ contexts: { 1: { labels: { 10: 11 } }, 2: { labels: { 10: 12, 13: 14 } } },
+	strings: { 10: "span_name", 11: "GET /a", 12: "GET /b", 13: "user", 14: "ann" } });
+fs.writeFileSync(process.argv[2], S.encode(m).finish());' "$srcdir/proto/jfr/labels.proto" "$T/labels.pb"
+	ok "protobufjs encoded the labels part" test -s "$T/labels.pb"
+	serve_start jserve --listen 127.0.0.1:0 --data "$T/jstore"
+	trap 'kill $SPID 2>/dev/null; rm -rf "$T"' EXIT
+	http POST '/ingest?name=ctxapp' -F 'jfr=@'"$T/ctx.jfr" -F 'labels=@'"$T/labels.pb"
+	is "$code" 200 "a form with the jfr and labels parts: 200 ($body)"
+	stored() { "$CPROF" query --data "$T/jstore" --since 24h "$1" -f json | jq -r .total; }
+	per=$((wall / 55))
+	is "$(stored 'wall:wall{service_name="ctxapp"}')" "$wall" "all of it stored"
+	is "$(stored 'wall:wall{service_name="ctxapp",span_name="GET /a"}')" "$((30 * per))" \
+		"context 1's 30 events under span_name=\"GET /a\""
+	is "$(stored 'wall:wall{service_name="ctxapp",span_name="GET /b",user="ann"}')" "$((20 * per))" \
+		"context 2's 20 under its two labels"
+	is "$(stored 'wall:wall{service_name="ctxapp",span_name=""}')" "$((5 * per))" "the 5 without a context, without them"
+	run "$CPROF" query --data "$T/jstore" --since 24h 'wall:wall{service_name="ctxapp"}' --group-by contextId -f folded
+	unlike "$out" 'contextId=[1-9]' "no contextId is stored: the labels stand for it"
+	run "$CPROF" query --data "$T/jstore" --since 24h 'wall:wall{service_name="ctxapp",span_name="GET /a"}' -f folded
+	like "$out" 'Ctx.spanA' "and its stacks are spanA's"
+	printf 'not a snapshot \377\377\377' >"$T/bad.pb"
+	http POST '/ingest?name=ctxbad' -F 'jfr=@'"$T/ctx.jfr" -F 'labels=@'"$T/bad.pb"
+	is "$code" 400 "a labels part that is no LabelsSnapshot: 400"
+	like "$body" "labels part is not a LabelsSnapshot" "saying so"
+	node -e '
+const protobuf = require("protobufjs"), fs = require("fs");
+const S = protobuf.loadSync(process.argv[1]).lookupType("cprof.jfr.LabelsSnapshot");
+fs.writeFileSync(process.argv[2], S.encode(S.fromObject({ contexts: { 1: { labels: { 10: 99 } } }, strings: { 10: "a" } })).finish());' \
+		"$srcdir/proto/jfr/labels.proto" "$T/dangling.pb"
+	http POST '/ingest?name=ctxbad' -F 'jfr=@'"$T/ctx.jfr" -F 'labels=@'"$T/dangling.pb"
+	is "$code" 400 "a context label whose value is no string of the snapshot: 400"
+	like "$body" "refers to string 99" "naming it"
+	is "$("$CPROF" query --data "$T/jstore" --since 24h --series '{service_name="ctxbad"}' | wc -l | tr -d ' ')" 0 \
+		"nothing of the refused pushes stored"
+else
+	ok "protobufjs is installed (tools/setup.sh)" false
+fi
 done_testing

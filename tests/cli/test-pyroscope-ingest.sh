@@ -175,8 +175,9 @@ is "$(total 'memory:alloc_sample_objects{service_name="javaapp"}')" "$jalloc" "i
 run "$CPROF" query --data "$D" --since 24h --values pyroscope_spy 'process_cpu:cpu{service_name="javaapp"}'
 is "$out" "javaspy" "with the spyName label"
 gunzip -c "$jfr" >"$T/small.jfr"
-http POST '/ingest?name=javaform' -F 'jfr=@'"$T/small.jfr" -F 'labels=@'"$T/p.folded"
-is "$code" 200 "a form with a jfr part (and a labels part): 200 ($body)"
+printf '' >"$T/empty.labels"
+http POST '/ingest?name=javaform' -F 'jfr=@'"$T/small.jfr" -F 'labels=@'"$T/empty.labels"
+is "$code" 200 "a form with a jfr part (and an empty labels part): 200 ($body)"
 is "$(total 'process_cpu:cpu{service_name="javaform"}')" "$jcpu" "the same CPU time"
 
 # ---- refused, with a 4xx naming the problem ----

@@ -5,8 +5,10 @@
  * server does, and every other one split by what it measures as /ingest
  * splits a pprof body), base64, Pyroscope's legacy trie and tree bodies (the
  * folded text they make decoded as /ingest does) and a multipart pprof push's
- * sample_type_config.  The first byte chooses the parser (0 name, 1 folded,
- * 2 lines, 3 writeraw, 4 base64, 5 trie, 6 tree, 7 sample_type_config) or,
+ * sample_type_config, and a JFR push's labels part (the LabelsSnapshot of its
+ * contexts).  The first byte chooses the parser (0 name, 1 folded,
+ * 2 lines, 3 writeraw, 4 base64, 5 trie, 6 tree, 7 sample_type_config, 8 JFR
+ * labels) or,
  * for any other value, runs all of them in turn on the rest of the input.  For the text bodies, the second
  * byte picks the profile type and sampleRate. */
 #include <errno.h>
@@ -162,6 +164,36 @@ static void stc(const uint8_t *data, size_t len)
 	cp_pyro_stc_free(&c);
 }
 
+/* a JFR push's labels part (cp_jfr_label_contexts) over a profile whose samples have contexts 1 to 4
+ * (and one none): an accepted part keeps every sample's value */
+static void jfr_labels(const uint8_t *data, size_t len)
+{
+	struct cp_profile *p = cp_profile_new();
+	int64_t key, fn, loc, st, total = 0;
+	struct cp_function f = { 0 };
+	struct cp_line ln = { 0 };
+
+	if (!p || cp_profile_add_sample_type(p, "wall", "nanoseconds") || (key = cp_profile_str(p, "contextId")) < 0 ||
+	    (f.name = (uint32_t)cp_profile_str(p, "f")) == 0 || (fn = cp_profile_function(p, &f)) < 0)
+		goto out;
+	ln.function = (uint32_t)fn;
+	if ((loc = cp_profile_location(p, 0, 0, &ln, 1, false)) < 0 ||
+	    (st = cp_profile_stack(p, (const uint32_t[]){ (uint32_t)loc }, 1)) < 0)
+		goto out;
+	for (int c = 0; c <= 4; c++) {
+		struct cp_label l = { .key = (uint32_t)key, .num = c };
+		int64_t ls = c ? cp_profile_labelset(p, &l, 1) : 0, v = 10 + c;
+
+		if (ls < 0 || cp_profile_add_sample(p, (uint32_t)st, (uint32_t)ls, &v))
+			goto out;
+		total += v;
+	}
+	if (!cp_jfr_label_contexts(&p, data, len) && cp_profile_total(p, 0) != total)
+		abort();
+out:
+	cp_profile_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	uint8_t which;
@@ -180,6 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	case 5: nodes(data, len, 0); break;
 	case 6: nodes(data, len, 1); break;
 	case 7: stc(data, len); break;
+	case 8: jfr_labels(data, len); break;
 	default:
 		name(data, len);
 		text(data, len, 0);
@@ -189,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		nodes(data, len, 0);
 		nodes(data, len, 1);
 		stc(data, len);
+		jfr_labels(data, len);
 		break;
 	}
 	return 0;

@@ -1,102 +1,87 @@
 /* SPDX-License-Identifier: MIT */
-/* gzip in memory with zlib: compress, and inflate with a bound on the output
- * (and an optional shared budget, lib/decode_limits.c). */
+/* gzip and zlib streams in memory: compressed whole by libdeflate, gzip inflated by zlib as a
+ * stream with a bound on the output (and an optional shared budget, lib/decode_limits.c), zlib's
+ * format inflated whole by libdeflate. */
 #include "gzip.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <libdeflate.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "error.h"
 #include "util.h"
 
-/* The window and hash sizes for len bytes: a window that holds the whole
- * input finds every match a bigger one would, and the hash table grows with
- * it.  zlib's defaults (32 KiB, memLevel 8) set up about 256 KiB of state,
- * which malloc maps and unmaps at every call. */
-static void sized_window(size_t len, int *wbits, int *mem)
+/* libdeflate's compressors, kept for the next call (one costs from tens to hundreds of KB to set
+ * up: a recorder compresses a few small blobs a second, a server's writer many): a few per level,
+ * taken and given back under a lock, as any thread may compress */
+#define POOL_LEVELS 13
+#define POOL_PER_LEVEL 4
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct libdeflate_compressor *pool[POOL_LEVELS][POOL_PER_LEVEL];
+static int npool[POOL_LEVELS];
+
+static struct libdeflate_compressor *take(int level)
 {
-	*wbits = 9;
-	while (*wbits < 15 && ((size_t)1 << *wbits) < len)
-		(*wbits)++;
-	*mem = *wbits - 6 > 8 ? 8 : *wbits - 6;
+	struct libdeflate_compressor *c = NULL;
+
+	pthread_mutex_lock(&pool_lock);
+	if (npool[level])
+		c = pool[level][--npool[level]];
+	pthread_mutex_unlock(&pool_lock);
+	return c ? c : libdeflate_alloc_compressor(level);
+}
+
+static void give(int level, struct libdeflate_compressor *c)
+{
+	pthread_mutex_lock(&pool_lock);
+	if (npool[level] < POOL_PER_LEVEL) {
+		pool[level][npool[level]++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	libdeflate_free_compressor(c);
+}
+
+/* in as zlib's (gzip: false) or gzip's format at libdeflate's level (1..12) */
+static int deflate_whole(const void *in, size_t len, int level, bool gzip, uint8_t **out, size_t *outlen)
+{
+	struct libdeflate_compressor *c;
+	uint8_t *buf;
+	size_t cap, n;
+
+	if (len > 1u << 30)
+		return cp_error(EFBIG, "%zu bytes is too much to compress at once", len);
+	if (!(c = take(level)))
+		return cp_error(ENOMEM, "cannot start compression");
+	cap = gzip ? libdeflate_gzip_compress_bound(c, len) : libdeflate_zlib_compress_bound(c, len);
+	if (!(buf = malloc(cap ? cap : 1))) {
+		give(level, c);
+		return cp_error(ENOMEM, "out of memory compressing %zu bytes", len);
+	}
+	n = gzip ? libdeflate_gzip_compress(c, in, len, buf, cap) : libdeflate_zlib_compress(c, in, len, buf, cap);
+	give(level, c);
+	if (!n) {
+		free(buf);
+		return cp_error(EIO, "compression failed");
+	}
+	*out = buf;
+	*outlen = n;
+	return 0;
 }
 
 int cp_zlib_compress(const void *in, size_t len, int level, uint8_t **out, size_t *outlen)
 {
-	z_stream z = { 0 };
-	int wbits, mem, r;
-	uint8_t *buf;
-	size_t cap;
-
-	if (len > 1u << 30)
-		return cp_error(EFBIG, "%zu bytes is too much to compress at once", len);
-	sized_window(len, &wbits, &mem);
-	if (deflateInit2(&z, level, Z_DEFLATED, wbits, mem, Z_DEFAULT_STRATEGY) != Z_OK)
-		return cp_error(ENOMEM, "cannot start zlib compression");
-	cap = deflateBound(&z, len);
-	if (!(buf = malloc(cap ? cap : 1))) {
-		deflateEnd(&z);
-		return cp_error(ENOMEM, "out of memory compressing %zu bytes", len);
-	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	z.next_out = buf;
-	z.avail_out = (uInt)cap;
-	r = deflate(&z, Z_FINISH);
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	if (r != Z_STREAM_END) {
-		free(buf);
-		return cp_error(EIO, "zlib compression failed (%d)", r);
-	}
-	*out = buf;
-	return 0;
+	return deflate_whole(in, len, level < 1 || level > 12 ? 6 : level, false, out, outlen);
 }
 
 int cp_gzip(const void *in, size_t len, uint8_t **out, size_t *outlen)
 {
-	z_stream z = { 0 };
-	uint8_t *buf = NULL;
-	size_t cap;
-	int err = 0, wbits, mem;
-
-	sized_window(len, &wbits, &mem);
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, wbits + 16, mem, Z_DEFAULT_STRATEGY) != Z_OK)
-		return cp_error(ENOMEM, "cannot start gzip compression");
-	cap = deflateBound(&z, len) + 32;
-	buf = malloc(cap);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	z.next_in = (Bytef *)in;
-	z.next_out = buf;
-	/* zlib counts in uInt: feed in slices */
-	for (;;) {
-		size_t in_left = len - (size_t)((const uint8_t *)z.next_in - (const uint8_t *)in);
-		int r;
-
-		z.avail_in = in_left > 1u << 30 ? 1u << 30 : (uInt)in_left;
-		z.avail_out = cap - (size_t)(z.next_out - buf) > 1u << 30 ? 1u << 30 : (uInt)(cap - (size_t)(z.next_out - buf));
-		r = deflate(&z, z.avail_in == in_left ? Z_FINISH : Z_NO_FLUSH);
-		if (r == Z_STREAM_END)
-			break;
-		if (r != Z_OK && r != Z_BUF_ERROR) {
-			err = cp_error(EIO, "gzip compression failed");
-			goto out;
-		}
-	}
-	*outlen = (size_t)(z.next_out - buf);
-	*out = buf;
-	buf = NULL;
-out:
-	deflateEnd(&z);
-	free(buf);
-	return err;
+	return deflate_whole(in, len, 1, true, out, outlen);
 }
 
 int cp_gunzip(const void *in, size_t len, size_t max, uint8_t **out, size_t *outlen)

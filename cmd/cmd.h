@@ -77,8 +77,6 @@ struct output {
 int output_open(struct output *o, const char *verb, const char *path, bool binary);
 /* Finish: checks for write errors and renames into place. Returns an exit code. */
 int output_close(struct output *o, int status);
-/* Write an encoded pprof profile to the output. 0 or -errno. */
-int write_pprof(struct output *o, const struct cp_profile *p);
 
 /* The store: --data DIR (or a server: --remote URL) and a time range,
  * shared by the commands that read it. */

@@ -206,18 +206,6 @@ int output_close(struct output *o, int status)
 	return status;
 }
 
-int write_pprof(struct output *o, const struct cp_profile *p)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int err = cp_pprof_encode(p, 1, &buf, &len);
-
-	if (!err && fwrite(buf, 1, len, o->f) != len)
-		err = cp_stream_check(o->f, o->path ? o->path : "standard output");
-	free(buf);
-	return err;
-}
-
 bool store_option(struct store_args *a, int opt, const char *arg)
 {
 	switch (opt) {

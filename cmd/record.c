@@ -14,6 +14,7 @@
 
 #include "../lib/error.h"
 #include "../lib/folded.h"
+#include "../lib/render/render.h"
 #include "../lib/labels.h"
 #include "../lib/sampling/launch.h"
 #include "../lib/sampling/recorder.h"
@@ -507,8 +508,10 @@ static int run_record(int argc, char **argv)
 			else if ((err = cp_recording_end(&r.g)))
 				status = fail("record", "%s", cp_errmsg(err));
 		} else {
+			const char *fmt = r.format ? r.format : "pprof";
+			const struct cp_render_format *rf = cp_render_format_find(fmt, CP_RENDER_PROFILE);
+			struct cp_render_opts ro = { .output = r.output };
 			struct output o;
-			bool folded = r.format && !strcmp(r.format, "folded");
 
 			if (!(file_prof = cp_recorder_take(r.rec))) {
 				status = fail("record", "out of memory");
@@ -516,9 +519,9 @@ static int run_record(int argc, char **argv)
 			}
 			file_prof->time_nanos = t0 + r.wall_offset;
 			file_prof->duration_nanos = now - t0;
-			status = output_open(&o, "record", r.output, !folded);
+			status = output_open(&o, "record", r.output, rf && rf->binary);
 			if (status == EXIT_OK) {
-				err = folded ? cp_folded_write(o.f, file_prof, 0, false) : write_pprof(&o, file_prof);
+				err = cp_render_profile(o.f, fmt, file_prof, 0, &ro);
 				if (err)
 					cp_log("record", CP_LOG_ERROR, "%s", cp_errmsg(err));
 				status = output_close(&o, err ? EXIT_FAIL : EXIT_OK);

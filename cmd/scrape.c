@@ -13,6 +13,7 @@
 #include "../lib/error.h"
 #include "../lib/http/client.h"
 #include "../lib/labels.h"
+#include "../lib/render/render.h"
 #include "../lib/scrape.h"
 #include "../lib/selector.h"
 #include "../lib/settings.h"
@@ -282,7 +283,7 @@ static int run_once(const struct scrape_opts *o, const char *url_arg)
 
 		if ((status = output_open(&out, "scrape", o->output, true)))
 			goto out;
-		err = write_pprof(&out, p);
+		err = cp_render_profile(out.f, "pprof", p, 0, &(struct cp_render_opts){ .output = o->output });
 		status = output_close(&out, err ? fail("scrape", "%s", cp_errmsg(err)) : EXIT_OK);
 	} else {
 		struct sink k = { 0 };

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "../lib/error.h"
-#include "../lib/folded.h"
 #include "../lib/render/render.h"
 #include "../lib/labels.h"
 #include "../lib/sampling/launch.h"

@@ -110,6 +110,8 @@ struct gather {
 	int64_t taken;        /* entries taken, over all windows */
 	const uint32_t *thin; /* label set id -> without the process's labels, for ids < nthin (NULL: kept) */
 	size_t nthin;
+	bool by_series;       /* only the entries of series s_lo .. s_hi */
+	int64_t s_lo, s_hi;
 	struct cp_block_entry *e;
 	size_t n, cap;
 	/* with fold: called when n reaches fold_at, to take e[0..n) away */
@@ -125,6 +127,8 @@ static int gather_entry(void *ctx, size_t k, int64_t t, int64_t stack, uint64_t 
 	if (k >= g->nids || stack < 0 || stack > UINT32_MAX || labels > UINT32_MAX || t < 0)
 		return cp_error(EBADMSG, "a sample block is corrupt (entries)");
 	if (t < g->w0 || t >= g->w1) /* another window's */
+		return 0;
+	if (g->by_series && (g->ids[k] < g->s_lo || g->ids[k] > g->s_hi)) /* another pass's */
 		return 0;
 	if (cp_grow((void **)&g->e, &g->cap, g->n + 1, sizeof(*g->e)))
 		return cp_error(ENOMEM, "out of memory downsampling");
@@ -194,6 +198,8 @@ static int gather_window(sqlite3_stmt *q, struct cp_block_reader *rd, struct gat
 			break;
 		}
 		memset(all, 1, ns + 1);
+		for (size_t i = 0; g->by_series && i < ns; i++) /* (the others are not even decoded) */
+			all[i] = ids[i] >= g->s_lo && ids[i] <= g->s_hi;
 		cp_block_ends(sqlite3_column_blob(q, 5), (size_t)sqlite3_column_bytes(q, 5), sqlite3_column_int64(q, 3),
 			      sqlite3_column_int64(q, 4), ends, ns);
 		g->ids = ids;
@@ -739,6 +745,40 @@ static int rollup_fold(struct gather *g)
 	return err;
 }
 
+/* series a pass of a day's summary takes (64 series of store_gen's programs: some 256 Ki entries) */
+#define DAY_SERIES_PASS 64
+
+/* The series ids of the day [t0, t0 + len)'s rows (from_hours: its hours' summaries) or blocks:
+ * *lo .. *hi with *by_series, or no range (*by_series false: none, or a row without one). */
+static int series_span(sqlite3 *db, bool from_hours, int64_t t0, int64_t len, bool *by_series, int64_t *lo,
+		       int64_t *hi)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	*by_series = false;
+	*lo = *hi = 0;
+	if ((err = cp_db_prepare(db, from_hours ?
+				  "SELECT min(s_min), max(s_max), (count(*) - count(s_min)) + (count(*) - count(s_max)), count(*)"
+				  " FROM rollups WHERE t_min >= ?1 AND t_max < ?2 AND step = ?3" :
+				  "SELECT min(s_min), max(s_max), (count(*) - count(s_min)) + (count(*) - count(s_max)), count(*)"
+				  " FROM blocks WHERE t_max >= ?1 AND t_min < ?2 AND ?3 > 0", &st)))
+		return err;
+	sqlite3_bind_int64(st, 1, t0);
+	sqlite3_bind_int64(st, 2, t0 + len);
+	sqlite3_bind_int64(st, 3, CP_HOUR_NS);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		err = cp_db_error(db, "summarizing samples");
+	} else if (sqlite3_column_int64(st, 3) > 0 && sqlite3_column_int64(st, 2) == 0 &&
+		   sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		*lo = sqlite3_column_int64(st, 0);
+		*hi = sqlite3_column_int64(st, 1);
+		*by_series = *lo <= *hi;
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
 /* Sums the entries of the blocks of d's day in [t0, t0 + len) per series,
  * stack and program: label set, stamped t0, into rows of rollups (in the
  * caller's transaction).  A label set stands for every set with the same
@@ -788,22 +828,49 @@ static int rollup_period(struct cp_dict *d, int64_t t0, int64_t len, struct cp_c
 	from_hours = len == CP_DAY_NS;
 	for (int64_t h = t0; from_hours && h < t0 + len; h += CP_HOUR_NS)
 		from_hours = !rollup_due(db, h, CP_HOUR_NS);
+	/* A day is summed a few series at a time (their rows or blocks read, the others' entries not
+	 * decoded): its hours each hold every series, and the sum of all of them overflows a row
+	 * before the hours of a series meet in it (100 hosts' day: 46 M entries, its hours' sum,
+	 * where 4 M are distinct).  An hour, or a day with rows of no series range, in one pass. */
+	if (len == CP_DAY_NS &&
+	    (err = series_span(db, from_hours, t0, len, &g.by_series, &g.s_lo, &g.s_hi)))
+		goto out;
 	if ((err = cp_db_prepare(db, from_hours ?
 				  "SELECT rawlen, series, data, t_min, t_max, ends FROM rollups WHERE ?1 > 0 AND t_min >= ?2"
-				  " AND t_max < ?3 AND step = ?4 ORDER BY id" :
+				  " AND t_max < ?3 AND step = ?4 AND (?5 IS NULL OR (s_max >= ?5 AND s_min <= ?6))"
+				  " ORDER BY id" :
 				  "SELECT rawlen, series, data, t_min, t_max, ends FROM blocks WHERE ?1 >= 0 AND t_max >= ?2"
-				  " AND t_min < ?3 ORDER BY id", &q)) ||
+				  " AND t_min < ?3 AND (?5 IS NULL OR (s_max >= ?5 AND s_min <= ?6)) ORDER BY id", &q)) ||
 	    (from_hours && sqlite3_bind_int64(q, 4, CP_HOUR_NS) != SQLITE_OK &&
 	     (err = cp_db_error(db, "summarizing samples"))) ||
 	    (err = cp_db_prepare(db, "INSERT INTO rollups(t_min, t_max, step, res, entries, samples, rawlen, series, data,"
-				  " ends, s_min, s_max) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)) ||
-	    (err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))
+				  " ends, s_min, s_max) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &r.ins)))
+		goto out;
+	{
+		int64_t last = g.s_hi;
+
+		for (int64_t lo = g.s_lo; !err && lo <= last; lo += DAY_SERIES_PASS) {
+			if (g.by_series) {
+				g.s_lo = lo;
+				g.s_hi = last - lo < DAY_SERIES_PASS ? last : lo + DAY_SERIES_PASS - 1;
+				sqlite3_bind_int64(q, 5, g.s_lo);
+				sqlite3_bind_int64(q, 6, g.s_hi);
+			}
+			if ((err = gather_window(q, &rd, &g)) || (g.n && (err = rollup_fold(&g))))
+				break;
+			/* a pass's sum is whole: its row, before the next pass's series */
+			if (r.nacc && (err = insert_rollup(r.ins, r.acc, r.nacc, t0, len, r.res)))
+				break;
+			r.nacc = 0;
+			if (!g.by_series)
+				break;
+		}
+	}
+	if (err)
 		goto out;
 	if (len == CP_DAY_NS && !from_hours && g.taken != entries)
 		err = cp_error(EBADMSG, "a sample block is corrupt (%" PRId64 " entries where the blocks say %" PRId64
 					"): the day is not summarized", g.taken, entries);
-	if (!err && r.nacc)
-		err = insert_rollup(r.ins, r.acc, r.nacc, t0, len, r.res);
 	if (!err)
 		st->rollups++;
 out:

@@ -1530,6 +1530,58 @@ START_TEST(test_rollups)
 }
 END_TEST
 
+/* A day's summary of many series is summed a few series at a time (compact.c, DAY_SERIES_PASS): 150
+ * hosts (300 series) appended together every hour; the day's rows each hold a range of series that
+ * no other row of the day holds (so no key is in two rows), there are several of them, and every
+ * host's whole day, read from the summary, is what the blocks said. */
+START_TEST(test_rollups_day_by_series)
+{
+	const int64_t H = 3600 * NS, D0 = T0 - T0 % DAY_NS;
+	struct cp_store *s = open_store(CP_STORE_WRITE);
+	struct cp_profile *p = std_profile(1);
+	static struct cp_store_append a[150];
+	static struct cp_kv kv[150];
+	static char host[150][16];
+	struct cp_downsample pol;
+	int64_t before[150];
+
+	for (int h = 0; h < 150; h++) {
+		snprintf(host[h], sizeof(host[h]), "h%03d", h);
+		kv[h] = (struct cp_kv){ "host", host[h] };
+	}
+	for (int hr = 0; hr < 24; hr++) {
+		for (int h = 0; h < 150; h++)
+			a[h] = (struct cp_store_append){ .profile = p, .labels = &kv[h], .nlabels = 1,
+							 .time_ns = D0 + hr * H + 300 * NS };
+		ck_assert_int_eq(cp_store_append(s, a, 150), 0);
+	}
+	for (int h = 0; h < 150; h++) {
+		char sel[64];
+
+		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
+		before[h] = select_total(s, sel, D0, D0 + DAY_NS);
+		ck_assert_int_gt(before[h], 0);
+	}
+	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
+	ck_assert_int_eq(cp_store_compact(s, &pol, D0 + DAY_NS + 2 * H, 0, NULL), 0);
+	ck_assert_int_ge(part_count(D0, "SELECT count(*) FROM rollups WHERE step = 86400000000000"), 300 / 64);
+	ck_assert_int_eq(part_count(D0, "SELECT count(*) FROM rollups x JOIN rollups y ON x.id < y.id"
+					" AND x.step = 86400000000000 AND y.step = 86400000000000"
+					" AND x.s_max >= y.s_min AND y.s_max >= x.s_min"), 0);
+	/* a whole day's entries: those of one hour, as every hour had the same */
+	ck_assert_int_eq(part_count(D0, "SELECT sum(entries) FROM rollups WHERE step = 86400000000000"),
+			 part_count(D0, "SELECT sum(entries) FROM rollups WHERE step = 3600000000000") / 24);
+	for (int h = 0; h < 150; h++) {
+		char sel[64];
+
+		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
+		ck_assert_int_eq(select_total(s, sel, D0, D0 + DAY_NS), before[h]);
+	}
+	cp_profile_free(p);
+	cp_store_close(s);
+}
+END_TEST
+
 /* The summaries keep programs, not processes: 6 processes of one program in each hour fall on one
  * entry per stack and other labels, and queries that ask about the processes (by pid, grouped by
  * pid, with their labels) read the blocks and get what they got before; the others get the same
@@ -3387,6 +3439,7 @@ static Suite *store_suite(void)
 	tcase_add_test(limit, test_layout_by_series);
 	tcase_add_test(limit, test_rollups);
 	tcase_add_test(limit, test_rollups_programs);
+	tcase_add_test(limit, test_rollups_day_by_series);
 	tcase_add_test(limit, test_limit_trim);
 	tcase_add_test(limit, test_limit_trim_legacy);
 	tcase_add_test(limit, test_limit_dictionary);

@@ -268,7 +268,7 @@ static void lb_free(void *ctx, void *ptr)
 	free(p - 1);
 }
 
-/* (map entries, sorted by key by read_snapshot: looked up by binary search, a push may hold many) */
+/* (map entries, sorted by key by read_snapshot and found by bsearch: a push may hold many) */
 static int cmp_ctx(const void *a, const void *b)
 {
 	int64_t x = (*(Cprof__Jfr__LabelsSnapshot__ContextsEntry *const *)a)->key;
@@ -287,36 +287,18 @@ static int cmp_str_entry(const void *a, const void *b)
 
 static const char *snap_string(const Snapshot *s, int64_t id)
 {
-	size_t lo = 0, hi = s->n_strings;
+	Cprof__Jfr__LabelsSnapshot__StringsEntry k = { .key = id }, *kp = &k, **hit;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->strings[mid]->key == id)
-			return s->strings[mid]->value;
-		if (s->strings[mid]->key < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	hit = s->n_strings ? bsearch(&kp, s->strings, s->n_strings, sizeof(*s->strings), cmp_str_entry) : NULL;
+	return hit ? (*hit)->value : NULL;
 }
 
 static const Cprof__Jfr__Context *snap_context(const Snapshot *s, int64_t id)
 {
-	size_t lo = 0, hi = s->n_contexts;
+	Cprof__Jfr__LabelsSnapshot__ContextsEntry k = { .key = id }, *kp = &k, **hit;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->contexts[mid]->key == id)
-			return s->contexts[mid]->value;
-		if (s->contexts[mid]->key < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	hit = s->n_contexts ? bsearch(&kp, s->contexts, s->n_contexts, sizeof(*s->contexts), cmp_ctx) : NULL;
+	return hit ? (*hit)->value : NULL;
 }
 
 /* p's samples with a context id: its labels from s instead (none when s has no such context, as

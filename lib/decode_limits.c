@@ -5,6 +5,9 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "gzip.h"
@@ -85,6 +88,41 @@ int cp_decode_too_large(size_t limit)
 	cp_size_str(limit, sz, sizeof(sz));
 	return cp_error(EFBIG, "decoding the profile would take over %s of memory (twice %s)", sz,
 			limits.setting ? limits.setting : "the most a profile may inflate to");
+}
+
+void cp_decode_budget_init(struct cp_decode_budget *b)
+{
+	*b = (struct cp_decode_budget){ .max = 2 * cp_decode_limits()->max_decompressed };
+}
+
+#define BUDGET_HDR 16 /* the block's size, before it (keeps any field's alignment) */
+
+void *cp_decode_budget_alloc(void *budget, size_t size)
+{
+	struct cp_decode_budget *b = budget;
+	uint8_t *m;
+
+	if (size > b->max - b->used || b->max - b->used - size < BUDGET_HDR || !(m = malloc(size + BUDGET_HDR))) {
+		b->over = true;
+		return NULL;
+	}
+	memcpy(m, &size, sizeof(size));
+	b->used += size + BUDGET_HDR;
+	return m + BUDGET_HDR;
+}
+
+void cp_decode_budget_free(void *budget, void *ptr)
+{
+	struct cp_decode_budget *b = budget;
+	uint8_t *m = ptr;
+	size_t size;
+
+	if (!m)
+		return;
+	m -= BUDGET_HDR;
+	memcpy(&size, m, sizeof(size));
+	b->used -= size + BUDGET_HDR;
+	free(m);
 }
 
 int cp_json_bounded(const char *s, size_t len, const char *what)

@@ -16,6 +16,7 @@
 #ifndef CP_DECODE_LIMITS_H
 #define CP_DECODE_LIMITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,5 +76,18 @@ int cp_decode_too_many(const char *what, size_t limit);
  * "format=speedscope: the body"). */
 int cp_json_bounded(const char *s, size_t len, const char *what);
 int cp_decode_too_large(size_t limit);
+
+/* A decoder's allocations held to a budget of bytes: twice max_decompressed,
+ * as a pprof profile's (cp_decode_budget_init).  cp_decode_budget_alloc and
+ * _free have protobuf-c's allocator signature (ProtobufCAllocator { alloc,
+ * free, &budget }); an allocation past the budget returns NULL and sets
+ * over, and the decoder's caller then fails with cp_decode_too_large(max). */
+struct cp_decode_budget {
+	size_t used, max;
+	bool over;
+};
+void cp_decode_budget_init(struct cp_decode_budget *b);
+void *cp_decode_budget_alloc(void *budget, size_t size);
+void cp_decode_budget_free(void *budget, void *ptr);
 
 #endif

@@ -98,43 +98,6 @@ bad:
 	return cp_error(EINVAL, "the body is not an OTLP ExportProfilesServiceRequest (protobuf)");
 }
 
-/* protobuf-c's allocations, held to a budget (twice max_decompressed, as pprof's) */
-struct budget {
-	size_t used, max;
-	bool over;
-};
-#define HDR 16 /* the size, before each block (aligned for any field) */
-
-static void *budget_alloc(void *data, size_t size)
-{
-	struct budget *b = data;
-	uint8_t *m;
-
-	if (size > b->max - b->used || b->max - b->used - size < HDR) {
-		b->over = true;
-		return NULL;
-	}
-	if (!(m = malloc(size + HDR)))
-		return NULL;
-	memcpy(m, &size, sizeof(size));
-	b->used += size + HDR;
-	return m + HDR;
-}
-
-static void budget_free(void *data, void *ptr)
-{
-	struct budget *b = data;
-	uint8_t *m = ptr;
-	size_t size;
-
-	if (!m)
-		return;
-	m -= HDR;
-	memcpy(&size, m, sizeof(size));
-	b->used -= size + HDR;
-	free(m);
-}
-
 /* ---- attributes to labels ---- */
 
 /* the attribute names cprof gives names of its own (docs/API.md); pid,
@@ -678,14 +641,14 @@ out:
 
 int cp_otlp_decode(const uint8_t *body, size_t len, struct cp_ingest_batch *b)
 {
-	const struct cp_decode_limits *lim = cp_decode_limits();
-	struct budget bud = { 0, 2 * lim->max_decompressed, false };
-	ProtobufCAllocator alloc = { budget_alloc, budget_free, &bud };
+	struct cp_decode_budget bud;
+	ProtobufCAllocator alloc = { cp_decode_budget_alloc, cp_decode_budget_free, &bud };
 	Req *req;
 	int err;
 
 	if ((err = wire_check(body, body + len, &REQ_DESC, 0)))
 		return err;
+	cp_decode_budget_init(&bud);
 	req = (Req *)protobuf_c_message_unpack(&REQ_DESC, &alloc, len, body);
 	if (!req) {
 		if (bud.over)

@@ -237,53 +237,17 @@ out:
 typedef Cprof__Jfr__LabelsSnapshot Snapshot;
 static const Snapshot empty_snapshot = CPROF__JFR__LABELS_SNAPSHOT__INIT;
 
-/* a protobuf-c allocator held to a budget of bytes (the decode limits' memory) */
-struct lbudget {
-	size_t used, max;
-	bool over;
-};
-
-static void *lb_alloc(void *ctx, size_t n)
-{
-	struct lbudget *b = ctx;
-	size_t *p;
-
-	if (n > b->max - b->used || !(p = malloc(n + sizeof(size_t)))) {
-		b->over = true;
-		return NULL;
-	}
-	b->used += n;
-	*p = n;
-	return p + 1;
-}
-
-static void lb_free(void *ctx, void *ptr)
-{
-	struct lbudget *b = ctx;
-	size_t *p = ptr;
-
-	if (!p)
-		return;
-	b->used -= p[-1];
-	free(p - 1);
-}
-
 /* (map entries, sorted by key by read_snapshot and found by bsearch: a push may hold many) */
-static int cmp_ctx(const void *a, const void *b)
-{
-	int64_t x = (*(Cprof__Jfr__LabelsSnapshot__ContextsEntry *const *)a)->key;
-	int64_t y = (*(Cprof__Jfr__LabelsSnapshot__ContextsEntry *const *)b)->key;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_str_entry(const void *a, const void *b)
-{
-	int64_t x = (*(Cprof__Jfr__LabelsSnapshot__StringsEntry *const *)a)->key;
-	int64_t y = (*(Cprof__Jfr__LabelsSnapshot__StringsEntry *const *)b)->key;
-
-	return x < y ? -1 : x > y;
-}
+#define BY_KEY(name, Entry)                                            \
+	static int name(const void *a, const void *b)                  \
+	{                                                              \
+		int64_t x = (*(Entry *const *)a)->key;                 \
+		int64_t y = (*(Entry *const *)b)->key;                 \
+		return x < y ? -1 : x > y;                             \
+	}
+BY_KEY(cmp_ctx, Cprof__Jfr__LabelsSnapshot__ContextsEntry)
+BY_KEY(cmp_str_entry, Cprof__Jfr__LabelsSnapshot__StringsEntry)
+#undef BY_KEY
 
 static const char *snap_string(const Snapshot *s, int64_t id)
 {
@@ -368,7 +332,7 @@ static int label_contexts(struct cp_profile **p, const Snapshot *s)
 }
 
 /* the labels part (gzipped or not) as a LabelsSnapshot, unpacked within the decode limits' memory */
-static int read_snapshot(const uint8_t *buf, size_t len, Snapshot **out, struct lbudget *bud,
+static int read_snapshot(const uint8_t *buf, size_t len, Snapshot **out, struct cp_decode_budget *bud,
 			 ProtobufCAllocator *alloc)
 {
 	uint8_t *raw = NULL;
@@ -394,11 +358,12 @@ static int read_snapshot(const uint8_t *buf, size_t len, Snapshot **out, struct 
 
 int cp_jfr_label_contexts(struct cp_profile **p, const uint8_t *labels, size_t len)
 {
-	struct lbudget bud = { 0, 2 * cp_decode_limits()->max_decompressed, false };
-	ProtobufCAllocator alloc = { lb_alloc, lb_free, &bud };
+	struct cp_decode_budget bud;
+	ProtobufCAllocator alloc = { cp_decode_budget_alloc, cp_decode_budget_free, &bud };
 	Snapshot *snap = NULL;
 	int err;
 
+	cp_decode_budget_init(&bud);
 	if (labels && len && (err = read_snapshot(labels, len, &snap, &bud, &alloc)))
 		return err;
 	err = label_contexts(p, snap ? snap : &empty_snapshot);
@@ -413,14 +378,15 @@ int cp_ingest_pyroscope_jfr(struct cp_req *r, struct cp_pyro_push *push, struct 
 	size_t len = push->len;
 	uint8_t *inflated = NULL;
 	struct cp_jfr_part *parts = NULL;
-	struct lbudget bud = { 0, 2 * cp_decode_limits()->max_decompressed, false };
-	ProtobufCAllocator alloc = { lb_alloc, lb_free, &bud };
+	struct cp_decode_budget bud;
+	ProtobufCAllocator alloc = { cp_decode_budget_alloc, cp_decode_budget_free, &bud };
 	Snapshot *snap = NULL;
 	const struct cp_kv *kv;
 	size_t n = 0, nkv;
 	int err;
 
 	(void)r;
+	cp_decode_budget_init(&bud);
 	if (!len)
 		return cp_error(EINVAL, "format=jfr: the recording is empty");
 	if (cp_is_gzip(body, len)) { /* inflated within max_decompressed */

@@ -38,8 +38,10 @@ static int child(struct trie *t, uint32_t parent, uint64_t key, bool add, uint32
 	uint32_t id = cp_index_find(&t->idx, h, tnode_eq, t, &k);
 
 	if (id == UINT32_MAX) {
-		if (!add || t->len >= UINT32_MAX)
-			return cp_error(add ? EOVERFLOW : EINVAL, "the call tree is too large to cut");
+		if (!add) /* the first pass added every node: a miss is a bug */
+			return cp_error(EINVAL, "cutting the call tree: a node the first pass added is missing");
+		if (t->len >= UINT32_MAX)
+			return cp_error(EOVERFLOW, "the call tree is too large to cut");
 		if (cp_grow((void **)&t->n, &t->cap, t->len + 1, sizeof(*t->n)) ||
 		    cp_index_add(&t->idx, h, (uint32_t)t->len))
 			return cp_error(ENOMEM, "out of memory cutting the profile's nodes");

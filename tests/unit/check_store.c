@@ -1400,6 +1400,24 @@ static int64_t part_count(int64_t t, const char *sql)
 	return v;
 }
 
+/* n labels host=h000, host=h001, ... (their values in host) */
+static void host_labels(int n, char (*host)[16], struct cp_kv *kv)
+{
+	for (int h = 0; h < n; h++) {
+		snprintf(host[h], sizeof(host[h]), "h%03d", h);
+		kv[h] = (struct cp_kv){ "host", host[h] };
+	}
+}
+
+/* the CPU samples of host=host in [from, to) */
+static int64_t host_total(struct cp_store *s, const char *host, int64_t from, int64_t to)
+{
+	char sel[64];
+
+	snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host);
+	return select_total(s, sel, from, to);
+}
+
 /* A closed hour's blocks, each holding every series of its batch, laid out by series: 120 hosts
  * appended together 120 times (more entries than a laid-out block holds); afterwards each block
  * holds a narrower range of series ids, a host's two types in the same block (their keys are the
@@ -1414,21 +1432,14 @@ START_TEST(test_layout_by_series)
 	struct cp_downsample pol;
 	int64_t before[120];
 
-	for (int h = 0; h < 120; h++) {
-		snprintf(host[h], sizeof(host[h]), "h%03d", h);
-		kv[h] = (struct cp_kv){ "host", host[h] };
-	}
+	host_labels(120, host, kv);
 	for (int i = 0; i < 120; i++) {
 		for (int h = 0; h < 120; h++)
 			a[h] = (struct cp_store_append){ .profile = p, .labels = &kv[h], .nlabels = 1, .time_ns = T0 + i * 10 * NS };
 		ck_assert_int_eq(cp_store_append(s, a, 120), 0);
 	}
-	for (int h = 0; h < 120; h++) {
-		char sel[64];
-
-		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
-		before[h] = select_total(s, sel, T0 - DAY_NS, T0 + DAY_NS);
-	}
+	for (int h = 0; h < 120; h++)
+		before[h] = host_total(s, host[h], T0 - DAY_NS, T0 + DAY_NS);
 	ck_assert_int_eq(part_count(T0, "SELECT min(s_max - s_min) FROM blocks"), 2 * 120 - 1); /* two types a host */
 	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
 	ck_assert_int_eq(cp_store_compact(s, &pol, T0 + 2 * CP_HOUR_NS, 0, NULL), 0);
@@ -1438,12 +1449,8 @@ START_TEST(test_layout_by_series)
 	ck_assert_int_lt(part_count(T0, "SELECT max(s_max - s_min) FROM blocks"), 2 * 120 - 1);
 	ck_assert_int_gt(part_count(T0, "SELECT count(*) FROM blocks"), 1);
 	ck_assert_int_eq(part_count(T0, "SELECT count(*) FROM blocks WHERE (s_max - s_min) % 2 = 0"), 0);
-	for (int h = 0; h < 120; h++) {
-		char sel[64];
-
-		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
-		ck_assert_int_eq(select_total(s, sel, T0 - DAY_NS, T0 + DAY_NS), before[h]);
-	}
+	for (int h = 0; h < 120; h++)
+		ck_assert_int_eq(host_total(s, host[h], T0 - DAY_NS, T0 + DAY_NS), before[h]);
 	cp_profile_free(p);
 	cp_store_close(s);
 }
@@ -1545,10 +1552,7 @@ START_TEST(test_rollups_day_by_series)
 	struct cp_downsample pol;
 	int64_t before[150];
 
-	for (int h = 0; h < 150; h++) {
-		snprintf(host[h], sizeof(host[h]), "h%03d", h);
-		kv[h] = (struct cp_kv){ "host", host[h] };
-	}
+	host_labels(150, host, kv);
 	for (int hr = 0; hr < 24; hr++) {
 		for (int h = 0; h < 150; h++)
 			a[h] = (struct cp_store_append){ .profile = p, .labels = &kv[h], .nlabels = 1,
@@ -1556,10 +1560,7 @@ START_TEST(test_rollups_day_by_series)
 		ck_assert_int_eq(cp_store_append(s, a, 150), 0);
 	}
 	for (int h = 0; h < 150; h++) {
-		char sel[64];
-
-		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
-		before[h] = select_total(s, sel, D0, D0 + DAY_NS);
+		before[h] = host_total(s, host[h], D0, D0 + DAY_NS);
 		ck_assert_int_gt(before[h], 0);
 	}
 	ck_assert_int_eq(cp_downsample_parse(CP_DOWNSAMPLE_DEFAULT, &pol), 0);
@@ -1571,12 +1572,8 @@ START_TEST(test_rollups_day_by_series)
 	/* a whole day's entries: those of one hour, as every hour had the same */
 	ck_assert_int_eq(part_count(D0, "SELECT sum(entries) FROM rollups WHERE step = 86400000000000"),
 			 part_count(D0, "SELECT sum(entries) FROM rollups WHERE step = 3600000000000") / 24);
-	for (int h = 0; h < 150; h++) {
-		char sel[64];
-
-		snprintf(sel, sizeof(sel), "process_cpu:samples{host=\"%s\"}", host[h]);
-		ck_assert_int_eq(select_total(s, sel, D0, D0 + DAY_NS), before[h]);
-	}
+	for (int h = 0; h < 150; h++)
+		ck_assert_int_eq(host_total(s, host[h], D0, D0 + DAY_NS), before[h]);
 	cp_profile_free(p);
 	cp_store_close(s);
 }

@@ -33,10 +33,11 @@ struct cp_procs *cp_procs_new(void)
 	return calloc(1, sizeof(struct cp_procs));
 }
 
+static void maps_release(struct cp_proc *p);
+
 static void proc_release(struct cp_proc *p)
 {
-	cp_proc_clear_maps(p);
-	free(p->maps);
+	maps_release(p);
 	free(p->exe);
 	free(p->container);
 	free(p->unit);
@@ -158,18 +159,95 @@ static void path_unref(char *s)
 		free(path_of(s));
 }
 
+/* A process's mappings are in a block that counts the processes holding it:
+ * a fork shares its parent's (a storm forks thousands of children, most of
+ * which exec or exit before they are sampled), and whoever changes shared
+ * mappings first takes a copy of its own (maps_own).  What lookups cache in
+ * a shared mapping (the unwinder's and symbolizer's keys, the build id, the
+ * profile's mapping, checked against its serial) holds for every holder:
+ * the same file at the same addresses. */
+struct maps_block {
+	uint64_t refs;
+	struct cp_map v[];
+};
+
+static struct maps_block *block_of(const struct cp_proc *p)
+{
+	return p->maps ? (struct maps_block *)(void *)((char *)p->maps - offsetof(struct maps_block, v)) : NULL;
+}
+
+/* lets go of p's block (and of its paths and memory, when p held it last) */
+static void maps_release(struct cp_proc *p)
+{
+	struct maps_block *b = block_of(p);
+
+	if (b && --b->refs == 0) {
+		for (size_t i = 0; i < p->nmaps; i++)
+			path_unref(p->maps[i].path);
+		free(b);
+	}
+	p->maps = NULL;
+	p->nmaps = p->mapcap = 0;
+}
+
+/* p's mappings in a block of its own (a copy when shared) with room for n:
+ * false when out of memory (nothing changed) */
+static bool maps_own(struct cp_proc *p, size_t n)
+{
+	struct maps_block *b = block_of(p), *c;
+	bool mine = b && b->refs == 1;
+	size_t cap;
+
+	if (mine && n <= p->mapcap)
+		return true;
+	cap = n < 8 ? 8 : n;
+	if (mine && cap < 2 * p->mapcap)
+		cap = 2 * p->mapcap;
+	if (cap > (SIZE_MAX - sizeof(*b)) / sizeof(struct cp_map))
+		return false;
+	if (mine) {
+		if (!(c = realloc(b, sizeof(*b) + cap * sizeof(struct cp_map))))
+			return false;
+	} else {
+		if (!(c = malloc(sizeof(*c) + cap * sizeof(struct cp_map))))
+			return false;
+		c->refs = 1;
+		if (b) {
+			memcpy(c->v, p->maps, p->nmaps * sizeof(*p->maps));
+			for (size_t i = 0; i < p->nmaps; i++)
+				path_ref(c->v[i].path);
+			b->refs--;
+		}
+	}
+	p->maps = c->v;
+	p->mapcap = cap;
+	return true;
+}
+
 void cp_proc_clear_maps(struct cp_proc *p)
 {
-	for (size_t i = 0; i < p->nmaps; i++)
-		path_unref(p->maps[i].path);
-	p->nmaps = 0;
+	struct maps_block *b = block_of(p);
+
+	if (b && b->refs == 1) { /* the block is kept for what comes next */
+		for (size_t i = 0; i < p->nmaps; i++)
+			path_unref(p->maps[i].path);
+		p->nmaps = 0;
+	} else {
+		maps_release(p);
+	}
 	p->maps_gen++;
 }
 
 void cp_proc_drop_maps_before(struct cp_proc *p, uint64_t t)
 {
-	size_t k = 0;
+	size_t k = 0, keep = 0;
 
+	for (size_t i = 0; i < p->nmaps; i++)
+		keep += p->maps[i].time && p->maps[i].time >= t;
+	if (!keep || !maps_own(p, p->nmaps)) { /* (out of memory: all go, /proc is read again) */
+		cp_proc_clear_maps(p);
+		return;
+	}
 	for (size_t i = 0; i < p->nmaps; i++) {
 		if (p->maps[i].time && p->maps[i].time >= t)
 			p->maps[k++] = p->maps[i];
@@ -188,6 +266,9 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 
 	if (end <= start)
 		return 0;
+	/* (room for a split and the new one) */
+	if (!maps_own(p, p->nmaps + 2))
+		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 	memset(&m, 0, sizeof(m));
 	m.start = start;
 	m.end = end;
@@ -211,11 +292,6 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 			/* split: keep [o.start, start) and [end, o.end) */
 			struct cp_map tail = *o;
 
-			if (cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
-				path_unref(m.path);
-				return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
-			}
-			o = &p->maps[i];
 			tail.path = path_ref(o->path);
 			tail.pgoff += end - o->start;
 			tail.start = end;
@@ -236,10 +312,6 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 			i--;
 		}
 	}
-	if (cp_grow((void **)&p->maps, &p->mapcap, p->nmaps + 1, sizeof(*p->maps))) {
-		path_unref(m.path);
-		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
-	}
 	for (j = 0; j < p->nmaps && p->maps[j].start < start; j++)
 		;
 	memmove(&p->maps[j + 1], &p->maps[j], (p->nmaps - j) * sizeof(*p->maps));
@@ -253,29 +325,14 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent)
 {
 	cp_proc_clear_maps(child);
-	/* the parent's maps are sorted and apart already: copied as they are, in
-	 * one allocation (a fork storm forks shells with a few dozen each) */
-	if (parent->nmaps &&
-	    cp_grow((void **)&child->maps, &child->mapcap, parent->nmaps, sizeof(*child->maps)))
-		return cp_error(ENOMEM, "out of memory copying the mappings of a parent");
-	for (size_t i = 0; i < parent->nmaps; i++) {
-		const struct cp_map *m = &parent->maps[i];
-		struct cp_map *c = &child->maps[i];
-
-		memset(c, 0, sizeof(*c));
-		c->start = m->start;
-		c->end = m->end;
-		c->pgoff = m->pgoff;
-		c->path = path_ref(m->path);
-		if (m->build_id_len) {
-			memcpy(c->build_id, m->build_id, m->build_id_len);
-			c->build_id_len = m->build_id_len;
-			c->build_id_read = true;
-		}
-	}
-	child->nmaps = parent->nmaps;
-	if (parent->nmaps)
+	if (parent->nmaps) { /* shared until one of them changes its own (maps_own) */
+		maps_release(child);
+		block_of(parent)->refs++;
+		child->maps = parent->maps;
+		child->nmaps = parent->nmaps;
+		child->mapcap = parent->mapcap;
 		child->maps_gen++;
+	}
 	child->have_maps = parent->have_maps;
 	memcpy(child->comm, parent->comm, sizeof(child->comm));
 	if (parent->exe && !child->exe)
@@ -448,8 +505,7 @@ int cp_proc_read(struct cp_proc *p)
 		if (cp_proc_add_map(&fresh, m.start, m.end, m.pgoff, m.path, NULL, 0)) {
 			free(line);
 			fclose(f);
-			cp_proc_clear_maps(&fresh);
-			free(fresh.maps);
+			maps_release(&fresh);
 			return cp_error(ENOMEM, "out of memory reading /proc/%d/maps", (int)p->pid);
 		}
 	}
@@ -457,8 +513,7 @@ int cp_proc_read(struct cp_proc *p)
 	fclose(f);
 	/* unchanged: keep what we have (and the unwinder's session on it) */
 	if (p->have_maps && same_maps(p, &fresh)) {
-		cp_proc_clear_maps(&fresh);
-		free(fresh.maps);
+		maps_release(&fresh);
 		return 0;
 	}
 	/* keep build ids the kernel gave for mappings that are still there */
@@ -471,8 +526,7 @@ int cp_proc_read(struct cp_proc *p)
 			fresh.maps[i].build_id_read = true;
 		}
 	}
-	cp_proc_clear_maps(p);
-	free(p->maps);
+	maps_release(p);
 	p->maps = fresh.maps;
 	p->nmaps = fresh.nmaps;
 	p->mapcap = fresh.mapcap;

@@ -821,6 +821,27 @@ START_TEST(test_add_map_build_id_and_inherit)
 	ck_assert_str_eq(c->unit, "ssh.service");
 	ck_assert(c->have_maps);
 	ck_assert_uint_eq(cp_proc_find_map(c, 0x1000)->build_id_len, 20);
+	/* shared until one of them changes its own: a mapping the parent adds is not the child's, one
+	 * the child adds not the parent's, and a second child's exec drops only its own */
+	ck_assert_int_eq(cp_proc_add_map(p, 0x7000, 0x8000, 0, "/p", NULL, 0), 0);
+	ck_assert_ptr_null(cp_proc_find_map(c, 0x7000));
+	ck_assert_int_eq(cp_proc_add_map(c, 0x3800, 0x3c00, 0, "/q", NULL, 0), 0);
+	ck_assert_str_eq(found(p, 0x3800), "/b");
+	ck_assert_str_eq(found(c, 0x3800), "/q");
+	{
+		struct cp_proc *c2 = cp_procs_get(t, 11, true), *c3 = cp_procs_get(t, 12, true);
+
+		ck_assert_int_eq(cp_proc_inherit(c2, c), 0);
+		ck_assert_int_eq(cp_proc_inherit(c3, c), 0);
+		ck_assert_str_eq(maps_str(c2, buf, sizeof(buf)), maps_str(c, buf2, sizeof(buf2)));
+		cp_proc_drop_maps_before(c2, 1);
+		ck_assert_uint_eq(c2->nmaps, 0);
+		ck_assert_str_eq(found(c, 0x3800), "/q");
+		ck_assert_str_eq(found(c3, 0x3800), "/q");
+		cp_procs_remove(t, 12, NULL);
+		cp_procs_remove(t, 11, NULL);
+		ck_assert_str_eq(found(c, 0x3800), "/q");
+	}
 	ck_assert_uint_eq(cp_procs_count(t), 2);
 	cp_procs_remove(t, 9, NULL);
 	ck_assert_uint_eq(cp_procs_count(t), 1);

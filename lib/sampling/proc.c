@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../error.h"
+#include "../index.h"
 #include "../util.h"
 
 struct node {
@@ -22,10 +23,14 @@ struct node {
 };
 
 #define NBUCKETS 4096
+#define PATH_BUCKETS 1024
+
+struct map_path;
 
 struct cp_procs {
 	struct node *b[NBUCKETS];
 	size_t n;
+	struct map_path *paths[PATH_BUCKETS]; /* the mappings' paths (path_new) */
 };
 
 struct cp_procs *cp_procs_new(void)
@@ -81,6 +86,7 @@ struct cp_proc *cp_procs_get(struct cp_procs *t, uint32_t pid, bool create)
 	if (!n)
 		return NULL;
 	n->p.pid = pid;
+	n->p.table = t;
 	n->next = *b;
 	*b = n;
 	t->n++;
@@ -121,24 +127,37 @@ size_t cp_procs_count(const struct cp_procs *t)
 	return t->n;
 }
 
-/* A mapping's path, shared by the processes a fork copied it to (a shell
- * forks a few dozen mappings to every child, which mostly execs at once):
- * counted references instead of a copy each.  Only this file makes and
- * lets go of them. */
+/* A mapping's path, one copy per table, counted: a storm maps the same
+ * few dozen files (ld.so, libc, ...) into every program it execs, and a fork
+ * shares its parent's.  Only this file makes and lets go of them. */
 struct map_path {
 	uint32_t refs;
+	uint32_t hash;
+	struct map_path *next; /* in the table's bucket */
 	char s[];
 };
 
-static char *path_new(const char *s)
+static char *path_new(struct cp_procs *t, const char *s)
 {
 	size_t n = strlen(s) + 1;
-	struct map_path *m = malloc(sizeof(*m) + n);
+	uint32_t h = (uint32_t)cp_hash_bytes(s, n, 0x70617468);
+	struct map_path **b = t ? &t->paths[h % PATH_BUCKETS] : NULL, *m;
 
-	if (!m)
+	for (m = b ? *b : NULL; m; m = m->next)
+		if (m->hash == h && !memcmp(m->s, s, n)) {
+			m->refs++;
+			return m->s;
+		}
+	if (!(m = malloc(sizeof(*m) + n)))
 		return NULL;
 	m->refs = 1;
+	m->hash = h;
+	m->next = NULL;
 	memcpy(m->s, s, n);
+	if (b) {
+		m->next = *b;
+		*b = m;
+	}
 	return m->s;
 }
 
@@ -153,10 +172,19 @@ static char *path_ref(char *s)
 	return s;
 }
 
-static void path_unref(char *s)
+/* (t: the table path_new was given) */
+static void path_unref(struct cp_procs *t, char *s)
 {
-	if (s && --path_of(s)->refs == 0)
-		free(path_of(s));
+	struct map_path *m = s ? path_of(s) : NULL, **b;
+
+	if (!m || --m->refs)
+		return;
+	for (b = t ? &t->paths[m->hash % PATH_BUCKETS] : NULL; b && *b; b = &(*b)->next)
+		if (*b == m) {
+			*b = m->next;
+			break;
+		}
+	free(m);
 }
 
 /* A process's mappings are in a block that counts the processes holding it:
@@ -183,7 +211,7 @@ static void maps_release(struct cp_proc *p)
 
 	if (b && --b->refs == 0) {
 		for (size_t i = 0; i < p->nmaps; i++)
-			path_unref(p->maps[i].path);
+			path_unref(p->table, p->maps[i].path);
 		free(b);
 	}
 	p->maps = NULL;
@@ -200,7 +228,7 @@ static bool maps_own(struct cp_proc *p, size_t n)
 
 	if (mine && n <= p->mapcap)
 		return true;
-	cap = n < 8 ? 8 : n;
+	cap = n < 16 ? 16 : n; /* (a program maps a dozen or two) */
 	if (mine && cap < 2 * p->mapcap)
 		cap = 2 * p->mapcap;
 	if (cap > (SIZE_MAX - sizeof(*b)) / sizeof(struct cp_map))
@@ -230,7 +258,7 @@ void cp_proc_clear_maps(struct cp_proc *p)
 
 	if (b && b->refs == 1) { /* the block is kept for what comes next */
 		for (size_t i = 0; i < p->nmaps; i++)
-			path_unref(p->maps[i].path);
+			path_unref(p->table, p->maps[i].path);
 		p->nmaps = 0;
 	} else {
 		maps_release(p);
@@ -252,7 +280,7 @@ void cp_proc_drop_maps_before(struct cp_proc *p, uint64_t t)
 		if (p->maps[i].time && p->maps[i].time >= t)
 			p->maps[k++] = p->maps[i];
 		else
-			path_unref(p->maps[i].path);
+			path_unref(p->table, p->maps[i].path);
 	}
 	p->nmaps = k;
 	p->maps_gen++;
@@ -273,7 +301,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 	m.start = start;
 	m.end = end;
 	m.pgoff = pgoff;
-	m.path = path_new(path ? path : "");
+	m.path = path_new(p->table, path ? path : "");
 	if (!m.path)
 		return cp_error(ENOMEM, "out of memory adding a mapping of %s", path ? path : "[anon]");
 	if (build_id && build_id_len && build_id_len <= sizeof(m.build_id)) {
@@ -306,7 +334,7 @@ int cp_proc_add_map(struct cp_proc *p, uint64_t start, uint64_t end, uint64_t pg
 			o->pgoff += end - o->start;
 			o->start = end;
 		} else {
-			path_unref(o->path);
+			path_unref(p->table, o->path);
 			memmove(o, o + 1, (p->nmaps - i - 1) * sizeof(*p->maps));
 			p->nmaps--;
 			i--;
@@ -497,6 +525,7 @@ int cp_proc_read(struct cp_proc *p)
 	if (!f)
 		return -errno;
 	memset(&fresh, 0, sizeof(fresh));
+	fresh.table = p->table;
 	while (getline(&line, &cap, f) > 0) {
 		struct cp_maps_line m;
 

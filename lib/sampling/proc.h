@@ -45,8 +45,11 @@ struct cp_perfmap {
 	bool owner_read;            /* owner and not_before_ns were read (once a file is there) */
 };
 
+struct cp_procs;
+
 struct cp_proc {
 	uint32_t pid;
+	struct cp_procs *table;       /* the table it is in (its mappings' paths are kept there) */
 	char comm[16];
 	char *exe;
 	char *container, *unit, *pod; /* NULL when not in one */

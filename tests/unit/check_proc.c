@@ -842,6 +842,16 @@ START_TEST(test_add_map_build_id_and_inherit)
 		cp_procs_remove(t, 11, NULL);
 		ck_assert_str_eq(found(c, 0x3800), "/q");
 	}
+	{ /* two programs mapping one file hold one copy of its path, which outlives either */
+		struct cp_proc *x = cp_procs_get(t, 13, true), *y = cp_procs_get(t, 14, true);
+
+		ck_assert_int_eq(cp_proc_add_map(x, 0x1000, 0x2000, 0, "/lib/same.so", NULL, 0), 0);
+		ck_assert_int_eq(cp_proc_add_map(y, 0x5000, 0x6000, 0, "/lib/same.so", NULL, 0), 0);
+		ck_assert_ptr_eq(cp_proc_find_map(x, 0x1000)->path, cp_proc_find_map(y, 0x5000)->path);
+		cp_procs_remove(t, 13, NULL);
+		ck_assert_str_eq(found(y, 0x5000), "/lib/same.so");
+		cp_procs_remove(t, 14, NULL);
+	}
 	ck_assert_uint_eq(cp_procs_count(t), 2);
 	cp_procs_remove(t, 9, NULL);
 	ck_assert_uint_eq(cp_procs_count(t), 1);

@@ -102,7 +102,8 @@ void cp_proc_clear_maps(struct cp_proc *p);
 /* Drops the mappings older than t (an exec at t; records come per CPU, so
  * the new program's may have been read first). */
 void cp_proc_drop_maps_before(struct cp_proc *p, uint64_t t);
-/* A copy of parent's mappings and metadata into child (at fork). */
+/* Parent's mappings (shared until one of the two changes its own) and a copy
+ * of its metadata into child (at fork). */
 int cp_proc_inherit(struct cp_proc *child, const struct cp_proc *parent);
 const struct cp_map *cp_proc_find_map(const struct cp_proc *p, uint64_t addr);
 /* Sets the labels from a cgroup v2 path ("/system.slice/ssh.service"). */

@@ -27,28 +27,58 @@ static uint64_t probe(const uint8_t *data, size_t len, unsigned i)
 	return v;
 }
 
+/* p's mappings must stay sorted and disjoint */
+static void check_sorted(const struct cp_proc *p)
+{
+	for (size_t i = 1; p && i < p->nmaps; i++)
+		if (p->maps[i - 1].end > p->maps[i].start || p->maps[i].start >= p->maps[i].end)
+			abort();
+}
+
 static void maps_lines(const uint8_t *data, size_t len)
 {
 	struct cp_procs *t = cp_procs_new();
 	struct cp_proc *p = t ? cp_procs_get(t, 1, true) : NULL;
 	char *text = malloc(len + 1), *line, *save = NULL;
+	unsigned k = 0;
 
 	if (!p || !text)
 		goto out;
 	memcpy(text, data, len);
 	text[len] = 0;
-	/* line by line, as cp_proc_read does; each line also parsed alone with its newline */
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	/* line by line, as cp_proc_read does; each line also parsed alone with its newline.  Processes
+	 * 2 and 3 fork, exec and exit as the lines' first bytes say, so that mappings shared at fork
+	 * (copied when one of them changes its own) and paths kept once are driven too */
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), k++) {
 		struct cp_maps_line m;
+		struct cp_proc *q = cp_procs_get(t, 2 + (unsigned char)line[0] % 2, true);
 
-		if (cp_parse_maps_line(line, &m) == 0 && m.perms[2] == 'x')
+		switch ((unsigned char)line[0] % 7) {
+		case 1: /* a fork of 1 */
+			if (q)
+				cp_proc_inherit(q, p);
+			break;
+		case 2: /* an exec */
+			if (q)
+				cp_proc_drop_maps_before(q, k);
+			break;
+		case 3: /* an exit */
+			if (q)
+				cp_procs_remove(t, q->pid, NULL);
+			q = NULL;
+			break;
+		}
+		if (cp_parse_maps_line(line, &m) == 0 && m.perms[2] == 'x') {
 			cp_proc_add_map(p, m.start, m.end, m.pgoff, m.path, NULL, 0);
+			if (q && (unsigned char)line[0] % 7 == 4)
+				cp_proc_add_map(q, m.start, m.end, m.pgoff, m.path, NULL, 0);
+		}
+		check_sorted(cp_procs_get(t, 2, false));
+		check_sorted(cp_procs_get(t, 3, false));
 	}
 	for (unsigned i = 0; i < 12; i++)
 		cp_proc_find_map(p, probe(data, len, i));
-	for (size_t i = 1; i < p->nmaps; i++)
-		if (p->maps[i - 1].end > p->maps[i].start || p->maps[i].start >= p->maps[i].end)
-			abort(); /* mappings must stay sorted and disjoint */
+	check_sorted(p);
 	memcpy(text, data, len);
 	text[len] = 0;
 	{

@@ -321,20 +321,91 @@ out:
 	protobuf_c_message_free_unpacked(&req->base, NULL);
 }
 
+/* a request's selection: the type, Pyroscope's label selector, the range */
+struct psel {
+	struct cp_selector *user; /* the label selector */
+	const char *type;
+	int64_t from, to; /* ns, [from, to) */
+};
+
+static struct cp_selector *store_selector(const struct psel *p, size_t src);
+
+/* The values label has in the samples, not the series, of the series that sels pick (none: all) of
+ * each type in a, over [start, end] (ms, as all_series takes them): the recorder's pid, thread_id and
+ * thread_name, an off-CPU wait's state, a client's pprof labels.  Into set, whose new strings are
+ * also put in keep (the caller frees them once set is given); 0 or -errno. */
+static int sample_values(struct cp_api *s, const struct all *a, struct cp_selector **sels, size_t nsels,
+			 int64_t start, int64_t end, const char *label, struct strset *set, struct strset *keep)
+{
+	struct strset types = { 0 };
+	struct cp_selector *all = NULL;
+	struct cp_store *st = NULL;
+	int err = 0;
+
+	for (size_t i = 0; i < a->n && !err; i++)
+		err = strset_add(&types, a->ser[i].type);
+	if (!err && !nsels && !(err = cp_selector_parse("{}", &all)))
+		sels = &all, nsels = 1;
+	if (!err && !(st = cp_shared_reader(s->store)))
+		err = cp_error(errno ? errno : ENOMEM, "%s", "cannot read the store");
+	for (size_t t = 0; t < types.n && !err; t++) {
+		for (size_t j = 0; j < nsels && !err; j++) {
+			struct psel p = { sels[j], types.s[t], INT64_MIN, INT64_MAX };
+
+			if (sels[j]->type && !cp_selector_match_type(sels[j], types.s[t]))
+				continue;
+			if (start || end) {
+				p.from = start * 1000000;
+				p.to = end ? end * 1000000 : cp_now_ns();
+			}
+			for (size_t src = 0; src < NSRC && !err; src++) {
+				struct cp_selector *sel = store_selector(&p, src);
+				char **v = NULL;
+				size_t n = 0;
+
+				if (!sel) {
+					err = errno ? -errno : 0;
+					continue;
+				}
+				err = cp_store_sample_values(st, sel, p.from, p.to, label, &v, &n);
+				cp_selector_free(sel);
+				for (size_t k = 0; k < n; k++) {
+					size_t had = set->n;
+
+					if (!err && (err = strset_add(set, v[k])) == 0 && set->n > had &&
+					    (err = strset_add(keep, v[k])))
+						set->n = had;
+					if (err || set->n == had)
+						free(v[k]); /* (not kept: a value already there, or a failure) */
+				}
+				free(v);
+			}
+		}
+	}
+	if (st)
+		cp_shared_release(s->store, st);
+	cp_selector_free(all);
+	free(types.s);
+	return err;
+}
+
 /* the distinct label names (label NULL) or values of label over the series matching matchers */
 static void label_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp_connect_enc enc, char **matchers,
 		       size_t nmatchers, int64_t start, int64_t end, const char *label, ProtobufCMessage *res,
 		       char ***names, size_t *nnames)
 {
 	struct cp_selector **sels = NULL;
-	struct strset set = { 0 };
+	struct strset set = { 0 }, keep = { 0 };
 	struct all a = { 0 };
+	bool series_label = false;
 	int m = 0;
 
 	(void)r;
 	if (!parse_matchers(out, matchers, nmatchers, &sels) || !all_series(arg, out, &a, start, end))
 		goto out;
 	for (size_t i = 0; i < a.n && m >= 0; i++) {
+		for (size_t k = 0; label && k < a.v[i].nvisible && !series_label; k++)
+			series_label = !strcmp(a.v[i].names[k], label);
 		if ((m = view_match(&a.v[i], a.ser[i].type, sels, nmatchers)) <= 0)
 			continue;
 		for (size_t k = 0; k < a.v[i].nvisible && m >= 0; k++)
@@ -344,6 +415,9 @@ static void label_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp
 				 strset_add(&set, a.v[i].values[k]))
 				m = -ENOMEM;
 	}
+	/* a label no series has: a sample label, whose values are in the samples (as cprof query --values) */
+	if (m >= 0 && label && !series_label && a.n)
+		m = sample_values(arg, &a, sels, nmatchers, start, end, label, &set, &keep);
 	if (m < 0) {
 		cp_connect_error(out, cp_connect_code_of(m), "%s", cp_errmsg(-m));
 		goto out;
@@ -355,6 +429,9 @@ static void label_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp
 		cp_connect_answer(out, enc, res);
 out:
 	free(set.s);
+	for (size_t i = 0; i < keep.n; i++)
+		free((char *)keep.s[i]);
+	free(keep.s);
 	all_free(&a);
 	free_matchers(sels, nmatchers);
 }
@@ -487,13 +564,6 @@ out:
 }
 
 /* ---- selections ---- */
-
-/* a request's selection: the type, Pyroscope's label selector, the range */
-struct psel {
-	struct cp_selector *user; /* the label selector */
-	const char *type;
-	int64_t from, to; /* ns, [from, to) */
-};
 
 /* false after answering */
 static bool psel_parse(struct cp_resp *out, const char *type, const char *labels, int64_t start, int64_t end,

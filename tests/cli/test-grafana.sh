@@ -124,6 +124,16 @@ is "$(printf '%s' "$out" | jq -r '.services | join(",")')" "$([ $recorded = yes 
 is "$(printf '%s' "$out" | jq -r '.privateValues | length')" 0 "LabelValues of a __ label: none (private, as in Pyroscope)"
 unlike "$(printf '%s' "$out" | jq -r '.labelNames | join(",")')" '__' "LabelNames hides the __ labels"
 like "$(printf '%s' "$out" | jq -r '.labelNames | join(",")')" 'service_name' "LabelNames has service_name"
+if [ $recorded = yes ]; then
+	# pid and state are labels of the samples, not of the series: their values come from the samples
+	want=$("$CPROF" query --data "$D" --from 1 --to "$end_ms" --values pid | LC_ALL=C sort | paste -sd, -)
+	like "$want" '^[0-9]' "cprof query --values pid lists the recorded processes ($want)"
+	is "$(printf '%s' "$out" | jq -r '.pids | join(",")')" "$want" "LabelValues of pid, a sample label: the pids cprof query --values pid lists"
+	is "$(printf '%s' "$out" | jq -r '.sleepStates | index("S") != null')" true \
+		"LabelValues of state with {service_name=\"sleep\"}: the sleep's wait (S) is there"
+else
+	is "$(printf '%s' "$out" | jq -r '.pids | length')" 0 "LabelValues of pid with nothing recorded: none"
+fi
 
 # ---- /pyroscope/render: the flamebearer JSON of Grafana's Profiles Drilldown ----
 from_ms=$((end_ms - 7200000)) # the last two hours: the pushes and the folded import, not the older pprof

@@ -332,8 +332,8 @@ static struct cp_selector *store_selector(const struct psel *p, size_t src);
 
 /* The values label has in the samples, not the series, of the series that sels pick (none: all) of
  * each type in a, over [start, end] (ms, as all_series takes them): the recorder's pid, thread_id and
- * thread_name, an off-CPU wait's state, a client's pprof labels.  Into set, whose new strings are
- * also put in keep (the caller frees them once set is given); 0 or -errno. */
+ * thread_name, an off-CPU wait's state, a client's pprof labels.  Into set (empty before), each once;
+ * keep holds the strings (the caller frees them once set is given).  0 or -errno. */
 static int sample_values(struct cp_api *s, const struct all *a, struct cp_selector **sels, size_t nsels,
 			 int64_t start, int64_t end, const char *label, struct strset *set, struct strset *keep)
 {
@@ -369,15 +369,15 @@ static int sample_values(struct cp_api *s, const struct all *a, struct cp_select
 				}
 				err = cp_store_sample_values(st, sel, p.from, p.to, label, &v, &n);
 				cp_selector_free(sel);
-				for (size_t k = 0; k < n; k++) {
-					size_t had = set->n;
-
-					if (!err && (err = strset_add(set, v[k])) == 0 && set->n > had &&
-					    (err = strset_add(keep, v[k])))
-						set->n = had;
-					if (err || set->n == had)
-						free(v[k]); /* (not kept: a value already there, or a failure) */
-				}
+				/* (each call's values are sorted and apart; the union is made below: a busy
+				 * host's day has tens of thousands of pids, too many for strset_add's scan) */
+				if (!err && n && cp_grow((void **)&keep->s, &keep->cap, keep->n + n, sizeof(*keep->s)))
+					err = cp_error(ENOMEM, "out of memory");
+				for (size_t k = 0; k < n; k++)
+					if (err)
+						free(v[k]);
+					else
+						keep->s[keep->n++] = v[k];
 				free(v);
 			}
 		}
@@ -386,7 +386,19 @@ static int sample_values(struct cp_api *s, const struct all *a, struct cp_select
 		cp_shared_release(s->store, st);
 	cp_selector_free(all);
 	free(types.s);
-	return err;
+	if (err)
+		return err;
+	strset_sort(keep);
+	free(set->s);
+	set->s = NULL;
+	set->n = set->cap = 0;
+	if (keep->n && !(set->s = malloc(keep->n * sizeof(*set->s))))
+		return cp_error(ENOMEM, "out of memory");
+	set->cap = keep->n;
+	for (size_t i = 0; i < keep->n; i++)
+		if (!set->n || strcmp(set->s[set->n - 1], keep->s[i]))
+			set->s[set->n++] = keep->s[i];
+	return 0;
 }
 
 /* the distinct label names (label NULL) or values of label over the series matching matchers */
@@ -416,7 +428,7 @@ static void label_list(struct cp_req *r, struct cp_resp *out, void *arg, enum cp
 				m = -ENOMEM;
 	}
 	/* a label no series has: a sample label, whose values are in the samples (as cprof query --values) */
-	if (m >= 0 && label && !series_label && a.n)
+	if (m >= 0 && label && !series_label && a.n && !set.n)
 		m = sample_values(arg, &a, sels, nmatchers, start, end, label, &set, &keep);
 	if (m < 0) {
 		cp_connect_error(out, cp_connect_code_of(m), "%s", cp_errmsg(-m));

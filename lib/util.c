@@ -29,6 +29,25 @@ char *cp_hex(const void *bytes, size_t n, char *buf, size_t len)
 	return buf;
 }
 
+static int strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t cp_strs_sort_unique(char **v, size_t n)
+{
+	size_t j = 0;
+
+	cp_qsort(v, n, sizeof(*v), strp_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (j && !strcmp(v[j - 1], v[i]))
+			free(v[i]);
+		else
+			v[j++] = v[i];
+	}
+	return j;
+}
+
 int cp_grow(void **arr, size_t *cap, size_t need, size_t sz)
 {
 	size_t n;

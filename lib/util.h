@@ -115,6 +115,10 @@ static inline void cp_qsort_r(void *base, size_t n, size_t sz, int (*cmp)(const 
 		qsort_r(base, n, sz, cmp, arg);
 }
 
+/* Sorts the n malloc'ed strings of v (strcmp) and frees each one equal to the one before:
+ * how many are left, each once, at v[0..). */
+size_t cp_strs_sort_unique(char **v, size_t n);
+
 /* a + b and a - b saturated at INT64_MIN and INT64_MAX: sums of profile values (pprof allows any
  * int64, e.g. 5e18 twice) stay at the bound instead of wrapping to the other sign. */
 static inline int64_t cp_add_sat(int64_t a, int64_t b)

@@ -388,16 +388,14 @@ static int sample_values(struct cp_api *s, const struct all *a, struct cp_select
 	free(types.s);
 	if (err)
 		return err;
-	strset_sort(keep);
+	keep->n = cp_strs_sort_unique((char **)keep->s, keep->n);
 	free(set->s);
 	set->s = NULL;
 	set->n = set->cap = 0;
 	if (keep->n && !(set->s = malloc(keep->n * sizeof(*set->s))))
 		return cp_error(ENOMEM, "out of memory");
-	set->cap = keep->n;
-	for (size_t i = 0; i < keep->n; i++)
-		if (!set->n || strcmp(set->s[set->n - 1], keep->s[i]))
-			set->s[set->n++] = keep->s[i];
+	memcpy(set->s, keep->s, keep->n * sizeof(*set->s));
+	set->n = set->cap = keep->n;
 	return 0;
 }
 

@@ -641,16 +641,8 @@ int cp_store_sample_values(struct cp_store *s, const struct cp_selector *sel, in
 		}
 		cp_store_results_free(r, nr);
 	}
-	if (!err) {
-		cp_qsort(v, cnt, sizeof(*v), str_ptr_cmp);
-		for (i = 0, j = 0; i < cnt; i++) {
-			if (j && !strcmp(v[j - 1], v[i]))
-				free(v[i]);
-			else
-				v[j++] = v[i];
-		}
-		cnt = j;
-	}
+	if (!err)
+		cnt = cp_strs_sort_unique(v, cnt);
 out:
 	free(types);
 	cp_store_series_free(ser, nser);

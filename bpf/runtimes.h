@@ -13,18 +13,27 @@
  *   lib/sampling/runtimes/NAME/  its user side: const struct cp_runtime
  *                            cp_runtime_NAME (lib/sampling/runtime.h);
  * and its line below: X(id, NAME), the id a number of its own (not 0), with
- * its walker's #include in the block under it. */
+ * its walker's #include in the block under it.
+ *
+ * A runtime whose functions run as native code (a JIT's, an interpreter's
+ * builtins, with frame pointers) needs no walker: user space names those
+ * frames of the unwound stack (cp_runtime.native).  It is listed in
+ * CP_RUNTIMES_NATIVE, with only its user side. */
 #ifndef CP_RUNTIMES_H
 #define CP_RUNTIMES_H
 
 #define CP_RUNTIMES(X) \
 	X(1, python)
 
+#define CP_RUNTIMES_NATIVE(X) \
+	X(2, v8)
+
 /* their ids: CP_RT_ID_python, ... */
 enum cp_rt_id {
 	CP_RT_ID_NONE = 0,
 #define CP_RT_ENUM(id, name) CP_RT_ID_##name = id,
 	CP_RUNTIMES(CP_RT_ENUM)
+	CP_RUNTIMES_NATIVE(CP_RT_ENUM)
 #undef CP_RT_ENUM
 };
 

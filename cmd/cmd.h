@@ -241,10 +241,10 @@ bool pids_alive(const uint32_t *pids, size_t n);
 
 /* ---- the sampling options that record and top share (perf's record_opts) ----
  * What to sample (the target: --all, -p PID, --cgroup PATH, -- CMD) and how (-F, --idle,
- * --off-cpu, --no-kernel, --debuginfo-path, --max-memory, --debuginfod, --no-debuginfod).  The
+ * --off-cpu, --no-kernel, --no-runtimes, --debuginfo-path, --max-memory, --debuginfod, --no-debuginfod).  The
  * configuration file's target applies only when the command line names none. */
 enum { OPT_S_CGROUP = 1200, OPT_S_IDLE, OPT_S_OFFCPU, OPT_S_NO_KERNEL, OPT_S_DEBUGINFO, OPT_S_MAX_MEMORY,
-       OPT_S_DEBUGINFOD, OPT_S_NO_DEBUGINFOD };
+       OPT_S_DEBUGINFOD, OPT_S_NO_DEBUGINFOD, OPT_S_NO_RUNTIMES };
 #define SAMPLING_OPTIONS                                                    \
 	{ "all", no_argument, NULL, 'a' },                                  \
 	{ "pid", required_argument, NULL, 'p' },                            \
@@ -253,12 +253,13 @@ enum { OPT_S_CGROUP = 1200, OPT_S_IDLE, OPT_S_OFFCPU, OPT_S_NO_KERNEL, OPT_S_DEB
 	{ "idle", no_argument, NULL, OPT_S_IDLE },                          \
 	{ "off-cpu", no_argument, NULL, OPT_S_OFFCPU },                      \
 	{ "no-kernel", no_argument, NULL, OPT_S_NO_KERNEL },                \
+	{ "no-runtimes", no_argument, NULL, OPT_S_NO_RUNTIMES },            \
 	{ "debuginfo-path", required_argument, NULL, OPT_S_DEBUGINFO },     \
 	{ "max-memory", required_argument, NULL, OPT_S_MAX_MEMORY },        \
 	{ "debuginfod", required_argument, NULL, OPT_S_DEBUGINFOD },        \
 	{ "no-debuginfod", no_argument, NULL, OPT_S_NO_DEBUGINFOD }
 struct sampling_args {
-	bool all, idle, offcpu, no_kernel;
+	bool all, idle, offcpu, no_kernel, no_runtimes;
 	int freq;                  /* Hz */
 	const char *cgroup, *debuginfo;
 	uint32_t *pids;            /* -p (malloc'ed) */

@@ -95,6 +95,8 @@ const struct cmd cmd_record = {
 	"                          oldest is dropped (default 256M)\n"
 	"      --idle              keep samples of the idle task (swapper)\n"
 	"      --no-kernel         leave kernel frames out\n"
+	"      --no-runtimes       name no Python or JavaScript frame from the process's\n"
+	"                          memory (JIT code: from perf maps only)\n"
 	"      --off-cpu           also where threads wait off the CPU (type offcpu, state\n"
 	"                          S sleep, D disk/uninterruptible, R waiting for a CPU)\n"
 	"      --off-cpu-min DUR   leave out waits shorter than DUR (default 0s)\n"

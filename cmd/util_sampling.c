@@ -162,6 +162,7 @@ bool sampling_option(const char *verb, struct sampling_args *s, int opt, char *a
 	case OPT_S_IDLE: s->idle = true; break;
 	case OPT_S_OFFCPU: s->offcpu = true; break;
 	case OPT_S_NO_KERNEL: s->no_kernel = true; return true;
+	case OPT_S_NO_RUNTIMES: s->no_runtimes = true; break;
 	case OPT_S_DEBUGINFO: s->debuginfo = arg; break;
 	case OPT_S_MAX_MEMORY: *status = parse_max_memory(verb, arg, &s->max_memory); break;
 	case OPT_S_DEBUGINFOD:
@@ -200,6 +201,7 @@ void sampling_recorder_opts(const char *verb, const struct sampling_args *s, str
 	ro->cgroup = s->cgroup;
 	ro->idle = s->idle;
 	ro->no_kernel = s->no_kernel;
+	ro->no_runtimes = s->no_runtimes;
 	ro->offcpu = s->offcpu;
 	ro->debuginfo = s->debuginfo;
 	ro->max_memory = s->max_memory;

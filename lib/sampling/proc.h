@@ -74,6 +74,7 @@ struct cp_proc {
 	uint64_t rt_entry_lo, rt_entry_hi;
 	uint32_t rt_gen; /* maps_gen + 1 when last looked at (0: never) */
 	unsigned rt_layout;
+	bool rt_native; /* the runtime has no walker: its frames are native ones */
 	void *user;                   /* the caller's (record: this interval's profile) */
 };
 

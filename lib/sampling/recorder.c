@@ -50,6 +50,8 @@ struct cp_recorder {
 	int error; /* the first failure inside a callback */
 	bool finished, waited; /* debuginfod: the last hand-over waits for the fetches */
 	uint64_t *pcs;
+	uint64_t *fps;              /* a native runtime's: the frames' rbp (cp_unwind_fp) */
+	struct cp_rt_name *natnames; /* and the names it gave them */
 	uint32_t *locs;
 	struct cp_budget budget;
 	/* the locations frames were given, in the profiles of this interval:
@@ -167,11 +169,42 @@ static void main_mapping_first(struct cp_recorder *r, struct cp_profile *prof, s
 	}
 }
 
-/* a sample's runtime frames: n of runtime id's */
+/* a sample's runtime frames: n of runtime id's; or, for a runtime whose
+ * frames are native ones, the names of the user frames (nat[i].label NULL:
+ * not the runtime's) */
 struct rtframes {
 	uint32_t id, n;
 	const struct cp_rt_frame *f;
+	const struct cp_rt_name *nat;
 };
+
+/* The location of a frame runtime rt named nm in prof, in the mapping
+ * "[NAME]" (at addr); -1 when out of memory. */
+static int64_t named_rt_location(struct cp_profile *prof, const struct cp_runtime *rt, const struct cp_rt_name *nm,
+				 uint64_t addr)
+{
+	char mapname[64];
+	int64_t map;
+	struct cp_function fn;
+	struct cp_line l;
+	struct cp_rt_name bare = { 0 };
+
+	snprintf(mapname, sizeof(mapname), "[%s]", rt->name);
+	map = cp_profile_mapping(prof, &(struct cp_mapping){ .filename = (uint32_t)cp_profile_str(prof, mapname),
+							    .has_functions = true, .has_filenames = true,
+							    .has_line_numbers = true });
+	if (map < 0)
+		return -1;
+	if (!nm) { /* gone, or not a function of the runtime's: a frame all the same */
+		bare.label = mapname;
+		nm = &bare;
+	}
+	fn = (struct cp_function){ (uint32_t)cp_profile_str(prof, nm->label),
+				   (uint32_t)cp_profile_str(prof, nm->name ? nm->name : ""),
+				   (uint32_t)cp_profile_str(prof, nm->file ? nm->file : ""), nm->first_line };
+	l = (struct cp_line){ (uint32_t)cp_profile_function(prof, &fn), nm->line > 0 ? nm->line : 0, 0 };
+	return cp_profile_location(prof, (uint32_t)map, addr, &l, 1, false);
+}
 
 /* The location of runtime frame f (runtime id) of process p in prof (the
  * memo's, else made), or 0 when the frame is left out (not running yet), -1
@@ -183,8 +216,7 @@ static int64_t runtime_location(struct cp_recorder *r, struct cp_profile *prof, 
 	const struct cp_runtime *rt = cp_runtime_find(id);
 	uint64_t key = f->data | 1ull << 63; /* not a native pc */
 	struct cp_rt_name nm = { 0 };
-	char mapname[64];
-	int64_t loc, map;
+	int64_t loc;
 	int got;
 
 	if ((loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER)))
@@ -194,24 +226,7 @@ static int64_t runtime_location(struct cp_recorder *r, struct cp_profile *prof, 
 	got = cp_runtimes_frame(r->rts, id, p->pid, p->rt_layout, f, &nm);
 	if (got > 0)
 		return 0;
-	snprintf(mapname, sizeof(mapname), "[%s]", rt->name);
-	map = cp_profile_mapping(prof, &(struct cp_mapping){ .filename = (uint32_t)cp_profile_str(prof, mapname),
-							    .has_functions = true, .has_filenames = true,
-							    .has_line_numbers = true });
-	if (map < 0)
-		return -1;
-	if (got < 0) { /* gone, or not a function of the runtime's: a frame all the same */
-		struct cp_function fn = { (uint32_t)cp_profile_str(prof, mapname), 0, 0, 0 };
-		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), 0, 0 };
-
-		loc = cp_profile_location(prof, (uint32_t)map, 0, &l, 1, false);
-	} else {
-		struct cp_function fn = { (uint32_t)cp_profile_str(prof, nm.label), (uint32_t)cp_profile_str(prof, nm.name),
-					  (uint32_t)cp_profile_str(prof, nm.file), nm.first_line };
-		struct cp_line l = { (uint32_t)cp_profile_function(prof, &fn), nm.line > 0 ? nm.line : 0, 0 };
-
-		loc = cp_profile_location(prof, (uint32_t)map, f->data, &l, 1, false);
-	}
+	loc = named_rt_location(prof, rt, got < 0 ? NULL : &nm, got < 0 ? 0 : f->data);
 	if (loc <= 0)
 		return -1;
 	cp_locmemo_put(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER, (uint32_t)loc);
@@ -301,6 +316,12 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 		}
 		if (i == nu)
 			break;
+		if (rf && rf->nat && rf->nat[i].label) { /* a native runtime's function: not by pc */
+			if ((loc = named_rt_location(prof, cp_runtime_find(rf->id), &rf->nat[i], 0)) <= 0)
+				goto fail;
+			r->locs[nlocs++] = (uint32_t)loc;
+			continue;
+		}
 		if (!(loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, upcs[i], kind))) {
 			loc = cp_symbolize_user(r->sym, prof, p, upcs[i], i > 0, &stable);
 			if (loc < 0)
@@ -514,7 +535,7 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 		return;
 	}
 	/* a flush came between: made again (with the mappings of now) */
-	rf = (struct rtframes){ w->rtid, w->nrt, (const struct cp_rt_frame *)(w->pcs + w->nk + w->nu) };
+	rf = (struct rtframes){ w->rtid, w->nrt, (const struct cp_rt_frame *)(w->pcs + w->nk + w->nu), NULL };
 	add_sample(r, p, w->tid, w->comm, w->pcs, w->nk, w->nu ? w->pcs + w->nk : NULL, (int)w->nu,
 		   p->rt_id && p->rt_id == w->rtid && w->nrt ? &rf : NULL, true, w->state, weight);
 }
@@ -526,6 +547,7 @@ static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 	struct cp_rt_proc rp;
 	struct cp_rt_found f;
 	uint32_t was = p->rt_id;
+	bool native;
 	int id;
 
 	p->rt_gen = p->maps_gen + 1;
@@ -543,8 +565,14 @@ static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 		return;
 	if (was && (uint32_t)id != was)
 		cp_runtimes_forget(r->rts, was, p->pid);
-	if (id && cp_sampler_set_runtime(r->sampler, p->pid, &rp) == 0) {
+	/* a runtime with a walker is the sampler's to follow; one without
+	 * (its frames are native ones) is named from the unwound stack */
+	native = id && cp_runtime_find((uint32_t)id)->native;
+	if (native && was && !p->rt_native)
+		cp_sampler_set_runtime(r->sampler, p->pid, NULL);
+	if (id && (native || cp_sampler_set_runtime(r->sampler, p->pid, &rp) == 0)) {
 		p->rt_id = (uint32_t)id;
+		p->rt_native = native;
 		p->rt_entry_lo = f.entry_lo;
 		p->rt_entry_hi = f.entry_hi;
 		p->rt_layout = f.layout;
@@ -553,7 +581,9 @@ static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 	p->rt_id = 0;
 	p->rt_entry_lo = p->rt_entry_hi = 0;
 	if (was) {
-		cp_sampler_set_runtime(r->sampler, p->pid, NULL);
+		if (!p->rt_native)
+			cp_sampler_set_runtime(r->sampler, p->pid, NULL);
+		p->rt_native = false;
 		if ((uint32_t)id == was)
 			cp_runtimes_forget(r->rts, was, p->pid);
 	}
@@ -590,7 +620,23 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 		else
 			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
 	}
-	n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	if (p->rt_id && !stale && p->rt_native) { /* its functions' frames are native ones: named here */
+		int named;
+
+		n = cp_unwind_fp(r->unw, p, s, r->pcs, r->fps, CP_USER_FRAMES_MAX);
+		named = n > 0 ? cp_runtimes_native(r->rts, p->rt_id, p->pid, p->rt_layout, s, r->pcs, r->fps, n,
+						   r->natnames) : 0;
+		if (named == -ENOMEM) {
+			r->error = named;
+			return;
+		}
+		if (named > 0) {
+			rf.id = p->rt_id;
+			rf.nat = r->natnames;
+		}
+	} else {
+		n = stale ? 0 : cp_unwind(r->unw, p, s, r->pcs, CP_USER_FRAMES_MAX);
+	}
 	/* the runtime's frames, tagged with whose they are: those of a runtime
 	 * the process no longer runs (it exec'd) are left out */
 	if (p->rt_id && s->rt_frames && s->runtime == p->rt_id && !stale) {
@@ -599,12 +645,12 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 		rf.n = s->rt_frames;
 	}
 	if (s->flags & CP_SAMPLE_OFFCPU) {
-		offcpu_start(r, p, s, nk, n, rf.n ? &rf : NULL);
+		offcpu_start(r, p, s, nk, n, rf.n || rf.nat ? &rf : NULL);
 		return;
 	}
 	memcpy(comm, s->comm, CP_COMM_LEN);
 	comm[CP_COMM_LEN] = 0;
-	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, rf.n ? &rf : NULL, false, 0, 0);
+	add_sample(r, p, s->tid, comm, (const uint64_t *)s->kstack, nk, r->pcs, n, rf.n || rf.nat ? &rf : NULL, false, 0, 0);
 }
 
 /* ---- process lifecycle records ---- */
@@ -728,16 +774,18 @@ struct cp_recorder *cp_recorder_new(const struct cp_recorder_opts *o)
 	r->period = 1000000000LL / (o->freq > 0 ? o->freq : 19);
 	r->offcpu_period = o->offcpu_period_ns ? o->offcpu_period_ns : cp_recorder_offcpu_period(o->freq);
 	r->pcs = calloc(CP_USER_FRAMES_MAX, sizeof(*r->pcs));
+	r->fps = calloc(CP_USER_FRAMES_MAX, sizeof(*r->fps));
+	r->natnames = calloc(CP_USER_FRAMES_MAX, sizeof(*r->natnames));
 	r->locs = calloc(CP_USER_FRAMES_MAX + CP_KSTACK_MAX + CP_RT_FRAMES_MAX, sizeof(*r->locs));
 	r->procs = cp_procs_new();
 	r->unw = cp_unwinder_new(o->debuginfo);
 	r->sym = r->unw ? cp_symbolizer_new(r->unw, 0) : NULL;
-	r->rts = cp_runtimes_new(o->verb ? o->verb : "record");
+	r->rts = o->no_runtimes ? NULL : cp_runtimes_new(o->verb ? o->verb : "record");
 	r->memo = cp_locmemo_new(MEMO_BITS);
 	if (o->offcpu && (!(r->pending = calloc((size_t)1 << PENDING_BITS, sizeof(*r->pending))) ||
 			  !(r->offtotals = cp_offtotals_new())))
 		goto nomem;
-	if (!r->pcs || !r->locs || !r->procs || !r->unw || !r->sym || !r->memo)
+	if (!r->pcs || !r->fps || !r->natnames || !r->locs || !r->procs || !r->unw || !r->sym || !r->memo)
 		goto nomem;
 	cp_symbolizer_set_memo(r->sym, r->memo);
 	cp_budget_init(&r->budget, o->max_memory, r->unw, r->sym, o->verb ? o->verb : "record");
@@ -835,6 +883,8 @@ void cp_recorder_free(struct cp_recorder *r)
 	free(r->pending);
 	cp_offtotals_free(r->offtotals);
 	free(r->pcs);
+	free(r->fps);
+	free(r->natnames);
 	free(r->locs);
 	free(r);
 }

@@ -34,6 +34,8 @@ struct cp_recorder_opts {
 	const char *cgroup;   /* only tasks in this cgroup v2 directory */
 	bool idle;            /* keep the idle task's samples */
 	bool no_kernel;       /* leave kernel frames out */
+	bool no_runtimes;     /* name no runtime's frames from its memory (runtime.h): Python's are
+			       * left out, JIT code is named from perf maps only */
 	const char *debuginfo; /* where separate debug files are (NULL: libdw's default) */
 	const char *debuginfod; /* debuginfod servers, as $DEBUGINFOD_URLS (NULL: none); fetched
 				 * off the sampling path, a profile taken gets what landed */

@@ -6,17 +6,20 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../bpf/runtimes.h"
 #include "../error.h"
 
 #define CP_RT_DECLARE(id, name) extern const struct cp_runtime cp_runtime_##name;
 CP_RUNTIMES(CP_RT_DECLARE)
+CP_RUNTIMES_NATIVE(CP_RT_DECLARE)
 #undef CP_RT_DECLARE
 
 static const struct cp_runtime *const table[] = {
 #define CP_RT_ROW(id, name) &cp_runtime_##name,
 	CP_RUNTIMES(CP_RT_ROW)
+	CP_RUNTIMES_NATIVE(CP_RT_ROW)
 #undef CP_RT_ROW
 };
 #define NRT (sizeof(table) / sizeof(table[0]))
@@ -101,7 +104,7 @@ int cp_runtimes_frame(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigne
 {
 	int i = index_of(id);
 
-	if (i < 0 || !rs->st[i])
+	if (i < 0 || !rs->st[i] || !table[i]->frame)
 		return -1;
 	return table[i]->frame(rs->st[i], pid, layout, fr, out);
 }
@@ -112,4 +115,28 @@ void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid)
 
 	if (i >= 0 && rs->st[i])
 		table[i]->forget(rs->st[i], pid);
+}
+
+int cp_runtimes_native(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout,
+		       const struct cp_sample_rec *s, const uint64_t *pcs, const uint64_t *fps, int n,
+		       struct cp_rt_name *out)
+{
+	int i = index_of(id);
+
+	if (i < 0 || !rs->st[i] || !table[i]->native)
+		return -1;
+	return table[i]->native(rs->st[i], pid, layout, s, pcs, fps, n, out);
+}
+
+bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t n)
+{
+	Elf_Scn *scn = elf_getscn(e, sym->st_shndx);
+	GElf_Shdr sh;
+
+	memset(out, 0, n);
+	if (!scn || !gelf_getshdr(scn, &sh) || sym->st_value < sh.sh_addr || sym->st_value + n > sh.sh_addr + sh.sh_size)
+		return false;
+	if (sh.sh_type == SHT_NOBITS)
+		return true; /* zero */
+	return pread(fd, out, n, (off_t)(sh.sh_offset + sym->st_value - sh.sh_addr)) == (ssize_t)n;
 }

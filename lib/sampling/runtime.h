@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <gelf.h>
+
 #include "sampler.h" /* bpf/sampler.h's struct cp_rt_frame, cp_rt_proc */
 #include "proc.h"
 
@@ -62,6 +64,15 @@ struct cp_runtime {
 	int (*frame)(void *st, uint32_t pid, unsigned layout, const struct cp_rt_frame *fr, struct cp_rt_name *out);
 	/* what it keeps of process pid goes (it exited, or exec'd) */
 	void (*forget)(void *st, uint32_t pid);
+	/* A runtime with no walker (bpf/runtimes.h's CP_RUNTIMES_NATIVE; frame
+	 * NULL, detect's data unused): its functions run as native code, and
+	 * it names those frames of a stack unwound in user space.  s: the
+	 * sample (its copy of the stack), pcs and fps: cp_unwind_fp's n frames.
+	 * Sets out[i].label for each frame named (NULL for the others); returns
+	 * how many, or -1 when the process cannot be read.  NULL for a runtime
+	 * with a walker. */
+	int (*native)(void *st, uint32_t pid, unsigned layout, const struct cp_sample_rec *s, const uint64_t *pcs,
+		      const uint64_t *fps, int n, struct cp_rt_name *out);
 };
 
 /* The table (bpf/runtimes.h's order), *n rows. */
@@ -82,7 +93,16 @@ int cp_runtimes_detect(struct cp_runtimes *rs, struct cp_proc *p, struct cp_rt_p
 /* cp_runtime.frame of runtime id (-1: no such runtime) */
 int cp_runtimes_frame(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout,
 		      const struct cp_rt_frame *fr, struct cp_rt_name *out);
+/* cp_runtime.native of runtime id (-1: no such runtime, or it has a walker) */
+int cp_runtimes_native(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout,
+		       const struct cp_sample_rec *s, const uint64_t *pcs, const uint64_t *fps, int n,
+		       struct cp_rt_name *out);
 /* cp_runtime.forget of runtime id */
 void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
+
+/* For the runtimes' detection: the n bytes a symbol of the ELF file open as
+ * e (on fd) starts with, from the file (zero in .bss); false when they are
+ * not in the file. */
+bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t n);
 
 #endif

@@ -268,7 +268,7 @@ static const struct rule *get_rule(struct cp_unwinder *u, struct cp_proc *p, uin
 	return &u->rules[id];
 }
 
-static bool stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *out)
+bool cp_unwind_stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *out)
 {
 	uint64_t sp = r->regs[CP_REG_SP];
 
@@ -296,10 +296,16 @@ static bool caller_reg(const struct cp_sample_rec *r, uint8_t how, int32_t off, 
 
 	if (how == BP_UNDEF)
 		return false;
-	return how != BP_AT || at < sp || stack_word(r, at, val);
+	return how != BP_AT || at < sp || cp_unwind_stack_word(r, at, val);
 }
 
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max)
+{
+	return cp_unwind_fp(u, p, r, pcs, NULL, max);
+}
+
+int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs,
+		 uint64_t *fps, int max)
 {
 	uint64_t pc, sp, bp, bx;
 	bool exact = true; /* pc is where the thread is, not a return address */
@@ -319,23 +325,27 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 		int state;
 
 		pcs[n++] = pc;
+		if (fps)
+			fps[n - 1] = 0;
 		if (r->ustack_len == 0)
 			break;
 		ru = get_rule(u, p, exact ? pc : pc - 1);
 		state = ru ? ru->state : RULE_FP;
+		if (fps && state == RULE_FP)
+			fps[n - 1] = bp;
 		exact = false;
 		if (state == RULE_END)
 			break;
 		if (state == RULE_SIGNAL) {
-			if (!stack_word(r, sp + SIG_IP, &ra) || !stack_word(r, sp + SIG_SP, &cfa) ||
-			    !stack_word(r, sp + SIG_BP, &nbp))
+			if (!cp_unwind_stack_word(r, sp + SIG_IP, &ra) || !cp_unwind_stack_word(r, sp + SIG_SP, &cfa) ||
+			    !cp_unwind_stack_word(r, sp + SIG_BP, &nbp))
 				break;
-			bx_known = stack_word(r, sp + SIG_BX, &nbx);
+			bx_known = cp_unwind_stack_word(r, sp + SIG_BX, &nbx);
 			exact = true;
 			u->counts.signal++;
 		} else if (state == RULE_FP) {
 			/* the caller's rbp at rbp, the return address above it */
-			if (bp < sp || !stack_word(r, bp, &nbp) || !stack_word(r, bp + 8, &ra))
+			if (bp < sp || !cp_unwind_stack_word(r, bp, &nbp) || !cp_unwind_stack_word(r, bp + 8, &ra))
 				break;
 			cfa = bp + 16;
 			u->counts.fp++;
@@ -346,7 +356,7 @@ int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_r
 			cfa = (ru->cfa_reg == 7 ? sp : ru->cfa_reg == 6 ? bp : bx) + (uint64_t)(int64_t)ru->cfa_off;
 			if (state == RULE_PLT && (pc & 15) >= ru->plt_k)
 				cfa += 8;
-			if (!stack_word(r, cfa + (uint64_t)(int64_t)ru->ra_off, &ra))
+			if (!cp_unwind_stack_word(r, cfa + (uint64_t)(int64_t)ru->ra_off, &ra))
 				break; /* beyond the copied stack: as far as it goes */
 			if (!caller_reg(r, ru->bp_how, ru->bp_off, cfa, sp, &nbp))
 				nbp = 0;

@@ -10,6 +10,7 @@
 #ifndef CP_UNWIND_H
 #define CP_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,14 @@ void cp_unwinder_free(struct cp_unwinder *u);
  * interrupted instruction; the others are return addresses).  Returns the
  * number of frames (0 when the sample has no user part). */
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max);
+
+/* cp_unwind, and for each frame that has no CFI rule (JIT code, V8's
+ * builtins: it was left through the frame pointer) its rbp in fps[i]; 0 for
+ * the others. */
+int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs,
+		 uint64_t *fps, int max);
+/* The word at addr of r's copy of the user stack: false when not in it. */
+bool cp_unwind_stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *out);
 
 /* The binaries the unwinder reads CFI from, with their separate debug files
  * (debuginfo_path), for the symbolizer to share; owned by u. */

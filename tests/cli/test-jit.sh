@@ -4,7 +4,9 @@
 # code in anonymous memory (named "//anon" in the kernel's mmap records, ""
 # in /proc/PID/maps) and names it in /tmp/perf-PID.map.  The program
 # (tests/fixtures/record/jit.js) spends its time in hotAlpha and hotBeta,
-# 3:1.  Needs root (CI runs as root) and node.
+# 3:1.  The recorder names JavaScript frames from V8's heap by itself
+# (tests/cli/test-v8.sh): --no-runtimes leaves the perf map to name them
+# here.  Needs root (CI runs as root) and node.
 . "$srcdir/tests/cli/lib.sh"
 NODE=${NODE:-$(command -v node || true)}
 [ -n "$NODE" ] || skip_all "no node (tools/setup.sh installs nodejs)"
@@ -69,7 +71,7 @@ check() {
 
 # ---- the README's recipe: record -- node --perf-basic-prof app.js ----
 # (node works for 1 s of CPU time, however long that takes on this machine)
-run rec -F 499 -o "$T/cmd.pb.gz" -- "$NODE" --perf-basic-prof "$APP" 1
+run rec -F 499 --no-runtimes -o "$T/cmd.pb.gz" -- "$NODE" --perf-basic-prof "$APP" 1
 pid=$(printf '%s\n' "$out" | head -n 1)
 case $pid in *[!0-9]*|"") pid="" ;; *) maps="$maps /tmp/perf-$pid.map" ;; esac
 is "$rc" 0 "record -- node --perf-basic-prof exits 0"
@@ -82,7 +84,7 @@ check "record -- node" "$("$CPROF" query -t samples -f folded -i "$T/cmd.pb.gz")
 bg="$bg $np"
 maps="$maps /tmp/perf-$np.map"
 ok "the running node names hotAlpha in its perf map" wait_map "$np"
-timeout -s KILL 300 "$CPROF" record -F 499 -p "$np" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
+timeout -s KILL 300 "$CPROF" record -F 499 --no-runtimes -p "$np" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
 sampling "$T/p.err"
 touch "$T/go" # node's second of CPU time starts
 wait "$r"
@@ -93,7 +95,7 @@ check "record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
 # ---- the whole system: record --all into the store, node started while
 # recording (its mappings come from the kernel's mmap records, "//anon")
 # (timeout passes SIGTERM on; a background job ignores SIGINT)
-timeout -s KILL 300 "$CPROF" record --all -F 199 --data "$T/all" 2>"$T/all.err" & r=$!
+timeout -s KILL 300 "$CPROF" record --all -F 199 --no-runtimes --data "$T/all" 2>"$T/all.err" & r=$!
 sampling "$T/all.err"
 "$NODE" --perf-basic-prof "$APP" 2 > "$T/all.out"
 nn=$(head -n 1 "$T/all.out")

@@ -67,14 +67,18 @@ is "$long" "" "no cmd/*.c over 600 lines"
 # ---- the seams: one registration point each (docs/ARCHITECTURE.md, "Adding a ...") ----
 
 # runtimes: bpf/runtimes.h's list; each listed runtime has its files, and only they name it
+# (CP_RUNTIMES: those with a walker; CP_RUNTIMES_NATIVE: those named from the native stack, user side only)
 list=$(sed -n 's/^[[:space:]]*X([0-9]*, *\([a-z0-9_]*\)).*/\1/p' bpf/runtimes.h)
-like "$list" '^python' "bpf/runtimes.h lists the runtimes (python first)"
+walkers=$(sed -n '/^#define CP_RUNTIMES(X)/,/^$/s/^[[:space:]]*X([0-9]*, *\([a-z0-9_]*\)).*/\1/p' bpf/runtimes.h)
+like "$walkers" '^python' "bpf/runtimes.h lists the runtimes (python first)"
 missing=
 for rt in $list; do
+	grep -rqs "^const struct cp_runtime cp_runtime_$rt = " "lib/sampling/runtimes/$rt/" || missing="$missing lib/sampling/runtimes/$rt/(cp_runtime_$rt)"
+done
+for rt in $walkers; do
 	for f in "bpf/runtimes/$rt.h" "bpf/runtimes/$rt.bpf.h"; do
 		[ -f "$f" ] || missing="$missing $f"
 	done
-	grep -rqs "^const struct cp_runtime cp_runtime_$rt = " "lib/sampling/runtimes/$rt/" || missing="$missing lib/sampling/runtimes/$rt/(cp_runtime_$rt)"
 	grep -q "^#include \"runtimes/$rt.bpf.h\"" bpf/runtimes.h || missing="$missing bpf/runtimes.h(#include runtimes/$rt.bpf.h)"
 done
 is "$missing" "" "each listed runtime has its walker, its data and its row"
@@ -85,7 +89,7 @@ for d in lib/sampling/runtimes/*/; do
 done
 is "$unlisted" "" "each runtime's folder is in the list"
 names=$(printf '%s|' $list)
-run sh -c "grep -rlE 'runtimes/(${names%|})/|cp_runtime_(${names%|})\\b|cp_python_|struct cp_py_' lib cmd --include=*.c --include=*.h |
+run sh -c "grep -rlE 'runtimes/(${names%|})/|cp_runtime_(${names%|})\\b|cp_python_|struct cp_py_|cp_v8_' lib cmd --include=*.c --include=*.h |
 	grep -v '^lib/sampling/runtimes/' | sort"
 is "$out" "" "no code outside a runtime's folder names it (the recorder goes through lib/sampling/runtime.h)"
 run sh -c 'sed "s#/\*.*\*/##" bpf/sampler.bpf.c | grep -nE "cp_py_|py_walk|python_frames"'

@@ -158,21 +158,6 @@ bool cp_python_named(const char *path)
 	return !strncmp(b, "python", 6) || !strncmp(b, "libpython", 9);
 }
 
-/* The version in Py_Version (0xMMmmPPxx), read from the file */
-static uint64_t read_version(Elf *e, int fd, const GElf_Sym *sym)
-{
-	Elf_Scn *scn = elf_getscn(e, sym->st_shndx);
-	GElf_Shdr sh;
-	uint32_t v = 0;
-
-	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sym->st_value < sh.sh_addr ||
-	    sym->st_value + 4 > sh.sh_addr + sh.sh_size)
-		return 0;
-	if (pread(fd, &v, 4, (off_t)(sh.sh_offset + sym->st_value - sh.sh_addr)) != 4)
-		return 0;
-	return v;
-}
-
 /* Looks at the binary open on fd: b filled (b->lay NULL when not a known CPython). */
 static void inspect(const struct cp_python *py, struct bin *b, int fd, const char *path)
 {
@@ -201,7 +186,9 @@ static void inspect(const struct cp_python *py, struct bin *b, int fd, const cha
 				b->runtime = s.st_value;
 				runtime = true;
 			} else if (!strcmp(n, "Py_Version")) {
-				version = read_version(e, fd, &s);
+				uint32_t v;
+
+				version = cp_runtime_sym_read(e, fd, &s, &v, 4) ? v : 0; /* 0xMMmmPPxx */
 			} else if (!strcmp(n, "_PyEval_EvalFrameDefault")) {
 				b->eval = s.st_value;
 				b->eval_size = s.st_size;

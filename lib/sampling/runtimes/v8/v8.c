@@ -1,0 +1,877 @@
+/* SPDX-License-Identifier: MIT */
+/* V8 frames: detection and naming (see v8.h, docs/internals/v8.md). */
+#include "v8.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../../../../bpf/runtimes.h"
+#include "../../../error.h"
+#include "../../../index.h"
+#include "../../../log.h"
+#include "../../../util.h"
+#include "../../unwind.h"
+
+/* ---- the constants a layout is made of ---- */
+
+enum {
+	FP_FUNCTION,
+	HO_MAP,
+	MAP_TYPE,
+	JSF_SHARED,
+	SFI_NAME,
+	SFI_SCRIPT,
+	SCRIPT_NAME,
+	SCRIPT_SOURCE,
+	SCRIPT_LINE_ENDS,
+	STR_LENGTH,
+	SEQ1_CHARS,
+	SEQ2_CHARS,
+	CONS_FIRST,
+	CONS_SECOND,
+	THIN_ACTUAL,
+	SLICED_PARENT,
+	SLICED_OFFSET,
+	FA_LENGTH,
+	FA_DATA,
+	T_JSFUNCTION,
+	T_JSFUNCTION_FIRST,
+	T_JSFUNCTION_LAST,
+	T_SFI,
+	T_SCRIPT,
+	T_SCOPEINFO,
+	T_FIXEDARRAY,
+	FIRST_NONSTRING,
+	REPR_MASK,
+	ENC_MASK,
+	SEQ_TAG,
+	CONS_TAG,
+	SLICED_TAG,
+	THIN_TAG,
+	ONEBYTE_TAG,
+	SI_FIRST_VARS,
+	SI_NCONTEXTLOCALS,
+	EXT_TAG,
+	EXT_RESOURCE,
+	NCONST
+};
+
+/* name (a prefix when it ends in "__": the field's type is left out, as it
+ * changes between versions; names a version renamed are separated by "|"),
+ * and whether a layout needs it */
+static const struct {
+	const char *name;
+	bool need;
+} consts[NCONST] = {
+	[FP_FUNCTION] = { "off_fp_function", true },
+	[HO_MAP] = { "class_HeapObject__map__", true },
+	[MAP_TYPE] = { "class_Map__instance_type__", true },
+	[JSF_SHARED] = { "class_JSFunction__shared__", true },
+	[SFI_NAME] = { "class_SharedFunctionInfo__name_or_scope_info__", true },
+	[SFI_SCRIPT] = { "class_SharedFunctionInfo__script_or_debug_info__|class_SharedFunctionInfo__script__", false },
+	[SCRIPT_NAME] = { "class_Script__name__", true },
+	[SCRIPT_SOURCE] = { "class_Script__source__", false },
+	[SCRIPT_LINE_ENDS] = { "class_Script__line_ends__", false },
+	[STR_LENGTH] = { "class_String__length__", true },
+	[SEQ1_CHARS] = { "class_SeqOneByteString__chars__", true },
+	[SEQ2_CHARS] = { "class_SeqTwoByteString__chars__", false },
+	[CONS_FIRST] = { "class_ConsString__first__", false },
+	[CONS_SECOND] = { "class_ConsString__second__", false },
+	[THIN_ACTUAL] = { "class_ThinString__actual__", false },
+	[SLICED_PARENT] = { "class_SlicedString__parent__", false },
+	[SLICED_OFFSET] = { "class_SlicedString__offset__", false },
+	[FA_LENGTH] = { "class_FixedArrayBase__length__", false },
+	[FA_DATA] = { "class_FixedArray__data__", false },
+	[T_JSFUNCTION] = { "type_JSFunction__JS_FUNCTION_TYPE", true },
+	[T_JSFUNCTION_FIRST] = { "FirstJSFunctionType", false },
+	[T_JSFUNCTION_LAST] = { "LastJSFunctionType", false },
+	[T_SFI] = { "type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", true },
+	[T_SCRIPT] = { "type_Script__SCRIPT_TYPE", true },
+	[T_SCOPEINFO] = { "type_ScopeInfo__SCOPE_INFO_TYPE", true },
+	[T_FIXEDARRAY] = { "type_FixedArray__FIXED_ARRAY_TYPE", false },
+	[FIRST_NONSTRING] = { "FirstNonstringType", true },
+	[REPR_MASK] = { "StringRepresentationMask", true },
+	[ENC_MASK] = { "StringEncodingMask", true },
+	[SEQ_TAG] = { "SeqStringTag", true },
+	[CONS_TAG] = { "ConsStringTag", false },
+	[SLICED_TAG] = { "SlicedStringTag", false },
+	[THIN_TAG] = { "ThinStringTag", false },
+	[ONEBYTE_TAG] = { "OneByteStringTag", true },
+	[SI_FIRST_VARS] = { "scopeinfo_idx_first_vars", true },
+	[SI_NCONTEXTLOCALS] = { "scopeinfo_idx_ncontextlocals", true },
+	[EXT_TAG] = { "ExternalStringTag", false },
+	[EXT_RESOURCE] = { "class_ExternalString__resource__", false },
+};
+
+struct layout {
+	int32_t c[NCONST];
+	bool have[NCONST];
+};
+
+#define LAYOUTS_MAX 16
+#define BINS_MAX 32
+#define FN_BUCKETS 4096
+#define FN_MAX 65536     /* functions kept; past it the cache starts over */
+#define MAPS_BITS 12     /* the map -> type cache */
+#define SCRIPTS_MAX 64   /* line ends kept */
+#define NAME_MAX_LEN 512 /* a name or a file, cut there */
+#define SOURCE_MAX (8u << 20) /* code units of a source read for its line ends */
+#define SCOPE_SLOTS 64
+
+/* a binary looked at */
+struct bin {
+	char *key;
+	int layout; /* -1: not a V8 this knows */
+};
+
+/* a function: what a SharedFunctionInfo names */
+struct fn {
+	struct fn *next;
+	uint32_t pid;
+	uint64_t sfi, name_or_scope, script; /* its address, and the fields it was read from */
+	char *label, *name, *file;
+	int64_t line;
+};
+
+/* a script's line ends (code-unit offsets of its line breaks) */
+struct script {
+	uint32_t pid;
+	uint64_t addr, source;
+	uint32_t *ends;
+	size_t n;
+	bool read;
+};
+
+struct cp_v8 {
+	const char *verb;
+	struct layout layouts[LAYOUTS_MAX];
+	size_t nlayouts;
+	struct bin bins[BINS_MAX];
+	size_t nbins, nextbin;
+	struct fn *buckets[FN_BUCKETS];
+	size_t nfn;
+	struct { uint32_t pid; uint16_t type; uint64_t addr; } maps[1u << MAPS_BITS];
+	struct script scripts[SCRIPTS_MAX];
+	size_t nextscript;
+};
+
+struct cp_v8 *cp_v8_new(const char *verb)
+{
+	struct cp_v8 *v = calloc(1, sizeof(*v));
+
+	if (v)
+		v->verb = verb;
+	return v;
+}
+
+static void fn_free(struct fn *f)
+{
+	free(f->label);
+	free(f->name);
+	free(f->file);
+	free(f);
+}
+
+static void fns_clear(struct cp_v8 *v)
+{
+	for (size_t i = 0; i < FN_BUCKETS; i++) {
+		struct fn *f = v->buckets[i], *n;
+
+		for (; f; f = n) {
+			n = f->next;
+			fn_free(f);
+		}
+		v->buckets[i] = NULL;
+	}
+	v->nfn = 0;
+}
+
+void cp_v8_free(struct cp_v8 *v)
+{
+	if (!v)
+		return;
+	fns_clear(v);
+	for (size_t i = 0; i < v->nbins; i++)
+		free(v->bins[i].key);
+	for (size_t i = 0; i < SCRIPTS_MAX; i++)
+		free(v->scripts[i].ends);
+	free(v);
+}
+
+void cp_v8_forget(struct cp_v8 *v, uint32_t pid)
+{
+	for (size_t i = 0; i < FN_BUCKETS; i++) {
+		struct fn **pp = &v->buckets[i];
+
+		while (*pp) {
+			struct fn *f = *pp;
+
+			if (f->pid == pid) {
+				*pp = f->next;
+				fn_free(f);
+				v->nfn--;
+			} else {
+				pp = &f->next;
+			}
+		}
+	}
+	for (size_t i = 0; i < (1u << MAPS_BITS); i++)
+		if (v->maps[i].pid == pid)
+			v->maps[i].addr = 0;
+	for (size_t i = 0; i < SCRIPTS_MAX; i++)
+		if (v->scripts[i].pid == pid) {
+			free(v->scripts[i].ends);
+			memset(&v->scripts[i], 0, sizeof(v->scripts[i]));
+		}
+}
+
+/* ---- layouts and detection ---- */
+
+/* Is name one of the alternatives of want (see consts)? */
+static bool const_named(const char *want, const char *name)
+{
+	while (*want) {
+		const char *bar = strchr(want, '|');
+		size_t len = bar ? (size_t)(bar - want) : strlen(want);
+		bool prefix = len > 2 && want[len - 2] == '_' && want[len - 1] == '_';
+
+		if (prefix ? !strncmp(name, want, len) : strlen(name) == len && !strncmp(name, want, len))
+			return true;
+		want += len + (bar != NULL);
+	}
+	return false;
+}
+
+int cp_v8_layout(struct cp_v8 *v, const char *const *names, const int32_t *values, size_t n)
+{
+	struct layout l;
+
+	memset(&l, 0, sizeof(l));
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < NCONST; k++)
+			if (!l.have[k] && const_named(consts[k].name, names[i])) {
+				l.c[k] = values[i];
+				l.have[k] = true;
+			}
+	for (size_t k = 0; k < NCONST; k++)
+		if (consts[k].need && !l.have[k])
+			return -1;
+	/* offsets read here stay inside what is read of an object */
+	/* an external string's resource is its first field after String's
+	 * (where a sequential string's characters start) when not said */
+	if (!l.have[EXT_RESOURCE]) {
+		l.c[EXT_RESOURCE] = l.c[SEQ1_CHARS];
+		l.have[EXT_RESOURCE] = true;
+	}
+	for (size_t k = HO_MAP; k <= FA_DATA; k++)
+		if (l.c[k] < 0 || l.c[k] > 256)
+			return -1;
+	if (l.c[EXT_RESOURCE] < 0 || l.c[EXT_RESOURCE] > 256)
+		return -1;
+	if (l.c[FP_FUNCTION] < -256 || l.c[FP_FUNCTION] > 256 || (l.c[FP_FUNCTION] & 7))
+		return -1;
+	for (size_t i = 0; i < v->nlayouts; i++)
+		if (!memcmp(&v->layouts[i], &l, sizeof(l)))
+			return (int)i;
+	if (v->nlayouts == LAYOUTS_MAX)
+		return -1;
+	v->layouts[v->nlayouts] = l;
+	return (int)v->nlayouts++;
+}
+
+bool cp_v8_named(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strcmp(b, "node") || !strcmp(b, "nodejs") || !strncmp(b, "libnode.so", 10);
+}
+
+/* The layout of the binary open on fd (its v8dbg_ symbols, in .dynsym or
+ * .symtab), -1 when it has none this can use; -ENOMEM. */
+static int inspect(struct cp_v8 *v, int fd, const char *path)
+{
+	const char **names = NULL;
+	int32_t *values = NULL;
+	size_t n = 0, cap = 0;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+	int got = -1;
+
+	elf_version(EV_CURRENT);
+	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return -1;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *nm;
+			int32_t val;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    !(nm = elf_strptr(e, sh.sh_link, s.st_name)) || strncmp(nm, "v8dbg_", 6) ||
+			    !cp_runtime_sym_read(e, fd, &s, &val, 4))
+				continue;
+			if (cp_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
+			    !(values = realloc(values, cap * sizeof(*values)))) {
+				got = -ENOMEM;
+				goto out;
+			}
+			names[n] = nm + 6;
+			values[n++] = val;
+		}
+	}
+	if (n == 0)
+		goto out;
+	got = cp_v8_layout(v, names, values, n);
+	if (got == -1)
+		cp_log(v->verb, CP_LOG_INFO,
+		       "%s is a V8 without the constants cprof reads (v8dbg_*): its processes' JavaScript frames stay native",
+		       path);
+out:
+	elf_end(e);
+	free(names);
+	free(values);
+	return got;
+}
+
+/* The layout of mapping m's binary, looked at once per build id and path:
+ * -1 when none; -ENOMEM */
+static int bin_layout(struct cp_v8 *v, struct cp_proc *p, struct cp_map *m)
+{
+	char kb[512], key[4096 + 512];
+	const char *id = cp_map_key(m, p, kb, sizeof(kb));
+	struct bin *b;
+	int fd, got = -1;
+
+	if (!id)
+		return -1;
+	snprintf(key, sizeof(key), "%s %s", id, m->path);
+	for (size_t i = 0; i < v->nbins; i++)
+		if (!strcmp(v->bins[i].key, key))
+			return v->bins[i].layout;
+	fd = cp_map_open(p, m, -1);
+	if (fd >= 0) {
+		got = inspect(v, fd, m->path);
+		close(fd);
+	}
+	if (got == -ENOMEM)
+		return got;
+	if (v->nbins < BINS_MAX) {
+		b = &v->bins[v->nbins++];
+	} else { /* round robin */
+		b = &v->bins[v->nextbin++ % BINS_MAX];
+		free(b->key);
+	}
+	if (!(b->key = strdup(key))) {
+		b->layout = -1;
+		b->key = strdup("");
+		return b->key ? got : -ENOMEM;
+	}
+	b->layout = got;
+	return got;
+}
+
+int cp_v8_detect(struct cp_v8 *v, struct cp_proc *p, unsigned *layout)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		struct cp_map *m = &p->maps[i];
+		int l;
+
+		if (!m->path || m->path[0] != '/' || !cp_v8_named(m->path))
+			continue;
+		if ((l = bin_layout(v, p, m)) == -ENOMEM)
+			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+		if (l >= 0) {
+			*layout = (unsigned)l;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- reading the process ---- */
+
+/* n bytes at addr of process pid: how many were read (0 on failure) */
+static size_t rd_part(uint32_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
+	ssize_t got = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+
+	return got > 0 ? (size_t)got : 0;
+}
+
+static bool rd(uint32_t pid, uint64_t addr, void *buf, size_t n)
+{
+	return rd_part(pid, addr, buf, n) == n;
+}
+
+static uint64_t word_at(const uint8_t *b, int32_t off)
+{
+	uint64_t w;
+
+	memcpy(&w, b + off, 8);
+	return w;
+}
+
+static bool is_heap(uint64_t w)
+{
+	return (w & 3) == 1 && w > 4096;
+}
+
+static bool is_smi(uint64_t w)
+{
+	return (w & 1) == 0;
+}
+
+static int64_t smi(uint64_t w)
+{
+	return (int64_t)w >> 32;
+}
+
+/* the instance type of heap object obj (tagged), from its map: -1 when it
+ * cannot be read */
+static int type_of(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t obj)
+{
+	uint64_t map;
+	uint16_t t;
+	size_t h;
+
+	if (!is_heap(obj) || !rd(pid, obj - 1 + (uint64_t)l->c[HO_MAP], &map, 8) || !is_heap(map))
+		return -1;
+	h = (size_t)(cp_hash_u64(map, pid) & ((1u << MAPS_BITS) - 1));
+	if (v->maps[h].addr == map && v->maps[h].pid == pid)
+		return v->maps[h].type;
+	if (!rd(pid, map - 1 + (uint64_t)l->c[MAP_TYPE], &t, 2))
+		return -1;
+	v->maps[h].pid = pid;
+	v->maps[h].addr = map;
+	v->maps[h].type = t;
+	return t;
+}
+
+/* A string's code units, appended to *buf (units of 1 or 2 bytes as read,
+ * made UTF-8 for names; max: of the whole), for string s (tagged).  false
+ * when it cannot be read or is not a string of a kind this reads. */
+struct sbuf {
+	uint16_t *u; /* code units */
+	size_t n, cap, max;
+};
+
+static bool sbuf_put(struct sbuf *b, const void *units, size_t n, bool one_byte)
+{
+	if (b->n + n > b->max)
+		n = b->max - b->n;
+	if (cp_grow((void **)&b->u, &b->cap, b->n + n + 1, sizeof(*b->u)))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t c;
+
+		if (one_byte) {
+			c = ((const uint8_t *)units)[i];
+		} else {
+			memcpy(&c, (const uint8_t *)units + 2 * i, 2);
+		}
+		b->u[b->n++] = c;
+	}
+	return true;
+}
+
+/* len characters (of 1 or 2 bytes) at address at, appended to b */
+static bool chars_at(uint32_t pid, uint64_t at, uint64_t len, bool one, struct sbuf *b)
+{
+	uint8_t chunk[4096];
+	size_t unit = one ? 1 : 2;
+
+	if (len > b->max - b->n)
+		len = b->max - b->n;
+	while (len) {
+		size_t k = len * unit > sizeof(chunk) ? sizeof(chunk) / unit : (size_t)len;
+
+		if (!rd(pid, at, chunk, k * unit) || !sbuf_put(b, chunk, k, one))
+			return false;
+		at += k * unit;
+		len -= k;
+	}
+	return true;
+}
+
+static bool read_string(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t s, uint64_t from,
+			uint64_t len, struct sbuf *b, int depth)
+{
+	int t = type_of(v, pid, l, s);
+	uint32_t slen;
+	unsigned repr;
+	bool one;
+
+	if (t < 0 || t >= l->c[FIRST_NONSTRING] || depth > 16)
+		return false;
+	if (!rd(pid, s - 1 + (uint64_t)l->c[STR_LENGTH], &slen, 4) || from > slen)
+		return false;
+	if (len > slen - from)
+		len = slen - from;
+	repr = (unsigned)t & (unsigned)l->c[REPR_MASK];
+	one = ((unsigned)t & (unsigned)l->c[ENC_MASK]) == (unsigned)l->c[ONEBYTE_TAG];
+	if (repr == (unsigned)l->c[SEQ_TAG]) {
+		if (!one && !l->have[SEQ2_CHARS])
+			return false;
+		return chars_at(pid, s - 1 + (uint64_t)(one ? l->c[SEQ1_CHARS] : l->c[SEQ2_CHARS]) + from * (one ? 1 : 2),
+				len, one, b);
+	}
+	if (l->have[CONS_TAG] && l->have[CONS_FIRST] && l->have[CONS_SECOND] && repr == (unsigned)l->c[CONS_TAG]) {
+		uint64_t first, second;
+		uint32_t flen;
+
+		if (!rd(pid, s - 1 + (uint64_t)l->c[CONS_FIRST], &first, 8) ||
+		    !rd(pid, s - 1 + (uint64_t)l->c[CONS_SECOND], &second, 8) ||
+		    !rd(pid, first - 1 + (uint64_t)l->c[STR_LENGTH], &flen, 4))
+			return false;
+		if (from < flen && !read_string(v, pid, l, first, from, len, b, depth + 1))
+			return false;
+		if (from + len > flen && b->n < b->max)
+			return read_string(v, pid, l, second, from > flen ? from - flen : 0,
+					   from + len - (from > flen ? from : flen), b, depth + 1);
+		return true;
+	}
+	if (l->have[THIN_TAG] && l->have[THIN_ACTUAL] && repr == (unsigned)l->c[THIN_TAG]) {
+		uint64_t actual;
+
+		return rd(pid, s - 1 + (uint64_t)l->c[THIN_ACTUAL], &actual, 8) &&
+		       read_string(v, pid, l, actual, from, len, b, depth + 1);
+	}
+	if (l->have[SLICED_TAG] && l->have[SLICED_PARENT] && l->have[SLICED_OFFSET] &&
+	    repr == (unsigned)l->c[SLICED_TAG]) {
+		uint64_t parent, off;
+
+		return rd(pid, s - 1 + (uint64_t)l->c[SLICED_PARENT], &parent, 8) &&
+		       rd(pid, s - 1 + (uint64_t)l->c[SLICED_OFFSET], &off, 8) && is_smi(off) && smi(off) >= 0 &&
+		       read_string(v, pid, l, parent, from + (uint64_t)smi(off), len, b, depth + 1);
+	}
+	/* an external string's characters are outside the heap: V8 keeps a
+	 * pointer to them after the resource, unless the string is of the
+	 * uncached kind (kUncachedExternalStringTag, 1 << 4) */
+	if (l->have[EXT_TAG] && repr == (unsigned)l->c[EXT_TAG] && !(t & 0x10)) {
+		uint64_t data;
+
+		if (!rd(pid, s - 1 + (uint64_t)l->c[EXT_RESOURCE] + 8, &data, 8) || !data)
+			return false;
+		return chars_at(pid, data + from * (one ? 1 : 2), len, one, b);
+	}
+	return false; /* others */
+}
+
+/* string s as UTF-8 (malloc'ed), cut at NAME_MAX_LEN; NULL when it cannot be read */
+static char *string_utf8(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t s)
+{
+	struct sbuf b = { NULL, 0, 0, NAME_MAX_LEN };
+	char *out, *o;
+
+	if (!read_string(v, pid, l, s, 0, NAME_MAX_LEN, &b, 0)) {
+		free(b.u);
+		return NULL;
+	}
+	if (!(out = malloc(b.n * 3 + 1))) {
+		free(b.u);
+		return NULL;
+	}
+	o = out;
+	for (size_t i = 0; i < b.n; i++) {
+		uint16_t c = b.u[i];
+
+		if (c < 0x20 || (c >= 0xd800 && c < 0xe000)) {
+			*o++ = '?'; /* control characters, halves of surrogate pairs */
+		} else if (c < 0x80) {
+			*o++ = (char)c;
+		} else if (c < 0x800) {
+			*o++ = (char)(0xc0 | (c >> 6));
+			*o++ = (char)(0x80 | (c & 0x3f));
+		} else {
+			*o++ = (char)(0xe0 | (c >> 12));
+			*o++ = (char)(0x80 | ((c >> 6) & 0x3f));
+			*o++ = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	*o = 0;
+	free(b.u);
+	return out;
+}
+
+/* From a ScopeInfo (tagged): the function's name (malloc'ed, or NULL) and
+ * the start of the function in its source (-1: not found).  Its layout has
+ * no constants past the context locals; as the OpenTelemetry profiler
+ * documents, the first string after them is the name, and the first two Smis
+ * in rising order after that are the function's start and end. */
+static char *scope_info(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t si, int64_t *start)
+{
+	uint64_t slots[SCOPE_SLOTS], prev = 1;
+	size_t got = rd_part(pid, si - 1 + 8, slots, sizeof(slots)) / 8;
+	int64_t nctx;
+	char *name = NULL;
+	size_t i;
+
+	*start = -1;
+	if (got <= (size_t)l->c[SI_NCONTEXTLOCALS] || !is_smi(slots[l->c[SI_NCONTEXTLOCALS]]))
+		return NULL;
+	nctx = smi(slots[l->c[SI_NCONTEXTLOCALS]]);
+	if (nctx < 0 || nctx > SCOPE_SLOTS)
+		return NULL;
+	for (i = (size_t)l->c[SI_FIRST_VARS] + 2 * (size_t)nctx; i < got; i++) {
+		uint64_t w = slots[i];
+		int t;
+
+		if ((!name || !*name) && is_heap(w) && (t = type_of(v, pid, l, w)) >= 0 && t < l->c[FIRST_NONSTRING]) {
+			/* an empty one (an anonymous function) may be followed by
+			 * the name V8 inferred ("Module._load") */
+			free(name);
+			name = string_utf8(v, pid, l, w);
+		} else if (name && is_smi(w) && is_smi(prev) && smi(prev) >= 0 && smi(prev) < smi(w)) {
+			*start = smi(prev);
+			break;
+		}
+		prev = w;
+	}
+	return name;
+}
+
+/* the script (tagged) kept for its line ends, read once */
+static struct script *script_of(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t addr)
+{
+	uint64_t source = 0, ends = 0;
+	struct script *sc;
+
+	if (l->have[SCRIPT_SOURCE])
+		(void)rd(pid, addr - 1 + (uint64_t)l->c[SCRIPT_SOURCE], &source, 8);
+	for (size_t i = 0; i < SCRIPTS_MAX; i++)
+		if (v->scripts[i].read && v->scripts[i].pid == pid && v->scripts[i].addr == addr &&
+		    v->scripts[i].source == source)
+			return &v->scripts[i];
+	sc = &v->scripts[v->nextscript++ % SCRIPTS_MAX];
+	free(sc->ends);
+	memset(sc, 0, sizeof(*sc));
+	sc->pid = pid;
+	sc->addr = addr;
+	sc->source = source;
+	sc->read = true;
+	/* the line ends V8 made (once a stack trace needed them) */
+	if (l->have[SCRIPT_LINE_ENDS] && l->have[T_FIXEDARRAY] && l->have[FA_LENGTH] && l->have[FA_DATA] &&
+	    rd(pid, addr - 1 + (uint64_t)l->c[SCRIPT_LINE_ENDS], &ends, 8) &&
+	    type_of(v, pid, l, ends) == l->c[T_FIXEDARRAY]) {
+		uint64_t len;
+
+		if (rd(pid, ends - 1 + (uint64_t)l->c[FA_LENGTH], &len, 8) && is_smi(len) && smi(len) > 0 &&
+		    smi(len) < (1 << 22)) {
+			size_t n = (size_t)smi(len);
+			uint64_t *w = malloc(n * 8);
+
+			if (w && (sc->ends = malloc(n * sizeof(*sc->ends))) &&
+			    rd(pid, ends - 1 + (uint64_t)l->c[FA_DATA], w, n * 8)) {
+				for (size_t i = 0; i < n; i++)
+					sc->ends[i] = is_smi(w[i]) && smi(w[i]) >= 0 ? (uint32_t)smi(w[i]) : 0;
+				sc->n = n;
+			}
+			free(w);
+			if (sc->n)
+				return sc;
+			free(sc->ends);
+			sc->ends = NULL;
+		}
+	}
+	/* else from the source */
+	if (source) {
+		struct sbuf b = { NULL, 0, 0, SOURCE_MAX };
+		size_t cap = 0;
+
+		if (read_string(v, pid, l, source, 0, SOURCE_MAX, &b, 0))
+			for (size_t i = 0; i < b.n; i++)
+				if (b.u[i] == '\n') {
+					if (cp_grow((void **)&sc->ends, &cap, sc->n + 1, sizeof(*sc->ends)))
+						break;
+					sc->ends[sc->n++] = (uint32_t)i;
+				}
+		free(b.u);
+	}
+	return sc;
+}
+
+/* the line (1-based) of source position pos, 0 when not known */
+static int64_t line_of(const struct script *sc, int64_t pos)
+{
+	size_t lo = 0, hi;
+
+	if (!sc || !sc->ends || pos < 0)
+		return 0;
+	hi = sc->n;
+	while (lo < hi) { /* the first line end at or after pos */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sc->ends[mid] < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (int64_t)lo + 1;
+}
+
+/* the function of SharedFunctionInfo sfi (tagged), whose name and script
+ * fields hold nos and script: kept, else read */
+static struct fn *function_of(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t sfi, uint64_t nos,
+			      uint64_t script)
+{
+	size_t h = (size_t)(cp_hash_u64(sfi ^ (nos << 7) ^ (script << 13), pid) % FN_BUCKETS);
+	struct fn *f;
+	char *name = NULL, *file = NULL;
+	int64_t start = -1;
+	int t;
+	const char *base;
+
+	for (f = v->buckets[h]; f; f = f->next)
+		if (f->pid == pid && f->sfi == sfi && f->name_or_scope == nos && f->script == script)
+			return f;
+	t = type_of(v, pid, l, nos);
+	if (t == l->c[T_SCOPEINFO])
+		name = scope_info(v, pid, l, nos, &start);
+	else if (t >= 0 && t < l->c[FIRST_NONSTRING])
+		name = string_utf8(v, pid, l, nos);
+	if (type_of(v, pid, l, script) == l->c[T_SCRIPT]) {
+		uint64_t sname;
+
+		if (rd(pid, script - 1 + (uint64_t)l->c[SCRIPT_NAME], &sname, 8))
+			file = string_utf8(v, pid, l, sname);
+	} else {
+		script = 0;
+	}
+	if (!(f = calloc(1, sizeof(*f))))
+		goto oom;
+	f->pid = pid;
+	f->sfi = sfi;
+	f->name_or_scope = nos;
+	f->script = script;
+	f->name = name && *name ? name : strdup("(anonymous)");
+	if (name && !*name)
+		free(name);
+	name = NULL;
+	f->file = file ? file : strdup("");
+	file = NULL;
+	if (!f->name || !f->file)
+		goto oom;
+	f->line = script && start >= 0 ? line_of(script_of(v, pid, l, script), start) : 0;
+	base = strrchr(f->file, '/');
+	base = base ? base + 1 : f->file;
+	if (asprintf(&f->label, *base ? "%s (%s:%lld)" : "%s", f->name, base, (long long)f->line) < 0) {
+		f->label = NULL;
+		goto oom;
+	}
+	f->next = v->buckets[h];
+	v->buckets[h] = f;
+	v->nfn++;
+	return f;
+oom:
+	free(name);
+	free(file);
+	if (f)
+		fn_free(f);
+	return NULL;
+}
+
+int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
+		 const uint64_t *pcs, const uint64_t *fps, int n, struct cp_rt_name *out)
+{
+	const struct layout *l;
+	int named = 0;
+
+	(void)pcs;
+	for (int i = 0; i < n; i++)
+		out[i].label = NULL;
+	if (layout >= v->nlayouts)
+		return 0;
+	l = &v->layouts[layout];
+	if (v->nfn >= FN_MAX) /* before any name is given out: those given stay valid */
+		fns_clear(v);
+	for (int i = 0; i < n; i++) {
+		uint8_t jsf[256 + 8], sh[256 + 8];
+		uint64_t fun, sfi, nos, script = 0;
+		int t;
+		struct fn *f;
+
+		if (!fps[i] || !cp_unwind_stack_word(s, fps[i] + (uint64_t)(int64_t)l->c[FP_FUNCTION], &fun) ||
+		    !is_heap(fun))
+			continue;
+		t = type_of(v, pid, l, fun);
+		if (t < 0 || !(t == l->c[T_JSFUNCTION] ||
+			       (l->have[T_JSFUNCTION_FIRST] && l->have[T_JSFUNCTION_LAST] &&
+				t >= l->c[T_JSFUNCTION_FIRST] && t <= l->c[T_JSFUNCTION_LAST])))
+			continue;
+		if (!rd(pid, fun - 1, jsf, (size_t)l->c[JSF_SHARED] + 8))
+			continue;
+		sfi = word_at(jsf, l->c[JSF_SHARED]);
+		if (type_of(v, pid, l, sfi) != l->c[T_SFI])
+			continue;
+		{
+			size_t need = (size_t)l->c[SFI_NAME] + 8;
+
+			if (l->have[SFI_SCRIPT] && (size_t)l->c[SFI_SCRIPT] + 8 > need)
+				need = (size_t)l->c[SFI_SCRIPT] + 8;
+			if (!rd(pid, sfi - 1, sh, need))
+				continue;
+		}
+		nos = word_at(sh, l->c[SFI_NAME]);
+		if (l->have[SFI_SCRIPT])
+			script = word_at(sh, l->c[SFI_SCRIPT]);
+		if (!(f = function_of(v, pid, l, sfi, nos, script)))
+			return cp_error(ENOMEM, "out of memory naming JavaScript frames");
+		out[i] = (struct cp_rt_name){ f->label, f->name, f->name, f->file, f->line, f->line };
+		named++;
+	}
+	return named;
+}
+
+/* ---- the runtime's row (lib/sampling/runtime.h) ---- */
+
+static void *rt_new(const char *verb)
+{
+	return cp_v8_new(verb);
+}
+
+static void rt_free(void *st)
+{
+	cp_v8_free(st);
+}
+
+static int rt_detect(void *st, struct cp_proc *p, void *data, struct cp_rt_found *f)
+{
+	(void)data;
+	return cp_v8_detect(st, p, &f->layout);
+}
+
+static int rt_native(void *st, uint32_t pid, unsigned layout, const struct cp_sample_rec *s, const uint64_t *pcs,
+		     const uint64_t *fps, int n, struct cp_rt_name *out)
+{
+	return cp_v8_frames(st, pid, layout, s, pcs, fps, n, out);
+}
+
+static void rt_forget(void *st, uint32_t pid)
+{
+	cp_v8_forget(st, pid);
+}
+
+const struct cp_runtime cp_runtime_v8 = {
+	.name = "v8",
+	.id = CP_RT_ID_v8,
+	.new = rt_new,
+	.free = rt_free,
+	.named = cp_v8_named,
+	.detect = rt_detect,
+	.native = rt_native,
+	.forget = rt_forget,
+};

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzz target: what the recorder reads of a Node.js process
+ * (lib/sampling/runtimes/v8/v8.c): a frame's JSFunction and the objects it
+ * leads to (SharedFunctionInfo, its name or ScopeInfo, Script, strings of
+ * each kind, line ends, source), read with process_vm_readv from this
+ * process: the input is the heap.  It is given with the constants of Debian
+ * 12's libnode.so.108 (V8 10.2, as its v8dbg_ symbols say), through
+ * cp_v8_layout, the call detection makes.  The input's first 8 bytes are the
+ * offset of the frame's function; the rest is the heap, in which every word
+ * 0xcafe in its top 16 bits is taken as an offset into the heap (its low 48
+ * bits; a tagged pointer is the object's offset + 1) and made a pointer to
+ * there.  Other words are left as they are (a read at one may fail).  Whatever the bytes, nothing is read outside
+ * what process_vm_readv allows, and nothing crashes. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sampling/runtimes/v8/v8.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+static const struct {
+	const char *name;
+	int32_t value;
+} node18[] = {
+	{ "ConsStringTag", 1 },
+	{ "ExternalStringTag", 2 },
+	{ "FirstNonstringType", 128 },
+	{ "OneByteStringTag", 8 },
+	{ "SeqStringTag", 0 },
+	{ "SlicedStringTag", 3 },
+	{ "StringEncodingMask", 8 },
+	{ "StringRepresentationMask", 7 },
+	{ "ThinStringTag", 5 },
+	{ "class_ConsString__first__String", 16 },
+	{ "class_ConsString__second__String", 24 },
+	{ "class_ExternalString__resource__Object", 16 },
+	{ "class_FixedArrayBase__length__SMI", 8 },
+	{ "class_FixedArray__data__uintptr_t", 16 },
+	{ "class_HeapObject__map__Map", 0 },
+	{ "class_JSFunction__shared__SharedFunctionInfo", 24 },
+	{ "class_Map__instance_type__uint16_t", 12 },
+	{ "class_Script__line_ends__Object", 56 },
+	{ "class_Script__name__Object", 16 },
+	{ "class_Script__source__Object", 8 },
+	{ "class_SeqOneByteString__chars__char", 16 },
+	{ "class_SeqTwoByteString__chars__char", 16 },
+	{ "class_SharedFunctionInfo__name_or_scope_info__Object", 16 },
+	{ "class_SharedFunctionInfo__script_or_debug_info__HeapObject", 32 },
+	{ "class_SlicedString__offset__SMI", 24 },
+	{ "class_SlicedString__parent__String", 16 },
+	{ "class_String__length__int32_t", 12 },
+	{ "class_ThinString__actual__String", 16 },
+	{ "off_fp_function", -16 },
+	{ "scopeinfo_idx_first_vars", 3 },
+	{ "scopeinfo_idx_ncontextlocals", 2 },
+	{ "type_FixedArray__FIXED_ARRAY_TYPE", 179 },
+	{ "type_JSFunction__JS_FUNCTION_TYPE", 2065 },
+	{ "type_ScopeInfo__SCOPE_INFO_TYPE", 256 },
+	{ "type_Script__SCRIPT_TYPE", 170 },
+	{ "type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", 257 },
+};
+#define NCONST (sizeof(node18) / sizeof(*node18))
+
+#define SP 0x10000 /* where the copied stack is, as the sample says */
+
+static struct cp_v8 *v8;
+static int layout = -1;
+static struct cp_sample_rec rec;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	const char *names[NCONST];
+	int32_t values[NCONST];
+	struct cp_rt_name out[1];
+	uint64_t pcs[1] = { 0 }, fps[1] = { SP + 32 }, fun;
+	size_t hlen;
+	uint8_t *heap;
+
+	if (!v8) {
+		if (!(v8 = cp_v8_new("fuzz")))
+			return 0;
+		for (size_t i = 0; i < NCONST; i++) {
+			names[i] = node18[i].name;
+			values[i] = node18[i].value;
+		}
+		layout = cp_v8_layout(v8, names, values, NCONST);
+	}
+	if (layout < 0 || len < 16)
+		return 0;
+	hlen = len - 8;
+	if (!(heap = malloc(hlen)))
+		return 0;
+	memcpy(heap, data + 8, hlen);
+	for (size_t i = 0; i + 8 <= hlen; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, heap + i, 8);
+		if (w >> 48 == 0xcafe) {
+			w = (uint64_t)(uintptr_t)heap + (w & 0xffffffffffffull) % hlen;
+			memcpy(heap + i, &w, 8);
+		}
+	}
+	memcpy(&fun, data, 8);
+	fun = fun >> 63 ? fun : ((uint64_t)(uintptr_t)heap + fun % hlen) | 1;
+	/* the frame: its function at rbp - 16, in the copy of the stack */
+	rec.flags = CP_SAMPLE_USER;
+	rec.regs[CP_REG_SP] = SP;
+	rec.ustack_len = 64;
+	memcpy(rec.ustack + 16, &fun, 8);
+	(void)cp_v8_frames(v8, (uint32_t)getpid(), (unsigned)layout, &rec, pcs, fps, 1, out);
+	/* the next input may be at the same address: what was read goes */
+	cp_v8_forget(v8, (uint32_t)getpid());
+	free(heap);
+	return 0;
+}

@@ -317,8 +317,14 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 		if (i == nu)
 			break;
 		if (rf && rf->nat && rf->nat[i].label) { /* a native runtime's function: not by pc */
-			if ((loc = named_rt_location(prof, cp_runtime_find(rf->id), &rf->nat[i], 0)) <= 0)
-				goto fail;
+			uint64_t key = rf->nat[i].key | 1ull << 63;
+
+			if (!rf->nat[i].key || !(loc = cp_locmemo_get(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER))) {
+				if ((loc = named_rt_location(prof, cp_runtime_find(rf->id), &rf->nat[i], 0)) <= 0)
+					goto fail;
+				if (rf->nat[i].key)
+					cp_locmemo_put(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER, (uint32_t)loc);
+			}
 			r->locs[nlocs++] = (uint32_t)loc;
 			continue;
 		}

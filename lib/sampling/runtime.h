@@ -37,6 +37,8 @@ struct cp_rt_name {
 	const char *file;
 	int64_t first_line;  /* of the function; 0: unknown */
 	int64_t line;        /* of the instruction; <= 0: unknown */
+	uint64_t key;        /* names this name (function and line) in the caller's memo for
+			      * the process: the same each time, never another's (0: none) */
 };
 
 /* where a process runs a runtime (cp_runtime.detect's answer, kept in its

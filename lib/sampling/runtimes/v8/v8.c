@@ -123,6 +123,11 @@ struct layout {
 #define NAME_MAX_LEN 512 /* a name or a file, cut there */
 #define SOURCE_MAX (8u << 20) /* code units of a source read for its line ends */
 #define SCOPE_SLOTS 64
+/* A function named from its SharedFunctionInfo is given again from the
+ * JSFunction's pointer to it for this many calls before its fields are read
+ * again (reading the function is half the cost of a frame) */
+#define CHECK_EVERY 32
+#define OBJ_READ 264 /* the most read of an object at a time: a field at <= 256, and its word */
 
 /* a binary looked at */
 struct bin {
@@ -137,6 +142,8 @@ struct fn {
 	uint64_t sfi, name_or_scope, script; /* its address, and the fields it was read from */
 	char *label, *name, *file;
 	int64_t line;
+	uint64_t key;     /* its serial number (never 0, never again) */
+	uint64_t checked; /* the call (cp_v8.calls) its fields were last read in */
 };
 
 /* a script's line ends (code-unit offsets of its line breaks) */
@@ -156,9 +163,16 @@ struct cp_v8 {
 	size_t nbins, nextbin;
 	struct fn *buckets[FN_BUCKETS];
 	size_t nfn;
+	uint64_t serial, calls;
 	struct { uint32_t pid; uint16_t type; uint64_t addr; } maps[1u << MAPS_BITS];
 	struct script scripts[SCRIPTS_MAX];
 	size_t nextscript;
+	/* a sample's objects being read (cp_v8_frames): their addresses, frames,
+	 * whether read, and what was read */
+	uint64_t objs[CP_USER_FRAMES_MAX];
+	int idx[CP_USER_FRAMES_MAX];
+	bool ok[CP_USER_FRAMES_MAX];
+	uint8_t buf[CP_USER_FRAMES_MAX * OBJ_READ];
 };
 
 struct cp_v8 *cp_v8_new(const char *verb)
@@ -442,13 +456,24 @@ static int64_t smi(uint64_t w)
 
 /* the instance type of heap object obj (tagged), from its map: -1 when it
  * cannot be read */
+static int map_type(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t map);
+
 static int type_of(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t obj)
 {
 	uint64_t map;
+
+	if (!is_heap(obj) || !rd(pid, obj - 1 + (uint64_t)l->c[HO_MAP], &map, 8))
+		return -1;
+	return map_type(v, pid, l, map);
+}
+
+/* the instance type a map (tagged) gives its objects, -1 when it cannot be read */
+static int map_type(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t map)
+{
 	uint16_t t;
 	size_t h;
 
-	if (!is_heap(obj) || !rd(pid, obj - 1 + (uint64_t)l->c[HO_MAP], &map, 8) || !is_heap(map))
+	if (!is_heap(map))
 		return -1;
 	h = (size_t)(cp_hash_u64(map, pid) & ((1u << MAPS_BITS) - 1));
 	if (v->maps[h].addr == map && v->maps[h].pid == pid)
@@ -723,12 +748,22 @@ static int64_t line_of(const struct script *sc, int64_t pos)
 	return (int64_t)lo + 1;
 }
 
+/* the function last named from SharedFunctionInfo sfi (tagged) of process
+ * pid, if its fields were read in the last CHECK_EVERY calls */
+static struct fn *function_known(struct cp_v8 *v, uint32_t pid, uint64_t sfi)
+{
+	for (struct fn *f = v->buckets[cp_hash_u64(sfi, pid) % FN_BUCKETS]; f; f = f->next)
+		if (f->pid == pid && f->sfi == sfi) /* the newest first */
+			return v->calls - f->checked < CHECK_EVERY ? f : NULL;
+	return NULL;
+}
+
 /* the function of SharedFunctionInfo sfi (tagged), whose name and script
  * fields hold nos and script: kept, else read */
 static struct fn *function_of(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t sfi, uint64_t nos,
 			      uint64_t script)
 {
-	size_t h = (size_t)(cp_hash_u64(sfi ^ (nos << 7) ^ (script << 13), pid) % FN_BUCKETS);
+	size_t h = (size_t)(cp_hash_u64(sfi, pid) % FN_BUCKETS);
 	struct fn *f;
 	char *name = NULL, *file = NULL;
 	int64_t start = -1;
@@ -736,8 +771,10 @@ static struct fn *function_of(struct cp_v8 *v, uint32_t pid, const struct layout
 	const char *base;
 
 	for (f = v->buckets[h]; f; f = f->next)
-		if (f->pid == pid && f->sfi == sfi && f->name_or_scope == nos && f->script == script)
+		if (f->pid == pid && f->sfi == sfi && f->name_or_scope == nos && f->script == script) {
+			f->checked = v->calls;
 			return f;
+		}
 	t = type_of(v, pid, l, nos);
 	if (t == l->c[T_SCOPEINFO])
 		name = scope_info(v, pid, l, nos, &start);
@@ -755,6 +792,8 @@ static struct fn *function_of(struct cp_v8 *v, uint32_t pid, const struct layout
 		goto oom;
 	f->pid = pid;
 	f->sfi = sfi;
+	f->key = ++v->serial;
+	f->checked = v->calls;
 	f->name_or_scope = nos;
 	f->script = script;
 	f->name = name && *name ? name : strdup("(anonymous)");
@@ -784,53 +823,96 @@ oom:
 	return NULL;
 }
 
+/* Reads the n objects objs[i] (tagged), size bytes of each from its start,
+ * into v->buf at i * OBJ_READ, in one call where it can (a sample's frames
+ * cost two calls, not two per frame); ok[i] says which were read. */
+static void rd_objects(struct cp_v8 *v, uint32_t pid, size_t n, size_t size)
+{
+	struct iovec local[CP_USER_FRAMES_MAX], remote[CP_USER_FRAMES_MAX];
+	size_t start = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		local[i] = (struct iovec){ v->buf + i * OBJ_READ, size };
+		remote[i] = (struct iovec){ (void *)(uintptr_t)(v->objs[i] - 1), size };
+		v->ok[i] = false;
+	}
+	while (start < n) { /* past one that cannot be read, the rest again */
+		ssize_t got = process_vm_readv((pid_t)pid, local + start, n - start, remote + start, n - start, 0);
+		size_t whole = got > 0 ? (size_t)got / size : 0;
+
+		for (size_t i = 0; i < whole; i++)
+			v->ok[start + i] = true;
+		start += whole + 1;
+	}
+}
+
 int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
 		 const uint64_t *pcs, const uint64_t *fps, int n, struct cp_rt_name *out)
 {
 	const struct layout *l;
+	size_t k = 0, m = 0, jsize, ssize;
 	int named = 0;
 
 	(void)pcs;
 	for (int i = 0; i < n; i++)
 		out[i].label = NULL;
-	if (layout >= v->nlayouts)
+	if (layout >= v->nlayouts || n > CP_USER_FRAMES_MAX)
 		return 0;
 	l = &v->layouts[layout];
 	if (v->nfn >= FN_MAX) /* before any name is given out: those given stay valid */
 		fns_clear(v);
+	v->calls++;
+	/* the frames' functions, from the copy of the stack */
 	for (int i = 0; i < n; i++) {
-		uint8_t jsf[256 + 8], sh[256 + 8];
-		uint64_t fun, sfi, nos, script = 0;
-		int t;
+		uint64_t fun;
+
+		if (fps[i] && cp_unwind_stack_word(s, fps[i] + (uint64_t)(int64_t)l->c[FP_FUNCTION], &fun) &&
+		    is_heap(fun)) {
+			v->objs[k] = fun;
+			v->idx[k++] = i;
+		}
+	}
+	/* each function (its map and shared field) */
+	jsize = (size_t)(l->c[JSF_SHARED] > l->c[HO_MAP] ? l->c[JSF_SHARED] : l->c[HO_MAP]) + 8;
+	rd_objects(v, pid, k, jsize);
+	for (size_t j = 0; j < k; j++) {
+		const uint8_t *o = v->buf + j * OBJ_READ;
+		int t = v->ok[j] ? map_type(v, pid, l, word_at(o, l->c[HO_MAP])) : -1;
+		uint64_t sfi;
 		struct fn *f;
 
-		if (!fps[i] || !cp_unwind_stack_word(s, fps[i] + (uint64_t)(int64_t)l->c[FP_FUNCTION], &fun) ||
-		    !is_heap(fun))
-			continue;
-		t = type_of(v, pid, l, fun);
 		if (t < 0 || !(t == l->c[T_JSFUNCTION] ||
 			       (l->have[T_JSFUNCTION_FIRST] && l->have[T_JSFUNCTION_LAST] &&
 				t >= l->c[T_JSFUNCTION_FIRST] && t <= l->c[T_JSFUNCTION_LAST])))
 			continue;
-		if (!rd(pid, fun - 1, jsf, (size_t)l->c[JSF_SHARED] + 8))
+		if (!is_heap(sfi = word_at(o, l->c[JSF_SHARED])))
 			continue;
-		sfi = word_at(jsf, l->c[JSF_SHARED]);
-		if (type_of(v, pid, l, sfi) != l->c[T_SFI])
+		if ((f = function_known(v, pid, sfi))) {
+			out[v->idx[j]] = (struct cp_rt_name){ f->label, f->name, f->name, f->file, f->line, f->line, f->key };
+			named++;
 			continue;
-		{
-			size_t need = (size_t)l->c[SFI_NAME] + 8;
-
-			if (l->have[SFI_SCRIPT] && (size_t)l->c[SFI_SCRIPT] + 8 > need)
-				need = (size_t)l->c[SFI_SCRIPT] + 8;
-			if (!rd(pid, sfi - 1, sh, need))
-				continue;
 		}
-		nos = word_at(sh, l->c[SFI_NAME]);
+		v->objs[m] = sfi; /* m <= j: what is still to be read is after it */
+		v->idx[m++] = v->idx[j];
+	}
+	/* each SharedFunctionInfo (its map, name and script fields) */
+	ssize = (size_t)(l->c[SFI_NAME] > l->c[HO_MAP] ? l->c[SFI_NAME] : l->c[HO_MAP]) + 8;
+	if (l->have[SFI_SCRIPT] && (size_t)l->c[SFI_SCRIPT] + 8 > ssize)
+		ssize = (size_t)l->c[SFI_SCRIPT] + 8;
+	rd_objects(v, pid, m, ssize);
+	for (size_t j = 0; j < m; j++) {
+		const uint8_t *o = v->buf + j * OBJ_READ;
+		uint64_t nos, script = 0;
+		struct fn *f;
+
+		if (!v->ok[j] || map_type(v, pid, l, word_at(o, l->c[HO_MAP])) != l->c[T_SFI])
+			continue;
+		nos = word_at(o, l->c[SFI_NAME]);
 		if (l->have[SFI_SCRIPT])
-			script = word_at(sh, l->c[SFI_SCRIPT]);
-		if (!(f = function_of(v, pid, l, sfi, nos, script)))
+			script = word_at(o, l->c[SFI_SCRIPT]);
+		if (!(f = function_of(v, pid, l, v->objs[j], nos, script)))
 			return cp_error(ENOMEM, "out of memory naming JavaScript frames");
-		out[i] = (struct cp_rt_name){ f->label, f->name, f->name, f->file, f->line, f->line };
+		out[v->idx[j]] = (struct cp_rt_name){ f->label, f->name, f->name, f->file, f->line, f->line, f->key };
 		named++;
 	}
 	return named;

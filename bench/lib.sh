@@ -49,6 +49,47 @@ rec_start() {
 		sleep 0.05
 	done
 }
+# rec_cost NAME 'RECORD-ARGS' CMD...: runs the workload CMD (its output thrown away; the caller
+# lists rec and wl in stop_at_exit), joins it after 1 s with cprof record -p PID -F 99 RECORD-ARGS
+# (its messages in $d/NAME.err) until it exits, and prints a line; sets us (CPU per sample, in
+# microseconds: cprof's threads from schedstat plus its BPF programs' run time, which needs
+# kernel.bpf_stats_enabled and bpftool and jq), n (samples) and wl_pid (the workload's pid)
+rec_cost() {
+	_name=$1 _args=$2
+	shift 2
+	"$@" > /dev/null &
+	wl=$!
+	sleep 1
+	# shellcheck disable=SC2086
+	rec_start "$d/$_name.err" "$b/cprof" record -p "$wl" -F 99 $_args --log-level info
+	_c0=$(_cpu_s "$rec") _b0=$(_bpf_s) _c1=$_c0 _b1=$_b0
+	# the CPU up to just before it exits (its summary is written after the last flush)
+	while kill -0 "$rec" 2> /dev/null && ! grep -q 'samples in' "$d/$_name.err"; do
+		_c1=$(_cpu_s "$rec" 2> /dev/null || echo "$_c1") _b1=$(_bpf_s)
+		sleep 0.2
+	done
+	wait "$rec" || { echo "cprof record failed"; tail -3 "$d/$_name.err"; exit 1; }
+	rec=
+	wait "$wl" || :
+	wl_pid=$wl
+	wl=
+	n=$(sed -n 's/.* \([0-9][0-9]*\) samples in .*/\1/p' "$d/$_name.err" | tail -1)
+	_cpu=$(awk -v a="$_c0" -v b="$_c1" -v x="$_b0" -v y="$_b1" 'BEGIN { printf "%.4f", (b - a) + (y - x) }')
+	us=$(awk -v c="$_cpu" -v n="${n:-0}" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }')
+	printf '  %-14s %8s samples  %8s s CPU (user + sys + BPF)  %8s us/sample\n' "$_name" "${n:-0}" "$_cpu" "$us"
+}
+_cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
+_bpf_s() {
+	"${BPFTOOL:-bpftool}" prog show -j |
+		jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'
+}
+# bpf_stats_on: turns kernel.bpf_stats_enabled on (BPF programs' run time counted), restored at exit
+# (its value before in _old_stats)
+bpf_stats_on() {
+	_old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	on_exit='sysctl -qw kernel.bpf_stats_enabled=$_old_stats'
+}
 # need_root WHY: skip (exit 0) unless root
 need_root() {
 	[ "$(id -u)" = 0 ] || { echo "$bench: needs root ($1): skipped"; exit 0; }

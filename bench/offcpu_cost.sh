@@ -45,9 +45,7 @@ fi
 [ -n "$cal" ] || echo "(no calibration program: $(tail -1 "$d/cal.err" 2> /dev/null))"
 # the run count and run time of the programs whose names start with $1
 bpf_rt() { "$BPFTOOL" prog show -j | jq -r --arg p "$1" '[.[] | select((.name // "") | startswith($p))] | "\([.[].run_cnt // 0] | add // 0) \([.[].run_time_ns // 0] | add // 0)"'; }
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
+bpf_stats_on
 cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
 bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
 
@@ -109,7 +107,7 @@ rm -f "$d/perf.data"
 # each (the first half second after cprof starts left out).  On this guest one quarter second's ns a
 # switch moves by a third from the next with nothing else running, so the windows of each kind are
 # pooled and compared by their lower quartile (interference only adds time) and their median.
-sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+sysctl -qw kernel.bpf_stats_enabled="$_old_stats"
 pinned=
 if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && command -v taskset > /dev/null; then
 	cyc=${BENCH_PINNED_CYCLES:-6} ph=${BENCH_PINNED_SECONDS:-3}

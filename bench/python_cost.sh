@@ -25,39 +25,11 @@ need_root "cprof record, kernel.bpf_stats_enabled"
 need_tools "$BPFTOOL" jq gcc "$PY"
 ${CC:-gcc} -O2 -g -fomit-frame-pointer -I"$src/tests/fixtures/record" -o "$d/native" "$src/tests/fixtures/record/work.c" -lz ||
 	{ echo "cannot build the native workload"; exit 1; }
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
-cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
-bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
-
-# measure NAME CMD...: runs CMD, records it; sets us (CPU per sample, us) and n (samples)
-measure() {
-	name=$1; shift
-	"$@" > /dev/null &
-	wl=$!
-	sleep 1
-	rec_start "$d/$name.err" "$b/cprof" record -p "$wl" -F 99 -d "${SECS}s" --data "$d/store-$name" --log-level info
-	c0=$(cpu_s "$rec") b0=$(bpf_s)
-	# the CPU up to just before it exits (its summary is written after the last flush)
-	while kill -0 "$rec" 2> /dev/null && ! grep -q 'samples in' "$d/$name.err"; do
-		c1=$(cpu_s "$rec" 2> /dev/null || echo "$c1") b1=$(bpf_s)
-		sleep 0.2
-	done
-	wait "$rec" || { echo "cprof record failed"; tail -3 "$d/$name.err"; exit 1; }
-	rec=
-	wait "$wl" || :
-	wl=
-	n=$(sed -n 's/.* \([0-9][0-9]*\) samples in .*/\1/p' "$d/$name.err" | tail -1)
-	cpu=$(awk -v a="$c0" -v b="$c1" -v x="$b0" -v y="$b1" 'BEGIN { printf "%.4f", (b - a) + (y - x) }')
-	us=$(awk -v c="$cpu" -v n="${n:-0}" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }')
-	printf '  %-8s %8s samples  %8s s CPU (user + sys + BPF)  %8s us/sample\n' "$name" "${n:-0}" "$cpu" "$us"
-}
-
+bpf_stats_on
 echo "cprof record -p PID -F 99 for ${SECS} s: a native process and a Python one (${PY})"
-measure native "$d/native" $((SECS + 2))
+rec_cost native "-d ${SECS}s --data $d/store-native" "$d/native" $((SECS + 2))
 nat=$us
-measure python "$PY" "$src/tests/fixtures/record/pywork.py" $((SECS + 2))
+rec_cost python "-d ${SECS}s --data $d/store-python" "$PY" "$src/tests/fixtures/record/pywork.py" $((SECS + 2))
 pyus=$us
 f=$("$b/cprof" query --data "$d/store-python" cpu -f folded --since 1h)
 inloop=$(printf '%s\n' "$f" | awk '/PyEval_EvalCode;_PyEval_EvalFrameDefault/ { s += $NF } END { print s + 0 }')

@@ -40,9 +40,7 @@ need_root "cprof record --all, perf record -a, kernel.bpf_stats_enabled"
 need_tools "$PERF" "$BPFTOOL" jq gcc node "${STORM_PYTHON:-/usr/bin/python3}"
 storm_prepare
 STORM_INTERPRETERS=1
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
+bpf_stats_on
 
 # cpu_s PID: the process's CPU time in seconds, to the nanosecond: the sum over its threads of the
 # time they ran (the first field of /proc/PID/task/TID/schedstat).  /proc/PID/stat's user + sys

@@ -25,37 +25,7 @@ need_root "cprof record, kernel.bpf_stats_enabled"
 need_tools "$BPFTOOL" jq gcc node
 ${CC:-gcc} -O2 -g -fomit-frame-pointer -I"$src/tests/fixtures/record" -o "$d/native" "$src/tests/fixtures/record/work.c" -lz ||
 	{ echo "cannot build the native workload"; exit 1; }
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-on_exit='sysctl -qw kernel.bpf_stats_enabled=$old_stats'
-cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
-bpf_s() { "$BPFTOOL" prog show -j | jq '[.[] | select((.name // "") | startswith("cp_")) | .run_time_ns // 0] | add // 0 | . / 1e9'; }
-
-# measure NAME [RECORD-OPTION] -- CMD...: runs CMD, records it; sets us (CPU per sample, us) and n (samples)
-measure() {
-	name=$1; shift
-	opt=
-	[ "$1" = -- ] || { opt=$1; shift; }
-	shift
-	"$@" > /dev/null &
-	wl=$!
-	sleep 1
-	rec_start "$d/$name.err" "$b/cprof" record -p "$wl" -F 99 $opt -o "$d/$name.pb.gz" --log-level info
-	c0=$(cpu_s "$rec") b0=$(bpf_s)
-	while kill -0 "$rec" 2> /dev/null && ! grep -q 'samples in' "$d/$name.err"; do
-		c1=$(cpu_s "$rec" 2> /dev/null || echo "$c1") b1=$(bpf_s)
-		sleep 0.2
-	done
-	wait "$rec" || { echo "cprof record failed"; tail -3 "$d/$name.err"; exit 1; }
-	rec=
-	wait "$wl" || :
-	lastpid=$wl
-	wl=
-	n=$(sed -n 's/.* \([0-9][0-9]*\) samples in .*/\1/p' "$d/$name.err" | tail -1)
-	cpu=$(awk -v a="$c0" -v b="$c1" -v x="$b0" -v y="$b1" 'BEGIN { printf "%.4f", (b - a) + (y - x) }')
-	us=$(awk -v c="$cpu" -v n="${n:-0}" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }')
-	printf '  %-12s %8s samples  %8s s CPU (user + sys + BPF)  %8s us/sample\n' "$name" "${n:-0}" "$cpu" "$us"
-}
+bpf_stats_on
 # shares NAME A-REGEX B-REGEX: spinA's share of the two in NAME's profile, in %
 shares() {
 	"$b/cprof" query -t samples -f folded -i "$d/$1.pb.gz" | awk -v a="$2" -v b="$3" \
@@ -63,21 +33,21 @@ shares() {
 }
 
 echo "cprof record -p PID -F 99 for ${SECS} s of CPU: a native process and Node.js ones"
-measure native -- "$d/native" $((SECS + 2))
+rec_cost native "-o $d/native.pb.gz" "$d/native" $((SECS + 2))
 nat=$us
 for NODE in $NODES; do
 	[ -x "$NODE" ] || continue
 	v=$("$NODE" --version)
 	echo "$v ($NODE):"
-	measure "node$v" -- "$NODE" "$APP" "$SECS"
+	rec_cost "node$v" "-o $d/node$v.pb.gz" "$NODE" "$APP" "$SECS"
 	nus=$us
 	f=$("$b/cprof" query -t samples -f folded -i "$d/node$v.pb.gz")
 	hot=$(printf '%s\n' "$f" | awk '/;spin[AB] \(v8\.js:[0-9]+\)( |;)/ { s += $NF } END { print s + 0 }')
 	whole=$(printf '%s\n' "$f" | awk '/^_start;.*;\(anonymous\) \(v8\.js:1\);outer \(v8\.js:[0-9]+\);spin[AB] / { s += $NF } END { print s + 0 }')
 	pct=$(awk -v w="$whole" -v n="$hot" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
 	sh=$(shares "node$v" ';spinA \(v8\.js:' ';spinB \(v8\.js:')
-	measure "perfmap$v" --no-runtimes -- "$NODE" --perf-basic-prof "$APP" "$SECS"
-	rm -f "/tmp/perf-$lastpid.map" # (what --perf-basic-prof leaves)
+	rec_cost "perfmap$v" "--no-runtimes -o $d/perfmap$v.pb.gz" "$NODE" --perf-basic-prof "$APP" "$SECS"
+	rm -f "/tmp/perf-$wl_pid.map" # (what --perf-basic-prof leaves)
 	msh=$(shares "perfmap$v" ';[A-Za-z]+:[*~^]?spinA ' ';[A-Za-z]+:[*~^]?spinB ')
 	ratio=$(awk -v a="$nus" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 	off=$(awk -v s="$sh" 'BEGIN { d = s - 75; printf "%.1f", d < 0 ? -d : d }')

@@ -83,6 +83,14 @@ use_test_npm() {
 	PATH=$NPM_PREFIX/node_modules/.bin:$PATH
 	export NODE_PATH PATH
 }
+# sum REGEX: the sum of the values (the last field) of the folded lines on stdin that match
+sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
+# wait_sampling FILE: waits (up to 60 s) for cprof record or top to say in FILE that it samples (a
+# loaded machine may take a while to load the BPF program)
+wait_sampling() {
+	_i=0
+	while ! grep -q sampling "$1" 2>/dev/null && [ $_i -lt 600 ]; do sleep 0.1; _i=$((_i + 1)); done
+}
 # skip_all REASON: for tests that need what this machine lacks (never a missing feature)
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { printf '# %s\n' "$*"; }

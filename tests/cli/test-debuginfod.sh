@@ -23,8 +23,6 @@ unset DEBUGINFOD_URLS DEBUGINFOD_PROGRESS DEBUGINFOD_VERBOSE http_proxy https_pr
 
 rec() { timeout -s KILL 60 "$CPROF" record "$@"; }
 folded() { "$CPROF" query -t samples -f folded -i "$1"; }
-# sum STACK-REGEX: the samples of the folded lines on stdin that match
-sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { print s + 0 }'; }
 exits0() {
 	is "$rc" 0 "$1"
 	[ "$rc" = 0 ] || printf '%s\n' "$err" | tail -n 15 | sed 's/^/#   stderr: /'

@@ -22,14 +22,6 @@ trap 'for p in $bg; do kill "$p" 2>/dev/null; done; rm -f $maps; rm -rf "$T"' EX
 
 # a test must end (a loaded machine gives node its CPU time slowly)
 rec() { timeout -s KILL 300 "$CPROF" record "$@"; }
-# sampling FILE: waits (up to 60 s) for record to say it samples (a loaded
-# machine may take a while to load the BPF program)
-sampling() {
-	i=0
-	while ! grep -q sampling "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-}
-# sum STACK-REGEX: the samples of the folded lines on stdin that match
-sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { print s + 0 }'; }
 # the name V8 gives an optimised or baseline function: "JS:*hotAlpha FILE:L:C"
 # (older versions: "LazyCompile:*hotAlpha ...")
 js() { printf '(^|;)[A-Za-z]+:[*~^]?%s [^;]*(;|[ ][0-9]+$)' "$1"; }
@@ -85,7 +77,7 @@ bg="$bg $np"
 maps="$maps /tmp/perf-$np.map"
 ok "the running node names hotAlpha in its perf map" wait_map "$np"
 timeout -s KILL 300 "$CPROF" record -F 499 --no-runtimes -p "$np" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
-sampling "$T/p.err"
+wait_sampling "$T/p.err"
 touch "$T/go" # node's second of CPU time starts
 wait "$r"
 is "$?" 0 "record -p PID of node exits 0 when node does"
@@ -96,7 +88,7 @@ check "record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
 # recording (its mappings come from the kernel's mmap records, "//anon")
 # (timeout passes SIGTERM on; a background job ignores SIGINT)
 timeout -s KILL 300 "$CPROF" record --all -F 199 --no-runtimes --data "$T/all" 2>"$T/all.err" & r=$!
-sampling "$T/all.err"
+wait_sampling "$T/all.err"
 "$NODE" --perf-basic-prof "$APP" 2 > "$T/all.out"
 nn=$(head -n 1 "$T/all.out")
 case $nn in *[!0-9]*|"") nn=0 ;; *) maps="$maps /tmp/perf-$nn.map" ;; esac

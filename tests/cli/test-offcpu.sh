@@ -19,8 +19,6 @@ ok "builds the workload (cc -O2 -g -fomit-frame-pointer)" test -x "$T/offcpu"
 [ -x "$T/offcpu" ] || { sed 's/^/# /' "$T/cc.err"; done_testing; exit; }
 
 rec() { timeout -s KILL 120 "$CPROF" record "$@"; }
-# sum STACK-REGEX: the values of the folded lines on stdin that match
-sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
 # within A B PCT: |A - B| <= PCT% of B
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }'; }
 

@@ -20,8 +20,6 @@ trap 'for p in $bg; do kill "$p" 2> /dev/null; done; rm -rf "$T"' EXIT
 ok "Debian's python3 is CPython 3.11" sh -c "'$PY' -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'"
 
 rec() { timeout -s KILL 120 "$CPROF" record "$@"; }
-# sum REGEX: the values of the folded lines on stdin that match
-sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
 # line_of REGEX: the line number of the fixture's first line that matches
 line_of() { grep -n -m1 -E "$1" "$W" | cut -d: -f1; }
 # plain: folded stacks with the Python frames' "name (file.py:line)" as their names only

@@ -29,9 +29,7 @@ ok "builds the JIT workload" build jit_qz jit.c
 rec() { timeout -s KILL 60 "$CPROF" record "$@"; }
 folded() { "$CPROF" query -t samples -f folded "$@"; } # of a file, in samples
 sfolded() { "$CPROF" query -f folded "$@"; }         # of the store
-# sum STACK-REGEX: the values of the folded lines on stdin that match (samples of a file, the
-# store's CPU time in nanoseconds)
-sum() { awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s + 0 }'; }
+# (sum, lib.sh's, adds up samples of a file, the store's CPU time in nanoseconds)
 # wait_gone PID: waits up to 15 s for a background process to exit; 0 if it did
 wait_gone() {
 	i=0

@@ -227,21 +227,28 @@ START_TEST(test_python_headers_installed)
 END_TEST
 #endif
 
-/* the table: one row per line of bpf/runtimes.h, each with every operation */
+/* the table: one row per line of bpf/runtimes.h, each with every operation (a runtime with a
+ * walker names its frames with frame, one without, CP_RUNTIMES_NATIVE's, with native) */
 START_TEST(test_runtime_table)
 {
-	size_t n, want = 0;
+	size_t n, want = 0, walkers = 0;
 	const struct cp_runtime *const *t = cp_runtime_table(&n);
 
 #define COUNT(id, name) want++;
 	CP_RUNTIMES(COUNT)
+	walkers = want;
+	CP_RUNTIMES_NATIVE(COUNT)
 #undef COUNT
 	ck_assert_uint_eq(n, want);
 	ck_assert_uint_ge(n, 1);
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_ptr_nonnull(t[i]->name);
 		ck_assert_uint_ne(t[i]->id, 0);
-		ck_assert(t[i]->new && t[i]->free && t[i]->named && t[i]->detect && t[i]->frame && t[i]->forget);
+		ck_assert(t[i]->new && t[i]->free && t[i]->named && t[i]->detect && t[i]->forget);
+		if (i < walkers)
+			ck_assert(t[i]->frame && !t[i]->native);
+		else
+			ck_assert(t[i]->native && !t[i]->frame);
 		ck_assert_ptr_eq(cp_runtime_find(t[i]->id), t[i]);
 		for (size_t j = 0; j < i; j++) {
 			ck_assert_uint_ne(t[i]->id, t[j]->id);

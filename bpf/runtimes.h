@@ -26,7 +26,8 @@
 	X(1, python)
 
 #define CP_RUNTIMES_NATIVE(X) \
-	X(2, v8)
+	X(2, v8) \
+	X(3, hotspot)
 
 /* their ids: CP_RT_ID_python, ... */
 enum cp_rt_id {

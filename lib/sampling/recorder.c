@@ -595,6 +595,20 @@ static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 	}
 }
 
+/* the unwinder's hook into a runtime's rule for its code (cp_unwind_hook) */
+struct rt_hook {
+	struct cp_runtimes *rts;
+	uint32_t id, pid;
+	unsigned layout;
+};
+
+static int rt_rule(void *ctx, uint64_t pc, bool exact, uint64_t *cfa_sp, bool *bp_saved)
+{
+	const struct rt_hook *h = ctx;
+
+	return cp_runtimes_unwind(h->rts, h->id, h->pid, h->layout, pc, exact, cfa_sp, bp_saved);
+}
+
 static void on_sample(void *arg, const struct cp_sample_rec *s)
 {
 	struct cp_recorder *r = arg;
@@ -627,9 +641,12 @@ static void on_sample(void *arg, const struct cp_sample_rec *s)
 			cp_proc_refresh(p, s->regs[CP_REG_IP]); /* its mmap record is not in yet */
 	}
 	if (p->rt_id && !stale && p->rt_native) { /* its functions' frames are native ones: named here */
+		struct rt_hook h = { r->rts, p->rt_id, p->pid, p->rt_layout };
+		struct cp_unwind_hook hook = { rt_rule, &h };
 		int named;
 
-		n = cp_unwind_fp(r->unw, p, s, r->pcs, r->fps, CP_USER_FRAMES_MAX);
+		n = cp_unwind_fp(r->unw, p, s, r->pcs, r->fps, CP_USER_FRAMES_MAX,
+				 cp_runtimes_unwinds(r->rts, p->rt_id) ? &hook : NULL);
 		named = n > 0 ? cp_runtimes_native(r->rts, p->rt_id, p->pid, p->rt_layout, s, r->pcs, r->fps, n,
 						   r->natnames) : 0;
 		if (named == -ENOMEM) {

@@ -128,6 +128,23 @@ int cp_runtimes_native(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsign
 	return table[i]->native(rs->st[i], pid, layout, s, pcs, fps, n, out);
 }
 
+int cp_runtimes_unwind(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout, uint64_t pc, bool exact,
+		       uint64_t *cfa_sp, bool *bp_saved)
+{
+	int i = index_of(id);
+
+	if (i < 0 || !rs->st[i] || !table[i]->unwind)
+		return 0;
+	return table[i]->unwind(rs->st[i], pid, layout, pc, exact, cfa_sp, bp_saved);
+}
+
+bool cp_runtimes_unwinds(const struct cp_runtimes *rs, uint32_t id)
+{
+	int i = index_of(id);
+
+	return i >= 0 && rs->st[i] && table[i]->unwind;
+}
+
 bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t n)
 {
 	Elf_Scn *scn = elf_getscn(e, sym->st_shndx);
@@ -139,4 +156,36 @@ bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t 
 	if (sh.sh_type == SHT_NOBITS)
 		return true; /* zero */
 	return pread(fd, out, n, (off_t)(sh.sh_offset + sym->st_value - sh.sh_addr)) == (ssize_t)n;
+}
+
+void cp_runtime_loads(Elf *e, struct cp_rt_loads *l)
+{
+	size_t nph;
+
+	l->n = 0;
+	if (elf_getphdrnum(e, &nph) != 0)
+		return;
+	for (size_t i = 0; i < nph && l->n < 8; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			l->seg[l->n].off = ph.p_offset;
+			l->seg[l->n].vaddr = ph.p_vaddr;
+			l->seg[l->n].filesz = ph.p_filesz;
+			l->n++;
+		}
+	}
+}
+
+bool cp_runtime_bias(const struct cp_rt_loads *l, const struct cp_map *m, uint64_t *bias)
+{
+	for (unsigned i = 0; i < l->n; i++) {
+		uint64_t start = l->seg[i].off & ~4095ull;
+
+		if (m->pgoff >= start && m->pgoff < l->seg[i].off + l->seg[i].filesz) {
+			*bias = m->start - m->pgoff - l->seg[i].vaddr + l->seg[i].off;
+			return true;
+		}
+	}
+	return false;
 }

@@ -75,6 +75,11 @@ struct cp_runtime {
 	 * with a walker. */
 	int (*native)(void *st, uint32_t pid, unsigned layout, const struct cp_sample_rec *s, const uint64_t *pcs,
 		      const uint64_t *fps, int n, struct cp_rt_name *out);
+	/* Such a runtime whose code keeps no frame pointer: the unwinder's rule
+	 * for a pc of process pid with no CFI (unwind.h's cp_unwind_hook).  NULL:
+	 * its frames are followed by rbp. */
+	int (*unwind)(void *st, uint32_t pid, unsigned layout, uint64_t pc, bool exact, uint64_t *cfa_sp,
+		      bool *bp_saved);
 };
 
 /* The table (bpf/runtimes.h's order), *n rows. */
@@ -99,6 +104,11 @@ int cp_runtimes_frame(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigne
 int cp_runtimes_native(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout,
 		       const struct cp_sample_rec *s, const uint64_t *pcs, const uint64_t *fps, int n,
 		       struct cp_rt_name *out);
+/* cp_runtime.unwind of runtime id (0: none, or it has no such rule) */
+int cp_runtimes_unwind(struct cp_runtimes *rs, uint32_t id, uint32_t pid, unsigned layout, uint64_t pc, bool exact,
+		       uint64_t *cfa_sp, bool *bp_saved);
+/* Does runtime id have cp_runtime.unwind? */
+bool cp_runtimes_unwinds(const struct cp_runtimes *rs, uint32_t id);
 /* cp_runtime.forget of runtime id */
 void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
 
@@ -106,5 +116,14 @@ void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
  * e (on fd) starts with, from the file (zero in .bss); false when they are
  * not in the file. */
 bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t n);
+/* The PT_LOAD segments of an ELF file, for the load bias of a mapping of it */
+struct cp_rt_loads {
+	struct { uint64_t off, vaddr, filesz; } seg[8];
+	unsigned n;
+};
+void cp_runtime_loads(Elf *e, struct cp_rt_loads *l);
+/* The load bias of the file mapped by m (its symbols' values + bias are
+ * addresses); false when m maps none of its segments. */
+bool cp_runtime_bias(const struct cp_rt_loads *l, const struct cp_map *m, uint64_t *bias);
 
 #endif

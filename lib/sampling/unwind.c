@@ -301,11 +301,11 @@ static bool caller_reg(const struct cp_sample_rec *r, uint8_t how, int32_t off, 
 
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max)
 {
-	return cp_unwind_fp(u, p, r, pcs, NULL, max);
+	return cp_unwind_fp(u, p, r, pcs, NULL, max, NULL);
 }
 
 int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs,
-		 uint64_t *fps, int max)
+		 uint64_t *fps, int max, const struct cp_unwind_hook *hook)
 {
 	uint64_t pc, sp, bp, bx;
 	bool exact = true; /* pc is where the thread is, not a return address */
@@ -321,7 +321,8 @@ int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sampl
 	bx = r->regs[CP_REG_BX];
 	while (n < max) {
 		const struct rule *ru;
-		uint64_t cfa, ra, nbp = bp, nbx = bx;
+		uint64_t cfa, ra, nbp = bp, nbx = bx, size;
+		bool saved;
 		int state;
 
 		pcs[n++] = pc;
@@ -331,6 +332,17 @@ int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sampl
 			break;
 		ru = get_rule(u, p, exact ? pc : pc - 1);
 		state = ru ? ru->state : RULE_FP;
+		if (state == RULE_FP && hook && hook->rule(hook->ctx, pc, exact, &size, &saved) > 0) {
+			exact = false;
+			cfa = sp + size;
+			if (size < 8 || !cp_unwind_stack_word(r, cfa - 8, &ra))
+				break;
+			if (saved && !cp_unwind_stack_word(r, cfa - 16, &nbp))
+				nbp = 0;
+			bx_known = false;
+			u->counts.hooked++;
+			goto next;
+		}
 		if (fps && state == RULE_FP)
 			fps[n - 1] = bp;
 		exact = false;
@@ -363,6 +375,7 @@ int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sampl
 			if (!caller_reg(r, ru->bx_how, ru->bx_off, cfa, sp, &nbx))
 				bx_known = false;
 		}
+next:
 		if (ra == 0 || cfa <= sp)
 			break;
 		pc = ra;

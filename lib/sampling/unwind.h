@@ -34,11 +34,21 @@ void cp_unwinder_free(struct cp_unwinder *u);
  * number of frames (0 when the sample has no user part). */
 int cp_unwind(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs, int max);
 
+/* A runtime's rule for frames of its code that have no CFI (a JIT's that
+ * keeps no frame pointer): for pc (exact: where the thread is, not a return
+ * address) 1 with *cfa_sp (the CFA is sp + it, the return address at CFA - 8)
+ * and *bp_saved (the caller's rbp at CFA - 16; else rbp is unchanged); 0
+ * when pc is not such code (the frame pointer is followed). */
+struct cp_unwind_hook {
+	int (*rule)(void *ctx, uint64_t pc, bool exact, uint64_t *cfa_sp, bool *bp_saved);
+	void *ctx;
+};
+
 /* cp_unwind, and for each frame that has no CFI rule (JIT code, V8's
  * builtins: it was left through the frame pointer) its rbp in fps[i]; 0 for
- * the others. */
+ * the others.  hook (NULL: none) is asked first for such frames. */
 int cp_unwind_fp(struct cp_unwinder *u, struct cp_proc *p, const struct cp_sample_rec *r, uint64_t *pcs,
-		 uint64_t *fps, int max);
+		 uint64_t *fps, int max, const struct cp_unwind_hook *hook);
 /* The word at addr of r's copy of the user stack: false when not in it. */
 bool cp_unwind_stack_word(const struct cp_sample_rec *r, uint64_t addr, uint64_t *out);
 
@@ -58,6 +68,7 @@ struct cp_unwind_counts {
 	uint64_t fp;     /* frames left through the frame pointer (no CFI rule) */
 	uint64_t signal; /* signal frames crossed */
 	uint64_t rules;  /* rules read from the CFI (cache misses) */
+	uint64_t hooked; /* frames left by a runtime's rule (cp_unwind_hook) */
 };
 void cp_unwind_counts(const struct cp_unwinder *u, struct cp_unwind_counts *c);
 

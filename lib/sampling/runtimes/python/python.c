@@ -79,8 +79,7 @@ struct bin {
 	char *key;
 	const struct layout *lay; /* NULL: not a known CPython */
 	uint64_t runtime, eval, eval_size; /* symbol values */
-	struct { uint64_t off, vaddr, filesz; } load[8];
-	unsigned nload;
+	struct cp_rt_loads loads;
 };
 
 struct cp_python {
@@ -163,7 +162,6 @@ static void inspect(const struct cp_python *py, struct bin *b, int fd, const cha
 {
 	Elf *e;
 	Elf_Scn *scn = NULL;
-	size_t nph;
 	uint64_t version = 0;
 	bool runtime = false;
 
@@ -195,17 +193,7 @@ static void inspect(const struct cp_python *py, struct bin *b, int fd, const cha
 			}
 		}
 	}
-	if (elf_getphdrnum(e, &nph) == 0)
-		for (size_t i = 0; i < nph && b->nload < 8; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-				b->load[b->nload].off = ph.p_offset;
-				b->load[b->nload].vaddr = ph.p_vaddr;
-				b->load[b->nload].filesz = ph.p_filesz;
-				b->nload++;
-			}
-		}
+	cp_runtime_loads(e, &b->loads);
 	elf_end(e);
 	if (!runtime || !b->eval || !b->eval_size)
 		return;
@@ -253,20 +241,6 @@ static struct bin *bin_of(struct cp_python *py, struct cp_proc *p, struct cp_map
 	return b;
 }
 
-/* The load bias of binary b mapped by m: its symbol values + bias are addresses */
-static bool bias_of(const struct bin *b, const struct cp_map *m, uint64_t *bias)
-{
-	for (unsigned i = 0; i < b->nload; i++) {
-		uint64_t start = b->load[i].off & ~4095ull;
-
-		if (m->pgoff >= start && m->pgoff < b->load[i].off + b->load[i].filesz) {
-			*bias = m->start - m->pgoff - b->load[i].vaddr + b->load[i].off;
-			return true;
-		}
-	}
-	return false;
-}
-
 int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc *out, uint64_t *eval_lo,
 		     uint64_t *eval_hi, unsigned *layout)
 {
@@ -279,7 +253,7 @@ int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc 
 			continue;
 		if (!(b = bin_of(py, p, m)))
 			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
-		if (!b->lay || !bias_of(b, m, &bias))
+		if (!b->lay || !cp_runtime_bias(&b->loads, m, &bias))
 			continue;
 		*out = b->lay->bpf;
 		out->runtime = b->runtime + bias;

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: MIT */
+/* HotSpot frames: detection, unwinding and naming (see hotspot.h,
+ * docs/internals/hotspot.md). */
+#include "hotspot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../../../../bpf/runtimes.h"
+#include "../../../error.h"
+#include "../../../index.h"
+#include "../../../log.h"
+#include "../../../util.h"
+#include "../../unwind.h"
+
+/* ---- what a layout is made of: VMStructs' fields, statics, constants ---- */
+
+enum {
+	F_HEAP_MEMORY,
+	F_HEAP_SEGMAP,
+	F_HEAP_LOG2,
+	F_VS_LOW,
+	F_VS_HIGH,
+	F_GA_LEN,
+	F_GA_DATA,
+	F_BLOB_FRAME_SIZE,
+	F_BLOB_FRAME_COMPLETE,
+	F_BLOB_CODE_BEGIN,
+	F_BLOB_CODE_END,
+	F_BLOB_NAME,
+	F_CM_METHOD,
+	F_METHOD_CONST,
+	F_CONST_CONSTANTS,
+	F_CONST_NAME_INDEX,
+	F_CP_HOLDER,
+	F_CP_LENGTH,
+	F_CP_SOURCE_INDEX,
+	F_KLASS_NAME,
+	F_SYM_LENGTH,
+	F_SYM_BODY,
+	F_SQ_BUFFER,
+	F_SQ_LIMIT,
+	NFIELD
+};
+static const char *const field_names[NFIELD] = {
+	[F_HEAP_MEMORY] = "CodeHeap::_memory",
+	[F_HEAP_SEGMAP] = "CodeHeap::_segmap",
+	[F_HEAP_LOG2] = "CodeHeap::_log2_segment_size",
+	[F_VS_LOW] = "VirtualSpace::_low",
+	[F_VS_HIGH] = "VirtualSpace::_high",
+	[F_GA_LEN] = "GrowableArrayBase::_len",
+	[F_GA_DATA] = "GrowableArray<int>::_data",
+	[F_BLOB_FRAME_SIZE] = "CodeBlob::_frame_size",
+	[F_BLOB_FRAME_COMPLETE] = "CodeBlob::_frame_complete_offset",
+	[F_BLOB_CODE_BEGIN] = "CodeBlob::_code_begin",
+	[F_BLOB_CODE_END] = "CodeBlob::_code_end",
+	[F_BLOB_NAME] = "CodeBlob::_name",
+	[F_CM_METHOD] = "CompiledMethod::_method",
+	[F_METHOD_CONST] = "Method::_constMethod",
+	[F_CONST_CONSTANTS] = "ConstMethod::_constants",
+	[F_CONST_NAME_INDEX] = "ConstMethod::_name_index",
+	[F_CP_HOLDER] = "ConstantPool::_pool_holder",
+	[F_CP_LENGTH] = "ConstantPool::_length",
+	[F_CP_SOURCE_INDEX] = "ConstantPool::_source_file_name_index",
+	[F_KLASS_NAME] = "Klass::_name",
+	[F_SYM_LENGTH] = "Symbol::_length",
+	[F_SYM_BODY] = "Symbol::_body",
+	[F_SQ_BUFFER] = "StubQueue::_stub_buffer",
+	[F_SQ_LIMIT] = "StubQueue::_buffer_limit",
+};
+enum { S_HEAPS, S_LOW, S_HIGH, S_INTERP, NSTATIC };
+static const char *const static_names[NSTATIC] = {
+	[S_HEAPS] = "CodeCache::_heaps",
+	[S_LOW] = "CodeCache::_low_bound",
+	[S_HIGH] = "CodeCache::_high_bound",
+	[S_INTERP] = "AbstractInterpreter::_code",
+};
+
+struct layout {
+	int32_t off[NFIELD];
+	uint64_t stat[NSTATIC]; /* address less the load bias */
+	int32_t last_sp;        /* frame::interpreter_frame_last_sp_offset, in words */
+	uint32_t cp_size, heapblock_size;
+};
+
+/* Debian 12's OpenJDK 17.0.15, as its VMStructs say (for the fuzz target) */
+static const struct layout jdk17 = {
+	.off = { [F_HEAP_MEMORY] = 8, [F_HEAP_SEGMAP] = 120, [F_HEAP_LOG2] = 256, [F_VS_LOW] = 16,
+		 [F_VS_HIGH] = 24, [F_GA_LEN] = 0, [F_GA_DATA] = 8, [F_BLOB_FRAME_SIZE] = 28,
+		 [F_BLOB_FRAME_COMPLETE] = 20, [F_BLOB_CODE_BEGIN] = 32, [F_BLOB_CODE_END] = 40,
+		 [F_BLOB_NAME] = 96, [F_CM_METHOD] = 112, [F_METHOD_CONST] = 8, [F_CONST_CONSTANTS] = 8,
+		 [F_CONST_NAME_INDEX] = 34, [F_CP_HOLDER] = 24, [F_CP_LENGTH] = 60, [F_CP_SOURCE_INDEX] = 54,
+		 [F_KLASS_NAME] = 24, [F_SYM_LENGTH] = 4, [F_SYM_BODY] = 6, [F_SQ_BUFFER] = 8, [F_SQ_LIMIT] = 20 },
+	.last_sp = -2,
+	.cp_size = 72,
+	.heapblock_size = 16,
+};
+
+/* the symbols of libjvm.so that say where the tables and their layouts are */
+enum {
+	G_STRUCTS,
+	G_S_STRIDE,
+	G_S_TYPE,
+	G_S_FIELD,
+	G_S_STATIC,
+	G_S_OFFSET,
+	G_S_ADDRESS,
+	G_TYPES,
+	G_T_STRIDE,
+	G_T_NAME,
+	G_T_SIZE,
+	G_INTS,
+	G_I_STRIDE,
+	G_I_NAME,
+	G_I_VALUE,
+	NSYM
+};
+static const char *const sym_names[NSYM] = {
+	[G_STRUCTS] = "gHotSpotVMStructs",
+	[G_S_STRIDE] = "gHotSpotVMStructEntryArrayStride",
+	[G_S_TYPE] = "gHotSpotVMStructEntryTypeNameOffset",
+	[G_S_FIELD] = "gHotSpotVMStructEntryFieldNameOffset",
+	[G_S_STATIC] = "gHotSpotVMStructEntryIsStaticOffset",
+	[G_S_OFFSET] = "gHotSpotVMStructEntryOffsetOffset",
+	[G_S_ADDRESS] = "gHotSpotVMStructEntryAddressOffset",
+	[G_TYPES] = "gHotSpotVMTypes",
+	[G_T_STRIDE] = "gHotSpotVMTypeEntryArrayStride",
+	[G_T_NAME] = "gHotSpotVMTypeEntryTypeNameOffset",
+	[G_T_SIZE] = "gHotSpotVMTypeEntrySizeOffset",
+	[G_INTS] = "gHotSpotVMIntConstants",
+	[G_I_STRIDE] = "gHotSpotVMIntConstantEntryArrayStride",
+	[G_I_NAME] = "gHotSpotVMIntConstantEntryNameOffset",
+	[G_I_VALUE] = "gHotSpotVMIntConstantEntryValueOffset",
+};
+
+#define BINS_MAX 16
+#define HEAPS_MAX 8
+#define BLOBS_BITS 12
+#define METHODS_BITS 12
+#define CHECK_EVERY 32   /* samples a blob or method is given before it is read again */
+#define NAME_MAX_LEN 512
+#define ENTRIES_MAX 20000 /* VMStructs entries read at most */
+
+struct bin {
+	char *key;
+	uint64_t sym[NSYM]; /* symbol values (0: none) */
+	struct cp_rt_loads loads;
+	bool jvm;    /* it has the tables */
+	bool read;   /* its layout was read from a process */
+	bool bad;    /* its tables lack a field this needs (said once) */
+	struct layout lay;
+};
+
+/* a JVM process */
+struct proc {
+	uint32_t pid;
+	unsigned bin;
+	uint64_t bias;
+	bool ready;        /* its code cache is known */
+	uint64_t tried;    /* the call it was last looked at in */
+	uint64_t low, high, ilo, ihi; /* the code cache, the interpreter's code */
+	struct { uint64_t lo, hi, segmap; int log2; } heaps[HEAPS_MAX];
+	unsigned nheaps;
+	uint64_t nmethod_name; /* the address of the string "nmethod" (0: not seen yet) */
+};
+
+/* a code blob, found for a pc */
+struct blob {
+	uint32_t pid;
+	uint64_t pc, at; /* the pc it was looked up for, its address (0: none) */
+	uint64_t code_begin, code_end, method;
+	int32_t frame_size, frame_complete;
+	bool nmethod;
+	uint64_t checked;
+};
+
+/* a method named */
+struct method {
+	uint32_t pid;
+	uint64_t at, constmethod;
+	char *label, *name, *file;
+	uint64_t key, checked;
+};
+
+struct cp_hotspot {
+	const char *verb;
+	struct bin bins[BINS_MAX];
+	size_t nbins;
+	struct proc *procs;
+	size_t nprocs, pcap;
+	struct blob blobs[1u << BLOBS_BITS];
+	struct method methods[1u << METHODS_BITS];
+	uint64_t calls, serial;
+};
+
+struct cp_hotspot *cp_hotspot_new(const char *verb)
+{
+	struct cp_hotspot *h = calloc(1, sizeof(*h));
+
+	if (h)
+		h->verb = verb;
+	return h;
+}
+
+static void method_clear(struct method *m)
+{
+	free(m->label);
+	free(m->name);
+	free(m->file);
+	memset(m, 0, sizeof(*m));
+}
+
+void cp_hotspot_free(struct cp_hotspot *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->nbins; i++)
+		free(h->bins[i].key);
+	for (size_t i = 0; i < (1u << METHODS_BITS); i++)
+		method_clear(&h->methods[i]);
+	free(h->procs);
+	free(h);
+}
+
+void cp_hotspot_forget(struct cp_hotspot *h, uint32_t pid)
+{
+	for (size_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].pid == pid) {
+			h->procs[i] = h->procs[--h->nprocs];
+			break;
+		}
+	for (size_t i = 0; i < (1u << BLOBS_BITS); i++)
+		if (h->blobs[i].pid == pid)
+			h->blobs[i].at = h->blobs[i].pc = 0;
+	for (size_t i = 0; i < (1u << METHODS_BITS); i++)
+		if (h->methods[i].pid == pid)
+			method_clear(&h->methods[i]);
+}
+
+/* ---- reading the process ---- */
+
+static bool rd(uint32_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
+
+	return addr && process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
+static bool rd64(uint32_t pid, uint64_t addr, uint64_t *v)
+{
+	return rd(pid, addr, v, 8);
+}
+
+/* a C string at addr (at most n - 1 bytes) into buf; false when unreadable */
+static bool rd_str(uint32_t pid, uint64_t addr, char *buf, size_t n)
+{
+	struct iovec local = { buf, n - 1 }, remote = { (void *)(uintptr_t)addr, n - 1 };
+	ssize_t got = addr ? process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) : -1;
+
+	if (got <= 0)
+		return false;
+	buf[got] = 0;
+	return memchr(buf, 0, (size_t)got) != NULL;
+}
+
+/* ---- detection ---- */
+
+bool cp_hotspot_named(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return !strcmp(b ? b + 1 : path, "libjvm.so");
+}
+
+static void inspect(struct bin *b, int fd)
+{
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    !(nm = elf_strptr(e, sh.sh_link, s.st_name)) || strncmp(nm, "gHotSpotVM", 10))
+				continue;
+			for (size_t k = 0; k < NSYM; k++)
+				if (!strcmp(nm, sym_names[k]))
+					b->sym[k] = s.st_value;
+		}
+	}
+	cp_runtime_loads(e, &b->loads);
+	elf_end(e);
+	b->jvm = true;
+	for (size_t k = 0; k < NSYM; k++)
+		b->jvm &= b->sym[k] != 0;
+}
+
+int cp_hotspot_detect(struct cp_hotspot *h, struct cp_proc *p, unsigned *layout)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		struct cp_map *m = &p->maps[i];
+		char kb[512], key[4096 + 512];
+		const char *id;
+		struct bin *b = NULL;
+		struct proc *pr = NULL;
+		uint64_t bias;
+		size_t k;
+
+		if (!m->path || m->path[0] != '/' || !cp_hotspot_named(m->path) || !(id = cp_map_key(m, p, kb, sizeof(kb))))
+			continue;
+		snprintf(key, sizeof(key), "%s %s", id, m->path);
+		for (k = 0; k < h->nbins && !b; k++)
+			if (!strcmp(h->bins[k].key, key))
+				b = &h->bins[k];
+		if (!b) {
+			int fd;
+
+			if (h->nbins == BINS_MAX)
+				continue;
+			b = &h->bins[h->nbins];
+			memset(b, 0, sizeof(*b));
+			if (!(b->key = strdup(key)))
+				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+			h->nbins++;
+			if ((fd = cp_map_open(p, m, -1)) >= 0) {
+				inspect(b, fd);
+				close(fd);
+			}
+		}
+		if (!b->jvm || b->bad || !cp_runtime_bias(&b->loads, m, &bias))
+			continue;
+		for (k = 0; k < h->nprocs && !pr; k++)
+			if (h->procs[k].pid == p->pid)
+				pr = &h->procs[k];
+		if (!pr) {
+			if (cp_grow((void **)&h->procs, &h->pcap, h->nprocs + 1, sizeof(*h->procs)))
+				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+			pr = &h->procs[h->nprocs++];
+		}
+		memset(pr, 0, sizeof(*pr));
+		pr->pid = p->pid;
+		pr->bin = (unsigned)(b - h->bins);
+		pr->bias = bias;
+		pr->tried = UINT64_MAX;
+		*layout = pr->bin;
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads binary b's layout from process pid (its JVM started): false when
+ * the tables are not filled yet, or (b->bad) lack what this needs. */
+static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint64_t bias)
+{
+	uint64_t g[NSYM], ent, stride;
+	bool have[NFIELD] = { false }, shave[NSTATIC] = { false }, last_sp = false, cps = false, hbs = false;
+	char type[128], field[128];
+	struct layout *l = &b->lay;
+
+	for (size_t k = 0; k < NSYM; k++)
+		if (!rd64(pid, b->sym[k] + bias, &g[k]))
+			return false;
+	if (!g[G_STRUCTS] || !g[G_TYPES] || !g[G_INTS] || !g[G_S_STRIDE] || !g[G_T_STRIDE] || !g[G_I_STRIDE])
+		return false; /* not filled yet */
+	memset(l, 0, sizeof(*l));
+	stride = g[G_S_STRIDE];
+	for (ent = g[G_STRUCTS]; ent < g[G_STRUCTS] + ENTRIES_MAX * stride; ent += stride) {
+		uint64_t tp, fp, off, addr;
+		int32_t is_static;
+		char full[260];
+
+		if (!rd64(pid, ent + g[G_S_TYPE], &tp) || !tp)
+			break;
+		if (!rd64(pid, ent + g[G_S_FIELD], &fp) || !rd_str(pid, tp, type, sizeof(type)) ||
+		    !rd_str(pid, fp, field, sizeof(field)))
+			continue;
+		snprintf(full, sizeof(full), "%s::%s", type, field);
+		if (!rd(pid, ent + g[G_S_STATIC], &is_static, 4) || !rd64(pid, ent + g[G_S_OFFSET], &off) ||
+		    !rd64(pid, ent + g[G_S_ADDRESS], &addr))
+			continue;
+		for (size_t k = 0; k < NFIELD; k++)
+			if (!is_static && !have[k] && !strcmp(full, field_names[k]) && off < 4096) {
+				l->off[k] = (int32_t)off;
+				have[k] = true;
+			}
+		for (size_t k = 0; k < NSTATIC; k++)
+			if (is_static && !shave[k] && !strcmp(full, static_names[k])) {
+				l->stat[k] = addr - bias;
+				shave[k] = true;
+			}
+	}
+	stride = g[G_T_STRIDE];
+	for (ent = g[G_TYPES]; ent < g[G_TYPES] + ENTRIES_MAX * stride; ent += stride) {
+		uint64_t np, size;
+
+		if (!rd64(pid, ent + g[G_T_NAME], &np) || !np)
+			break;
+		if (!rd_str(pid, np, type, sizeof(type)) || !rd64(pid, ent + g[G_T_SIZE], &size) || size > 4096)
+			continue;
+		if (!strcmp(type, "ConstantPool"))
+			l->cp_size = (uint32_t)size, cps = true;
+		else if (!strcmp(type, "HeapBlock"))
+			l->heapblock_size = (uint32_t)size, hbs = true;
+	}
+	stride = g[G_I_STRIDE];
+	for (ent = g[G_INTS]; ent < g[G_INTS] + ENTRIES_MAX * stride; ent += stride) {
+		uint64_t np;
+		int32_t v;
+
+		if (!rd64(pid, ent + g[G_I_NAME], &np) || !np)
+			break;
+		if (rd_str(pid, np, type, sizeof(type)) && !strcmp(type, "frame::interpreter_frame_last_sp_offset") &&
+		    rd(pid, ent + g[G_I_VALUE], &v, 4))
+			l->last_sp = v, last_sp = true;
+	}
+	b->bad = !last_sp || !cps || !hbs;
+	for (size_t k = 0; k < NFIELD; k++)
+		b->bad |= !have[k];
+	for (size_t k = 0; k < NSTATIC; k++)
+		b->bad |= !shave[k];
+	if (b->bad)
+		cp_log(h->verb, CP_LOG_INFO,
+		       "%s is a JVM whose VMStructs lack what cprof reads: its processes' Java frames stay native",
+		       strchr(b->key, ' ') ? strchr(b->key, ' ') + 1 : b->key);
+	b->read = !b->bad;
+	return b->read;
+}
+
+/* process pid's state, its code cache read once its JVM has started (NULL
+ * while not) */
+static struct proc *proc_ready(struct cp_hotspot *h, uint32_t pid, unsigned layout)
+{
+	struct proc *pr = NULL;
+	struct bin *b;
+	const struct layout *l;
+	uint64_t ga, data, q, heaps[HEAPS_MAX];
+	int32_t len, limit;
+
+	for (size_t k = 0; k < h->nprocs && !pr; k++)
+		if (h->procs[k].pid == pid)
+			pr = &h->procs[k];
+	if (!pr || pr->bin != layout || layout >= h->nbins)
+		return NULL;
+	if (pr->ready)
+		return pr;
+	if (pr->tried != UINT64_MAX && h->calls - pr->tried < 64)
+		return NULL; /* not yet: looked at again in a while */
+	pr->tried = h->calls;
+	b = &h->bins[layout];
+	if (b->bad || (!b->read && !read_layout(h, b, pid, pr->bias)))
+		return NULL;
+	l = &b->lay;
+	if (!rd64(pid, l->stat[S_LOW] + pr->bias, &pr->low) || !rd64(pid, l->stat[S_HIGH] + pr->bias, &pr->high) ||
+	    !rd64(pid, l->stat[S_HEAPS] + pr->bias, &ga) || !ga || !rd(pid, ga + (uint64_t)l->off[F_GA_LEN], &len, 4) ||
+	    len <= 0 || !rd64(pid, ga + (uint64_t)l->off[F_GA_DATA], &data) ||
+	    !rd(pid, data, heaps, 8 * (size_t)(len < HEAPS_MAX ? len : HEAPS_MAX)) ||
+	    !rd64(pid, l->stat[S_INTERP] + pr->bias, &q) || !q ||
+	    !rd64(pid, q + (uint64_t)l->off[F_SQ_BUFFER], &pr->ilo) ||
+	    !rd(pid, q + (uint64_t)l->off[F_SQ_LIMIT], &limit, 4) || limit <= 0)
+		return NULL;
+	pr->ihi = pr->ilo + (uint64_t)limit;
+	pr->nheaps = 0;
+	for (int i = 0; i < len && i < HEAPS_MAX; i++) {
+		uint64_t hp = heaps[i];
+		int32_t log2;
+
+		if (!rd64(pid, hp + (uint64_t)(l->off[F_HEAP_MEMORY] + l->off[F_VS_LOW]), &pr->heaps[pr->nheaps].lo) ||
+		    !rd64(pid, hp + (uint64_t)(l->off[F_HEAP_MEMORY] + l->off[F_VS_HIGH]), &pr->heaps[pr->nheaps].hi) ||
+		    !rd64(pid, hp + (uint64_t)(l->off[F_HEAP_SEGMAP] + l->off[F_VS_LOW]), &pr->heaps[pr->nheaps].segmap) ||
+		    !rd(pid, hp + (uint64_t)l->off[F_HEAP_LOG2], &log2, 4) || log2 < 4 || log2 > 16)
+			return NULL;
+		pr->heaps[pr->nheaps++].log2 = log2;
+	}
+	pr->ready = pr->low < pr->high && pr->nheaps > 0;
+	return pr->ready ? pr : NULL;
+}
+
+/* ---- code blobs ---- */
+
+/* The start of the block that holds pc in a code heap (its segment map:
+ * 0 at a block's first segment, else how many segments to step back; 0xff
+ * free), 0 when none */
+static uint64_t block_of(uint32_t pid, const struct proc *pr, uint64_t pc)
+{
+	for (unsigned i = 0; i < pr->nheaps; i++) {
+		uint64_t lo = pr->heaps[i].lo, seg;
+		uint8_t chunk[256];
+
+		if (pc < lo || pc >= pr->heaps[i].hi)
+			continue;
+		seg = (pc - lo) >> pr->heaps[i].log2;
+		for (int chunks = 0; chunks < 4096; chunks++) {
+			uint64_t from = seg >= sizeof(chunk) - 1 ? seg - (sizeof(chunk) - 1) : 0;
+
+			if (!rd(pid, pr->heaps[i].segmap + from, chunk, (size_t)(seg - from + 1)))
+				return 0;
+			for (;;) {
+				uint8_t v = chunk[seg - from];
+
+				if (v == 0xff || seg < v)
+					return 0; /* free, or a map that does not look right */
+				if (v == 0)
+					return lo + (seg << pr->heaps[i].log2);
+				seg -= v;
+				if (seg < from)
+					break; /* in the chunk before */
+			}
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* the blob at pc of process pr (kept, else read); NULL when none */
+static const struct blob *blob_of(struct cp_hotspot *h, struct proc *pr, const struct layout *l, uint64_t pc)
+{
+	struct blob *bl = &h->blobs[cp_hash_u64(pc, pr->pid) & ((1u << BLOBS_BITS) - 1)];
+	uint8_t hdr[256];
+	uint64_t block, name;
+	size_t need = 0;
+	char nm[8];
+
+	if (bl->pid == pr->pid && bl->pc == pc && h->calls - bl->checked < CHECK_EVERY)
+		return bl->at ? bl : NULL;
+	memset(bl, 0, sizeof(*bl));
+	bl->pid = pr->pid;
+	bl->pc = pc;
+	bl->checked = h->calls;
+	for (size_t k = F_BLOB_FRAME_SIZE; k <= F_CM_METHOD; k++)
+		if ((size_t)l->off[k] + 8 > need)
+			need = (size_t)l->off[k] + 8;
+	if (!(block = block_of(pr->pid, pr, pc)) || need > sizeof(hdr) ||
+	    !rd(pr->pid, block + l->heapblock_size, hdr, need))
+		return NULL;
+	memcpy(&bl->code_begin, hdr + l->off[F_BLOB_CODE_BEGIN], 8);
+	memcpy(&bl->code_end, hdr + l->off[F_BLOB_CODE_END], 8);
+	memcpy(&bl->frame_size, hdr + l->off[F_BLOB_FRAME_SIZE], 4);
+	memcpy(&bl->frame_complete, hdr + l->off[F_BLOB_FRAME_COMPLETE], 4);
+	memcpy(&name, hdr + l->off[F_BLOB_NAME], 8);
+	if (pc < bl->code_begin || pc >= bl->code_end || bl->frame_size < 0 || bl->frame_size > 65536)
+		return NULL; /* not the code of what was found */
+	if (name && name == pr->nmethod_name) {
+		bl->nmethod = true;
+	} else if (name && !pr->nmethod_name && rd(pr->pid, name, nm, 8) && !memcmp(nm, "nmethod", 8)) {
+		pr->nmethod_name = name;
+		bl->nmethod = true;
+	}
+	if (bl->nmethod)
+		memcpy(&bl->method, hdr + l->off[F_CM_METHOD], 8);
+	bl->at = block + l->heapblock_size;
+	return bl;
+}
+
+int cp_hotspot_unwind(struct cp_hotspot *h, uint32_t pid, unsigned layout, uint64_t pc, bool exact,
+		      uint64_t *cfa_sp, bool *bp_saved)
+{
+	struct proc *pr = proc_ready(h, pid, layout);
+	const struct blob *bl;
+
+	if (!pr || pc < pr->low || pc >= pr->high || (pc >= pr->ilo && pc < pr->ihi))
+		return 0; /* not compiled code: the interpreter's keeps rbp */
+	if (!(bl = blob_of(h, pr, &h->bins[layout].lay, exact ? pc : pc - 1)) || !bl->nmethod)
+		return 0;
+	if ((exact ? pc : pc - 1) - bl->code_begin < (uint64_t)(bl->frame_complete > 0 ? bl->frame_complete : 0)) {
+		*cfa_sp = 8; /* in the prologue: the return address on top (rbp not saved yet) */
+		*bp_saved = false;
+	} else {
+		*cfa_sp = 8 * (uint64_t)bl->frame_size;
+		*bp_saved = true;
+	}
+	return 1;
+}
+
+/* ---- methods ---- */
+
+/* Symbol sym as a string (malloc'ed; '/' made '.' when dots), NULL when unreadable */
+static char *symbol(uint32_t pid, const struct layout *l, uint64_t sym, bool dots)
+{
+	uint16_t len;
+	char *s;
+
+	if (!sym || !rd(pid, sym + (uint64_t)l->off[F_SYM_LENGTH], &len, 2) || len == 0 || len > NAME_MAX_LEN)
+		return NULL;
+	if (!(s = malloc((size_t)len + 1)))
+		return NULL;
+	if (!rd(pid, sym + (uint64_t)l->off[F_SYM_BODY], s, len)) {
+		free(s);
+		return NULL;
+	}
+	s[len] = 0;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || !s[i])
+			s[i] = '?';
+		else if (dots && s[i] == '/')
+			s[i] = '.';
+	return s;
+}
+
+/* the method at Method* m of process pid (kept, else read): NULL when it
+ * cannot be read, or does not look like one */
+static const struct method *method_of(struct cp_hotspot *h, uint32_t pid, const struct layout *l, uint64_t m)
+{
+	struct method *me = &h->methods[cp_hash_u64(m, pid) & ((1u << METHODS_BITS) - 1)];
+	uint64_t cm, cp, holder, namesym = 0, klass_sym, srcsym = 0;
+	uint16_t name_index, src_index;
+	int32_t cp_len;
+	char *cls = NULL, *name = NULL, *src = NULL;
+
+	if (!m || !rd64(pid, m + (uint64_t)l->off[F_METHOD_CONST], &cm) || !cm)
+		return NULL;
+	if (me->pid == pid && me->at == m && me->constmethod == cm && h->calls - me->checked < 4 * CHECK_EVERY) {
+		me->checked = h->calls;
+		return me;
+	}
+	if (!rd64(pid, cm + (uint64_t)l->off[F_CONST_CONSTANTS], &cp) || !cp ||
+	    !rd(pid, cm + (uint64_t)l->off[F_CONST_NAME_INDEX], &name_index, 2) ||
+	    !rd64(pid, cp + (uint64_t)l->off[F_CP_HOLDER], &holder) || !holder ||
+	    !rd(pid, cp + (uint64_t)l->off[F_CP_LENGTH], &cp_len, 4) || name_index == 0 || name_index >= cp_len ||
+	    !rd64(pid, cp + l->cp_size + 8 * (uint64_t)name_index, &namesym) ||
+	    !rd64(pid, holder + (uint64_t)l->off[F_KLASS_NAME], &klass_sym))
+		return NULL;
+	if (!(name = symbol(pid, l, namesym, false)) || !(cls = symbol(pid, l, klass_sym, true)))
+		goto bad;
+	if (rd(pid, cp + (uint64_t)l->off[F_CP_SOURCE_INDEX], &src_index, 2) && src_index && src_index < cp_len &&
+	    rd64(pid, cp + l->cp_size + 8 * (uint64_t)src_index, &srcsym))
+		src = symbol(pid, l, srcsym, false);
+	method_clear(me);
+	me->pid = pid;
+	me->at = m;
+	me->constmethod = cm;
+	me->checked = h->calls;
+	me->key = ++h->serial;
+	if (asprintf(&me->name, "%s.%s", cls, name) < 0)
+		me->name = NULL;
+	/* the file: the class's package as a directory, and its source file */
+	if (src) {
+		const char *dot = strrchr(cls, '.');
+
+		if (asprintf(&me->file, "%.*s%s%s", dot ? (int)(dot - cls) : 0, cls, dot ? "/" : "", src) < 0)
+			me->file = NULL;
+		else
+			for (char *c = me->file; dot && c < me->file + (dot - cls); c++)
+				if (*c == '.')
+					*c = '/';
+	} else {
+		me->file = strdup("");
+	}
+	if (!me->name || !me->file || asprintf(&me->label, src ? "%s (%s)" : "%s", me->name, src) < 0) {
+		me->label = NULL;
+		method_clear(me);
+		goto bad;
+	}
+	free(cls);
+	free(name);
+	free(src);
+	return me;
+bad:
+	free(cls);
+	free(name);
+	free(src);
+	return NULL;
+}
+
+int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
+		      const uint64_t *pcs, const uint64_t *fps, int n, struct cp_rt_name *out)
+{
+	struct proc *pr;
+	const struct layout *l;
+	int named = 0;
+
+	h->calls++;
+	for (int i = 0; i < n; i++)
+		out[i].label = NULL;
+	if (!(pr = proc_ready(h, pid, layout)))
+		return 0;
+	l = &h->bins[layout].lay;
+	for (int i = 0; i < n; i++) {
+		uint64_t pc = i ? pcs[i] - 1 : pcs[i], m = 0;
+		const struct method *me;
+
+		if (pc < pr->low || pc >= pr->high)
+			continue;
+		if (pc >= pr->ilo && pc < pr->ihi) { /* interpreted: the Method* in its frame */
+			if (!fps[i] || !cp_unwind_stack_word(s, fps[i] + 8 * (uint64_t)(int64_t)(l->last_sp - 1), &m))
+				continue;
+		} else {
+			const struct blob *bl = blob_of(h, pr, l, pc);
+
+			if (!bl || !bl->nmethod)
+				continue;
+			m = bl->method;
+		}
+		if (!(me = method_of(h, pid, l, m)))
+			continue;
+		out[i] = (struct cp_rt_name){ me->label, me->name, me->name, me->file, 0, 0, me->key };
+		named++;
+	}
+	return named;
+}
+
+const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m)
+{
+	const struct method *me;
+
+	h->calls++;
+	me = method_of(h, pid, &jdk17, m);
+	return me ? me->label : NULL;
+}
+
+/* ---- the runtime's row (lib/sampling/runtime.h) ---- */
+
+static void *rt_new(const char *verb)
+{
+	return cp_hotspot_new(verb);
+}
+
+static void rt_free(void *st)
+{
+	cp_hotspot_free(st);
+}
+
+static int rt_detect(void *st, struct cp_proc *p, void *data, struct cp_rt_found *f)
+{
+	(void)data;
+	return cp_hotspot_detect(st, p, &f->layout);
+}
+
+static int rt_native(void *st, uint32_t pid, unsigned layout, const struct cp_sample_rec *s, const uint64_t *pcs,
+		     const uint64_t *fps, int n, struct cp_rt_name *out)
+{
+	return cp_hotspot_frames(st, pid, layout, s, pcs, fps, n, out);
+}
+
+static int rt_unwind(void *st, uint32_t pid, unsigned layout, uint64_t pc, bool exact, uint64_t *cfa_sp,
+		     bool *bp_saved)
+{
+	return cp_hotspot_unwind(st, pid, layout, pc, exact, cfa_sp, bp_saved);
+}
+
+static void rt_forget(void *st, uint32_t pid)
+{
+	cp_hotspot_forget(st, pid);
+}
+
+const struct cp_runtime cp_runtime_hotspot = {
+	.name = "java",
+	.id = CP_RT_ID_hotspot,
+	.new = rt_new,
+	.free = rt_free,
+	.named = cp_hotspot_named,
+	.detect = rt_detect,
+	.native = rt_native,
+	.unwind = rt_unwind,
+	.forget = rt_forget,
+};

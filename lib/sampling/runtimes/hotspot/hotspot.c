@@ -144,6 +144,7 @@ static const char *const sym_names[NSYM] = {
 #define HEAPS_MAX 8
 #define BLOBS_BITS 12
 #define METHODS_BITS 12
+#define METHODS_MAX 65536 /* methods kept; past it the cache starts over */
 #define CHECK_EVERY 32   /* samples a blob or method is given before it is read again */
 #define NAME_MAX_LEN 512
 #define ENTRIES_MAX 20000 /* VMStructs entries read at most */
@@ -181,12 +182,13 @@ struct blob {
 	uint64_t checked;
 };
 
-/* a method named */
+/* a method named (by the Method* at, whose ConstMethod is constmethod) */
 struct method {
+	struct method *next;
 	uint32_t pid;
 	uint64_t at, constmethod;
 	char *label, *name, *file;
-	uint64_t key, checked;
+	uint64_t key;
 };
 
 struct cp_hotspot {
@@ -196,7 +198,8 @@ struct cp_hotspot {
 	struct proc *procs;
 	size_t nprocs, pcap;
 	struct blob blobs[1u << BLOBS_BITS];
-	struct method methods[1u << METHODS_BITS];
+	struct method *methods[1u << METHODS_BITS]; /* chains, the newest first */
+	size_t nmethods;
 	uint64_t calls, serial;
 };
 
@@ -209,12 +212,32 @@ struct cp_hotspot *cp_hotspot_new(const char *verb)
 	return h;
 }
 
-static void method_clear(struct method *m)
+static void method_free(struct method *m)
 {
 	free(m->label);
 	free(m->name);
 	free(m->file);
-	memset(m, 0, sizeof(*m));
+	free(m);
+}
+
+/* the methods of process pid go (all when pid is 0) */
+static void methods_drop(struct cp_hotspot *h, uint32_t pid)
+{
+	for (size_t i = 0; i < (1u << METHODS_BITS); i++) {
+		struct method **pp = &h->methods[i];
+
+		while (*pp) {
+			struct method *m = *pp;
+
+			if (!pid || m->pid == pid) {
+				*pp = m->next;
+				method_free(m);
+				h->nmethods--;
+			} else {
+				pp = &m->next;
+			}
+		}
+	}
 }
 
 void cp_hotspot_free(struct cp_hotspot *h)
@@ -223,8 +246,7 @@ void cp_hotspot_free(struct cp_hotspot *h)
 		return;
 	for (size_t i = 0; i < h->nbins; i++)
 		free(h->bins[i].key);
-	for (size_t i = 0; i < (1u << METHODS_BITS); i++)
-		method_clear(&h->methods[i]);
+	methods_drop(h, 0);
 	free(h->procs);
 	free(h);
 }
@@ -239,9 +261,7 @@ void cp_hotspot_forget(struct cp_hotspot *h, uint32_t pid)
 	for (size_t i = 0; i < (1u << BLOBS_BITS); i++)
 		if (h->blobs[i].pid == pid)
 			h->blobs[i].at = h->blobs[i].pc = 0;
-	for (size_t i = 0; i < (1u << METHODS_BITS); i++)
-		if (h->methods[i].pid == pid)
-			method_clear(&h->methods[i]);
+	methods_drop(h, pid);
 }
 
 /* ---- reading the process ---- */
@@ -613,11 +633,12 @@ static char *symbol(uint32_t pid, const struct layout *l, uint64_t sym, bool dot
 	return s;
 }
 
-/* the method at Method* m of process pid (kept, else read): NULL when it
- * cannot be read, or does not look like one */
+/* the method at Method* m of process pid (kept while its ConstMethod is the
+ * same, else read): NULL when it cannot be read, or does not look like one */
 static const struct method *method_of(struct cp_hotspot *h, uint32_t pid, const struct layout *l, uint64_t m)
 {
-	struct method *me = &h->methods[cp_hash_u64(m, pid) & ((1u << METHODS_BITS) - 1)];
+	size_t hb = cp_hash_u64(m, pid) & ((1u << METHODS_BITS) - 1);
+	struct method *me;
 	uint64_t cm, cp, holder, namesym = 0, klass_sym, srcsym = 0;
 	uint16_t name_index, src_index;
 	int32_t cp_len;
@@ -625,10 +646,9 @@ static const struct method *method_of(struct cp_hotspot *h, uint32_t pid, const 
 
 	if (!m || !rd64(pid, m + (uint64_t)l->off[F_METHOD_CONST], &cm) || !cm)
 		return NULL;
-	if (me->pid == pid && me->at == m && me->constmethod == cm && h->calls - me->checked < 4 * CHECK_EVERY) {
-		me->checked = h->calls;
-		return me;
-	}
+	for (me = h->methods[hb]; me; me = me->next)
+		if (me->pid == pid && me->at == m && me->constmethod == cm)
+			return me;
 	if (!rd64(pid, cm + (uint64_t)l->off[F_CONST_CONSTANTS], &cp) || !cp ||
 	    !rd(pid, cm + (uint64_t)l->off[F_CONST_NAME_INDEX], &name_index, 2) ||
 	    !rd64(pid, cp + (uint64_t)l->off[F_CP_HOLDER], &holder) || !holder ||
@@ -637,15 +657,15 @@ static const struct method *method_of(struct cp_hotspot *h, uint32_t pid, const 
 	    !rd64(pid, holder + (uint64_t)l->off[F_KLASS_NAME], &klass_sym))
 		return NULL;
 	if (!(name = symbol(pid, l, namesym, false)) || !(cls = symbol(pid, l, klass_sym, true)))
-		goto bad;
+		goto out;
 	if (rd(pid, cp + (uint64_t)l->off[F_CP_SOURCE_INDEX], &src_index, 2) && src_index && src_index < cp_len &&
 	    rd64(pid, cp + l->cp_size + 8 * (uint64_t)src_index, &srcsym))
 		src = symbol(pid, l, srcsym, false);
-	method_clear(me);
+	if (!(me = calloc(1, sizeof(*me))))
+		goto out;
 	me->pid = pid;
 	me->at = m;
 	me->constmethod = cm;
-	me->checked = h->calls;
 	me->key = ++h->serial;
 	if (asprintf(&me->name, "%s.%s", cls, name) < 0)
 		me->name = NULL;
@@ -664,18 +684,18 @@ static const struct method *method_of(struct cp_hotspot *h, uint32_t pid, const 
 	}
 	if (!me->name || !me->file || asprintf(&me->label, src ? "%s (%s)" : "%s", me->name, src) < 0) {
 		me->label = NULL;
-		method_clear(me);
-		goto bad;
+		method_free(me);
+		me = NULL;
+		goto out;
 	}
+	me->next = h->methods[hb];
+	h->methods[hb] = me;
+	h->nmethods++;
+out:
 	free(cls);
 	free(name);
 	free(src);
 	return me;
-bad:
-	free(cls);
-	free(name);
-	free(src);
-	return NULL;
 }
 
 int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
@@ -686,6 +706,8 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 	int named = 0;
 
 	h->calls++;
+	if (h->nmethods >= METHODS_MAX) /* before any name is given out: those given stay valid */
+		methods_drop(h, 0);
 	for (int i = 0; i < n; i++)
 		out[i].label = NULL;
 	if (!(pr = proc_ready(h, pid, layout)))
@@ -720,6 +742,8 @@ const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m)
 	const struct method *me;
 
 	h->calls++;
+	if (h->nmethods >= METHODS_MAX)
+		methods_drop(h, 0);
 	me = method_of(h, pid, &jdk17, m);
 	return me ? me->label : NULL;
 }

@@ -1,0 +1,87 @@
+# cprof record's Java frames (#52), with no agent and no flag on the JVM: Debian 12's OpenJDK 17.
+# The workload (tests/fixtures/record/Hot.java) spends its time in Hot.spinA and Hot.spinB, 3:1,
+# under Hot.outer, for a given CPU time; C2 compiles both within milliseconds, so that their
+# frames are compiled code in the code cache (no frame pointer, no CFI), which only the nmethods'
+# frame sizes unwind.  record -- CMD, -p PID of a JVM already running, --all into the store with
+# the JVM started while recording, and top.  Needs root (CI runs as root) and a JDK (javac).
+. "$srcdir/tests/cli/lib.sh"
+if [ "$(id -u)" != 0 ]; then
+	ok "running as root: cprof record needs root or CAP_BPF+CAP_PERFMON, and CI runs this test as root" false
+	done_testing; exit
+fi
+JAVA=${JAVA:-/usr/lib/jvm/java-17-openjdk-amd64/bin/java}
+JAVAC=${JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}
+bg=""
+trap 'for p in $bg; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+run "$JAVAC" -d "$T/cls" "$FIXTURES/record/Hot.java"
+is "$rc" 0 "Debian's OpenJDK 17 compiles the workload"
+v=$("$JAVA" -version 2>&1 | head -n 1)
+diag "$v"
+
+rec() { timeout -s KILL 300 "$CPROF" record "$@"; }
+
+# check HOW FOLDED: the stacks of one JVM (in samples)
+check() {
+	how=$1 f=$2
+	a=$(printf '%s\n' "$f" | sum ';Hot\.spinA \(Hot\.java\)( |;)')
+	b=$(printf '%s\n' "$f" | sum ';Hot\.spinB \(Hot\.java\)( |;)')
+	hot=$(printf '%s\n' "$f" | sum ';Hot\.spin[AB] \(Hot\.java\)( |;)')
+	# whole: from the thread's start through the JVM's C++ and its call stub to main, outer and the method
+	whole=$(printf '%s\n' "$f" | sum '^__clone3;start_thread;.*;JavaMain;.*;Hot\.main \(Hot\.java\);Hot\.outer \(Hot\.java\);Hot\.spin[AB] ')
+	diag "$how: spinA $a, spinB $b, whole stacks $whole of $hot"
+	share=$(( (a + b) > 0 ? 1000 * a / (a + b) : 0 ))
+	tol=$(awk -v n="$((a + b))" 'BEGIN { t = n > 0 ? 4000 * sqrt(0.1875 / n) : 1000; t = t > 30 ? t : 30; printf "%d", t + 0.999 }')
+	ok "$how: Hot.spinA and Hot.spinB are named, with their source file ($a, $b samples)" test "$a" -gt 0 -a "$b" -gt 0
+	ok "$how: enough samples of the two to compare ($((a + b)) >= 100)" test "$((a + b))" -ge 100
+	ok "$how: spinA has 3/4 of the two: $((share / 10)).$((share % 10))% in 75 +- $((tol / 10)).$((tol % 10))" \
+		test "$share" -ge $((750 - tol)) -a "$share" -le $((750 + tol))
+	ok "$how: >= 99% of their stacks are whole, from the thread's start through Hot.outer ($whole of $hot)" \
+		test "$hot" -gt 0 -a "$((100 * whole))" -ge "$((99 * hot))"
+	if [ "$a" = 0 ] || [ "$((100 * whole))" -lt "$((99 * hot))" ]; then
+		printf '%s\n' "$f" | grep -v 'JavaMain;.*;Hot\.outer (Hot\.java);Hot\.spin' | awk '{ print $NF "\t" $0 }' |
+			sort -rn | head -n 3 | cut -c1-600 | sed 's/^/#   /'
+	fi
+}
+
+# ---- record -- java ----
+run rec -F 999 -o "$T/cmd.pb.gz" -- "$JAVA" -cp "$T/cls" Hot 4
+is "$rc" 0 "record -- java exits 0"
+check "record -- java" "$("$CPROF" query -t samples -f folded -i "$T/cmd.pb.gz")"
+run "$CPROF" query -t samples -f json -i "$T/cmd.pb.gz"
+like "$out" '"name":"Hot\.spinA \(Hot\.java\)","file":"Hot\.java"' "a Java method's file is its class's source file"
+run env HOME="$T" go tool pprof -top "$T/cmd.pb.gz"
+like "$out" ' Hot\.spinA \(Hot\.java\)$' "go tool pprof reads the profile, Hot.spinA in it"
+
+# ---- a JVM already running: record -p PID ----
+"$JAVA" -cp "$T/cls" Hot 4 "$T/go" >"$T/p.out" & jp=$!
+bg="$bg $jp"
+timeout -s KILL 300 "$CPROF" record -F 999 -p "$jp" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
+wait_sampling "$T/p.err"
+touch "$T/go"
+wait "$r"
+is "$?" 0 "record -p PID of java exits 0 when the JVM does"
+check "record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
+
+# ---- the whole system into the store, the JVM started while recording ----
+timeout -s KILL 300 "$CPROF" record --all -F 499 --data "$T/all" 2>"$T/all.err" & r=$!
+wait_sampling "$T/all.err"
+"$JAVA" -cp "$T/cls" Hot 4 >"$T/all.out"
+jn=$(head -n 1 "$T/all.out")
+kill -TERM "$r" 2>/dev/null
+wait "$r"
+is "$?" 0 "record --all, stopped by SIGTERM, exits 0"
+# (the store's CPU time in samples: 2004008 ns each at 499 Hz)
+check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$jn\"}" |
+	awk '{ n = $NF; sub(/[0-9]+$/, ""); printf "%s%d\n", $0, n / 2004008 }')"
+
+# ---- top ----
+run timeout -s KILL 120 "$CPROF" top --stdio -n 1 -d 3 -s total --limit 50 -- "$JAVA" -cp "$T/cls" Hot 3
+is "$rc" 0 "top -- java exits 0"
+like "$out" ' Hot\.spinA \(Hot\.java\) +\[java\] ' "top lists Hot.spinA, in the [java] mapping"
+
+# ---- with --no-runtimes the compiled frames end the stack, as before ----
+run rec -F 499 --no-runtimes -o "$T/no.pb.gz" -- "$JAVA" -cp "$T/cls" Hot 1
+f=$("$CPROF" query -t samples -f folded -i "$T/no.pb.gz")
+is "$(printf '%s\n' "$f" | sum 'Hot\.spin')" 0 "with --no-runtimes no Java method is named"
+
+done_testing

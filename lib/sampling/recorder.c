@@ -186,8 +186,9 @@ static int64_t named_rt_location(struct cp_profile *prof, const struct cp_runtim
 	char mapname[64];
 	int64_t map;
 	struct cp_function fn;
-	struct cp_line l;
+	struct cp_line l[16];
 	struct cp_rt_name bare = { 0 };
+	size_t n;
 
 	snprintf(mapname, sizeof(mapname), "[%s]", rt->name);
 	map = cp_profile_mapping(prof, &(struct cp_mapping){ .filename = (uint32_t)cp_profile_str(prof, mapname),
@@ -199,11 +200,18 @@ static int64_t named_rt_location(struct cp_profile *prof, const struct cp_runtim
 		bare.label = mapname;
 		nm = &bare;
 	}
-	fn = (struct cp_function){ (uint32_t)cp_profile_str(prof, nm->label),
-				   (uint32_t)cp_profile_str(prof, nm->name ? nm->name : ""),
-				   (uint32_t)cp_profile_str(prof, nm->file ? nm->file : ""), nm->first_line };
-	l = (struct cp_line){ (uint32_t)cp_profile_function(prof, &fn), nm->line > 0 ? nm->line : 0, 0 };
-	return cp_profile_location(prof, (uint32_t)map, addr, &l, 1, false);
+	/* the function, then those a JIT inlined it into (pprof's lines of a
+	 * location, innermost first) */
+	n = nm->ninl < 15 ? nm->ninl + 1 : 16;
+	for (size_t k = 0; k < n; k++) {
+		const struct cp_rt_name *f = k ? &nm->inl[k - 1] : nm;
+
+		fn = (struct cp_function){ (uint32_t)cp_profile_str(prof, f->label),
+					   (uint32_t)cp_profile_str(prof, f->name ? f->name : ""),
+					   (uint32_t)cp_profile_str(prof, f->file ? f->file : ""), f->first_line };
+		l[k] = (struct cp_line){ (uint32_t)cp_profile_function(prof, &fn), f->line > 0 ? f->line : 0, 0 };
+	}
+	return cp_profile_location(prof, (uint32_t)map, addr, l, n, false);
 }
 
 /* The location of runtime frame f (runtime id) of process p in prof (the

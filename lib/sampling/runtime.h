@@ -39,6 +39,11 @@ struct cp_rt_name {
 	int64_t line;        /* of the instruction; <= 0: unknown */
 	uint64_t key;        /* names this name (function and line) in the caller's memo for
 			      * the process: the same each time, never another's (0: none) */
+	/* the functions this one was inlined into by a JIT, innermost first
+	 * (the frame's own function last): ninl of them (0: none), the
+	 * runtime's, valid as the name is */
+	const struct cp_rt_name *inl;
+	uint32_t ninl;
 };
 
 /* where a process runs a runtime (cp_runtime.detect's answer, kept in its

@@ -36,6 +36,10 @@ enum {
 	F_BLOB_CODE_END,
 	F_BLOB_NAME,
 	F_CM_METHOD,
+	F_NM_PCS,
+	F_NM_DEPS,
+	F_NM_META,
+	F_CM_SCOPES,
 	F_METHOD_CONST,
 	F_CONST_CONSTANTS,
 	F_CONST_NAME_INDEX,
@@ -47,6 +51,8 @@ enum {
 	F_SYM_BODY,
 	F_SQ_BUFFER,
 	F_SQ_LIMIT,
+	F_PC_OFFSET,
+	F_PC_SCOPE,
 	NFIELD
 };
 static const char *const field_names[NFIELD] = {
@@ -63,6 +69,10 @@ static const char *const field_names[NFIELD] = {
 	[F_BLOB_CODE_END] = "CodeBlob::_code_end",
 	[F_BLOB_NAME] = "CodeBlob::_name",
 	[F_CM_METHOD] = "CompiledMethod::_method",
+	[F_NM_PCS] = "nmethod::_scopes_pcs_offset",
+	[F_NM_DEPS] = "nmethod::_dependencies_offset",
+	[F_NM_META] = "nmethod::_metadata_offset",
+	[F_CM_SCOPES] = "CompiledMethod::_scopes_data_begin",
 	[F_METHOD_CONST] = "Method::_constMethod",
 	[F_CONST_CONSTANTS] = "ConstMethod::_constants",
 	[F_CONST_NAME_INDEX] = "ConstMethod::_name_index",
@@ -74,6 +84,8 @@ static const char *const field_names[NFIELD] = {
 	[F_SYM_BODY] = "Symbol::_body",
 	[F_SQ_BUFFER] = "StubQueue::_stub_buffer",
 	[F_SQ_LIMIT] = "StubQueue::_buffer_limit",
+	[F_PC_OFFSET] = "PcDesc::_pc_offset",
+	[F_PC_SCOPE] = "PcDesc::_scope_decode_offset",
 };
 enum { S_HEAPS, S_LOW, S_HIGH, S_INTERP, NSTATIC };
 static const char *const static_names[NSTATIC] = {
@@ -87,7 +99,7 @@ struct layout {
 	int32_t off[NFIELD];
 	uint64_t stat[NSTATIC]; /* address less the load bias */
 	int32_t last_sp;        /* frame::interpreter_frame_last_sp_offset, in words */
-	uint32_t cp_size, heapblock_size;
+	uint32_t cp_size, heapblock_size, pcdesc_size;
 };
 
 /* Debian 12's OpenJDK 17.0.15, as its VMStructs say (for the fuzz target) */
@@ -95,12 +107,14 @@ static const struct layout jdk17 = {
 	.off = { [F_HEAP_MEMORY] = 8, [F_HEAP_SEGMAP] = 120, [F_HEAP_LOG2] = 256, [F_VS_LOW] = 16,
 		 [F_VS_HIGH] = 24, [F_GA_LEN] = 0, [F_GA_DATA] = 8, [F_BLOB_FRAME_SIZE] = 28,
 		 [F_BLOB_FRAME_COMPLETE] = 20, [F_BLOB_CODE_BEGIN] = 32, [F_BLOB_CODE_END] = 40,
-		 [F_BLOB_NAME] = 96, [F_CM_METHOD] = 112, [F_METHOD_CONST] = 8, [F_CONST_CONSTANTS] = 8,
+		 [F_BLOB_NAME] = 96, [F_CM_METHOD] = 112, [F_NM_PCS] = 268, [F_NM_DEPS] = 272, [F_NM_META] = 260,
+		 [F_CM_SCOPES] = 120, [F_PC_OFFSET] = 0, [F_PC_SCOPE] = 4, [F_METHOD_CONST] = 8, [F_CONST_CONSTANTS] = 8,
 		 [F_CONST_NAME_INDEX] = 34, [F_CP_HOLDER] = 24, [F_CP_LENGTH] = 60, [F_CP_SOURCE_INDEX] = 54,
 		 [F_KLASS_NAME] = 24, [F_SYM_LENGTH] = 4, [F_SYM_BODY] = 6, [F_SQ_BUFFER] = 8, [F_SQ_LIMIT] = 20 },
 	.last_sp = -2,
 	.cp_size = 72,
 	.heapblock_size = 16,
+	.pcdesc_size = 16,
 };
 
 /* the symbols of libjvm.so that say where the tables and their layouts are */
@@ -148,6 +162,9 @@ static const char *const sym_names[NSYM] = {
 #define CHECK_EVERY 32   /* samples a blob or method is given before it is read again */
 #define NAME_MAX_LEN 512
 #define ENTRIES_MAX 20000 /* VMStructs entries read at most */
+#define INLINE_MAX 8      /* methods of a compiled frame (the inlined ones and theirs) */
+#define PCDESCS_MAX 8192  /* PcDescs of an nmethod read at most */
+#define INL_NAMES 1024    /* names of inlined methods given in one call */
 
 struct bin {
 	char *key;
@@ -180,6 +197,10 @@ struct blob {
 	int32_t frame_size, frame_complete;
 	bool nmethod;
 	uint64_t checked;
+	/* the methods running at pc, innermost first (those inlined, then the
+	 * nmethod's own), from its debug info; 0: just method */
+	uint64_t chain[INLINE_MAX];
+	unsigned nchain;
 };
 
 /* a method named (by the Method* at, whose ConstMethod is constmethod) */
@@ -201,6 +222,8 @@ struct cp_hotspot {
 	struct method *methods[1u << METHODS_BITS]; /* chains, the newest first */
 	size_t nmethods;
 	uint64_t calls, serial;
+	struct cp_rt_name inl[INL_NAMES]; /* a call's names of inlined methods */
+	size_t ninl;
 };
 
 struct cp_hotspot *cp_hotspot_new(const char *verb)
@@ -390,7 +413,8 @@ int cp_hotspot_detect(struct cp_hotspot *h, struct cp_proc *p, unsigned *layout)
 static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint64_t bias)
 {
 	uint64_t g[NSYM], ent, stride;
-	bool have[NFIELD] = { false }, shave[NSTATIC] = { false }, last_sp = false, cps = false, hbs = false;
+	bool have[NFIELD] = { false }, shave[NSTATIC] = { false }, last_sp = false, cps = false, hbs = false,
+	     pcs = false;
 	char type[128], field[128];
 	struct layout *l = &b->lay;
 
@@ -438,6 +462,8 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 			l->cp_size = (uint32_t)size, cps = true;
 		else if (!strcmp(type, "HeapBlock"))
 			l->heapblock_size = (uint32_t)size, hbs = true;
+		else if (!strcmp(type, "PcDesc"))
+			l->pcdesc_size = (uint32_t)size, pcs = true;
 	}
 	stride = g[G_I_STRIDE];
 	for (ent = g[G_INTS]; ent < g[G_INTS] + ENTRIES_MAX * stride; ent += stride) {
@@ -450,7 +476,7 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 		    rd(pid, ent + g[G_I_VALUE], &v, 4))
 			l->last_sp = v, last_sp = true;
 	}
-	b->bad = !last_sp || !cps || !hbs;
+	b->bad = !last_sp || !cps || !hbs || !pcs || l->pcdesc_size < 8;
 	for (size_t k = 0; k < NFIELD; k++)
 		b->bad |= !have[k];
 	for (size_t k = 0; k < NSTATIC; k++)
@@ -548,11 +574,88 @@ static uint64_t block_of(uint32_t pid, const struct proc *pr, uint64_t pc)
 	return 0;
 }
 
+/* An int of HotSpot's compressed streams (UNSIGNED5: a byte below 192 ends
+ * it; each of up to 5 bytes adds its value << 6 * its place) at *i of
+ * b[0, n); false past the end */
+static bool read_u5(const uint8_t *b, size_t n, size_t *i, uint32_t *out)
+{
+	uint32_t sum = 0;
+
+	for (unsigned k = 0, shift = 0; k < 5; k++, shift += 6) {
+		uint8_t v;
+
+		if (*i >= n)
+			return false;
+		v = b[(*i)++];
+		sum += (uint32_t)v << shift;
+		if (v < 192 || k == 4)
+			break;
+	}
+	*out = sum;
+	return true;
+}
+
+/* The methods running at pc of nmethod bl (header hdr): its PcDesc for pc
+ * (the first whose offset is past pc's: a call's is its return address)
+ * and the chain of scopes from it (sender offset, method index into the
+ * nmethod's metadata, bci), innermost first.  Left as none when it cannot
+ * be read. */
+static void inlined(uint32_t pid, const struct layout *l, struct blob *bl, const uint8_t *hdr, uint64_t pc)
+{
+	int32_t pcs, deps, meta;
+	uint64_t scopes, rel = pc - bl->code_begin;
+	uint8_t *t;
+	size_t n, best = SIZE_MAX;
+	int32_t decode = 0;
+
+	memcpy(&pcs, hdr + l->off[F_NM_PCS], 4);
+	memcpy(&deps, hdr + l->off[F_NM_DEPS], 4);
+	memcpy(&meta, hdr + l->off[F_NM_META], 4);
+	memcpy(&scopes, hdr + l->off[F_CM_SCOPES], 8);
+	if (pcs <= 0 || deps <= pcs || meta <= 0 || !scopes)
+		return;
+	n = (size_t)(deps - pcs) / l->pcdesc_size;
+	if (n == 0 || n > PCDESCS_MAX || !(t = malloc(n * l->pcdesc_size)))
+		return;
+	if (rd(pid, bl->at + (uint64_t)pcs, t, n * l->pcdesc_size))
+		for (size_t i = 0; i < n; i++) { /* sorted by offset: the first past rel */
+			int32_t off;
+
+			memcpy(&off, t + i * l->pcdesc_size + l->off[F_PC_OFFSET], 4);
+			if (off >= 0 && (uint64_t)off > rel) {
+				best = i;
+				break;
+			}
+		}
+	if (best != SIZE_MAX)
+		memcpy(&decode, t + best * l->pcdesc_size + l->off[F_PC_SCOPE], 4);
+	free(t);
+	/* each scope: its sender's offset (0: none), its method's index, its bci */
+	while (decode > 0 && bl->nchain < INLINE_MAX) {
+		uint8_t s[32];
+		size_t i = 0;
+		uint32_t sender, index, bci;
+		uint64_t m;
+
+		if (!rd(pid, scopes + (uint64_t)decode, s, sizeof(s)) || !read_u5(s, sizeof(s), &i, &sender) ||
+		    !read_u5(s, sizeof(s), &i, &index) || !read_u5(s, sizeof(s), &i, &bci) || index == 0 ||
+		    !rd64(pid, bl->at + (uint64_t)meta + 8 * (uint64_t)(index - 1), &m) || !m)
+			break;
+		bl->chain[bl->nchain++] = m;
+		if ((int32_t)sender >= decode)
+			break; /* senders come before: not a chain this reads */
+		decode = (int32_t)sender;
+	}
+	/* the outermost must be the nmethod's own method, else none of it */
+	if (bl->nchain && bl->chain[bl->nchain - 1] != bl->method)
+		bl->nchain = 0;
+}
+
 /* the blob at pc of process pr (kept, else read); NULL when none */
 static const struct blob *blob_of(struct cp_hotspot *h, struct proc *pr, const struct layout *l, uint64_t pc)
 {
 	struct blob *bl = &h->blobs[cp_hash_u64(pc, pr->pid) & ((1u << BLOBS_BITS) - 1)];
-	uint8_t hdr[256];
+	uint8_t hdr[512];
 	uint64_t block, name;
 	size_t need = 0;
 	char nm[8];
@@ -563,7 +666,7 @@ static const struct blob *blob_of(struct cp_hotspot *h, struct proc *pr, const s
 	bl->pid = pr->pid;
 	bl->pc = pc;
 	bl->checked = h->calls;
-	for (size_t k = F_BLOB_FRAME_SIZE; k <= F_CM_METHOD; k++)
+	for (size_t k = F_BLOB_FRAME_SIZE; k <= F_CM_SCOPES; k++)
 		if ((size_t)l->off[k] + 8 > need)
 			need = (size_t)l->off[k] + 8;
 	if (!(block = block_of(pr->pid, pr, pc)) || need > sizeof(hdr) ||
@@ -582,9 +685,11 @@ static const struct blob *blob_of(struct cp_hotspot *h, struct proc *pr, const s
 		pr->nmethod_name = name;
 		bl->nmethod = true;
 	}
-	if (bl->nmethod)
-		memcpy(&bl->method, hdr + l->off[F_CM_METHOD], 8);
 	bl->at = block + l->heapblock_size;
+	if (bl->nmethod) {
+		memcpy(&bl->method, hdr + l->off[F_CM_METHOD], 8);
+		inlined(pr->pid, l, bl, hdr, pc);
+	}
 	return bl;
 }
 
@@ -698,6 +803,12 @@ out:
 	return me;
 }
 
+/* what a frame of method m is called (key: for the caller's memo, 0: none) */
+static struct cp_rt_name rt_name(const struct method *m, uint64_t key)
+{
+	return (struct cp_rt_name){ .label = m->label, .name = m->name, .sysname = m->name, .file = m->file, .key = key };
+}
+
 int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
 		      const uint64_t *pcs, const uint64_t *fps, int n, struct cp_rt_name *out)
 {
@@ -706,6 +817,7 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 	int named = 0;
 
 	h->calls++;
+	h->ninl = 0;
 	if (h->nmethods >= METHODS_MAX) /* before any name is given out: those given stay valid */
 		methods_drop(h, 0);
 	for (int i = 0; i < n; i++)
@@ -728,10 +840,28 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 			if (!bl || !bl->nmethod)
 				continue;
 			m = bl->method;
+			if (bl->nchain > 1 && (me = method_of(h, pid, l, bl->chain[0]))) {
+				/* methods inlined: the innermost, and those it is in */
+				unsigned k, got = 0;
+				struct cp_rt_name *inl = h->inl + h->ninl;
+
+				for (k = 1; k < bl->nchain && h->ninl + got < INL_NAMES; k++) {
+					const struct method *c = method_of(h, pid, l, bl->chain[k]);
+
+					if (c)
+						inl[got++] = rt_name(c, 0);
+				}
+				h->ninl += got;
+				out[i] = rt_name(me, 0);
+				out[i].inl = inl;
+				out[i].ninl = got;
+				named++;
+				continue;
+			}
 		}
 		if (!(me = method_of(h, pid, l, m)))
 			continue;
-		out[i] = (struct cp_rt_name){ me->label, me->name, me->name, me->file, 0, 0, me->key };
+		out[i] = rt_name(me, me->key);
 		named++;
 	}
 	return named;

@@ -24,7 +24,10 @@
  * nmethod's.  Method -> ConstMethod -> ConstantPool gives the method's name,
  * its class's and the class's source file; kept by (pid, Method*) and read
  * again every so many samples (a method unloaded and another at its address
- * then gets its own name).  Inlined methods and lines are not read yet.
+ * then gets its own name).  A compiled frame's methods inlined into it are
+ * read from its debug information: the PcDesc past its pc (a call's is its
+ * return address) and the chain of scopes from it, kept with the blob; they
+ * come as cp_rt_name.inl.  Lines are not read yet.
  *
  * Ownership: a cp_hotspot owns its caches; names are valid until the next
  * call.  Errors: -ENOMEM; what cannot be read leaves frames unnamed. */

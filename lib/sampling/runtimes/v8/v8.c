@@ -823,6 +823,13 @@ oom:
 	return NULL;
 }
 
+/* what a frame of function f is called */
+static struct cp_rt_name rt_name(const struct fn *f)
+{
+	return (struct cp_rt_name){ .label = f->label, .name = f->name, .sysname = f->name, .file = f->file,
+				    .first_line = f->line, .line = f->line, .key = f->key };
+}
+
 /* Reads the n objects objs[i] (tagged), size bytes of each from its start,
  * into v->buf at i * OBJ_READ, in one call where it can (a sample's frames
  * cost two calls, not two per frame); ok[i] says which were read. */
@@ -888,7 +895,7 @@ int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp
 		if (!is_heap(sfi = word_at(o, l->c[JSF_SHARED])))
 			continue;
 		if ((f = function_known(v, pid, sfi))) {
-			out[v->idx[j]] = (struct cp_rt_name){ f->label, f->name, f->name, f->file, f->line, f->line, f->key };
+			out[v->idx[j]] = rt_name(f);
 			named++;
 			continue;
 		}
@@ -912,7 +919,7 @@ int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp
 			script = word_at(o, l->c[SFI_SCRIPT]);
 		if (!(f = function_of(v, pid, l, v->objs[j], nos, script)))
 			return cp_error(ENOMEM, "out of memory naming JavaScript frames");
-		out[v->idx[j]] = (struct cp_rt_name){ f->label, f->name, f->name, f->file, f->line, f->line, f->key };
+		out[v->idx[j]] = rt_name(f);
 		named++;
 	}
 	return named;

@@ -189,3 +189,30 @@ bool cp_runtime_bias(const struct cp_rt_loads *l, const struct cp_map *m, uint64
 	}
 	return false;
 }
+
+bool cp_runtime_syms(Elf *e, bool symtab, const char *prefix,
+		     bool (*fn)(void *ctx, const char *name, const GElf_Sym *sym), void *ctx)
+{
+	size_t plen = strlen(prefix);
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && !(symtab && sh.sh_type == SHT_SYMTAB)) ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    !(nm = elf_strptr(e, sh.sh_link, s.st_name)) || strncmp(nm, prefix, plen))
+				continue;
+			if (!fn(ctx, nm, &s))
+				return false;
+		}
+	}
+	return true;
+}

@@ -121,6 +121,11 @@ void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
  * e (on fd) starts with, from the file (zero in .bss); false when they are
  * not in the file. */
 bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t n);
+/* Calls fn(ctx, name, sym) for each symbol defined in e's .dynsym (and its
+ * .symtab too when symtab) whose name starts with prefix; fn returns false
+ * to stop (then so does this: false). */
+bool cp_runtime_syms(Elf *e, bool symtab, const char *prefix,
+		     bool (*fn)(void *ctx, const char *name, const GElf_Sym *sym), void *ctx);
 /* The PT_LOAD segments of an ELF file, for the load bias of a mapping of it */
 struct cp_rt_loads {
 	struct { uint64_t off, vaddr, filesz; } seg[8];

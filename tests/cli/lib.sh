@@ -91,6 +91,15 @@ wait_sampling() {
 	_i=0
 	while ! grep -q sampling "$1" 2>/dev/null && [ $_i -lt 600 ]; do sleep 0.1; _i=$((_i + 1)); done
 }
+# share_near DESC A B POINTS: ok when A's share of A + B is 3/4 within POINTS percentage points, or
+# within 4 standard deviations of a share of A + B samples when wider (a load changes how many samples
+# there are, and samples are lost in bursts: fewer independent ones than counted, not where they fall)
+share_near() {
+	_s=$(( ($2 + $3) > 0 ? 1000 * $2 / ($2 + $3) : 0 ))
+	_t=$(awk -v n="$(($2 + $3))" -v p="$4" 'BEGIN { t = n > 0 ? 4000 * sqrt(0.1875 / n) : 1000;
+		t = t > 10 * p ? t : 10 * p; printf "%d", t + 0.999 }')
+	ok "$1: $((_s / 10)).$((_s % 10))% in 75 +- $((_t / 10)).$((_t % 10))" test "$_s" -ge $((750 - _t)) -a "$_s" -le $((750 + _t))
+}
 # skip_all REASON: for tests that need what this machine lacks (never a missing feature)
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { printf '# %s\n' "$*"; }

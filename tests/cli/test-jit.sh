@@ -46,12 +46,9 @@ check() {
 	# not where they fall: the tolerance is 15 points, or 4 standard
 	# deviations of a share of that many samples when wider (samples are
 	# lost in bursts: fewer independent ones than counted)
-	share=$(( (a + b) > 0 ? 100 * a / (a + b) : 0 ))
-	tol=$(awk -v n="$((a + b))" 'BEGIN { t = n > 0 ? 400 * sqrt(0.1875 / n) : 100; t = t > 15 ? t : 15; printf "%d", t + 0.999 }')
 	ok "$how: enough samples in the two to compare ($((a + b)) >= 10)" test "$((a + b))" -ge 10
 	ok "$how: hotAlpha has more than hotBeta ($a > $b)" test "$a" -gt "$b"
-	ok "$how: hotAlpha has ~3/4 of hotAlpha + hotBeta: $share% in 75 +- $tol" \
-		test "$share" -ge $((75 - tol)) -a "$share" -le $((75 + tol))
+	share_near "$how: hotAlpha has ~3/4 of hotAlpha + hotBeta" "$a" "$b" 15
 	ok "$how: the two JS functions carry most of node's samples ($((a + b)) of $total)" \
 		test "$total" -gt 0 -a "$((2 * (a + b)))" -ge "$total"
 	ok "$how: stacks with an unnamed JIT frame (anon+0x...) are few ($anon of $total)" \

@@ -38,13 +38,9 @@ check() {
 	whole=$(printf '%s\n' "$f" |
 		sum "^_start;.*;\\(anonymous\\) \\(v8\\.js:1\\);outer \\(v8\\.js:$LO\\);spin[AB] \\(v8\\.js:[0-9]+\\)( |;)")
 	diag "$how: spinA $a, spinB $b, whole stacks $whole of $hot"
-	share=$(( (a + b) > 0 ? 1000 * a / (a + b) : 0 ))
-	# 3 points, or 4 standard deviations of a share of that many samples when wider
-	tol=$(awk -v n="$((a + b))" 'BEGIN { t = n > 0 ? 4000 * sqrt(0.1875 / n) : 1000; t = t > 30 ? t : 30; printf "%d", t + 0.999 }')
 	ok "$how: spinA and spinB are named, with their files and lines ($a, $b samples)" test "$a" -gt 0 -a "$b" -gt 0
 	ok "$how: enough samples of the two to compare ($((a + b)) >= 100)" test "$((a + b))" -ge 100
-	ok "$how: spinA has 3/4 of the two: $((share / 10)).$((share % 10))% in 75 +- $((tol / 10)).$((tol % 10))" \
-		test "$share" -ge $((750 - tol)) -a "$share" -le $((750 + tol))
+	share_near "$how: spinA has 3/4 of the two" "$a" "$b" 3
 	ok "$how: >= 99% of their stacks are whole, from _start through outer ($whole of $hot)" \
 		test "$hot" -gt 0 -a "$((100 * whole))" -ge "$((99 * hot))"
 	if [ "$a" = 0 ] || [ "$((100 * whole))" -lt "$((99 * hot))" ]; then

@@ -5,17 +5,16 @@
  * each kind, line ends, source), read with process_vm_readv from this
  * process: the input is the heap.  It is given with the constants of Debian
  * 12's libnode.so.108 (V8 10.2, as its v8dbg_ symbols say), through
- * cp_v8_layout, the call detection makes.  The input's first 8 bytes are the
- * offset of the frame's function; the rest is the heap, in which every word
- * 0xcafe in its top 16 bits is taken as an offset into the heap (its low 48
- * bits; a tagged pointer is the object's offset + 1) and made a pointer to
- * there.  Other words are left as they are (a read at one may fail).  Whatever the bytes, nothing is read outside
+ * cp_v8_layout, the call detection makes.  The heap is made as fuzzheap.h
+ * says: the first 8 bytes are the offset of the frame's function (a tagged
+ * pointer in the heap is the object's offset + 1).  Whatever the bytes, nothing is read outside
  * what process_vm_readv allows, and nothing crashes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzzheap.h"
 #include "sampling/runtimes/v8/v8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
@@ -75,7 +74,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	int32_t values[NCONST];
 	struct cp_rt_name out[1];
 	uint64_t pcs[1] = { 0 }, fps[1] = { SP + 32 }, fun;
-	size_t hlen;
 	uint8_t *heap;
 
 	if (!v8) {
@@ -87,23 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		}
 		layout = cp_v8_layout(v8, names, values, NCONST);
 	}
-	if (layout < 0 || len < 16)
+	if (layout < 0 || !(heap = fuzz_heap(data, len, &fun)))
 		return 0;
-	hlen = len - 8;
-	if (!(heap = malloc(hlen)))
-		return 0;
-	memcpy(heap, data + 8, hlen);
-	for (size_t i = 0; i + 8 <= hlen; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, heap + i, 8);
-		if (w >> 48 == 0xcafe) {
-			w = (uint64_t)(uintptr_t)heap + (w & 0xffffffffffffull) % hlen;
-			memcpy(heap + i, &w, 8);
-		}
-	}
-	memcpy(&fun, data, 8);
-	fun = fun >> 63 ? fun : ((uint64_t)(uintptr_t)heap + fun % hlen) | 1;
+	fun |= 1; /* tagged */
 	/* the frame: its function at rbp - 16, in the copy of the stack */
 	rec.flags = CP_SAMPLE_USER;
 	rec.regs[CP_REG_SP] = SP;

@@ -322,32 +322,24 @@ bool cp_hotspot_named(const char *path)
 	return !strcmp(b ? b + 1 : path, "libjvm.so");
 }
 
+static bool hs_sym(void *ctx, const char *name, const GElf_Sym *sym)
+{
+	struct bin *b = ctx;
+
+	for (size_t k = 0; k < NSYM; k++)
+		if (!strcmp(name, sym_names[k]))
+			b->sym[k] = sym->st_value;
+	return true;
+}
+
 static void inspect(struct bin *b, int fd)
 {
-	Elf_Scn *scn = NULL;
 	Elf *e;
 
 	elf_version(EV_CURRENT);
 	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
 		return;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *nm;
-
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
-			    !(nm = elf_strptr(e, sh.sh_link, s.st_name)) || strncmp(nm, "gHotSpotVM", 10))
-				continue;
-			for (size_t k = 0; k < NSYM; k++)
-				if (!strcmp(nm, sym_names[k]))
-					b->sym[k] = s.st_value;
-		}
-	}
+	(void)cp_runtime_syms(e, false, "gHotSpotVM", hs_sym, b);
 	cp_runtime_loads(e, &b->loads);
 	elf_end(e);
 	b->jvm = true;

@@ -158,41 +158,47 @@ bool cp_python_named(const char *path)
 }
 
 /* Looks at the binary open on fd: b filled (b->lay NULL when not a known CPython). */
+/* what the symbols of a binary say (cp_runtime_syms) */
+struct pysyms {
+	Elf *e;
+	int fd;
+	struct bin *b;
+	uint64_t version;
+	bool runtime;
+};
+
+static bool py_sym(void *ctx, const char *n, const GElf_Sym *s)
+{
+	struct pysyms *ps = ctx;
+
+	if (!strcmp(n, "_PyRuntime")) {
+		ps->b->runtime = s->st_value;
+		ps->runtime = true;
+	} else if (!strcmp(n, "Py_Version")) {
+		uint32_t v;
+
+		ps->version = cp_runtime_sym_read(ps->e, ps->fd, s, &v, 4) ? v : 0; /* 0xMMmmPPxx */
+	} else if (!strcmp(n, "_PyEval_EvalFrameDefault")) {
+		ps->b->eval = s->st_value;
+		ps->b->eval_size = s->st_size;
+	}
+	return true;
+}
+
 static void inspect(const struct cp_python *py, struct bin *b, int fd, const char *path)
 {
+	struct pysyms ps = { NULL, fd, b, 0, false };
 	Elf *e;
-	Elf_Scn *scn = NULL;
-	uint64_t version = 0;
-	bool runtime = false;
+	uint64_t version;
+	bool runtime;
 
 	elf_version(EV_CURRENT);
 	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
 		return;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !(n = elf_strptr(e, sh.sh_link, s.st_name)))
-				continue;
-			if (!strcmp(n, "_PyRuntime")) {
-				b->runtime = s.st_value;
-				runtime = true;
-			} else if (!strcmp(n, "Py_Version")) {
-				uint32_t v;
-
-				version = cp_runtime_sym_read(e, fd, &s, &v, 4) ? v : 0; /* 0xMMmmPPxx */
-			} else if (!strcmp(n, "_PyEval_EvalFrameDefault")) {
-				b->eval = s.st_value;
-				b->eval_size = s.st_size;
-			}
-		}
-	}
+	ps.e = e;
+	(void)cp_runtime_syms(e, false, "", py_sym, &ps);
+	version = ps.version;
+	runtime = ps.runtime;
 	cp_runtime_loads(e, &b->loads);
 	elf_end(e);
 	if (!runtime || !b->eval || !b->eval_size)

@@ -309,54 +309,48 @@ bool cp_v8_named(const char *path)
 
 /* The layout of the binary open on fd (its v8dbg_ symbols, in .dynsym or
  * .symtab), -1 when it has none this can use; -ENOMEM. */
+/* the v8dbg_ constants of a binary, as cp_runtime_syms finds them */
+struct dbgs {
+	Elf *e;
+	int fd;
+	const char **names;
+	int32_t *values;
+	size_t n, ncap, vcap;
+};
+
+static bool dbg_sym(void *ctx, const char *name, const GElf_Sym *sym)
+{
+	struct dbgs *d = ctx;
+	int32_t val;
+
+	if (!cp_runtime_sym_read(d->e, d->fd, sym, &val, 4))
+		return true;
+	if (cp_grow((void **)&d->names, &d->ncap, d->n + 1, sizeof(*d->names)) ||
+	    cp_grow((void **)&d->values, &d->vcap, d->n + 1, sizeof(*d->values)))
+		return false;
+	d->names[d->n] = name + 6;
+	d->values[d->n++] = val;
+	return true;
+}
+
 static int inspect(struct cp_v8 *v, int fd, const char *path)
 {
-	const char **names = NULL;
-	int32_t *values = NULL;
-	size_t n = 0, cap = 0;
-	Elf_Scn *scn = NULL;
-	Elf *e;
+	struct dbgs d = { 0 };
 	int got = -1;
 
 	elf_version(EV_CURRENT);
-	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+	if (!(d.e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
 		return -1;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *nm;
-			int32_t val;
-
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
-			    !(nm = elf_strptr(e, sh.sh_link, s.st_name)) || strncmp(nm, "v8dbg_", 6) ||
-			    !cp_runtime_sym_read(e, fd, &s, &val, 4))
-				continue;
-			if (cp_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
-			    !(values = realloc(values, cap * sizeof(*values)))) {
-				got = -ENOMEM;
-				goto out;
-			}
-			names[n] = nm + 6;
-			values[n++] = val;
-		}
-	}
-	if (n == 0)
-		goto out;
-	got = cp_v8_layout(v, names, values, n);
-	if (got == -1)
+	d.fd = fd;
+	if (!cp_runtime_syms(d.e, true, "v8dbg_", dbg_sym, &d))
+		got = -ENOMEM;
+	else if (d.n > 0 && (got = cp_v8_layout(v, d.names, d.values, d.n)) == -1)
 		cp_log(v->verb, CP_LOG_INFO,
 		       "%s is a V8 without the constants cprof reads (v8dbg_*): its processes' JavaScript frames stay native",
 		       path);
-out:
-	elf_end(e);
-	free(names);
-	free(values);
+	elf_end(d.e);
+	free(d.names);
+	free(d.values);
 	return got;
 }
 

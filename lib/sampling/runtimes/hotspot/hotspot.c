@@ -468,7 +468,8 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 		    rd(pid, ent + g[G_I_VALUE], &v, 4))
 			l->last_sp = v, last_sp = true;
 	}
-	b->bad = !last_sp || !cps || !hbs || !pcs || l->pcdesc_size < 8;
+	b->bad = !last_sp || !cps || !hbs || !pcs || l->off[F_PC_OFFSET] + 4 > (int32_t)l->pcdesc_size ||
+		 l->off[F_PC_SCOPE] + 4 > (int32_t)l->pcdesc_size;
 	for (size_t k = 0; k < NFIELD; k++)
 		b->bad |= !have[k];
 	for (size_t k = 0; k < NSTATIC; k++)
@@ -607,7 +608,7 @@ static void inlined(uint32_t pid, const struct layout *l, struct blob *bl, const
 	if (pcs <= 0 || deps <= pcs || meta <= 0 || !scopes)
 		return;
 	n = (size_t)(deps - pcs) / l->pcdesc_size;
-	if (n == 0 || n > PCDESCS_MAX || !(t = malloc(n * l->pcdesc_size)))
+	if (n == 0 || n > PCDESCS_MAX || n * l->pcdesc_size > 256 * 1024 || !(t = malloc(n * l->pcdesc_size)))
 		return;
 	if (rd(pid, bl->at + (uint64_t)pcs, t, n * l->pcdesc_size))
 		for (size_t i = 0; i < n; i++) { /* sorted by offset: the first past rel */

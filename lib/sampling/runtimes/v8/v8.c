@@ -486,6 +486,7 @@ static int map_type(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint6
 struct sbuf {
 	uint16_t *u; /* code units */
 	size_t n, cap, max;
+	unsigned parts; /* strings read into it (a cons string's parts each) */
 };
 
 static bool sbuf_put(struct sbuf *b, const void *units, size_t n, bool one_byte)
@@ -534,8 +535,8 @@ static bool read_string(struct cp_v8 *v, uint32_t pid, const struct layout *l, u
 	unsigned repr;
 	bool one;
 
-	if (t < 0 || t >= l->c[FIRST_NONSTRING] || depth > 16)
-		return false;
+	if (t < 0 || t >= l->c[FIRST_NONSTRING] || depth > 16 || ++b->parts > 4096)
+		return false; /* a string made of too many parts: not read */
 	if (!rd(pid, s - 1 + (uint64_t)l->c[STR_LENGTH], &slen, 4) || from > slen)
 		return false;
 	if (len > slen - from)
@@ -593,7 +594,7 @@ static bool read_string(struct cp_v8 *v, uint32_t pid, const struct layout *l, u
 /* string s as UTF-8 (malloc'ed), cut at NAME_MAX_LEN; NULL when it cannot be read */
 static char *string_utf8(struct cp_v8 *v, uint32_t pid, const struct layout *l, uint64_t s)
 {
-	struct sbuf b = { NULL, 0, 0, NAME_MAX_LEN };
+	struct sbuf b = { NULL, 0, 0, NAME_MAX_LEN, 0 };
 	char *out, *o;
 
 	if (!read_string(v, pid, l, s, 0, NAME_MAX_LEN, &b, 0)) {
@@ -708,7 +709,7 @@ static struct script *script_of(struct cp_v8 *v, uint32_t pid, const struct layo
 	}
 	/* else from the source */
 	if (source) {
-		struct sbuf b = { NULL, 0, 0, SOURCE_MAX };
+		struct sbuf b = { NULL, 0, 0, SOURCE_MAX, 0 };
 		size_t cap = 0;
 
 		if (read_string(v, pid, l, source, 0, SOURCE_MAX, &b, 0))

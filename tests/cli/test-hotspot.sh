@@ -48,6 +48,12 @@ run "$CPROF" query -t samples -f json -i "$T/cmd.pb.gz"
 like "$out" '"name":"Hot\.spinA \(Hot\.java\)","file":"Hot\.java"' "a Java method's file is its class's source file"
 run env HOME="$T" go tool pprof -top "$T/cmd.pb.gz"
 like "$out" ' Hot\.spinA \(Hot\.java\)$' "go tool pprof reads the profile, Hot.spinA in it"
+# lines: of the bci the compiled frame's debug info gives (the loop, in spinA's body)
+la=$(grep -n -m1 'static long spinA' "$FIXTURES/record/Hot.java" | cut -d: -f1)
+run env HOME="$T" go tool pprof -lines -top "$T/cmd.pb.gz"
+line=$(printf '%s\n' "$out" | sed -n 's/.* Hot\.spinA (Hot\.java) Hot\.java:\([0-9]*\)$/\1/p' | head -n 1)
+ok "Hot.spinA's busiest line is in its body (Hot.java:${line:-none}, the method at $la-$((la + 5)))" \
+	test -n "$line" -a "${line:-0}" -gt "$la" -a "${line:-0}" -le $((la + 5))
 
 # ---- a JVM already running: record -p PID ----
 "$JAVA" -cp "$T/cls" Hot 4 "$T/go" >"$T/p.out" & jp=$!

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Writes seeds for tests/fuzz/fuzz_hotspot.c: a Method of a JVM's metaspace as Debian 12's OpenJDK 17
-# lays it out (Method, ConstMethod, ConstantPool with its entries, the holder class, Symbols), in the
-# fuzz target's form: the offset of the Method, then the memory, whose pointers are offsets marked
-# 0xcafe in their top 16 bits (P(offset)).  Usage: python3 jvmheap.py DIR
+# lays it out (Method, ConstMethod with a line table after its bytecodes, ConstantPool with its
+# entries, the holder class, Symbols), in the fuzz target's form: the offset of the Method, then the
+# memory, whose pointers are offsets marked 0xcafe in their top 16 bits (P(offset)).  Usage: python3 jvmheap.py DIR
 import os, struct, sys
 
 def P(offset):
@@ -35,8 +35,13 @@ def seed(pkg):
     struct.pack_into('<Q', m.b, cpat + 24, P(klass))
     cm = bytearray(48)
     struct.pack_into('<Q', cm, 8, P(cpat))        # _constants
+    struct.pack_into('<H', cm, 28, 1)             # _flags: _has_linenumber_table
+    struct.pack_into('<H', cm, 32, 8)             # _code_size
     struct.pack_into('<H', cm, 34, 1)             # _name_index
-    cmat = m.put(bytes(cm))
+    # the bytecodes, then the line table: bci 0 line 3, bci 2 line 4 (a byte each: bci delta << 3 |
+    # line delta), bci 7 line 304 (0xff, then zigzag UNSIGNED5 ints: 5 -> 10, 300 -> 600 = 216 + 6 << 6)
+    lines = bytes([0x03, 0x11, 0xff, 10, 216, 6, 0])
+    cmat = m.put(bytes(cm) + bytes(8) + lines)
     meth = bytearray(88)
     struct.pack_into('<Q', meth, 8, P(cmat))      # _constMethod
     mat = m.put(bytes(meth))

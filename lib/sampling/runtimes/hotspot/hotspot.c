@@ -43,6 +43,8 @@ enum {
 	F_METHOD_CONST,
 	F_CONST_CONSTANTS,
 	F_CONST_NAME_INDEX,
+	F_CONST_FLAGS,
+	F_CONST_CODE_SIZE,
 	F_CP_HOLDER,
 	F_CP_LENGTH,
 	F_CP_SOURCE_INDEX,
@@ -76,6 +78,8 @@ static const char *const field_names[NFIELD] = {
 	[F_METHOD_CONST] = "Method::_constMethod",
 	[F_CONST_CONSTANTS] = "ConstMethod::_constants",
 	[F_CONST_NAME_INDEX] = "ConstMethod::_name_index",
+	[F_CONST_FLAGS] = "ConstMethod::_flags",
+	[F_CONST_CODE_SIZE] = "ConstMethod::_code_size",
 	[F_CP_HOLDER] = "ConstantPool::_pool_holder",
 	[F_CP_LENGTH] = "ConstantPool::_length",
 	[F_CP_SOURCE_INDEX] = "ConstantPool::_source_file_name_index",
@@ -100,6 +104,8 @@ struct layout {
 	uint64_t stat[NSTATIC]; /* address less the load bias */
 	int32_t last_sp;        /* frame::interpreter_frame_last_sp_offset, in words */
 	uint32_t cp_size, heapblock_size, pcdesc_size;
+	uint32_t constmethod_size; /* the bytecodes follow it, then the compressed line table */
+	int32_t has_lines;         /* ConstMethod::_has_linenumber_table, a flag */
 };
 
 /* Debian 12's OpenJDK 17.0.15, as its VMStructs say (for the fuzz target) */
@@ -109,12 +115,14 @@ static const struct layout jdk17 = {
 		 [F_BLOB_FRAME_COMPLETE] = 20, [F_BLOB_CODE_BEGIN] = 32, [F_BLOB_CODE_END] = 40,
 		 [F_BLOB_NAME] = 96, [F_CM_METHOD] = 112, [F_NM_PCS] = 268, [F_NM_DEPS] = 272, [F_NM_META] = 260,
 		 [F_CM_SCOPES] = 120, [F_PC_OFFSET] = 0, [F_PC_SCOPE] = 4, [F_METHOD_CONST] = 8, [F_CONST_CONSTANTS] = 8,
-		 [F_CONST_NAME_INDEX] = 34, [F_CP_HOLDER] = 24, [F_CP_LENGTH] = 60, [F_CP_SOURCE_INDEX] = 54,
+		 [F_CONST_NAME_INDEX] = 34, [F_CONST_FLAGS] = 28, [F_CONST_CODE_SIZE] = 32, [F_CP_HOLDER] = 24, [F_CP_LENGTH] = 60, [F_CP_SOURCE_INDEX] = 54,
 		 [F_KLASS_NAME] = 24, [F_SYM_LENGTH] = 4, [F_SYM_BODY] = 6, [F_SQ_BUFFER] = 8, [F_SQ_LIMIT] = 20 },
 	.last_sp = -2,
 	.cp_size = 72,
 	.heapblock_size = 16,
 	.pcdesc_size = 16,
+	.constmethod_size = 48,
+	.has_lines = 1,
 };
 
 /* the symbols of libjvm.so that say where the tables and their layouts are */
@@ -200,6 +208,7 @@ struct blob {
 	/* the methods running at pc, innermost first (those inlined, then the
 	 * nmethod's own), from its debug info; 0: just method */
 	uint64_t chain[INLINE_MAX];
+	int32_t bci[INLINE_MAX]; /* where in each */
 	unsigned nchain;
 };
 
@@ -210,6 +219,11 @@ struct method {
 	uint64_t at, constmethod;
 	char *label, *name, *file;
 	uint64_t key;
+	/* its line table (read when a line is first wanted): (bci, line) pairs */
+	bool lines_read;
+	uint32_t *lines;
+	size_t nlines;
+	uint16_t code_size;
 };
 
 struct cp_hotspot {
@@ -237,6 +251,7 @@ struct cp_hotspot *cp_hotspot_new(const char *verb)
 
 static void method_free(struct method *m)
 {
+	free(m->lines);
 	free(m->label);
 	free(m->name);
 	free(m->file);
@@ -406,7 +421,7 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 {
 	uint64_t g[NSYM], ent, stride;
 	bool have[NFIELD] = { false }, shave[NSTATIC] = { false }, last_sp = false, cps = false, hbs = false,
-	     pcs = false;
+	     pcs = false, cms = false, lines = false;
 	char type[128], field[128];
 	struct layout *l = &b->lay;
 
@@ -456,6 +471,8 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 			l->heapblock_size = (uint32_t)size, hbs = true;
 		else if (!strcmp(type, "PcDesc"))
 			l->pcdesc_size = (uint32_t)size, pcs = true;
+		else if (!strcmp(type, "ConstMethod"))
+			l->constmethod_size = (uint32_t)size, cms = true;
 	}
 	stride = g[G_I_STRIDE];
 	for (ent = g[G_INTS]; ent < g[G_INTS] + ENTRIES_MAX * stride; ent += stride) {
@@ -464,11 +481,14 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 
 		if (!rd64(pid, ent + g[G_I_NAME], &np) || !np)
 			break;
-		if (rd_str(pid, np, type, sizeof(type)) && !strcmp(type, "frame::interpreter_frame_last_sp_offset") &&
-		    rd(pid, ent + g[G_I_VALUE], &v, 4))
+		if (!rd_str(pid, np, type, sizeof(type)) || !rd(pid, ent + g[G_I_VALUE], &v, 4))
+			continue;
+		if (!strcmp(type, "frame::interpreter_frame_last_sp_offset"))
 			l->last_sp = v, last_sp = true;
+		else if (!strcmp(type, "ConstMethod::_has_linenumber_table"))
+			l->has_lines = v, lines = true;
 	}
-	b->bad = !last_sp || !cps || !hbs || !pcs || l->off[F_PC_OFFSET] + 4 > (int32_t)l->pcdesc_size ||
+	b->bad = !last_sp || !cps || !hbs || !pcs || !cms || !lines || l->off[F_PC_OFFSET] + 4 > (int32_t)l->pcdesc_size ||
 		 l->off[F_PC_SCOPE] + 4 > (int32_t)l->pcdesc_size;
 	for (size_t k = 0; k < NFIELD; k++)
 		b->bad |= !have[k];
@@ -634,6 +654,7 @@ static void inlined(uint32_t pid, const struct layout *l, struct blob *bl, const
 		    !read_u5(s, sizeof(s), &i, &index) || !read_u5(s, sizeof(s), &i, &bci) || index == 0 ||
 		    !rd64(pid, bl->at + (uint64_t)meta + 8 * (uint64_t)(index - 1), &m) || !m)
 			break;
+		bl->bci[bl->nchain] = (int32_t)bci - 1; /* InvocationEntryBci is -1 */
 		bl->chain[bl->nchain++] = m;
 		if ((int32_t)sender >= decode)
 			break; /* senders come before: not a chain this reads */
@@ -733,7 +754,7 @@ static char *symbol(uint32_t pid, const struct layout *l, uint64_t sym, bool dot
 
 /* the method at Method* m of process pid (kept while its ConstMethod is the
  * same, else read): NULL when it cannot be read, or does not look like one */
-static const struct method *method_of(struct cp_hotspot *h, uint32_t pid, const struct layout *l, uint64_t m)
+static struct method *method_of(struct cp_hotspot *h, uint32_t pid, const struct layout *l, uint64_t m)
 {
 	size_t hb = cp_hash_u64(m, pid) & ((1u << METHODS_BITS) - 1);
 	struct method *me;
@@ -796,10 +817,83 @@ out:
 	return me;
 }
 
-/* what a frame of method m is called (key: for the caller's memo, 0: none) */
-static struct cp_rt_name rt_name(const struct method *m, uint64_t key)
+/* A signed int of HotSpot's compressed streams (UNSIGNED5, zigzag) */
+static bool read_s5(const uint8_t *b, size_t n, size_t *i, int32_t *out)
 {
-	return (struct cp_rt_name){ .label = m->label, .name = m->name, .sysname = m->name, .file = m->file, .key = key };
+	uint32_t v;
+
+	if (!read_u5(b, n, i, &v))
+		return false;
+	*out = (int32_t)(v >> 1) ^ -(int32_t)(v & 1);
+	return true;
+}
+
+/* The line of bci in method me (0: not known): its compressed line table,
+ * after its bytecodes, read once: pairs of a byte (bci delta << 3 | line
+ * delta), or 0xff and two signed ints, until a 0 */
+static int64_t java_line(uint32_t pid, const struct layout *l, struct method *me, int32_t bci)
+{
+	int64_t best = 0;
+	int32_t best_bci = -1;
+
+	if (!me->lines_read) {
+		uint16_t flags;
+		uint8_t t[4096];
+		size_t n, i = 0, cap = 0;
+		int32_t b = 0, line = 0;
+		struct iovec lo = { t, sizeof(t) }, re;
+		ssize_t got;
+
+		me->lines_read = true;
+		if (!rd(pid, me->constmethod + (uint64_t)l->off[F_CONST_FLAGS], &flags, 2) ||
+		    !(flags & (uint16_t)l->has_lines) ||
+		    !rd(pid, me->constmethod + (uint64_t)l->off[F_CONST_CODE_SIZE], &me->code_size, 2))
+			return 0;
+		re = (struct iovec){ (void *)(uintptr_t)(me->constmethod + l->constmethod_size + me->code_size), sizeof(t) };
+		if ((got = process_vm_readv((pid_t)pid, &lo, 1, &re, 1, 0)) <= 0)
+			return 0;
+		n = (size_t)got;
+		while (i < n && t[i] != 0) {
+			int32_t db, dl;
+
+			if (t[i] == 0xff) {
+				i++;
+				if (!read_s5(t, n, &i, &db) || !read_s5(t, n, &i, &dl))
+					break;
+			} else {
+				db = t[i] >> 3;
+				dl = t[i] & 7;
+				i++;
+			}
+			if (__builtin_add_overflow(b, db, &b) || __builtin_add_overflow(line, dl, &line))
+				break; /* no real table gets there */
+			if (cp_grow((void **)&me->lines, &cap, 2 * me->nlines + 2, sizeof(*me->lines)))
+				break;
+			me->lines[2 * me->nlines] = (uint32_t)b;
+			me->lines[2 * me->nlines + 1] = (uint32_t)line;
+			me->nlines++;
+		}
+	}
+	/* the entry at bci, else the last one before it (as Method::line_number_from_bci) */
+	for (size_t k = 0; k < me->nlines; k++) {
+		int32_t eb = (int32_t)me->lines[2 * k];
+
+		if (eb == bci)
+			return (int64_t)me->lines[2 * k + 1];
+		if (eb < bci && eb >= best_bci) {
+			best_bci = eb;
+			best = (int64_t)me->lines[2 * k + 1];
+		}
+	}
+	return best;
+}
+
+/* what a frame of method m at line is called (key: for the caller's memo, 0: none; made the
+ * line's) */
+static struct cp_rt_name rt_name(const struct method *m, int64_t line, uint64_t key)
+{
+	return (struct cp_rt_name){ .label = m->label, .name = m->name, .sysname = m->name, .file = m->file,
+				    .line = line, .key = key ? key << 20 | (uint64_t)(line & 0xfffff) : 0 };
 }
 
 int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
@@ -819,55 +913,61 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 		return 0;
 	l = &h->bins[layout].lay;
 	for (int i = 0; i < n; i++) {
-		uint64_t pc = i ? pcs[i] - 1 : pcs[i], m = 0;
-		const struct method *me;
+		uint64_t pc = i ? pcs[i] - 1 : pcs[i], m = 0, bcp;
+		struct method *me;
+		int32_t bci = -1;
 
 		if (pc < pr->low || pc >= pr->high)
 			continue;
-		if (pc >= pr->ilo && pc < pr->ihi) { /* interpreted: the Method* in its frame */
-			if (!fps[i] || !cp_unwind_stack_word(s, fps[i] + 8 * (uint64_t)(int64_t)(l->last_sp - 1), &m))
+		if (pc >= pr->ilo && pc < pr->ihi) {
+			/* interpreted: the Method* in its frame, and its bcp (saved
+			 * there at each call: a leaf's may be its last call's) */
+			if (!fps[i] || !cp_unwind_stack_word(s, fps[i] + 8 * (uint64_t)(int64_t)(l->last_sp - 1), &m) ||
+			    !(me = method_of(h, pid, l, m)))
 				continue;
+			if (cp_unwind_stack_word(s, fps[i] + 8 * (uint64_t)(int64_t)(l->last_sp - 6), &bcp) &&
+			    bcp >= me->constmethod + l->constmethod_size)
+				bci = (int32_t)(bcp - me->constmethod - l->constmethod_size);
 		} else {
 			const struct blob *bl = blob_of(h, pr, l, pc);
 
-			if (!bl || !bl->nmethod)
+			if (!bl || !bl->nmethod || !(me = method_of(h, pid, l, bl->nchain ? bl->chain[0] : bl->method)))
 				continue;
-			m = bl->method;
-			if (bl->nchain > 1 && (me = method_of(h, pid, l, bl->chain[0]))) {
+			bci = bl->nchain ? bl->bci[0] : -1;
+			if (bl->nchain > 1) {
 				/* methods inlined: the innermost, and those it is in */
-				unsigned k, got = 0;
+				unsigned got = 0;
 				struct cp_rt_name *inl = h->inl + h->ninl;
 
-				for (k = 1; k < bl->nchain && h->ninl + got < INL_NAMES; k++) {
-					const struct method *c = method_of(h, pid, l, bl->chain[k]);
+				for (unsigned k = 1; k < bl->nchain && h->ninl + got < INL_NAMES; k++) {
+					struct method *c = method_of(h, pid, l, bl->chain[k]);
 
 					if (c)
-						inl[got++] = rt_name(c, 0);
+						inl[got++] = rt_name(c, java_line(pid, l, c, bl->bci[k]), 0);
 				}
 				h->ninl += got;
-				out[i] = rt_name(me, 0);
+				out[i] = rt_name(me, java_line(pid, l, me, bci), 0);
 				out[i].inl = inl;
 				out[i].ninl = got;
 				named++;
 				continue;
 			}
 		}
-		if (!(me = method_of(h, pid, l, m)))
-			continue;
-		out[i] = rt_name(me, me->key);
+		out[i] = rt_name(me, bci >= 0 ? java_line(pid, l, me, bci) : 0, me->key);
 		named++;
 	}
 	return named;
 }
 
-const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m)
+const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m, int32_t bci, int64_t *line)
 {
-	const struct method *me;
+	struct method *me;
 
 	h->calls++;
 	if (h->nmethods >= METHODS_MAX)
 		methods_drop(h, 0);
 	me = method_of(h, pid, &jdk17, m);
+	*line = me ? java_line(pid, &jdk17, me, bci) : 0;
 	return me ? me->label : NULL;
 }
 

@@ -24,10 +24,12 @@
  * nmethod's.  Method -> ConstMethod -> ConstantPool gives the method's name,
  * its class's and the class's source file; kept by (pid, Method*) and read
  * again every so many samples (a method unloaded and another at its address
- * then gets its own name).  A compiled frame's methods inlined into it are
+ * then gets its own name).  The line: from the method's compressed line
+ * table, for the bci an interpreted frame keeps (its bcp, saved at each
+ * call) or a compiled frame's scope gives.  A compiled frame's methods inlined into it are
  * read from its debug information: the PcDesc past its pc (a call's is its
  * return address) and the chain of scopes from it, kept with the blob; they
- * come as cp_rt_name.inl.  Lines are not read yet.
+ * come as cp_rt_name.inl.
  *
  * Ownership: a cp_hotspot owns its caches; names are valid until the next
  * call.  Errors: -ENOMEM; what cannot be read leaves frames unnamed. */
@@ -60,8 +62,9 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 void cp_hotspot_forget(struct cp_hotspot *h, uint32_t pid);
 
 /* For the fuzz target: the name of the method at Method* m of process pid
- * with the offsets of Debian 12's OpenJDK 17 (NULL when it cannot be read);
- * what it names is kept as for frames. */
-const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m);
+ * with the offsets of Debian 12's OpenJDK 17 (NULL when it cannot be read),
+ * and in *line the line of bci from its line table (0: not known); what it
+ * reads is kept as for frames. */
+const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m, int32_t bci, int64_t *line);
 
 #endif

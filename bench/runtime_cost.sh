@@ -34,6 +34,23 @@ shares() {
 		'$0 ~ a { x += $NF } $0 ~ b { y += $NF } END { printf "%.1f", (x + y > 0 ? 100 * x / (x + y) : 0) }'
 }
 
+# judge NAME US RUNTIME LANGUAGE HOT-RE WHOLE-RE A-RE B-RE NOTE: the verdicts on NAME's profile
+# (US: its CPU per sample): its cost against the native one, how many of the samples of the two hot
+# functions (HOT-RE) have the whole stack (WHOLE-RE), and spinA's share (A-RE of A-RE + B-RE)
+judge() {
+	_f=$("$b/cprof" query -t samples -f folded -i "$d/$1.pb.gz")
+	_hot=$(printf '%s\n' "$_f" | awk -v re="$5" '$0 ~ re { s += $NF } END { print s + 0 }')
+	_whole=$(printf '%s\n' "$_f" | awk -v re="$6" '$0 ~ re { s += $NF } END { print s + 0 }')
+	_pct=$(awk -v w="$_whole" -v n="$_hot" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
+	_sh=$(shares "$1" "$7" "$8")
+	_ratio=$(awk -v a="$2" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+	_off=$(awk -v s="$_sh" 'BEGIN { d = s - 75; printf "%.1f", d < 0 ? -d : d }')
+	echo "  spinA's share of spinA + spinB: $_sh%${9:+ $9}"
+	echo "$(verdict '<=' "$_ratio" 2): a $3 sample costs ${_ratio}x a native one (target <= 2x)"
+	echo "$(verdict '>=' "$_pct" 99): $_pct% of its $4 samples have the whole stack (target >= 99%)"
+	echo "$(verdict '<=' "$_off" 3): spinA's share is $_off points from 75% (target <= 3)"
+}
+
 echo "cprof record -p PID -F 99 for ${SECS} s of CPU: a native process and Node.js ones"
 rec_cost native "-o $d/native.pb.gz" "$d/native" $((SECS + 2))
 nat=$us
@@ -43,20 +60,12 @@ for NODE in $NODES; do
 	echo "$v ($NODE):"
 	rec_cost "node$v" "-o $d/node$v.pb.gz" "$NODE" "$APP" "$SECS"
 	nus=$us
-	f=$("$b/cprof" query -t samples -f folded -i "$d/node$v.pb.gz")
-	hot=$(printf '%s\n' "$f" | awk '/;spin[AB] \(v8\.js:[0-9]+\)( |;)/ { s += $NF } END { print s + 0 }')
-	whole=$(printf '%s\n' "$f" | awk '/^_start;.*;\(anonymous\) \(v8\.js:1\);outer \(v8\.js:[0-9]+\);spin[AB] / { s += $NF } END { print s + 0 }')
-	pct=$(awk -v w="$whole" -v n="$hot" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
-	sh=$(shares "node$v" ';spinA \(v8\.js:' ';spinB \(v8\.js:')
 	rec_cost "perfmap$v" "--no-runtimes -o $d/perfmap$v.pb.gz" "$NODE" --perf-basic-prof "$APP" "$SECS"
 	rm -f "/tmp/perf-$wl_pid.map" # (what --perf-basic-prof leaves)
 	msh=$(shares "perfmap$v" ';[A-Za-z]+:[*~^]?spinA ' ';[A-Za-z]+:[*~^]?spinB ')
-	ratio=$(awk -v a="$nus" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-	off=$(awk -v s="$sh" 'BEGIN { d = s - 75; printf "%.1f", d < 0 ? -d : d }')
-	echo "  spinA's share of spinA + spinB: $sh% named from the heap, $msh% by the perf map (--perf-basic-prof)"
-	echo "$(verdict '<=' "$ratio" 2): a Node.js sample costs ${ratio}x a native one (target <= 2x)"
-	echo "$(verdict '>=' "$pct" 99): $pct% of its JavaScript samples have the whole stack (target >= 99%)"
-	echo "$(verdict '<=' "$off" 3): spinA's share is $off points from 75% (target <= 3)"
+	judge "node$v" "$nus" "Node.js" JavaScript ';spin[AB] \(v8\.js:[0-9]+\)( |;)' \
+		'^_start;.*;\(anonymous\) \(v8\.js:1\);outer \(v8\.js:[0-9]+\);spin[AB] ' ';spinA \(v8\.js:' ';spinB \(v8\.js:' \
+		"named from the heap, $msh% by the perf map (--perf-basic-prof)"
 done
 JDK=${BENCH_JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
 if [ -x "$JDK/bin/javac" ]; then
@@ -64,18 +73,9 @@ if [ -x "$JDK/bin/javac" ]; then
 	v=$("$JDK/bin/java" -version 2>&1 | head -n 1)
 	echo "$v ($JDK):"
 	rec_cost java "-o $d/java.pb.gz" "$JDK/bin/java" -cp "$d/cls" Hot "$SECS"
-	jus=$us
-	f=$("$b/cprof" query -t samples -f folded -i "$d/java.pb.gz")
-	hot=$(printf '%s\n' "$f" | awk '/;Hot\.spin[AB] \(Hot\.java\)( |;)/ { s += $NF } END { print s + 0 }')
-	whole=$(printf '%s\n' "$f" | awk '/^__clone3;start_thread;.*;JavaMain;.*;Hot\.main \(Hot\.java\);Hot\.outer \(Hot\.java\);Hot\.spin[AB] / { s += $NF } END { print s + 0 }')
-	pct=$(awk -v w="$whole" -v n="$hot" 'BEGIN { printf "%.2f", (n > 0 ? 100 * w / n : 0) }')
-	sh=$(shares java ';Hot\.spinA \(Hot\.java\)' ';Hot\.spinB \(Hot\.java\)')
-	ratio=$(awk -v a="$jus" -v b="$nat" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-	off=$(awk -v s="$sh" 'BEGIN { d = s - 75; printf "%.1f", d < 0 ? -d : d }')
-	echo "  spinA's share of spinA + spinB: $sh%"
-	echo "$(verdict '<=' "$ratio" 2): a Java sample costs ${ratio}x a native one (target <= 2x)"
-	echo "$(verdict '>=' "$pct" 99): $pct% of its Java samples have the whole stack (target >= 99%)"
-	echo "$(verdict '<=' "$off" 3): spinA's share is $off points from 75% (target <= 3)"
+	judge java "$us" Java Java ';Hot\.spin[AB] \(Hot\.java\)( |;)' \
+		'^__clone3;start_thread;.*;JavaMain;.*;Hot\.main \(Hot\.java\);Hot\.outer \(Hot\.java\);Hot\.spin[AB] ' \
+		';Hot\.spinA \(Hot\.java\)' ';Hot\.spinB \(Hot\.java\)' ""
 else
 	echo "no JDK at $JDK (BENCH_JDK): the Java part is left out"
 fi

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "../../bpf/runtimes.h"
@@ -143,6 +144,13 @@ bool cp_runtimes_unwinds(const struct cp_runtimes *rs, uint32_t id)
 	int i = index_of(id);
 
 	return i >= 0 && rs->st[i] && table[i]->unwind;
+}
+
+bool cp_runtime_peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	return addr && process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
 bool cp_runtime_sym_read(Elf *e, int fd, const GElf_Sym *sym, void *out, size_t n)

@@ -117,6 +117,9 @@ bool cp_runtimes_unwinds(const struct cp_runtimes *rs, uint32_t id);
 /* cp_runtime.forget of runtime id */
 void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
 
+/* len bytes of process pid's memory at addr into buf (process_vm_readv);
+ * false when they cannot all be read (addr 0 never can) */
+bool cp_runtime_peek(uint32_t pid, uint64_t addr, void *buf, size_t len);
 /* For the runtimes' detection: the n bytes a symbol of the ELF file open as
  * e (on fd) starts with, from the file (zero in .bss); false when they are
  * not in the file. */

@@ -306,9 +306,7 @@ void cp_hotspot_forget(struct cp_hotspot *h, uint32_t pid)
 
 static bool rd(uint32_t pid, uint64_t addr, void *buf, size_t n)
 {
-	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
-
-	return addr && process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+	return cp_runtime_peek(pid, addr, buf, n);
 }
 
 static bool rd64(uint32_t pid, uint64_t addr, uint64_t *v)

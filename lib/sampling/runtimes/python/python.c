@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "../../../../bpf/runtimes.h"
@@ -317,13 +316,6 @@ long cp_python_offset(unsigned major, unsigned minor, const char *field)
 
 /* ---- naming ---- */
 
-static bool peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-
-	return addr && process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
 static uint64_t u64_at(const uint8_t *b, size_t off)
 {
 	uint64_t v;
@@ -342,7 +334,7 @@ static char *read_str(uint32_t pid, uint64_t addr, const struct layout *l)
 	uint8_t *raw;
 	char *out, *o;
 
-	if (l->str_compact_data > sizeof(h) || !peek(pid, addr, h, l->str_compact_data))
+	if (l->str_compact_data > sizeof(h) || !cp_runtime_peek(pid, addr, h, l->str_compact_data))
 		return NULL;
 	len = u64_at(h, l->str_length);
 	memcpy(&state, h + l->str_state, 4);
@@ -352,7 +344,7 @@ static char *read_str(uint32_t pid, uint64_t addr, const struct layout *l)
 	if (state & (1u << 6)) { /* ascii */
 		if (!(out = malloc(len + 1)))
 			return NULL;
-		if (!peek(pid, addr + l->str_ascii_data, out, len)) {
+		if (!cp_runtime_peek(pid, addr + l->str_ascii_data, out, len)) {
 			free(out);
 			return NULL;
 		}
@@ -361,7 +353,7 @@ static char *read_str(uint32_t pid, uint64_t addr, const struct layout *l)
 	}
 	raw = malloc(len * kind + 1);
 	out = malloc(len * 4 + 1);
-	if (!raw || !out || !peek(pid, addr + l->str_compact_data, raw, len * kind)) {
+	if (!raw || !out || !cp_runtime_peek(pid, addr + l->str_compact_data, raw, len * kind)) {
 		free(raw);
 		free(out);
 		return NULL;
@@ -401,7 +393,7 @@ static void read_code(struct code *c, const struct layout *l)
 	uint64_t tab;
 
 	c->bad = true;
-	if (l->co_read > sizeof(h) || !peek(c->pid, c->addr, h, l->co_read))
+	if (l->co_read > sizeof(h) || !cp_runtime_peek(c->pid, c->addr, h, l->co_read))
 		return;
 	memcpy(&first, h + l->co_firstlineno, 4);
 	memcpy(&trace, h + l->co_firsttraceable, 4);
@@ -411,10 +403,10 @@ static void read_code(struct code *c, const struct layout *l)
 	if (!c->name || !c->file)
 		return;
 	tab = u64_at(h, l->co_linetable);
-	if (tab && l->bytes_data <= sizeof(bh) && peek(c->pid, tab, bh, l->bytes_data)) {
+	if (tab && l->bytes_data <= sizeof(bh) && cp_runtime_peek(c->pid, tab, bh, l->bytes_data)) {
 		uint64_t n = u64_at(bh, l->bytes_size);
 
-		if (n > 0 && n <= (1u << 20) && (c->table = malloc(n)) && peek(c->pid, tab + l->bytes_data, c->table, n))
+		if (n > 0 && n <= (1u << 20) && (c->table = malloc(n)) && cp_runtime_peek(c->pid, tab + l->bytes_data, c->table, n))
 			c->ntable = n;
 	}
 	c->first_traceable = trace;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Benchmark (#52): what cprof record costs per sample of a Node.js process (its JavaScript frames
-# named from V8's heap, no flag on node) and of a JVM (compiled Java frames unwound and named from
-# HotSpot's structures, no agent) against a native one, at 99 Hz; how many of their samples of the
+# named from V8's heap, no flag on node), of a JVM (compiled Java frames unwound and named from
+# HotSpot's structures, no agent) and of a Ruby one (its control frames walked in BPF, iseqs named
+# from its memory) against a native one, at 99 Hz; how many of their samples of the
 # two hot functions have their whole stack (down to the process's or thread's start through
 # outer); spinA's share of the two (3:1 by their loop counts); and, for node, the same program
 # with --perf-basic-prof recorded with --no-runtimes (the perf map names the JavaScript), the
@@ -9,7 +10,8 @@
 #
 # The native process is tests/fixtures/record/work.c (built -O2 -fomit-frame-pointer); the Node.js
 # one is tests/fixtures/record/v8.js (outer -> spinA / spinB) on Debian's node and, when tools/setup.sh
-# installed it, npm's current Node; the Java one tests/fixtures/record/Hot.java on Debian's OpenJDK 17.  Each runs BENCH_SECONDS (20) of CPU time; cprof record -p PID
+# installed it, npm's current Node; the Java one tests/fixtures/record/Hot.java on Debian's OpenJDK 17; the Ruby one
+# tests/fixtures/record/hot.rb (outer -> spin_a / spin_b) on Debian's ruby 3.1.  Each runs BENCH_SECONDS (20) of CPU time; cprof record -p PID
 # -F 99 joins it after 1 s and records until it exits.  CPU: cprof's threads (schedstat) plus its
 # BPF programs' run time (kernel.bpf_stats_enabled, on for the run and restored), per sample.
 # Targets (#52): a runtime's sample <= 2x the native cost; >= 99% whole; spinA within 3 points of 75%.
@@ -78,4 +80,15 @@ if [ -x "$JDK/bin/javac" ]; then
 		';Hot\.spinA \(Hot\.java\)' ';Hot\.spinB \(Hot\.java\)' ""
 else
 	echo "no JDK at $JDK (BENCH_JDK): the Java part is left out"
+fi
+RUBY=${BENCH_RUBY:-$(command -v ruby)}
+if [ -x "$RUBY" ]; then
+	v=$("$RUBY" --version)
+	echo "$v ($RUBY):"
+	rec_cost ruby "-o $d/ruby.pb.gz" "$RUBY" "$src/tests/fixtures/record/hot.rb" "$SECS"
+	judge ruby "$us" Ruby Ruby ';spin_[ab] \(hot\.rb:[0-9]+\)( |;)' \
+		'^_start;.*;ruby_run_node;.*;<main> \(hot\.rb\);outer \(hot\.rb:[0-9]+\);.*block in outer \(hot\.rb:[0-9]+\);spin_[ab] ' \
+		';spin_a \(hot\.rb:' ';spin_b \(hot\.rb:' ""
+else
+	echo "no ruby (BENCH_RUBY): the Ruby part is left out"
 fi

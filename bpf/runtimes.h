@@ -23,7 +23,8 @@
 #define CP_RUNTIMES_H
 
 #define CP_RUNTIMES(X) \
-	X(1, python)
+	X(1, python) \
+	X(4, ruby)
 
 #define CP_RUNTIMES_NATIVE(X) \
 	X(2, v8) \
@@ -40,6 +41,7 @@ enum cp_rt_id {
 
 #ifdef CP_BPF_WALKERS /* bpf/sampler.bpf.c, after the helpers the walkers use */
 #include "runtimes/python.bpf.h"
+#include "runtimes/ruby.bpf.h"
 #endif
 
 #endif

@@ -93,8 +93,8 @@ const struct cmd cmd_top = {
 	"      --function NAME     the function of --view callers\n"
 	"      --limit N           rows of --stdio tables (default 25; 0: all)\n"
 	"      --no-kernel         leave kernel frames out (k on the screen)\n"
-	"      --no-runtimes       name no Python, JavaScript or Java frame from the\n"
-	"                          process's memory (JIT code: from perf maps only)\n"
+	"      --no-runtimes       name no Python, JavaScript, Java or Ruby frame\n"
+	"                          from the process's memory (JIT code: perf maps only)\n"
 	"      --no-user           leave user frames out (u on the screen)\n"
 	"  -h, --help              show this help\n",
 	.formats = NULL, /* no --format */

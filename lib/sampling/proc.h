@@ -69,9 +69,10 @@ struct cp_proc {
 	struct cp_perfmap *jit;
 	/* the runtime it runs (the recorder's, runtime.h): which (0: none), the
 	 * native frames its frames go above (an interpreter loop's addresses),
-	 * the runtime's layout */
+	 * the loop under them (cp_rt_found's), the runtime's layout */
 	uint32_t rt_id;
-	uint64_t rt_entry_lo, rt_entry_hi;
+	uint64_t rt_entry_lo, rt_entry_hi, rt_loop_lo, rt_loop_hi;
+	bool rt_entries_skipped;
 	uint32_t rt_gen; /* maps_gen + 1 when last looked at (0: never) */
 	unsigned rt_layout;
 	bool rt_native; /* the runtime has no walker: its frames are native ones */

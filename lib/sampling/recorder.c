@@ -222,7 +222,9 @@ static int64_t runtime_location(struct cp_recorder *r, struct cp_profile *prof, 
 				uint32_t id, const struct cp_rt_frame *f)
 {
 	const struct cp_runtime *rt = cp_runtime_find(id);
-	uint64_t key = f->data | 1ull << 63; /* not a native pc */
+	/* by instruction and function (not a native pc): memory a function
+	 * freed can hold another one's instructions later */
+	uint64_t key = (f->data ^ (f->addr & ~7ull) * 0x9e3779b97f4a7c15ull) | 1ull << 63;
 	struct cp_rt_name nm = { 0 };
 	int64_t loc;
 	int got;
@@ -267,6 +269,19 @@ static struct cp_profile *sample_profile(struct cp_recorder *r, struct cp_proc *
 	return prof;
 }
 
+/* Does an interpreter loop's group of runtime frames go above user frame i
+ * of upcs (nu of them)?  At an entry frame, unless the loop right above it
+ * takes them; at a loop right above an entry frame. */
+static bool rt_group_at(const struct cp_proc *p, const uint64_t *upcs, int nu, int i)
+{
+#define IN(pc, lo, hi) ((pc) >= (lo) && (pc) < (hi))
+	if (IN(upcs[i], p->rt_entry_lo, p->rt_entry_hi))
+		return !(i > 0 && IN(upcs[i - 1], p->rt_loop_lo, p->rt_loop_hi));
+	return i + 1 < nu && IN(upcs[i], p->rt_loop_lo, p->rt_loop_hi) &&
+	       IN(upcs[i + 1], p->rt_entry_lo, p->rt_entry_hi);
+#undef IN
+}
+
 /* The locations of a stack in prof, into r->locs: kernel pcs leaf first,
  * then user pcs leaf first with the runtime's frames (rf, NULL: none) among
  * them.  Returns
@@ -280,6 +295,7 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 	uint32_t j = 0;
 	size_t nlocs = 0;
 	int64_t loc;
+	int npos = 0, pos = 0; /* entry frames in the stack; taken */
 	/* the memo's locations are the profile's: a process's off-CPU profile is
 	 * another than its cpu one */
 	uint32_t mpid = off && r->o.for_store ? p->pid | 0x80000000u : p->pid;
@@ -299,6 +315,8 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 		}
 		r->locs[nlocs++] = (uint32_t)loc;
 	}
+	for (int i = 0; nrt && p->rt_entries_skipped && i < nu; i++)
+		npos += rt_group_at(p, upcs, nu, i);
 	for (int i = 0; i <= nu; i++) {
 		unsigned kind = i > 0 ? CP_LOCMEMO_USER_RET : CP_LOCMEMO_USER;
 		bool stable;
@@ -306,9 +324,11 @@ static int64_t stack_locations(struct cp_recorder *r, struct cp_proc *p, struct 
 		/* runtime frames: each interpreter loop's above its native frame
 		 * (the innermost first), those left over (the native stack ended
 		 * early) at the end */
-		if (j < nrt && (i == nu || (upcs[i] >= p->rt_entry_lo && upcs[i] < p->rt_entry_hi))) {
+		if (j < nrt && (i == nu || rt_group_at(p, upcs, nu, i))) {
+			bool last = i < nu && ++pos == npos; /* the outermost entry, when some can be missing */
+
 			for (; j < nrt; j++) {
-				bool entry = rt[j].addr & CP_RT_ENTRY;
+				bool entry = rt[j].addr & CP_RT_ENTRY && !last;
 
 				if (rt[j].addr & CP_RT_SHIM) /* the loop's entry marker, no function */
 					loc = 0;
@@ -575,7 +595,7 @@ static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 	/* the same interpreter where it was: the program has it already (an
 	 * interpreter's start maps dozens of modules, each a new generation) */
 	if (id && (uint32_t)id == was && f.entry_lo == p->rt_entry_lo && f.entry_hi == p->rt_entry_hi &&
-	    f.layout == p->rt_layout)
+	    f.loop_lo == p->rt_loop_lo && f.loop_hi == p->rt_loop_hi && f.layout == p->rt_layout)
 		return;
 	if (was && (uint32_t)id != was)
 		cp_runtimes_forget(r->rts, was, p->pid);
@@ -589,11 +609,14 @@ static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
 		p->rt_native = native;
 		p->rt_entry_lo = f.entry_lo;
 		p->rt_entry_hi = f.entry_hi;
+		p->rt_loop_lo = f.loop_lo;
+		p->rt_loop_hi = f.loop_hi;
+		p->rt_entries_skipped = f.entries_skipped;
 		p->rt_layout = f.layout;
 		return;
 	}
 	p->rt_id = 0;
-	p->rt_entry_lo = p->rt_entry_hi = 0;
+	p->rt_entry_lo = p->rt_entry_hi = p->rt_loop_lo = p->rt_loop_hi = 0;
 	if (was) {
 		if (!p->rt_native)
 			cp_sampler_set_runtime(r->sampler, p->pid, NULL);
@@ -784,7 +807,7 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, uint64_t t)
 			cp_sampler_set_runtime(r->sampler, pid, NULL);
 			cp_runtimes_forget(r->rts, p->rt_id, pid);
 			p->rt_id = 0;
-			p->rt_entry_lo = p->rt_entry_hi = 0;
+			p->rt_entry_lo = p->rt_entry_hi = p->rt_loop_lo = p->rt_loop_hi = 0;
 		}
 	}
 }

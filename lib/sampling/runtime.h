@@ -50,6 +50,15 @@ struct cp_rt_name {
  * cp_proc as rt_*) */
 struct cp_rt_found {
 	uint64_t entry_lo, entry_hi; /* the native frames (an interpreter loop) its frames go above */
+	/* the interpreter's loop when it is a function the entry calls (Ruby's
+	 * vm_exec_core under rb_vm_exec): where it is right above an entry
+	 * frame, the frames go above it instead (0, 0: none) */
+	uint64_t loop_lo, loop_hi;
+	/* an entry frame can be missing from the unwound stack (YJIT's code is
+	 * left by its frame pointer, past the rb_vm_exec that called it): the
+	 * groups no entry frame took go above the outermost one that did, not
+	 * past the native stack's end */
+	bool entries_skipped;
 	unsigned layout;             /* the runtime's own: which version's layout */
 };
 

@@ -41,8 +41,8 @@ check() {
 	b=$(printf '%s\n' "$f" | sum ';spin_b \(hot\.rb:[0-9]+\)( |;)')
 	hot=$(printf '%s\n' "$f" | sum ';spin_[ab] \(hot\.rb:[0-9]+\)( |;)')
 	# whole: from _start through the interpreter's entry, the script, outer, the block Kernel#loop
-	# yields to (loop's native frames between) and the method
-	whole=$(printf '%s\n' "$f" | sum '^_start;.*;ruby_run_node;.*;<main> \(hot\.rb\);outer \(hot\.rb:[0-9]+\);.*;block in outer \(hot\.rb:[0-9]+\);spin_[ab] ')
+	# yields to (loop's native frames between, but under YJIT) and the method
+	whole=$(printf '%s\n' "$f" | sum '^_start;.*;ruby_run_node;.*;<main> \(hot\.rb\);outer \(hot\.rb:[0-9]+\);(.*;)?block in outer \(hot\.rb:[0-9]+\);spin_[ab] ')
 	diag "$how: spin_a $a, spin_b $b, whole stacks $whole of $hot"
 	ok "$how: spin_a and spin_b are named, with their file and first line ($a, $b samples)" test "$a" -gt 0 -a "$b" -gt 0
 	ok "$how: enough samples of the two to compare ($((a + b)) >= 100)" test "$((a + b))" -ge 100
@@ -73,6 +73,12 @@ ok "spin_a's busiest line is in its loop (hot.rb:${line:-none}, the method at $l
 body=$("$RUBY" -e 'RubyVM::InstructionSequence.compile_file(ARGV[0]).each_child { |c|
 	print c.trace_points.map(&:first).uniq.join(" ") if c.label == "spin_a" }' "$APP")
 ok "that line is one Ruby's line table has for spin_a ($body)" sh -c "echo ' $body ' | grep -q ' $line '"
+
+# ---- YJIT (ruby --yjit): its code is left by its frame pointer, past the rb_vm_exec that ran it;
+# the Ruby frames of that run go above the outermost interpreter entry instead, in their order ----
+run rec -F 999 -o "$T/yjit.pb.gz" -- "$RUBY" --yjit "$APP" 3
+is "$rc" 0 "record -- ruby --yjit exits 0"
+check "record -- ruby --yjit" "$("$CPROF" query -t samples -f folded -i "$T/yjit.pb.gz")"
 
 # ---- a ruby already running: record -p PID ----
 "$RUBY" "$APP" 3 "$T/go" >"$T/p.out" & rp=$!

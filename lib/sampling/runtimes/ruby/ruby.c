@@ -68,14 +68,15 @@ struct iseq {
 	uint32_t *positions; /* each entry's first position (NULL: succ instead) */
 	uint8_t *succ;       /* the succinct index table, nsucc bytes */
 	size_t nsucc;
-	bool bad; /* could not be read */
+	bool bad;    /* could not be read */
+	bool reread; /* read again for a pc out of it, and that pc still was */
 };
 
 /* a binary looked at: is it a CRuby, where are its symbols */
 struct bin {
 	char *key;
 	const struct layout *lay; /* NULL: not a known CRuby */
-	uint64_t vm_ptr, exec_lo, exec_hi; /* file addresses */
+	uint64_t vm_ptr, exec_lo, exec_hi, core_lo, core_hi; /* file addresses (core: 0, 0 when not found) */
 	struct cp_rt_loads loads;
 };
 
@@ -287,12 +288,15 @@ static void inspect(const struct cp_ruby *rb, struct bin *b, int fd, const char 
 		cp_log(rb->verb, CP_LOG_INFO,
 		       "%s is Ruby %u.%u, whose frames cprof does not know: its processes' stacks stay native", path,
 		       major, minor);
-	} else if (rs.core && rs.core_size) {
-		b->exec_lo = rs.core;
-		b->exec_hi = rs.core + rs.core_size;
-	} else if (!find_core(e, fd, &rs.exec, &b->exec_lo, &b->exec_hi)) {
+	} else {
 		b->exec_lo = rs.exec.st_value;
 		b->exec_hi = rs.exec.st_value + rs.exec.st_size;
+		if (rs.core && rs.core_size) {
+			b->core_lo = rs.core;
+			b->core_hi = rs.core + rs.core_size;
+		} else if (!find_core(e, fd, &rs.exec, &b->core_lo, &b->core_hi)) {
+			b->core_lo = b->core_hi = 0;
+		}
 	}
 	elf_end(e);
 }
@@ -346,6 +350,11 @@ int cp_ruby_detect(struct cp_ruby *rb, struct cp_proc *p, struct cp_rb_proc *out
 		out->vm_ptr = b->vm_ptr + bias;
 		f->entry_lo = b->exec_lo + bias;
 		f->entry_hi = b->exec_hi + bias;
+		f->entries_skipped = true;
+		if (b->core_hi) {
+			f->loop_lo = b->core_lo + bias;
+			f->loop_hi = b->core_hi + bias;
+		}
 		f->layout = (unsigned)(b->lay - layouts);
 		return 1;
 	}
@@ -639,14 +648,43 @@ static struct owner *owner_find(struct cp_ruby *rb, uint32_t pid)
 	return NULL;
 }
 
+/* iseq q, in bucket h, goes */
+static void drop(struct cp_ruby *rb, size_t h, struct iseq *q)
+{
+	struct iseq **pp = &rb->buckets[h];
+	struct owner *o = owner_find(rb, q->pid);
+
+	while (*pp && *pp != q)
+		pp = &(*pp)->next;
+	if (!*pp)
+		return;
+	*pp = q->next;
+	if (o && o->n)
+		o->n--;
+	rb->niseq--;
+	iseq_free(q);
+}
+
 int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t addr, uint64_t pc,
 		  struct cp_rt_name *out)
 {
 	size_t h = iseq_hash(pid, addr);
 	struct iseq *q;
+	bool reread = false;
 
 	for (q = rb->buckets[h]; q && !(q->pid == pid && q->addr == addr); q = q->next)
 		;
+	/* an iseq the GC freed, its memory another's now: the pc is not among
+	 * the instructions read (read again, once: a pc not yet set stays out) */
+	if (q && !q->bad && (pc < q->encoded || pc > q->encoded + 8ull * q->size)) {
+		if (!q->reread) {
+			drop(rb, h, q);
+			q = NULL;
+			reread = true;
+		}
+	} else if (q) {
+		q->reread = false;
+	}
 	if (!q) {
 		struct owner *o;
 
@@ -663,6 +701,7 @@ int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t ad
 		o->n++;
 		q->pid = pid;
 		q->addr = addr;
+		q->reread = reread;
 		read_iseq(q, &layouts[layout < NLAYOUTS ? layout : 0]);
 		q->next = rb->buckets[h];
 		rb->buckets[h] = q;

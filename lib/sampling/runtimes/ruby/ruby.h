@@ -9,17 +9,20 @@
  * version, and the version a layout: the offsets the BPF program follows
  * (struct cp_rb_proc) and those read here (iseqs, strings, arrays, the line
  * tables).  The layouts are data, one per version (ruby.c: layouts[]).  The
- * native frames the Ruby frames go above are the interpreter's loop,
- * vm_exec_core: by its symbol when the binary has one, else the largest
- * function rb_vm_exec calls (its extent from .eh_frame_hdr's table), else
- * rb_vm_exec itself.  A binary of another version is said once in the log,
- * and its processes keep native stacks only.
+ * native frames the Ruby frames go above are rb_vm_exec's (one for each run
+ * of the interpreter that C started), or the interpreter's loop it calls,
+ * vm_exec_core, when that is right above it (YJIT's code runs from
+ * rb_vm_exec without it): vm_exec_core by its symbol when the binary has
+ * one, else the largest function rb_vm_exec calls (its extent from
+ * .eh_frame_hdr's table).  A binary of another version is said once in the
+ * log, and its processes keep native stacks only.
  *
  * Naming: a frame's iseq is read once from the process's memory
  * (process_vm_readv: its label, path, first line and line table) and kept by
- * (pid, address); the frame's pc gives the line (the iseq's insn_info
- * entries, found by position through its succinct index table, or its
- * positions array).
+ * (pid, address), and read again when a frame's pc is not among its
+ * instructions (the GC freed it and another iseq has its memory); the
+ * frame's pc gives the line (the iseq's insn_info entries, found by position
+ * through its succinct index table, or its positions array).
  *
  * Ownership: a cp_ruby owns its caches; a name's strings are valid until the
  * next call.  Errors: cp_ruby_detect returns 0 when the process is not a

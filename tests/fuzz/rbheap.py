@@ -76,7 +76,7 @@ def seed(size, positions, lines, label, path, realpath, use_positions, pc_pos):
     struct.pack_into('<QQI', body, 120, P(info), P(pos) if pos else 0, len(lines))
     struct.pack_into('<Q', body, 144, P(succ) if succ else 0)
     b = m.put(bytes(body))
-    iseq = m.put(struct.pack('<QQQ', 0, 0, P(b)))
+    iseq = m.put(struct.pack('<QQQ', 0x1a | 7 << 12, 0, P(b)))  # T_IMEMO, imemo_iseq
     struct.pack_into('<Q', m.b, 0, P(code + 8 * pc_pos))
     return struct.pack('<Q', iseq) + bytes(m.b)
 

@@ -46,6 +46,10 @@ static const struct layout layouts[] = {
 #define T_MASK 0x1f
 #define T_STRING 0x05
 #define T_ARRAY 0x07
+#define T_IMEMO 0x1a
+#define IMEMO_ISEQ 7 /* an imemo's type: (flags >> FL_USHIFT) & IMEMO_MASK */
+#define FL_USHIFT 12
+#define IMEMO_MASK 0x0f
 #define QNIL 0x08
 #define IMM_SIZE 54 /* the succinct index's immediate part: positions 0..53 */
 #define STR_MAX 4096
@@ -417,6 +421,10 @@ long cp_ruby_offset(unsigned major, unsigned minor, const char *field)
 			{ "RUBY_T_ARRAY", T_ARRAY },
 			{ "RUBY_T_MASK", T_MASK },
 			{ "RUBY_Qnil", QNIL },
+			{ "RUBY_T_IMEMO", T_IMEMO },
+			{ "imemo_iseq", IMEMO_ISEQ },
+			{ "RUBY_FL_USHIFT", FL_USHIFT },
+			{ "IMEMO_MASK", IMEMO_MASK },
 		};
 
 		if (l->major != major || l->minor != minor)
@@ -500,13 +508,17 @@ static uint64_t ary_at(uint32_t pid, uint64_t addr, const struct layout *l, unsi
 static void read_iseq(struct iseq *q, const struct layout *l)
 {
 	uint8_t b[256];
-	uint64_t body, path, real = 0, fl, info, succ, pos;
+	uint64_t iseq[3], body, path, real = 0, fl, info, succ, pos;
 	uint32_t size, n;
 	const char *base;
 
 	q->bad = true;
-	if (l->b_read > sizeof(b) || !cp_runtime_peek(q->pid, q->addr + l->iseq_body, &body, 8) ||
-	    !cp_runtime_peek(q->pid, body, b, l->b_read))
+	/* an imemo of the iseq type (flags), else not an iseq: left unnamed */
+	if (l->b_read > sizeof(b) || l->iseq_body > 16 || !cp_runtime_peek(q->pid, q->addr, iseq, sizeof(iseq)) ||
+	    (iseq[0] & T_MASK) != T_IMEMO || ((iseq[0] >> FL_USHIFT) & IMEMO_MASK) != IMEMO_ISEQ)
+		return;
+	body = iseq[l->iseq_body / 8];
+	if (!cp_runtime_peek(q->pid, body, b, l->b_read))
 		return;
 	q->name = read_str(q->pid, u64_at(b, l->b_label), l);
 	q->sysname = read_str(q->pid, u64_at(b, l->b_base_label), l);

@@ -4,6 +4,7 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -11,6 +12,7 @@
 
 #include "../../bpf/runtimes.h"
 #include "../error.h"
+#include "../util.h"
 
 #define CP_RT_DECLARE(id, name) extern const struct cp_runtime cp_runtime_##name;
 CP_RUNTIMES(CP_RT_DECLARE)
@@ -144,6 +146,176 @@ bool cp_runtimes_unwinds(const struct cp_runtimes *rs, uint32_t id)
 	int i = index_of(id);
 
 	return i >= 0 && rs->st[i] && table[i]->unwind;
+}
+
+/* ---- what the runtimes keep ---- */
+
+int cp_rt_cache_init(struct cp_rt_cache *c, size_t nbuckets, size_t max, void (*free_fn)(struct cp_rt_entry *e))
+{
+	memset(c, 0, sizeof(*c));
+	if (!(c->buckets = calloc(nbuckets, sizeof(*c->buckets))))
+		return cp_error(ENOMEM, "out of memory");
+	c->nbuckets = nbuckets;
+	c->max = max;
+	c->free = free_fn;
+	return 0;
+}
+
+static size_t rt_hash(const struct cp_rt_cache *c, uint32_t pid, uint64_t addr)
+{
+	uint64_t h = (addr >> 3) * 0x9e3779b97f4a7c15ull ^ pid * 0xff51afd7ed558ccdull;
+
+	return (size_t)(h >> 32) % c->nbuckets;
+}
+
+static struct cp_rt_owner *rt_owner(struct cp_rt_cache *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nowners; i++)
+		if (c->owners[i].pid == pid)
+			return &c->owners[i];
+	return NULL;
+}
+
+void cp_rt_cache_clear(struct cp_rt_cache *c)
+{
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct cp_rt_entry *e = c->buckets[i], *n;
+
+		for (; e; e = n) {
+			n = e->next;
+			c->free(e);
+		}
+		c->buckets[i] = NULL;
+	}
+	c->n = 0;
+	c->nowners = 0;
+}
+
+void cp_rt_cache_fini(struct cp_rt_cache *c)
+{
+	if (c->buckets)
+		cp_rt_cache_clear(c);
+	free(c->buckets);
+	free(c->owners);
+	memset(c, 0, sizeof(*c));
+}
+
+struct cp_rt_entry *cp_rt_cache_find(const struct cp_rt_cache *c, uint32_t pid, uint64_t addr)
+{
+	struct cp_rt_entry *e = c->buckets[rt_hash(c, pid, addr)];
+
+	while (e && !(e->pid == pid && e->addr == addr))
+		e = e->next;
+	return e;
+}
+
+int cp_rt_cache_put(struct cp_rt_cache *c, struct cp_rt_entry *e)
+{
+	struct cp_rt_owner *o;
+	size_t h;
+
+	if (c->n >= c->max)
+		cp_rt_cache_clear(c);
+	if (!(o = rt_owner(c, e->pid))) {
+		if (cp_grow((void **)&c->owners, &c->ownercap, c->nowners + 1, sizeof(*c->owners))) {
+			c->free(e);
+			return cp_error(ENOMEM, "out of memory");
+		}
+		o = &c->owners[c->nowners++];
+		*o = (struct cp_rt_owner){ e->pid, 0 };
+	}
+	o->n++;
+	h = rt_hash(c, e->pid, e->addr);
+	e->next = c->buckets[h];
+	c->buckets[h] = e;
+	c->n++;
+	return 0;
+}
+
+void cp_rt_cache_drop(struct cp_rt_cache *c, struct cp_rt_entry *e)
+{
+	struct cp_rt_entry **pp = &c->buckets[rt_hash(c, e->pid, e->addr)];
+	struct cp_rt_owner *o = rt_owner(c, e->pid);
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (!*pp)
+		return;
+	*pp = e->next;
+	if (o && o->n && !--o->n)
+		*o = c->owners[--c->nowners];
+	c->n--;
+	c->free(e);
+}
+
+void cp_rt_cache_forget(struct cp_rt_cache *c, uint32_t pid)
+{
+	struct cp_rt_owner *o = rt_owner(c, pid);
+
+	if (!o)
+		return;
+	*o = c->owners[--c->nowners];
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct cp_rt_entry **pp = &c->buckets[i];
+
+		while (*pp) {
+			struct cp_rt_entry *e = *pp;
+
+			if (e->pid == pid) {
+				*pp = e->next;
+				c->free(e);
+				c->n--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
+void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m, bool *fresh)
+{
+	char kb[512], key[4096 + 512];
+	const char *id = cp_map_key(m, p, kb, sizeof(kb));
+	char *b, *k;
+
+	*fresh = false;
+	if (!id) {
+		errno = ENOENT;
+		return NULL;
+	}
+	snprintf(key, sizeof(key), "%s %s", id, m->path);
+	for (size_t i = 0; i < bs->n; i++) {
+		b = (char *)bs->v + i * bs->size;
+		if (!strcmp(*(char **)b, key))
+			return b;
+	}
+	if (!bs->v && !(bs->v = calloc(CP_RT_BINS_MAX, bs->size))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!(k = strdup(key))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (bs->n < CP_RT_BINS_MAX) {
+		b = (char *)bs->v + bs->n++ * bs->size;
+	} else { /* round robin */
+		b = (char *)bs->v + bs->next++ % CP_RT_BINS_MAX * bs->size;
+		free(*(char **)b);
+	}
+	memset(b, 0, bs->size);
+	*(char **)b = k;
+	*fresh = true;
+	return b;
+}
+
+void cp_rt_bins_fini(struct cp_rt_bins *bs)
+{
+	for (size_t i = 0; i < bs->n; i++)
+		free(*(char **)((char *)bs->v + i * bs->size));
+	free(bs->v);
+	bs->v = NULL;
+	bs->n = bs->next = 0;
 }
 
 bool cp_runtime_peek(uint32_t pid, uint64_t addr, void *buf, size_t len)

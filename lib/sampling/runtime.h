@@ -126,6 +126,53 @@ bool cp_runtimes_unwinds(const struct cp_runtimes *rs, uint32_t id);
 /* cp_runtime.forget of runtime id */
 void cp_runtimes_forget(struct cp_runtimes *rs, uint32_t id, uint32_t pid);
 
+/* ---- what the runtimes keep ----
+ *
+ * A cache of what a runtime read of processes (a code object, an iseq),
+ * by (pid, address): each entry is a struct whose first member is a struct
+ * cp_rt_entry; the cache owns its entries (freed by its free function). */
+struct cp_rt_entry {
+	struct cp_rt_entry *next;
+	uint32_t pid;
+	uint64_t addr;
+};
+struct cp_rt_cache {
+	struct cp_rt_entry **buckets;
+	size_t nbuckets, n, max;
+	void (*free)(struct cp_rt_entry *e);
+	/* the processes with entries, and how many: a process without any
+	 * (most, in a storm of short runs) is forgotten at once */
+	struct cp_rt_owner { uint32_t pid, n; } *owners;
+	size_t nowners, ownercap;
+};
+/* nbuckets buckets, at most max entries (past it the cache starts over);
+ * -ENOMEM */
+int cp_rt_cache_init(struct cp_rt_cache *c, size_t nbuckets, size_t max, void (*free)(struct cp_rt_entry *e));
+void cp_rt_cache_fini(struct cp_rt_cache *c);
+/* The entry of (pid, addr), or NULL */
+struct cp_rt_entry *cp_rt_cache_find(const struct cp_rt_cache *c, uint32_t pid, uint64_t addr);
+/* Keeps e (its pid and addr set); -ENOMEM, and e is freed */
+int cp_rt_cache_put(struct cp_rt_cache *c, struct cp_rt_entry *e);
+/* Frees entry e, or all of process pid's, or all */
+void cp_rt_cache_drop(struct cp_rt_cache *c, struct cp_rt_entry *e);
+void cp_rt_cache_forget(struct cp_rt_cache *c, uint32_t pid);
+void cp_rt_cache_clear(struct cp_rt_cache *c);
+
+/* The binaries a runtime looked at, by build id and path (a copy of an
+ * interpreter patched in place keeps its build id, and must not pass for
+ * the original): CP_RT_BINS_MAX of them, then round robin.  Each is a struct
+ * of size bytes whose first member is its key (char *, owned here). */
+#define CP_RT_BINS_MAX 64
+struct cp_rt_bins {
+	void *v;
+	size_t size, n, next;
+};
+/* The bin of the file mapping m maps in process p, with *fresh when it is
+ * new (all zero but its key: to be looked at); NULL with errno ENOMEM when
+ * out of memory, ENOENT when m's file cannot be told (gone). */
+void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m, bool *fresh);
+void cp_rt_bins_fini(struct cp_rt_bins *bs);
+
 /* len bytes of process pid's memory at addr into buf (process_vm_readv);
  * false when they cannot all be read (addr 0 never can) */
 bool cp_runtime_peek(uint32_t pid, uint64_t addr, void *buf, size_t len);

@@ -58,12 +58,9 @@ static const struct layout layouts[] = {
 
 #define CODE_BUCKETS 4096
 #define CODE_MAX 65536 /* code objects kept; past it the cache starts over */
-#define BINS_MAX 64
 
 struct code {
-	struct code *next;
-	uint32_t pid;
-	uint64_t addr;
+	struct cp_rt_entry e; /* pid, address */
 	struct cp_py_code c;
 	char *label, *name, *sysname, *file;
 	uint8_t *table;
@@ -75,7 +72,7 @@ struct code {
 
 /* a binary looked at: is it a CPython, where are its symbols */
 struct bin {
-	char *key;
+	char *key; /* (cp_rt_bins') */
 	const struct layout *lay; /* NULL: not a known CPython */
 	uint64_t runtime, eval, eval_size; /* symbol values */
 	struct cp_rt_loads loads;
@@ -83,27 +80,14 @@ struct bin {
 
 struct cp_python {
 	const char *verb; /* of the log line */
-	struct code *buckets[CODE_BUCKETS];
-	size_t ncode;
-	/* the processes that have code objects here, and how many: a process
-	 * without any (most, in a storm of short runs) is forgotten at once */
-	struct owner { uint32_t pid, n; } *owners;
-	size_t nowners, ownercap;
-	struct bin bins[BINS_MAX];
-	size_t nbins, nextbin;
+	struct cp_rt_cache codes;
+	struct cp_rt_bins bins;
 };
 
-struct cp_python *cp_python_new(const char *verb)
+static void code_free(struct cp_rt_entry *e)
 {
-	struct cp_python *py = calloc(1, sizeof(struct cp_python));
+	struct code *c = (struct code *)e;
 
-	if (py)
-		py->verb = verb;
-	return py;
-}
-
-static void code_free(struct code *c)
-{
 	free(c->label);
 	free(c->name);
 	free(c->sysname);
@@ -112,37 +96,27 @@ static void code_free(struct code *c)
 	free(c);
 }
 
-static void codes_clear(struct cp_python *py)
+struct cp_python *cp_python_new(const char *verb)
 {
-	for (size_t i = 0; i < CODE_BUCKETS; i++) {
-		struct code *c = py->buckets[i], *n;
+	struct cp_python *py = calloc(1, sizeof(struct cp_python));
 
-		for (; c; c = n) {
-			n = c->next;
-			code_free(c);
-		}
-		py->buckets[i] = NULL;
+	if (!py)
+		return NULL;
+	py->verb = verb;
+	py->bins.size = sizeof(struct bin);
+	if (cp_rt_cache_init(&py->codes, CODE_BUCKETS, CODE_MAX, code_free)) {
+		free(py);
+		return NULL;
 	}
-	py->ncode = 0;
-	py->nowners = 0;
-}
-
-static struct owner *owner_find(struct cp_python *py, uint32_t pid)
-{
-	for (size_t i = 0; i < py->nowners; i++)
-		if (py->owners[i].pid == pid)
-			return &py->owners[i];
-	return NULL;
+	return py;
 }
 
 void cp_python_free(struct cp_python *py)
 {
 	if (!py)
 		return;
-	codes_clear(py);
-	for (size_t i = 0; i < py->nbins; i++)
-		free(py->bins[i].key);
-	free(py->owners);
+	cp_rt_cache_fini(&py->codes);
+	cp_rt_bins_fini(&py->bins);
 	free(py);
 }
 
@@ -211,41 +185,6 @@ static void inspect(const struct cp_python *py, struct bin *b, int fd, const cha
 		       (unsigned)(version >> 24), (unsigned)((version >> 16) & 0xff));
 }
 
-/* The binary of mapping m, inspected once per build id and path: a copy of
- * an interpreter patched in place keeps its build id, and must not pass for
- * the original (nor the original for it) */
-static struct bin *bin_of(struct cp_python *py, struct cp_proc *p, struct cp_map *m)
-{
-	char kb[512], key[4096 + 512];
-	const char *id = cp_map_key(m, p, kb, sizeof(kb));
-	struct bin *b;
-	int fd;
-
-	if (!id)
-		return NULL;
-	snprintf(key, sizeof(key), "%s %s", id, m->path);
-	for (size_t i = 0; i < py->nbins; i++)
-		if (!strcmp(py->bins[i].key, key))
-			return &py->bins[i];
-	if (py->nbins < BINS_MAX) {
-		b = &py->bins[py->nbins++];
-	} else { /* round robin */
-		b = &py->bins[py->nextbin++ % BINS_MAX];
-		free(b->key);
-	}
-	memset(b, 0, sizeof(*b));
-	if (!(b->key = strdup(key))) {
-		b = &py->bins[--py->nbins];
-		return NULL;
-	}
-	fd = cp_map_open(p, m, -1);
-	if (fd >= 0) {
-		inspect(py, b, fd, m->path);
-		close(fd);
-	}
-	return b;
-}
-
 int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc *out, uint64_t *eval_lo,
 		     uint64_t *eval_hi, unsigned *layout)
 {
@@ -256,8 +195,21 @@ int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc 
 
 		if (!m->path || m->path[0] != '/' || !cp_python_named(m->path))
 			continue;
-		if (!(b = bin_of(py, p, m)))
-			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+		bool fresh;
+
+		if (!(b = cp_rt_bin(&py->bins, p, m, &fresh))) {
+			if (errno == ENOMEM)
+				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+			continue;
+		}
+		if (fresh) {
+			int fd = cp_map_open(p, m, -1);
+
+			if (fd >= 0) {
+				inspect(py, b, fd, m->path);
+				close(fd);
+			}
+		}
 		if (!b->lay || !cp_runtime_bias(&b->loads, m, &bias))
 			continue;
 		*out = b->lay->bpf;
@@ -393,24 +345,24 @@ static void read_code(struct code *c, const struct layout *l)
 	uint64_t tab;
 
 	c->bad = true;
-	if (l->co_read > sizeof(h) || !cp_runtime_peek(c->pid, c->addr, h, l->co_read))
+	if (l->co_read > sizeof(h) || !cp_runtime_peek(c->e.pid, c->e.addr, h, l->co_read))
 		return;
 	memcpy(&first, h + l->co_firstlineno, 4);
 	memcpy(&trace, h + l->co_firsttraceable, 4);
-	c->name = read_str(c->pid, u64_at(h, l->co_qualname), l);
-	c->sysname = read_str(c->pid, u64_at(h, l->co_name), l);
-	c->file = read_str(c->pid, u64_at(h, l->co_filename), l);
+	c->name = read_str(c->e.pid, u64_at(h, l->co_qualname), l);
+	c->sysname = read_str(c->e.pid, u64_at(h, l->co_name), l);
+	c->file = read_str(c->e.pid, u64_at(h, l->co_filename), l);
 	if (!c->name || !c->file)
 		return;
 	tab = u64_at(h, l->co_linetable);
-	if (tab && l->bytes_data <= sizeof(bh) && cp_runtime_peek(c->pid, tab, bh, l->bytes_data)) {
+	if (tab && l->bytes_data <= sizeof(bh) && cp_runtime_peek(c->e.pid, tab, bh, l->bytes_data)) {
 		uint64_t n = u64_at(bh, l->bytes_size);
 
-		if (n > 0 && n <= (1u << 20) && (c->table = malloc(n)) && cp_runtime_peek(c->pid, tab + l->bytes_data, c->table, n))
+		if (n > 0 && n <= (1u << 20) && (c->table = malloc(n)) && cp_runtime_peek(c->e.pid, tab + l->bytes_data, c->table, n))
 			c->ntable = n;
 	}
 	c->first_traceable = trace;
-	c->code_start = c->addr + l->co_code_adaptive;
+	c->code_start = c->e.addr + l->co_code_adaptive;
 	{
 		const char *base = strrchr(c->file, '/');
 
@@ -423,44 +375,22 @@ static void read_code(struct code *c, const struct layout *l)
 	c->bad = false;
 }
 
-static size_t code_hash(uint32_t pid, uint64_t addr)
-{
-	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ull ^ pid * 0xff51afd7ed558ccdull;
-
-	return (size_t)(h >> 32) % CODE_BUCKETS;
-}
-
 const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsigned layout, uint64_t code,
 					uint64_t instr, bool generator, int64_t *line, bool *skip)
 {
-	size_t h = code_hash(pid, code);
-	struct code *c;
+	struct code *c = (struct code *)cp_rt_cache_find(&py->codes, pid, code);
 	int64_t at;
 
 	*skip = false;
 	*line = -1;
-	for (c = py->buckets[h]; c && !(c->pid == pid && c->addr == code); c = c->next)
-		;
 	if (!c) {
-		struct owner *o;
-
-		if (py->ncode >= CODE_MAX)
-			codes_clear(py);
-		if (!(o = owner_find(py, pid))) {
-			if (cp_grow((void **)&py->owners, &py->ownercap, py->nowners + 1, sizeof(*py->owners)))
-				return NULL;
-			o = &py->owners[py->nowners++];
-			*o = (struct owner){ pid, 0 };
-		}
 		if (!(c = calloc(1, sizeof(*c))))
 			return NULL;
-		o->n++;
-		c->pid = pid;
-		c->addr = code;
+		c->e.pid = pid;
+		c->e.addr = code;
 		read_code(c, &layouts[layout < sizeof(layouts) / sizeof(*layouts) ? layout : 0]);
-		c->next = py->buckets[h];
-		py->buckets[h] = c;
-		py->ncode++;
+		if (cp_rt_cache_put(&py->codes, &c->e))
+			return NULL;
 	}
 	if (c->bad)
 		return NULL;
@@ -476,26 +406,7 @@ const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsi
 
 void cp_python_forget(struct cp_python *py, uint32_t pid)
 {
-	struct owner *o = owner_find(py, pid);
-
-	if (!o)
-		return;
-	*o = py->owners[--py->nowners];
-	for (size_t i = 0; i < CODE_BUCKETS; i++) {
-		struct code **pp = &py->buckets[i];
-
-		while (*pp) {
-			struct code *c = *pp;
-
-			if (c->pid == pid) {
-				*pp = c->next;
-				code_free(c);
-				py->ncode--;
-			} else {
-				pp = &c->next;
-			}
-		}
-	}
+	cp_rt_cache_forget(&py->codes, pid);
 }
 
 /* ---- the location table (CPython 3.11: Objects/locations.md) ---- */

@@ -57,12 +57,9 @@ static const struct layout layouts[] = {
 
 #define ISEQ_BUCKETS 4096
 #define ISEQ_MAX 65536 /* iseqs kept; past it the cache starts over */
-#define BINS_MAX 64
 
 struct iseq {
-	struct iseq *next;
-	uint32_t pid;
-	uint64_t addr;
+	struct cp_rt_entry e; /* pid, address */
 	char *label, *name, *sysname, *file;
 	int64_t first_line;
 	uint64_t encoded; /* the first instruction */
@@ -78,7 +75,7 @@ struct iseq {
 
 /* a binary looked at: is it a CRuby, where are its symbols */
 struct bin {
-	char *key;
+	char *key; /* (cp_rt_bins') */
 	const struct layout *lay; /* NULL: not a known CRuby */
 	uint64_t vm_ptr, exec_lo, exec_hi, core_lo, core_hi; /* file addresses (core: 0, 0 when not found) */
 	struct cp_rt_loads loads;
@@ -86,25 +83,14 @@ struct bin {
 
 struct cp_ruby {
 	const char *verb;
-	struct iseq *buckets[ISEQ_BUCKETS];
-	size_t niseq;
-	struct owner { uint32_t pid, n; } *owners;
-	size_t nowners, ownercap;
-	struct bin bins[BINS_MAX];
-	size_t nbins, nextbin;
+	struct cp_rt_cache iseqs;
+	struct cp_rt_bins bins;
 };
 
-struct cp_ruby *cp_ruby_new(const char *verb)
+static void iseq_free(struct cp_rt_entry *e)
 {
-	struct cp_ruby *rb = calloc(1, sizeof(struct cp_ruby));
+	struct iseq *q = (struct iseq *)e;
 
-	if (rb)
-		rb->verb = verb;
-	return rb;
-}
-
-static void iseq_free(struct iseq *q)
-{
 	free(q->label);
 	free(q->name);
 	free(q->sysname);
@@ -115,29 +101,27 @@ static void iseq_free(struct iseq *q)
 	free(q);
 }
 
-static void iseqs_clear(struct cp_ruby *rb)
+struct cp_ruby *cp_ruby_new(const char *verb)
 {
-	for (size_t i = 0; i < ISEQ_BUCKETS; i++) {
-		struct iseq *q = rb->buckets[i], *n;
+	struct cp_ruby *rb = calloc(1, sizeof(struct cp_ruby));
 
-		for (; q; q = n) {
-			n = q->next;
-			iseq_free(q);
-		}
-		rb->buckets[i] = NULL;
+	if (!rb)
+		return NULL;
+	rb->verb = verb;
+	rb->bins.size = sizeof(struct bin);
+	if (cp_rt_cache_init(&rb->iseqs, ISEQ_BUCKETS, ISEQ_MAX, iseq_free)) {
+		free(rb);
+		return NULL;
 	}
-	rb->niseq = 0;
-	rb->nowners = 0;
+	return rb;
 }
 
 void cp_ruby_free(struct cp_ruby *rb)
 {
 	if (!rb)
 		return;
-	iseqs_clear(rb);
-	for (size_t i = 0; i < rb->nbins; i++)
-		free(rb->bins[i].key);
-	free(rb->owners);
+	cp_rt_cache_fini(&rb->iseqs);
+	cp_rt_bins_fini(&rb->bins);
 	free(rb);
 }
 
@@ -305,38 +289,6 @@ static void inspect(const struct cp_ruby *rb, struct bin *b, int fd, const char 
 	elf_end(e);
 }
 
-/* The binary of mapping m, inspected once per build id and path */
-static struct bin *bin_of(struct cp_ruby *rb, struct cp_proc *p, struct cp_map *m)
-{
-	char kb[512], key[4096 + 512];
-	const char *id = cp_map_key(m, p, kb, sizeof(kb));
-	struct bin *b;
-	int fd;
-
-	if (!id)
-		return NULL;
-	snprintf(key, sizeof(key), "%s %s", id, m->path);
-	for (size_t i = 0; i < rb->nbins; i++)
-		if (!strcmp(rb->bins[i].key, key))
-			return &rb->bins[i];
-	if (rb->nbins < BINS_MAX) {
-		b = &rb->bins[rb->nbins++];
-	} else { /* round robin */
-		b = &rb->bins[rb->nextbin++ % BINS_MAX];
-		free(b->key);
-	}
-	memset(b, 0, sizeof(*b));
-	if (!(b->key = strdup(key))) {
-		b = &rb->bins[--rb->nbins];
-		return NULL;
-	}
-	if ((fd = cp_map_open(p, m, -1)) >= 0) {
-		inspect(rb, b, fd, m->path);
-		close(fd);
-	}
-	return b;
-}
-
 int cp_ruby_detect(struct cp_ruby *rb, struct cp_proc *p, struct cp_rb_proc *out, struct cp_rt_found *f)
 {
 	for (size_t i = 0; i < p->nmaps; i++) {
@@ -346,8 +298,21 @@ int cp_ruby_detect(struct cp_ruby *rb, struct cp_proc *p, struct cp_rb_proc *out
 
 		if (!m->path || m->path[0] != '/' || !cp_ruby_named(m->path))
 			continue;
-		if (!(b = bin_of(rb, p, m)))
-			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+		bool fresh;
+
+		if (!(b = cp_rt_bin(&rb->bins, p, m, &fresh))) {
+			if (errno == ENOMEM)
+				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+			continue;
+		}
+		if (fresh) {
+			int fd = cp_map_open(p, m, -1);
+
+			if (fd >= 0) {
+				inspect(rb, b, fd, m->path);
+				close(fd);
+			}
+		}
 		if (!b->lay || !cp_runtime_bias(&b->loads, m, &bias))
 			continue;
 		*out = b->lay->bpf;
@@ -514,20 +479,20 @@ static void read_iseq(struct iseq *q, const struct layout *l)
 
 	q->bad = true;
 	/* an imemo of the iseq type (flags), else not an iseq: left unnamed */
-	if (l->b_read > sizeof(b) || l->iseq_body > 16 || !cp_runtime_peek(q->pid, q->addr, iseq, sizeof(iseq)) ||
+	if (l->b_read > sizeof(b) || l->iseq_body > 16 || !cp_runtime_peek(q->e.pid, q->e.addr, iseq, sizeof(iseq)) ||
 	    (iseq[0] & T_MASK) != T_IMEMO || ((iseq[0] >> FL_USHIFT) & IMEMO_MASK) != IMEMO_ISEQ)
 		return;
 	body = iseq[l->iseq_body / 8];
-	if (!cp_runtime_peek(q->pid, body, b, l->b_read))
+	if (!cp_runtime_peek(q->e.pid, body, b, l->b_read))
 		return;
-	q->name = read_str(q->pid, u64_at(b, l->b_label), l);
-	q->sysname = read_str(q->pid, u64_at(b, l->b_base_label), l);
+	q->name = read_str(q->e.pid, u64_at(b, l->b_label), l);
+	q->sysname = read_str(q->e.pid, u64_at(b, l->b_base_label), l);
 	path = u64_at(b, l->b_path);
-	if (!(q->file = read_str(q->pid, path, l))) { /* [path, realpath] */
-		real = ary_at(q->pid, path, l, 1);
-		path = ary_at(q->pid, path, l, 0);
-		if (!real || real == QNIL || !(q->file = read_str(q->pid, real, l)))
-			q->file = read_str(q->pid, path, l);
+	if (!(q->file = read_str(q->e.pid, path, l))) { /* [path, realpath] */
+		real = ary_at(q->e.pid, path, l, 1);
+		path = ary_at(q->e.pid, path, l, 0);
+		if (!real || real == QNIL || !(q->file = read_str(q->e.pid, real, l)))
+			q->file = read_str(q->e.pid, path, l);
 	}
 	if (!q->name || !q->file)
 		return;
@@ -545,7 +510,7 @@ static void read_iseq(struct iseq *q, const struct layout *l)
 		uint8_t *raw = malloc((size_t)n * l->info_entry);
 
 		if (raw && (q->lines = malloc(n * sizeof(int32_t))) &&
-		    cp_runtime_peek(q->pid, info, raw, (size_t)n * l->info_entry)) {
+		    cp_runtime_peek(q->e.pid, info, raw, (size_t)n * l->info_entry)) {
 			for (uint32_t i = 0; i < n; i++)
 				memcpy(&q->lines[i], raw + (size_t)i * l->info_entry + l->info_line, 4);
 			q->nlines = n;
@@ -553,7 +518,7 @@ static void read_iseq(struct iseq *q, const struct layout *l)
 		free(raw);
 		if (q->nlines > 1 && pos) {
 			if (!(q->positions = malloc(n * sizeof(uint32_t))) ||
-			    !cp_runtime_peek(q->pid, pos, q->positions, n * sizeof(uint32_t))) {
+			    !cp_runtime_peek(q->e.pid, pos, q->positions, n * sizeof(uint32_t))) {
 				free(q->positions);
 				q->positions = NULL;
 				q->nlines = 0;
@@ -563,7 +528,7 @@ static void read_iseq(struct iseq *q, const struct layout *l)
 			size_t blocks = (size < IMM_SIZE ? 0 : size - IMM_SIZE + 511) / 512;
 
 			q->nsucc = blocks ? IMM_SIZE / 9 * 8 + blocks * 80 : imm * 8;
-			if (!(q->succ = malloc(q->nsucc)) || !cp_runtime_peek(q->pid, succ, q->succ, q->nsucc)) {
+			if (!(q->succ = malloc(q->nsucc)) || !cp_runtime_peek(q->e.pid, succ, q->succ, q->nsucc)) {
 				free(q->succ);
 				q->succ = NULL;
 				q->nsucc = 0;
@@ -645,52 +610,17 @@ static int64_t iseq_line(const struct iseq *q, uint64_t pc)
 	return q->lines[i];
 }
 
-static size_t iseq_hash(uint32_t pid, uint64_t addr)
-{
-	uint64_t h = (addr >> 3) * 0x9e3779b97f4a7c15ull ^ pid * 0xff51afd7ed558ccdull;
-
-	return (size_t)(h >> 32) % ISEQ_BUCKETS;
-}
-
-static struct owner *owner_find(struct cp_ruby *rb, uint32_t pid)
-{
-	for (size_t i = 0; i < rb->nowners; i++)
-		if (rb->owners[i].pid == pid)
-			return &rb->owners[i];
-	return NULL;
-}
-
-/* iseq q, in bucket h, goes */
-static void drop(struct cp_ruby *rb, size_t h, struct iseq *q)
-{
-	struct iseq **pp = &rb->buckets[h];
-	struct owner *o = owner_find(rb, q->pid);
-
-	while (*pp && *pp != q)
-		pp = &(*pp)->next;
-	if (!*pp)
-		return;
-	*pp = q->next;
-	if (o && o->n)
-		o->n--;
-	rb->niseq--;
-	iseq_free(q);
-}
-
 int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t addr, uint64_t pc,
 		  struct cp_rt_name *out)
 {
-	size_t h = iseq_hash(pid, addr);
-	struct iseq *q;
+	struct iseq *q = (struct iseq *)cp_rt_cache_find(&rb->iseqs, pid, addr);
 	bool reread = false;
 
-	for (q = rb->buckets[h]; q && !(q->pid == pid && q->addr == addr); q = q->next)
-		;
 	/* an iseq the GC freed, its memory another's now: the pc is not among
 	 * the instructions read (read again, once: a pc not yet set stays out) */
 	if (q && !q->bad && (pc < q->encoded || pc > q->encoded + 8ull * q->size)) {
 		if (!q->reread) {
-			drop(rb, h, q);
+			cp_rt_cache_drop(&rb->iseqs, &q->e);
 			q = NULL;
 			reread = true;
 		}
@@ -698,26 +628,14 @@ int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t ad
 		q->reread = false;
 	}
 	if (!q) {
-		struct owner *o;
-
-		if (rb->niseq >= ISEQ_MAX)
-			iseqs_clear(rb);
-		if (!(o = owner_find(rb, pid))) {
-			if (cp_grow((void **)&rb->owners, &rb->ownercap, rb->nowners + 1, sizeof(*rb->owners)))
-				return -1;
-			o = &rb->owners[rb->nowners++];
-			*o = (struct owner){ pid, 0 };
-		}
 		if (!(q = calloc(1, sizeof(*q))))
 			return -1;
-		o->n++;
-		q->pid = pid;
-		q->addr = addr;
+		q->e.pid = pid;
+		q->e.addr = addr;
 		q->reread = reread;
 		read_iseq(q, &layouts[layout < NLAYOUTS ? layout : 0]);
-		q->next = rb->buckets[h];
-		rb->buckets[h] = q;
-		rb->niseq++;
+		if (cp_rt_cache_put(&rb->iseqs, &q->e))
+			return -1;
 	}
 	if (q->bad)
 		return -1;
@@ -733,26 +651,7 @@ int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t ad
 
 void cp_ruby_forget(struct cp_ruby *rb, uint32_t pid)
 {
-	struct owner *o = owner_find(rb, pid);
-
-	if (!o)
-		return;
-	*o = rb->owners[--rb->nowners];
-	for (size_t i = 0; i < ISEQ_BUCKETS; i++) {
-		struct iseq **pp = &rb->buckets[i];
-
-		while (*pp) {
-			struct iseq *q = *pp;
-
-			if (q->pid == pid) {
-				*pp = q->next;
-				iseq_free(q);
-				rb->niseq--;
-			} else {
-				pp = &q->next;
-			}
-		}
-	}
+	cp_rt_cache_forget(&rb->iseqs, pid);
 }
 
 /* ---- the runtime's row (lib/sampling/runtime.h) ---- */

@@ -115,7 +115,6 @@ struct layout {
 };
 
 #define LAYOUTS_MAX 16
-#define BINS_MAX 32
 #define FN_BUCKETS 4096
 #define FN_MAX 65536     /* functions kept; past it the cache starts over */
 #define MAPS_BITS 12     /* the map -> type cache */
@@ -131,7 +130,7 @@ struct layout {
 
 /* a binary looked at */
 struct bin {
-	char *key;
+	char *key;  /* (cp_rt_bins') */
 	int layout; /* -1: not a V8 this knows */
 };
 
@@ -159,8 +158,7 @@ struct cp_v8 {
 	const char *verb;
 	struct layout layouts[LAYOUTS_MAX];
 	size_t nlayouts;
-	struct bin bins[BINS_MAX];
-	size_t nbins, nextbin;
+	struct cp_rt_bins bins;
 	struct fn *buckets[FN_BUCKETS];
 	size_t nfn;
 	uint64_t serial, calls;
@@ -179,8 +177,10 @@ struct cp_v8 *cp_v8_new(const char *verb)
 {
 	struct cp_v8 *v = calloc(1, sizeof(*v));
 
-	if (v)
+	if (v) {
 		v->verb = verb;
+		v->bins.size = sizeof(struct bin);
+	}
 	return v;
 }
 
@@ -211,8 +211,7 @@ void cp_v8_free(struct cp_v8 *v)
 	if (!v)
 		return;
 	fns_clear(v);
-	for (size_t i = 0; i < v->nbins; i++)
-		free(v->bins[i].key);
+	cp_rt_bins_fini(&v->bins);
 	for (size_t i = 0; i < SCRIPTS_MAX; i++)
 		free(v->scripts[i].ends);
 	free(v);
@@ -358,37 +357,24 @@ static int inspect(struct cp_v8 *v, int fd, const char *path)
  * -1 when none; -ENOMEM */
 static int bin_layout(struct cp_v8 *v, struct cp_proc *p, struct cp_map *m)
 {
-	char kb[512], key[4096 + 512];
-	const char *id = cp_map_key(m, p, kb, sizeof(kb));
-	struct bin *b;
-	int fd, got = -1;
+	bool fresh;
+	struct bin *b = cp_rt_bin(&v->bins, p, m, &fresh);
+	int fd;
 
-	if (!id)
-		return -1;
-	snprintf(key, sizeof(key), "%s %s", id, m->path);
-	for (size_t i = 0; i < v->nbins; i++)
-		if (!strcmp(v->bins[i].key, key))
-			return v->bins[i].layout;
-	fd = cp_map_open(p, m, -1);
-	if (fd >= 0) {
-		got = inspect(v, fd, m->path);
-		close(fd);
-	}
-	if (got == -ENOMEM)
-		return got;
-	if (v->nbins < BINS_MAX) {
-		b = &v->bins[v->nbins++];
-	} else { /* round robin */
-		b = &v->bins[v->nextbin++ % BINS_MAX];
-		free(b->key);
-	}
-	if (!(b->key = strdup(key))) {
+	if (!b)
+		return errno == ENOMEM ? cp_error(ENOMEM, "out of memory looking at %s", m->path) : -1;
+	if (fresh) {
 		b->layout = -1;
-		b->key = strdup("");
-		return b->key ? got : -ENOMEM;
+		if ((fd = cp_map_open(p, m, -1)) >= 0) {
+			b->layout = inspect(v, fd, m->path);
+			close(fd);
+		}
+		if (b->layout == -ENOMEM) { /* (said by inspect) */
+			b->layout = -1;
+			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
+		}
 	}
-	b->layout = got;
-	return got;
+	return b->layout;
 }
 
 int cp_v8_detect(struct cp_v8 *v, struct cp_proc *p, unsigned *layout)

@@ -413,79 +413,198 @@ int cp_hotspot_detect(struct cp_hotspot *h, struct cp_proc *p, unsigned *layout)
 	return 0;
 }
 
+/* The VMStructs tables are read a chunk of entries at a time, and their
+ * names (in libjvm's .rodata) a chunk at a time too, with one
+ * process_vm_readv each (a chunk that cannot be read whole is read entry by
+ * entry): a few hundred calls for a JVM's ~8,000 entries, not ~40,000. */
+#define CHUNK 64
+#define ENTRY_MAX 256 /* a table's stride at most */
+#define NAME_READ 96  /* bytes read of a name: longer ones are not among those wanted */
+
+struct table_rd {
+	uint32_t pid;
+	uint64_t at, stride, end;  /* the next entry, the table's stride, ENTRIES_MAX entries' end */
+	uint8_t buf[CHUNK * ENTRY_MAX];
+	size_t n, i;               /* entries in buf, the next one */
+};
+
+static void table_start(struct table_rd *t, uint32_t pid, uint64_t at, uint64_t stride)
+{
+	t->pid = pid;
+	t->at = at;
+	t->stride = stride;
+	t->end = at + ENTRIES_MAX * stride;
+	t->n = t->i = 0;
+}
+
+/* the next entry of a table (NULL at its end, or when unreadable) */
+static const uint8_t *table_next(struct table_rd *t)
+{
+	if (t->i == t->n) {
+		if (t->at >= t->end)
+			return NULL;
+		t->n = CHUNK;
+		t->i = 0;
+		if (!rd(t->pid, t->at, t->buf, CHUNK * t->stride)) { /* at the mapping's end: one at a time */
+			t->n = 1;
+			if (!rd(t->pid, t->at, t->buf, t->stride))
+				return NULL;
+		}
+		t->at += t->n * t->stride;
+	}
+	return t->buf + t->i++ * t->stride;
+}
+
+/* the names at ptrs[0..n) into names[] (NUL-terminated, "" when unreadable) */
+static void read_names(uint32_t pid, const uint64_t *ptrs, size_t n, char (*names)[NAME_READ + 1])
+{
+	struct iovec lo[CHUNK], re[CHUNK];
+	ssize_t got;
+	size_t whole;
+
+	for (size_t k = 0; k < n; k++) {
+		lo[k] = (struct iovec){ names[k], NAME_READ };
+		re[k] = (struct iovec){ (void *)(uintptr_t)ptrs[k], NAME_READ };
+		names[k][0] = names[k][NAME_READ] = 0;
+	}
+	got = n ? process_vm_readv((pid_t)pid, lo, n, re, n, 0) : 0;
+	whole = got > 0 ? (size_t)got / NAME_READ : 0;
+	for (size_t k = whole; k < n; k++) /* past a fault: each on its own (rd_str stops at the NUL) */
+		if (!ptrs[k] || !rd_str(pid, ptrs[k], names[k], sizeof(names[k])))
+			names[k][0] = 0;
+}
+
 /* Reads binary b's layout from process pid (its JVM started): false when
  * the tables are not filled yet, or (b->bad) lack what this needs. */
 static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint64_t bias)
 {
-	uint64_t g[NSYM], ent, stride;
+	uint64_t g[NSYM];
 	bool have[NFIELD] = { false }, shave[NSTATIC] = { false }, last_sp = false, cps = false, hbs = false,
-	     pcs = false, cms = false, lines = false;
-	char type[128], field[128];
+	     pcs = false, cms = false, lines = false, end = false;
 	struct layout *l = &b->lay;
+	struct table_rd *t;
+	char(*names)[NAME_READ + 1];
+	uint64_t ptrs[2 * CHUNK], vals[CHUNK][2];
+	char full[2 * NAME_READ + 4];
 
 	for (size_t k = 0; k < NSYM; k++)
 		if (!rd64(pid, b->sym[k] + bias, &g[k]))
 			return false;
-	if (!g[G_STRUCTS] || !g[G_TYPES] || !g[G_INTS] || !g[G_S_STRIDE] || !g[G_T_STRIDE] || !g[G_I_STRIDE])
-		return false; /* not filled yet */
+	if (!g[G_STRUCTS] || !g[G_TYPES] || !g[G_INTS] || !g[G_S_STRIDE] || !g[G_T_STRIDE] || !g[G_I_STRIDE] ||
+	    g[G_S_STRIDE] > ENTRY_MAX || g[G_T_STRIDE] > ENTRY_MAX || g[G_I_STRIDE] > ENTRY_MAX)
+		return false; /* not filled yet (or not a table this reads) */
+	t = malloc(sizeof(*t));
+	names = malloc(2 * CHUNK * sizeof(*names));
+	if (!t || !names) {
+		free(t);
+		free(names);
+		return false;
+	}
 	memset(l, 0, sizeof(*l));
-	stride = g[G_S_STRIDE];
-	for (ent = g[G_STRUCTS]; ent < g[G_STRUCTS] + ENTRIES_MAX * stride; ent += stride) {
-		uint64_t tp, fp, off, addr;
-		int32_t is_static;
-		char full[260];
+	/* the fields: a chunk of entries, then their type and field names */
+	table_start(t, pid, g[G_STRUCTS], g[G_S_STRIDE]);
+	while (!end) {
+		size_t n = 0;
+		int32_t stat[CHUNK];
+		const uint8_t *e;
 
-		if (!rd64(pid, ent + g[G_S_TYPE], &tp) || !tp)
-			break;
-		if (!rd64(pid, ent + g[G_S_FIELD], &fp) || !rd_str(pid, tp, type, sizeof(type)) ||
-		    !rd_str(pid, fp, field, sizeof(field)))
-			continue;
-		snprintf(full, sizeof(full), "%s::%s", type, field);
-		if (!rd(pid, ent + g[G_S_STATIC], &is_static, 4) || !rd64(pid, ent + g[G_S_OFFSET], &off) ||
-		    !rd64(pid, ent + g[G_S_ADDRESS], &addr))
-			continue;
-		for (size_t k = 0; k < NFIELD; k++)
-			if (!is_static && !have[k] && !strcmp(full, field_names[k]) && off < 4096) {
-				l->off[k] = (int32_t)off;
-				have[k] = true;
+		while (n < CHUNK && (e = table_next(t))) {
+			uint64_t tp, fp;
+
+			memcpy(&tp, e + (g[G_S_TYPE] % ENTRY_MAX), 8);
+			if (!tp) {
+				end = true;
+				break;
 			}
-		for (size_t k = 0; k < NSTATIC; k++)
-			if (is_static && !shave[k] && !strcmp(full, static_names[k])) {
-				l->stat[k] = addr - bias;
-				shave[k] = true;
+			memcpy(&fp, e + (g[G_S_FIELD] % ENTRY_MAX), 8);
+			memcpy(&stat[n], e + (g[G_S_STATIC] % ENTRY_MAX), 4);
+			memcpy(&vals[n][0], e + (g[G_S_OFFSET] % ENTRY_MAX), 8);
+			memcpy(&vals[n][1], e + (g[G_S_ADDRESS] % ENTRY_MAX), 8);
+			ptrs[2 * n] = tp;
+			ptrs[2 * n + 1] = fp;
+			n++;
+		}
+		if (n < CHUNK && !end)
+			end = true; /* unreadable: what was read counts */
+		read_names(pid, ptrs, n, names);
+		read_names(pid, ptrs + n, n, names + n);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(full, sizeof(full), "%s::%s", names[2 * i], names[2 * i + 1]); /* (as ptrs) */
+			for (size_t k = 0; k < NFIELD; k++)
+				if (!stat[i] && !have[k] && !strcmp(full, field_names[k]) && vals[i][0] < 4096) {
+					l->off[k] = (int32_t)vals[i][0];
+					have[k] = true;
+				}
+			for (size_t k = 0; k < NSTATIC; k++)
+				if (stat[i] && !shave[k] && !strcmp(full, static_names[k])) {
+					l->stat[k] = vals[i][1] - bias;
+					shave[k] = true;
+				}
+		}
+	}
+	/* the types' sizes */
+	table_start(t, pid, g[G_TYPES], g[G_T_STRIDE]);
+	for (end = false; !end;) {
+		size_t n = 0;
+		const uint8_t *e;
+
+		while (n < CHUNK && (e = table_next(t))) {
+			memcpy(&ptrs[n], e + (g[G_T_NAME] % ENTRY_MAX), 8);
+			if (!ptrs[n]) {
+				end = true;
+				break;
 			}
-	}
-	stride = g[G_T_STRIDE];
-	for (ent = g[G_TYPES]; ent < g[G_TYPES] + ENTRIES_MAX * stride; ent += stride) {
-		uint64_t np, size;
+			memcpy(&vals[n][0], e + (g[G_T_SIZE] % ENTRY_MAX), 8);
+			n++;
+		}
+		if (n < CHUNK && !end)
+			end = true;
+		read_names(pid, ptrs, n, names);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t size = vals[i][0];
 
-		if (!rd64(pid, ent + g[G_T_NAME], &np) || !np)
-			break;
-		if (!rd_str(pid, np, type, sizeof(type)) || !rd64(pid, ent + g[G_T_SIZE], &size) || size > 4096)
-			continue;
-		if (!strcmp(type, "ConstantPool"))
-			l->cp_size = (uint32_t)size, cps = true;
-		else if (!strcmp(type, "HeapBlock"))
-			l->heapblock_size = (uint32_t)size, hbs = true;
-		else if (!strcmp(type, "PcDesc"))
-			l->pcdesc_size = (uint32_t)size, pcs = true;
-		else if (!strcmp(type, "ConstMethod"))
-			l->constmethod_size = (uint32_t)size, cms = true;
+			if (size > 4096)
+				continue;
+			if (!strcmp(names[i], "ConstantPool"))
+				l->cp_size = (uint32_t)size, cps = true;
+			else if (!strcmp(names[i], "HeapBlock"))
+				l->heapblock_size = (uint32_t)size, hbs = true;
+			else if (!strcmp(names[i], "PcDesc"))
+				l->pcdesc_size = (uint32_t)size, pcs = true;
+			else if (!strcmp(names[i], "ConstMethod"))
+				l->constmethod_size = (uint32_t)size, cms = true;
+		}
 	}
-	stride = g[G_I_STRIDE];
-	for (ent = g[G_INTS]; ent < g[G_INTS] + ENTRIES_MAX * stride; ent += stride) {
-		uint64_t np;
-		int32_t v;
+	/* the int constants */
+	table_start(t, pid, g[G_INTS], g[G_I_STRIDE]);
+	for (end = false; !end;) {
+		size_t n = 0;
+		const uint8_t *e;
 
-		if (!rd64(pid, ent + g[G_I_NAME], &np) || !np)
-			break;
-		if (!rd_str(pid, np, type, sizeof(type)) || !rd(pid, ent + g[G_I_VALUE], &v, 4))
-			continue;
-		if (!strcmp(type, "frame::interpreter_frame_last_sp_offset"))
-			l->last_sp = v, last_sp = true;
-		else if (!strcmp(type, "ConstMethod::_has_linenumber_table"))
-			l->has_lines = v, lines = true;
+		while (n < CHUNK && (e = table_next(t))) {
+			int32_t v;
+
+			memcpy(&ptrs[n], e + (g[G_I_NAME] % ENTRY_MAX), 8);
+			if (!ptrs[n]) {
+				end = true;
+				break;
+			}
+			memcpy(&v, e + (g[G_I_VALUE] % ENTRY_MAX), 4);
+			vals[n][0] = (uint64_t)(int64_t)v;
+			n++;
+		}
+		if (n < CHUNK && !end)
+			end = true;
+		read_names(pid, ptrs, n, names);
+		for (size_t i = 0; i < n; i++) {
+			if (!strcmp(names[i], "frame::interpreter_frame_last_sp_offset"))
+				l->last_sp = (int32_t)vals[i][0], last_sp = true;
+			else if (!strcmp(names[i], "ConstMethod::_has_linenumber_table"))
+				l->has_lines = (int32_t)vals[i][0], lines = true;
+		}
 	}
+	free(t);
+	free(names);
 	b->bad = !last_sp || !cps || !hbs || !pcs || !cms || !lines || l->off[F_PC_OFFSET] + 4 > (int32_t)l->pcdesc_size ||
 		 l->off[F_PC_SCOPE] + 4 > (int32_t)l->pcdesc_size;
 	for (size_t k = 0; k < NFIELD; k++)

@@ -29,7 +29,7 @@ step "build/: the tests about stored time with the clock moved 400 days ahead (f
 count build test-suite-faketime.log
 
 # The tests that are sensitive to load again with every core kept busy (as on a loaded production host).
-LOAD_TESTS="tests/cli/test-record.sh tests/cli/test-record-programs.sh tests/cli/test-record-storm.sh tests/cli/test-jit.sh tests/cli/test-top.sh"
+LOAD_TESTS="tests/cli/test-record.sh tests/cli/test-record-programs.sh tests/cli/test-record-storm.sh tests/cli/test-jit.sh tests/cli/test-top.sh tests/cli/test-ruby.sh"
 step "build/: the load-sensitive tests with $(nproc) busy loops"
 busy=
 trap 'kill $busy 2>/dev/null' EXIT

@@ -100,6 +100,30 @@ share_near() {
 		t = t > 10 * p ? t : 10 * p; printf "%d", t + 0.999 }')
 	ok "$1: $((_s / 10)).$((_s % 10))% in 75 +- $((_t / 10)).$((_t % 10))" test "$_s" -ge $((750 - _t)) -a "$_s" -le $((750 + _t))
 }
+# hot_pair HOW FOLDED A-RE B-RE WHOLE-RE: the checks of a runtime's workload with two hot
+# functions at 3:1 under an outer one (tests/fixtures/record: v8.js, Hot.java, hot.rb), on FOLDED
+# (its stacks, in samples): a frame of each (A-RE, B-RE) is named, there are enough samples, A has
+# 3/4 of the two within 3 points, and >= 99% of their stacks are whole (WHOLE-RE: from the
+# process's or thread's start through outer); when not, the three busiest others are shown
+hot_pair() {
+	_how=$1 _f=$2
+	_a=$(printf '%s\n' "$_f" | sum "$3")
+	_b=$(printf '%s\n' "$_f" | sum "$4")
+	_hot=$(printf '%s\n' "$_f" | sum "($3)|($4)")
+	_whole=$(printf '%s\n' "$_f" | sum "$5")
+	diag "$_how: $_a and $_b samples of the two, whole stacks $_whole of $_hot"
+	ok "$_how: both hot functions are named, with their file ($_a, $_b samples)" test "$_a" -gt 0 -a "$_b" -gt 0
+	ok "$_how: enough samples of the two to compare ($((_a + _b)) >= 100)" test "$((_a + _b))" -ge 100
+	share_near "$_how: the first has 3/4 of the two" "$_a" "$_b" 3
+	ok "$_how: >= 99% of their stacks are whole, from the start through outer ($_whole of $_hot)" \
+		test "$_hot" -gt 0 -a "$((100 * _whole))" -ge "$((99 * _hot))"
+	if [ "$_a" = 0 ] || [ "$((100 * _whole))" -lt "$((99 * _hot))" ]; then
+		printf '%s\n' "$_f" | grep -Ev "$5" | awk '{ print $NF "\t" $0 }' | sort -rn | head -n 3 | cut -c1-600 |
+			sed 's/^/#   /'
+	fi
+}
+# in_samples NS: folded stacks weighed in CPU nanoseconds (the store's) in samples of NS each
+in_samples() { awk -v ns="$1" '{ n = $NF; sub(/[0-9]+$/, ""); printf "%s%d\n", $0, n / ns }'; }
 # skip_all REASON: for tests that need what this machine lacks (never a missing feature)
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { printf '# %s\n' "$*"; }

@@ -22,22 +22,9 @@ rec() { timeout -s KILL 300 "$CPROF" record "$@"; }
 
 # check HOW FOLDED: the stacks of one JVM (in samples)
 check() {
-	how=$1 f=$2
-	a=$(printf '%s\n' "$f" | sum ';Hot\.spinA \(Hot\.java\)( |;)')
-	b=$(printf '%s\n' "$f" | sum ';Hot\.spinB \(Hot\.java\)( |;)')
-	hot=$(printf '%s\n' "$f" | sum ';Hot\.spin[AB] \(Hot\.java\)( |;)')
 	# whole: from the thread's start through the JVM's C++ and its call stub to main, outer and the method
-	whole=$(printf '%s\n' "$f" | sum '^__clone3;start_thread;.*;JavaMain;.*;Hot\.main \(Hot\.java\);Hot\.outer \(Hot\.java\);Hot\.spin[AB] ')
-	diag "$how: spinA $a, spinB $b, whole stacks $whole of $hot"
-	ok "$how: Hot.spinA and Hot.spinB are named, with their source file ($a, $b samples)" test "$a" -gt 0 -a "$b" -gt 0
-	ok "$how: enough samples of the two to compare ($((a + b)) >= 100)" test "$((a + b))" -ge 100
-	share_near "$how: spinA has 3/4 of the two" "$a" "$b" 3
-	ok "$how: >= 99% of their stacks are whole, from the thread's start through Hot.outer ($whole of $hot)" \
-		test "$hot" -gt 0 -a "$((100 * whole))" -ge "$((99 * hot))"
-	if [ "$a" = 0 ] || [ "$((100 * whole))" -lt "$((99 * hot))" ]; then
-		printf '%s\n' "$f" | grep -v 'JavaMain;.*;Hot\.outer (Hot\.java);Hot\.spin' | awk '{ print $NF "\t" $0 }' |
-			sort -rn | head -n 3 | cut -c1-600 | sed 's/^/#   /'
-	fi
+	hot_pair "$1" "$2" ';Hot\.spinA \(Hot\.java\)( |;)' ';Hot\.spinB \(Hot\.java\)( |;)' \
+		'^__clone3;start_thread;.*;JavaMain;.*;Hot\.main \(Hot\.java\);Hot\.outer \(Hot\.java\);Hot\.spin[AB] '
 }
 
 # ---- record -- java ----
@@ -75,7 +62,7 @@ wait "$r"
 is "$?" 0 "record --all, stopped by SIGTERM, exits 0"
 # (the store's CPU time in samples: 2004008 ns each at 499 Hz)
 check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$jn\"}" |
-	awk '{ n = $NF; sub(/[0-9]+$/, ""); printf "%s%d\n", $0, n / 2004008 }')"
+	in_samples 2004008)"
 
 # ---- top ----
 run timeout -s KILL 120 "$CPROF" top --stdio -n 1 -d 3 -s total --limit 50 -- "$JAVA" -cp "$T/cls" Hot 3

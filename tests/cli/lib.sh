@@ -122,6 +122,36 @@ hot_pair() {
 			sed 's/^/#   /'
 	fi
 }
+# record_p NAME CMD...: a workload already running, recorded: starts CMD with a GO file as its last
+# argument (it spends its CPU budget once the file exists) in the background (its pid added to $bg,
+# which the test kills at exit), records it with -p PID -F 999 into $T/NAME.pb.gz, makes the file
+# once cprof samples, and returns cprof record's status (it exits when CMD does)
+record_p() {
+	_rn=$1
+	shift
+	"$@" "$T/$_rn.go" >"$T/$_rn.out" &
+	_w=$!
+	bg="${bg:-} $_w"
+	timeout -s KILL 300 "$CPROF" record -F 999 -p "$_w" -o "$T/$_rn.pb.gz" 2>"$T/$_rn.err" &
+	_r=$!
+	wait_sampling "$T/$_rn.err"
+	touch "$T/$_rn.go"
+	wait "$_r"
+}
+# record_all NAME CMD...: a workload started while the whole system is recorded (-F 499) into the
+# store $T/NAME: CMD runs once cprof samples, then cprof gets SIGTERM; sets PID to CMD's first line
+# of output (its pid) and returns cprof record's status
+record_all() {
+	_rn=$1
+	shift
+	timeout -s KILL 300 "$CPROF" record --all -F 499 --data "$T/$_rn" 2>"$T/$_rn.err" &
+	_r=$!
+	wait_sampling "$T/$_rn.err"
+	"$@" >"$T/$_rn.out"
+	PID=$(head -n 1 "$T/$_rn.out")
+	kill -TERM "$_r" 2>/dev/null
+	wait "$_r"
+}
 # in_samples NS: folded stacks weighed in CPU nanoseconds (the store's) in samples of NS each
 in_samples() { awk -v ns="$1" '{ n = $NF; sub(/[0-9]+$/, ""); printf "%s%d\n", $0, n / ns }'; }
 # skip_all REASON: for tests that need what this machine lacks (never a missing feature)

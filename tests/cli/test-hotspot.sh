@@ -43,25 +43,15 @@ ok "Hot.spinA's busiest line is in its body (Hot.java:${line:-none}, the method 
 	test -n "$line" -a "${line:-0}" -gt "$la" -a "${line:-0}" -le $((la + 5))
 
 # ---- a JVM already running: record -p PID ----
-"$JAVA" -cp "$T/cls" Hot 4 "$T/go" >"$T/p.out" & jp=$!
-bg="$bg $jp"
-timeout -s KILL 300 "$CPROF" record -F 999 -p "$jp" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
-wait_sampling "$T/p.err"
-touch "$T/go"
-wait "$r"
+record_p p "$JAVA" -cp "$T/cls" Hot 4
 is "$?" 0 "record -p PID of java exits 0 when the JVM does"
 check "record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
 
 # ---- the whole system into the store, the JVM started while recording ----
-timeout -s KILL 300 "$CPROF" record --all -F 499 --data "$T/all" 2>"$T/all.err" & r=$!
-wait_sampling "$T/all.err"
-"$JAVA" -cp "$T/cls" Hot 4 >"$T/all.out"
-jn=$(head -n 1 "$T/all.out")
-kill -TERM "$r" 2>/dev/null
-wait "$r"
+record_all all "$JAVA" -cp "$T/cls" Hot 4
 is "$?" 0 "record --all, stopped by SIGTERM, exits 0"
 # (the store's CPU time in samples: 2004008 ns each at 499 Hz)
-check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$jn\"}" |
+check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$PID\"}" |
 	in_samples 2004008)"
 
 # ---- top ----

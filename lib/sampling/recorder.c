@@ -239,7 +239,8 @@ static int64_t runtime_location(struct cp_recorder *r, struct cp_profile *prof, 
 	loc = named_rt_location(prof, rt, got < 0 ? NULL : &nm, got < 0 ? 0 : f->data);
 	if (loc <= 0)
 		return -1;
-	cp_locmemo_put(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER, (uint32_t)loc);
+	if (got == 0) /* (one that could not be read may be read later: its memory reused) */
+		cp_locmemo_put(r->memo, mpid, p->maps_gen, key, CP_LOCMEMO_USER, (uint32_t)loc);
 	return loc;
 }
 

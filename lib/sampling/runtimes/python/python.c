@@ -389,11 +389,13 @@ const struct cp_py_code *cp_python_code(struct cp_python *py, uint32_t pid, unsi
 		c->e.pid = pid;
 		c->e.addr = code;
 		read_code(c, &layouts[layout < sizeof(layouts) / sizeof(*layouts) ? layout : 0]);
+		if (c->bad) { /* not kept: the memory may hold a code object later */
+			code_free(&c->e);
+			return NULL;
+		}
 		if (cp_rt_cache_put(&py->codes, &c->e))
 			return NULL;
 	}
-	if (c->bad)
-		return NULL;
 	/* the instruction last started, in code units (-1: none yet) */
 	at = instr >= c->code_start ? (int64_t)((instr - c->code_start) / 2) : -1;
 	if (!generator && at < c->first_traceable) {

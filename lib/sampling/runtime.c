@@ -272,13 +272,14 @@ void cp_rt_cache_forget(struct cp_rt_cache *c, uint32_t pid)
 	}
 }
 
-void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m, bool *fresh)
+void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m,
+		void (*look)(void *ctx, void *bin, int fd, const char *path), void *ctx)
 {
 	char kb[512], key[4096 + 512];
 	const char *id = cp_map_key(m, p, kb, sizeof(kb));
 	char *b, *k;
+	int fd;
 
-	*fresh = false;
 	if (!id) {
 		errno = ENOENT;
 		return NULL;
@@ -305,7 +306,10 @@ void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m
 	}
 	memset(b, 0, bs->size);
 	*(char **)b = k;
-	*fresh = true;
+	fd = cp_map_open(p, m, -1);
+	look(ctx, b, fd, m->path);
+	if (fd >= 0)
+		close(fd);
 	return b;
 }
 

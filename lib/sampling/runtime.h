@@ -167,10 +167,12 @@ struct cp_rt_bins {
 	void *v;
 	size_t size, n, next;
 };
-/* The bin of the file mapping m maps in process p, with *fresh when it is
- * new (all zero but its key: to be looked at); NULL with errno ENOMEM when
- * out of memory, ENOENT when m's file cannot be told (gone). */
-void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m, bool *fresh);
+/* The bin of the file mapping m maps in process p; a new one (all zero but
+ * its key) is given to look(ctx, bin, fd, path) with the file open on fd
+ * (-1 when it cannot be opened); NULL with errno ENOMEM when out of
+ * memory, ENOENT when m's file cannot be told (gone). */
+void *cp_rt_bin(struct cp_rt_bins *bs, const struct cp_proc *p, struct cp_map *m,
+		void (*look)(void *ctx, void *bin, int fd, const char *path), void *ctx);
 void cp_rt_bins_fini(struct cp_rt_bins *bs);
 
 /* len bytes of process pid's memory at addr into buf (process_vm_readv);

@@ -185,6 +185,13 @@ static void inspect(const struct cp_python *py, struct bin *b, int fd, const cha
 		       (unsigned)(version >> 24), (unsigned)((version >> 16) & 0xff));
 }
 
+/* cp_rt_bin's look: a new binary (none when it cannot be opened) */
+static void look(void *py, void *b, int fd, const char *path)
+{
+	if (fd >= 0)
+		inspect(py, b, fd, path);
+}
+
 int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc *out, uint64_t *eval_lo,
 		     uint64_t *eval_hi, unsigned *layout)
 {
@@ -195,20 +202,10 @@ int cp_python_detect(struct cp_python *py, struct cp_proc *p, struct cp_py_proc 
 
 		if (!m->path || m->path[0] != '/' || !cp_python_named(m->path))
 			continue;
-		bool fresh;
-
-		if (!(b = cp_rt_bin(&py->bins, p, m, &fresh))) {
+		if (!(b = cp_rt_bin(&py->bins, p, m, look, py))) {
 			if (errno == ENOMEM)
 				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
 			continue;
-		}
-		if (fresh) {
-			int fd = cp_map_open(p, m, -1);
-
-			if (fd >= 0) {
-				inspect(py, b, fd, m->path);
-				close(fd);
-			}
 		}
 		if (!b->lay || !cp_runtime_bias(&b->loads, m, &bias))
 			continue;

@@ -290,6 +290,13 @@ static void inspect(const struct cp_ruby *rb, struct bin *b, int fd, const char 
 	elf_end(e);
 }
 
+/* cp_rt_bin's look: a new binary (none when it cannot be opened) */
+static void look(void *rb, void *b, int fd, const char *path)
+{
+	if (fd >= 0)
+		inspect(rb, b, fd, path);
+}
+
 int cp_ruby_detect(struct cp_ruby *rb, struct cp_proc *p, struct cp_rb_proc *out, struct cp_rt_found *f)
 {
 	for (size_t i = 0; i < p->nmaps; i++) {
@@ -299,20 +306,10 @@ int cp_ruby_detect(struct cp_ruby *rb, struct cp_proc *p, struct cp_rb_proc *out
 
 		if (!m->path || m->path[0] != '/' || !cp_ruby_named(m->path))
 			continue;
-		bool fresh;
-
-		if (!(b = cp_rt_bin(&rb->bins, p, m, &fresh))) {
+		if (!(b = cp_rt_bin(&rb->bins, p, m, look, rb))) {
 			if (errno == ENOMEM)
 				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
 			continue;
-		}
-		if (fresh) {
-			int fd = cp_map_open(p, m, -1);
-
-			if (fd >= 0) {
-				inspect(rb, b, fd, m->path);
-				close(fd);
-			}
 		}
 		if (!b->lay || !cp_runtime_bias(&b->loads, m, &bias))
 			continue;

@@ -355,24 +355,21 @@ static int inspect(struct cp_v8 *v, int fd, const char *path)
 
 /* The layout of mapping m's binary, looked at once per build id and path:
  * -1 when none; -ENOMEM */
+/* cp_rt_bin's look: a new binary's layout (-1: none, or it cannot be opened; -ENOMEM) */
+static void look(void *v, void *bin, int fd, const char *path)
+{
+	((struct bin *)bin)->layout = fd >= 0 ? inspect(v, fd, path) : -1;
+}
+
 static int bin_layout(struct cp_v8 *v, struct cp_proc *p, struct cp_map *m)
 {
-	bool fresh;
-	struct bin *b = cp_rt_bin(&v->bins, p, m, &fresh);
-	int fd;
+	struct bin *b = cp_rt_bin(&v->bins, p, m, look, v);
 
 	if (!b)
 		return errno == ENOMEM ? cp_error(ENOMEM, "out of memory looking at %s", m->path) : -1;
-	if (fresh) {
+	if (b->layout == -ENOMEM) { /* (said by inspect) */
 		b->layout = -1;
-		if ((fd = cp_map_open(p, m, -1)) >= 0) {
-			b->layout = inspect(v, fd, m->path);
-			close(fd);
-		}
-		if (b->layout == -ENOMEM) { /* (said by inspect) */
-			b->layout = -1;
-			return cp_error(ENOMEM, "out of memory looking at %s", m->path);
-		}
+		return cp_error(ENOMEM, "out of memory looking at %s", m->path);
 	}
 	return b->layout;
 }

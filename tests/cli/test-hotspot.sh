@@ -13,7 +13,7 @@ JAVA=${JAVA:-/usr/lib/jvm/java-17-openjdk-amd64/bin/java}
 JAVAC=${JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}
 bg=""
 trap 'for p in $bg; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-run "$JAVAC" -d "$T/cls" "$FIXTURES/record/Hot.java"
+run "$JAVAC" -d "$T/cls" "$FIXTURES/record/Hot.java" "$FIXTURES/record/Inl.java"
 is "$rc" 0 "Debian's OpenJDK 17 compiles the workload"
 v=$("$JAVA" -version 2>&1 | head -n 1)
 diag "$v"
@@ -63,5 +63,25 @@ like "$out" ' Hot\.spinA \(Hot\.java\) +\[java\] ' "top lists Hot.spinA, in the 
 run rec -F 499 --no-runtimes -o "$T/no.pb.gz" -- "$JAVA" -cp "$T/cls" Hot 1
 f=$("$CPROF" query -t samples -f folded -i "$T/no.pb.gz")
 is "$(printf '%s\n' "$f" | sum 'Hot\.spin')" 0 "with --no-runtimes no Java method is named"
+
+# ---- methods C2 inlined: their own frames, from the nmethod's debug info ----
+# Inl.mid is compiled into Inl.work, Inl.leaf keeps its frame (dontinline); the JVM's own
+# -XX:+PrintInlining is the reference for what was inlined.  Without the scopes the stack
+# would go from work straight to leaf.
+run rec -F 499 -o "$T/inl.pb.gz" -- "$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Inl.leaf \
+	-XX:+UnlockDiagnosticVMOptions -XX:+PrintInlining -cp "$T/cls" Inl 2
+is "$rc" 0 "record -- java Inl exits 0"
+like "$out" 'Inl::mid \([0-9]+ bytes\) +inline' "the JVM says it inlined Inl.mid (-XX:+PrintInlining)"
+f=$("$CPROF" query -t samples -f folded -i "$T/inl.pb.gz")
+leaf=$(printf '%s\n' "$f" | sum ';Inl\.leaf \(Inl\.java\)( |;)')
+via=$(printf '%s\n' "$f" | sum ';Inl\.work \(Inl\.java\);Inl\.mid \(Inl\.java\);Inl\.leaf \(Inl\.java\)( |;)')
+ok "the inlined Inl.mid is between Inl.work and Inl.leaf in >= 95% of leaf's samples ($via of $leaf)" \
+	test "$leaf" -ge 100 -a $((100 * via)) -ge $((95 * leaf))
+# its line: the call to leaf in mid's body (the bci its scope gives), and work's the call to mid
+lm=$(grep -n -m1 'return leaf(x)' "$FIXTURES/record/Inl.java" | cut -d: -f1)
+lw=$(grep -n -m1 'x = mid(x)' "$FIXTURES/record/Inl.java" | cut -d: -f1)
+run env HOME="$T" go tool pprof -lines -traces "$T/inl.pb.gz"
+like "$out" "Inl\.mid \(Inl\.java\) Inl\.java:$lm
+ +Inl\.work \(Inl\.java\) Inl\.java:$lw" "the inlined frame's line is its call (Inl.java:$lm), its caller's its own (Inl.java:$lw)"
 
 done_testing

@@ -55,6 +55,7 @@ enum {
 	F_SQ_LIMIT,
 	F_PC_OFFSET,
 	F_PC_SCOPE,
+	F_HB_USED,
 	NFIELD
 };
 static const char *const field_names[NFIELD] = {
@@ -90,6 +91,7 @@ static const char *const field_names[NFIELD] = {
 	[F_SQ_LIMIT] = "StubQueue::_buffer_limit",
 	[F_PC_OFFSET] = "PcDesc::_pc_offset",
 	[F_PC_SCOPE] = "PcDesc::_scope_decode_offset",
+	[F_HB_USED] = "HeapBlock::Header::_used",
 };
 enum { S_HEAPS, S_LOW, S_HIGH, S_INTERP, NSTATIC };
 static const char *const static_names[NSTATIC] = {
@@ -116,7 +118,8 @@ static const struct layout jdk17 = {
 		 [F_BLOB_NAME] = 96, [F_CM_METHOD] = 112, [F_NM_PCS] = 268, [F_NM_DEPS] = 272, [F_NM_META] = 260,
 		 [F_CM_SCOPES] = 120, [F_PC_OFFSET] = 0, [F_PC_SCOPE] = 4, [F_METHOD_CONST] = 8, [F_CONST_CONSTANTS] = 8,
 		 [F_CONST_NAME_INDEX] = 34, [F_CONST_FLAGS] = 28, [F_CONST_CODE_SIZE] = 32, [F_CP_HOLDER] = 24, [F_CP_LENGTH] = 60, [F_CP_SOURCE_INDEX] = 54,
-		 [F_KLASS_NAME] = 24, [F_SYM_LENGTH] = 4, [F_SYM_BODY] = 6, [F_SQ_BUFFER] = 8, [F_SQ_LIMIT] = 20 },
+		 [F_KLASS_NAME] = 24, [F_SYM_LENGTH] = 4, [F_SYM_BODY] = 6, [F_SQ_BUFFER] = 8, [F_SQ_LIMIT] = 20,
+		 [F_HB_USED] = 8 },
 	.last_sp = -2,
 	.cp_size = 72,
 	.heapblock_size = 16,
@@ -164,14 +167,14 @@ static const char *const sym_names[NSYM] = {
 
 #define BINS_MAX 16
 #define HEAPS_MAX 8
-#define BLOBS_BITS 12
+#define CODES_MAX 4096 /* code blobs kept for a process; past it they start over */
+#define CODE_DATA_MAX (1u << 20) /* an nmethod's debug information read at most */
 #define METHODS_BITS 12
 #define METHODS_MAX 65536 /* methods kept; past it the cache starts over */
 #define CHECK_EVERY 32   /* samples a blob or method is given before it is read again */
 #define NAME_MAX_LEN 512
 #define ENTRIES_MAX 20000 /* VMStructs entries read at most */
 #define INLINE_MAX 8      /* methods of a compiled frame (the inlined ones and theirs) */
-#define PCDESCS_MAX 8192  /* PcDescs of an nmethod read at most */
 #define INL_NAMES 1024    /* names of inlined methods given in one call */
 
 struct bin {
@@ -182,6 +185,19 @@ struct bin {
 	bool read;   /* its layout was read from a process */
 	bool bad;    /* its tables lack a field this needs (said once) */
 	struct layout lay;
+};
+
+/* a code blob of a process, found for a pc in it */
+struct code {
+	uint64_t block;                 /* its HeapBlock */
+	uint64_t code_begin, code_end, method, name;
+	int32_t frame_size, frame_complete;
+	bool nmethod;
+	uint64_t checked; /* the call it was last read or checked in */
+	/* an nmethod's metadata, scopes and PcDescs: its bytes [meta, deps)
+	 * (NULL when they could not be read: no methods inlined then) */
+	uint8_t *data;
+	int32_t meta, scopes, pcs, deps; /* offsets from the blob */
 };
 
 /* a JVM process */
@@ -195,21 +211,16 @@ struct proc {
 	struct { uint64_t lo, hi, segmap; int log2; } heaps[HEAPS_MAX];
 	unsigned nheaps;
 	uint64_t nmethod_name; /* the address of the string "nmethod" (0: not seen yet) */
+	struct code *codes;    /* the blobs samples were in, by code_begin */
+	size_t ncodes, ccap;
 };
 
-/* a code blob, found for a pc */
-struct blob {
-	uint32_t pid;
-	uint64_t pc, at; /* the pc it was looked up for, its address (0: none) */
-	uint64_t code_begin, code_end, method;
-	int32_t frame_size, frame_complete;
-	bool nmethod;
-	uint64_t checked;
-	/* the methods running at pc, innermost first (those inlined, then the
-	 * nmethod's own), from its debug info; 0: just method */
-	uint64_t chain[INLINE_MAX];
+/* the methods running at a pc of an nmethod, innermost first (those
+ * inlined, then the nmethod's own), from its debug info */
+struct chain {
+	uint64_t m[INLINE_MAX];
 	int32_t bci[INLINE_MAX]; /* where in each */
-	unsigned nchain;
+	unsigned n;
 };
 
 /* a method named (by the Method* at, whose ConstMethod is constmethod) */
@@ -219,6 +230,7 @@ struct method {
 	uint64_t at, constmethod;
 	char *label, *name, *file;
 	uint64_t key;
+	uint64_t checked; /* the call its ConstMethod was last read in */
 	/* its line table (read when a line is first wanted): (bci, line) pairs */
 	bool lines_read;
 	uint32_t *lines;
@@ -232,7 +244,6 @@ struct cp_hotspot {
 	size_t nbins;
 	struct proc *procs;
 	size_t nprocs, pcap;
-	struct blob blobs[1u << BLOBS_BITS];
 	struct method *methods[1u << METHODS_BITS]; /* chains, the newest first */
 	size_t nmethods;
 	uint64_t calls, serial;
@@ -247,6 +258,21 @@ struct cp_hotspot *cp_hotspot_new(const char *verb)
 	if (h)
 		h->verb = verb;
 	return h;
+}
+
+static void code_free(struct code *c)
+{
+	free(c->data);
+	c->data = NULL;
+}
+
+static void codes_clear(struct proc *pr)
+{
+	for (size_t i = 0; i < pr->ncodes; i++)
+		code_free(&pr->codes[i]);
+	free(pr->codes);
+	pr->codes = NULL;
+	pr->ncodes = pr->ccap = 0;
 }
 
 static void method_free(struct method *m)
@@ -285,6 +311,8 @@ void cp_hotspot_free(struct cp_hotspot *h)
 	for (size_t i = 0; i < h->nbins; i++)
 		free(h->bins[i].key);
 	methods_drop(h, 0);
+	for (size_t i = 0; i < h->nprocs; i++)
+		codes_clear(&h->procs[i]);
 	free(h->procs);
 	free(h);
 }
@@ -293,12 +321,10 @@ void cp_hotspot_forget(struct cp_hotspot *h, uint32_t pid)
 {
 	for (size_t i = 0; i < h->nprocs; i++)
 		if (h->procs[i].pid == pid) {
+			codes_clear(&h->procs[i]);
 			h->procs[i] = h->procs[--h->nprocs];
 			break;
 		}
-	for (size_t i = 0; i < (1u << BLOBS_BITS); i++)
-		if (h->blobs[i].pid == pid)
-			h->blobs[i].at = h->blobs[i].pc = 0;
 	methods_drop(h, pid);
 }
 
@@ -401,7 +427,9 @@ int cp_hotspot_detect(struct cp_hotspot *h, struct cp_proc *p, unsigned *layout)
 			if (cp_grow((void **)&h->procs, &h->pcap, h->nprocs + 1, sizeof(*h->procs)))
 				return cp_error(ENOMEM, "out of memory looking at %s", m->path);
 			pr = &h->procs[h->nprocs++];
+			memset(pr, 0, sizeof(*pr));
 		}
+		codes_clear(pr);
 		memset(pr, 0, sizeof(*pr));
 		pr->pid = p->pid;
 		pr->bin = (unsigned)(b - h->bins);
@@ -725,114 +753,194 @@ static bool read_u5(const uint8_t *b, size_t n, size_t *i, uint32_t *out)
 	return true;
 }
 
-/* The methods running at pc of nmethod bl (header hdr): its PcDesc for pc
- * (the first whose offset is past pc's: a call's is its return address)
- * and the chain of scopes from it (sender offset, method index into the
- * nmethod's metadata, bci), innermost first.  Left as none when it cannot
- * be read. */
-static void inlined(uint32_t pid, const struct layout *l, struct blob *bl, const uint8_t *hdr, uint64_t pc)
+/* The methods running at pc of nmethod c, from its debug info read with it:
+ * its PcDesc for pc (the first whose offset is past pc's: a call's is its
+ * return address) and the chain of scopes from it (sender offset, method
+ * index into the nmethod's metadata, bci), innermost first.  None when it
+ * cannot be read or does not end at the nmethod's own method. */
+static void chain_at(const struct layout *l, const struct code *c, uint64_t pc, struct chain *ch)
 {
-	int32_t pcs, deps, meta;
-	uint64_t scopes, rel = pc - bl->code_begin;
-	uint8_t *t;
-	size_t n, best = SIZE_MAX;
+	const uint8_t *d = c->data;
+	uint64_t rel = pc - c->code_begin;
+	size_t n, lo = 0, hi;
 	int32_t decode = 0;
 
-	memcpy(&pcs, hdr + l->off[F_NM_PCS], 4);
-	memcpy(&deps, hdr + l->off[F_NM_DEPS], 4);
-	memcpy(&meta, hdr + l->off[F_NM_META], 4);
-	memcpy(&scopes, hdr + l->off[F_CM_SCOPES], 8);
-	if (pcs <= 0 || deps <= pcs || meta <= 0 || !scopes)
+	ch->n = 0;
+	if (!d || pc < c->code_begin)
 		return;
-	n = (size_t)(deps - pcs) / l->pcdesc_size;
-	if (n == 0 || n > PCDESCS_MAX || n * l->pcdesc_size > 256 * 1024 || !(t = malloc(n * l->pcdesc_size)))
-		return;
-	if (rd(pid, bl->at + (uint64_t)pcs, t, n * l->pcdesc_size))
-		for (size_t i = 0; i < n; i++) { /* sorted by offset: the first past rel */
-			int32_t off;
+	/* the PcDescs, sorted by offset: the first past rel */
+	n = (size_t)(c->deps - c->pcs) / l->pcdesc_size;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int32_t off;
 
-			memcpy(&off, t + i * l->pcdesc_size + l->off[F_PC_OFFSET], 4);
-			if (off >= 0 && (uint64_t)off > rel) {
-				best = i;
-				break;
-			}
-		}
-	if (best != SIZE_MAX)
-		memcpy(&decode, t + best * l->pcdesc_size + l->off[F_PC_SCOPE], 4);
-	free(t);
-	/* each scope: its sender's offset (0: none), its method's index, its bci */
-	while (decode > 0 && bl->nchain < INLINE_MAX) {
-		uint8_t s[32];
-		size_t i = 0;
+		memcpy(&off, d + (c->pcs - c->meta) + mid * l->pcdesc_size + l->off[F_PC_OFFSET], 4);
+		if (off >= 0 && (uint64_t)off > rel)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo < n)
+		memcpy(&decode, d + (c->pcs - c->meta) + lo * l->pcdesc_size + l->off[F_PC_SCOPE], 4);
+	/* each scope (in [scopes, pcs)): its sender's offset (0: none), its
+	 * method's index into the metadata ([meta, scopes)), its bci */
+	while (decode > 0 && decode < c->pcs - c->scopes && ch->n < INLINE_MAX) {
+		size_t i = (size_t)(c->scopes - c->meta) + (size_t)decode, end = (size_t)(c->pcs - c->meta);
 		uint32_t sender, index, bci;
 		uint64_t m;
 
-		if (!rd(pid, scopes + (uint64_t)decode, s, sizeof(s)) || !read_u5(s, sizeof(s), &i, &sender) ||
-		    !read_u5(s, sizeof(s), &i, &index) || !read_u5(s, sizeof(s), &i, &bci) || index == 0 ||
-		    !rd64(pid, bl->at + (uint64_t)meta + 8 * (uint64_t)(index - 1), &m) || !m)
+		if (!read_u5(d, end, &i, &sender) || !read_u5(d, end, &i, &index) || !read_u5(d, end, &i, &bci) ||
+		    index == 0 || index > (uint32_t)(c->scopes - c->meta) / 8)
 			break;
-		bl->bci[bl->nchain] = (int32_t)bci - 1; /* InvocationEntryBci is -1 */
-		bl->chain[bl->nchain++] = m;
+		memcpy(&m, d + 8 * (size_t)(index - 1), 8);
+		if (!m)
+			break;
+		ch->bci[ch->n] = (int32_t)bci - 1; /* InvocationEntryBci is -1 */
+		ch->m[ch->n++] = m;
 		if ((int32_t)sender >= decode)
 			break; /* senders come before: not a chain this reads */
 		decode = (int32_t)sender;
 	}
 	/* the outermost must be the nmethod's own method, else none of it */
-	if (bl->nchain && bl->chain[bl->nchain - 1] != bl->method)
-		bl->nchain = 0;
+	if (ch->n && ch->m[ch->n - 1] != c->method)
+		ch->n = 0;
 }
 
-/* the blob at pc of process pr (kept, else read); NULL when none */
-static const struct blob *blob_of(struct cp_hotspot *h, struct proc *pr, const struct layout *l, uint64_t pc)
+/* the bytes of the blob header read (the fields used, from the HeapBlock on) */
+static size_t header_need(const struct layout *l)
 {
-	struct blob *bl = &h->blobs[cp_hash_u64(pc, pr->pid) & ((1u << BLOBS_BITS) - 1)];
-	uint8_t hdr[512];
-	uint64_t block, name;
-	size_t need = 0;
+	size_t need = (size_t)l->off[F_HB_USED] + 1;
+
+	for (size_t k = F_BLOB_FRAME_SIZE; k <= F_CM_SCOPES; k++)
+		if (l->heapblock_size + (size_t)l->off[k] + 8 > need)
+			need = l->heapblock_size + (size_t)l->off[k] + 8;
+	return need;
+}
+
+/* Blob block's header (hdr: header_need bytes from the HeapBlock) into c:
+ * false when it is not in use or is not the code of pc */
+static bool code_parse(const struct layout *l, const uint8_t *hdr, uint64_t block, uint64_t pc, struct code *c)
+{
+	const uint8_t *b = hdr + l->heapblock_size;
+
+	memset(c, 0, sizeof(*c));
+	c->block = block;
+	memcpy(&c->code_begin, b + l->off[F_BLOB_CODE_BEGIN], 8);
+	memcpy(&c->code_end, b + l->off[F_BLOB_CODE_END], 8);
+	memcpy(&c->frame_size, b + l->off[F_BLOB_FRAME_SIZE], 4);
+	memcpy(&c->frame_complete, b + l->off[F_BLOB_FRAME_COMPLETE], 4);
+	memcpy(&c->name, b + l->off[F_BLOB_NAME], 8);
+	memcpy(&c->method, b + l->off[F_CM_METHOD], 8);
+	memcpy(&c->meta, b + l->off[F_NM_META], 4);
+	memcpy(&c->pcs, b + l->off[F_NM_PCS], 4);
+	memcpy(&c->deps, b + l->off[F_NM_DEPS], 4);
+	return hdr[l->off[F_HB_USED]] != 0 && pc >= c->code_begin && pc < c->code_end && c->frame_size >= 0 &&
+	       c->frame_size <= 65536;
+}
+
+/* Is code c still the blob it was (its block in use, the same code and
+ * method)?  One read of its header. */
+static bool code_same(uint32_t pid, const struct layout *l, const struct code *c)
+{
+	uint8_t hdr[600];
+	struct code now;
+
+	return header_need(l) <= sizeof(hdr) && rd(pid, c->block, hdr, header_need(l)) && code_parse(l, hdr, c->block, c->code_begin, &now) &&
+	       now.code_end == c->code_end && now.frame_size == c->frame_size &&
+	       now.frame_complete == c->frame_complete && now.name == c->name &&
+	       (!c->nmethod || now.method == c->method);
+}
+
+/* Reads the blob at pc of process pr into c (its debug info too for an
+ * nmethod); false when there is none there */
+static bool code_read(struct proc *pr, const struct layout *l, uint64_t pc, struct code *c)
+{
+	uint8_t hdr[600];
+	uint64_t block, scopes, at;
 	char nm[8];
 
-	if (bl->pid == pr->pid && bl->pc == pc && h->calls - bl->checked < CHECK_EVERY)
-		return bl->at ? bl : NULL;
-	memset(bl, 0, sizeof(*bl));
-	bl->pid = pr->pid;
-	bl->pc = pc;
-	bl->checked = h->calls;
-	for (size_t k = F_BLOB_FRAME_SIZE; k <= F_CM_SCOPES; k++)
-		if ((size_t)l->off[k] + 8 > need)
-			need = (size_t)l->off[k] + 8;
-	if (!(block = block_of(pr->pid, pr, pc)) || need > sizeof(hdr) ||
-	    !rd(pr->pid, block + l->heapblock_size, hdr, need))
+	if (header_need(l) > sizeof(hdr) || !(block = block_of(pr->pid, pr, pc)) ||
+	    !rd(pr->pid, block, hdr, header_need(l)) ||
+	    !code_parse(l, hdr, block, pc, c))
+		return false;
+	at = block + l->heapblock_size;
+	if (c->name && c->name == pr->nmethod_name) {
+		c->nmethod = true;
+	} else if (c->name && !pr->nmethod_name && rd(pr->pid, c->name, nm, 8) && !memcmp(nm, "nmethod", 8)) {
+		pr->nmethod_name = c->name;
+		c->nmethod = true;
+	}
+	memcpy(&scopes, hdr + l->heapblock_size + l->off[F_CM_SCOPES], 8);
+	c->scopes = scopes > at && scopes - at < INT32_MAX ? (int32_t)(scopes - at) : 0;
+	/* its debug info: [meta, scopes) the metadata, [scopes, pcs) the
+	 * scopes, [pcs, deps) the PcDescs */
+	if (c->nmethod && c->meta > 0 && c->meta <= c->scopes && c->scopes < c->pcs && c->pcs < c->deps &&
+	    (size_t)(c->deps - c->meta) <= CODE_DATA_MAX && (c->data = malloc((size_t)(c->deps - c->meta))) &&
+	    !rd(pr->pid, at + (uint64_t)c->meta, c->data, (size_t)(c->deps - c->meta)))
+		code_free(c);
+	return true;
+}
+
+/* the blob at pc of process pr: kept (checked every CHECK_EVERY calls),
+ * else read; NULL when none */
+static const struct code *code_of(struct cp_hotspot *h, struct proc *pr, const struct layout *l, uint64_t pc)
+{
+	size_t lo = 0, hi = pr->ncodes;
+	struct code c;
+
+	while (lo < hi) { /* the first that begins past pc */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pr->codes[mid].code_begin <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && pc < pr->codes[lo - 1].code_end) {
+		struct code *k = &pr->codes[lo - 1];
+
+		if (h->calls - k->checked < CHECK_EVERY)
+			return k;
+		if (code_same(pr->pid, l, k)) {
+			k->checked = h->calls;
+			return k;
+		}
+		code_free(k); /* gone: another blob may be there now */
+		memmove(k, k + 1, (pr->ncodes - lo) * sizeof(*k));
+		pr->ncodes--;
+		lo--;
+	}
+	if (!code_read(pr, l, pc, &c))
 		return NULL;
-	memcpy(&bl->code_begin, hdr + l->off[F_BLOB_CODE_BEGIN], 8);
-	memcpy(&bl->code_end, hdr + l->off[F_BLOB_CODE_END], 8);
-	memcpy(&bl->frame_size, hdr + l->off[F_BLOB_FRAME_SIZE], 4);
-	memcpy(&bl->frame_complete, hdr + l->off[F_BLOB_FRAME_COMPLETE], 4);
-	memcpy(&name, hdr + l->off[F_BLOB_NAME], 8);
-	if (pc < bl->code_begin || pc >= bl->code_end || bl->frame_size < 0 || bl->frame_size > 65536)
-		return NULL; /* not the code of what was found */
-	if (name && name == pr->nmethod_name) {
-		bl->nmethod = true;
-	} else if (name && !pr->nmethod_name && rd(pr->pid, name, nm, 8) && !memcmp(nm, "nmethod", 8)) {
-		pr->nmethod_name = name;
-		bl->nmethod = true;
+	c.checked = h->calls;
+	if (pr->ncodes >= CODES_MAX)
+		codes_clear(pr), lo = 0;
+	if (cp_grow((void **)&pr->codes, &pr->ccap, pr->ncodes + 1, sizeof(c))) {
+		code_free(&c);
+		return NULL;
 	}
-	bl->at = block + l->heapblock_size;
-	if (bl->nmethod) {
-		memcpy(&bl->method, hdr + l->off[F_CM_METHOD], 8);
-		inlined(pr->pid, l, bl, hdr, pc);
-	}
-	return bl;
+	/* where it goes; those it overlaps (blobs freed since) go */
+	while (lo > 0 && pr->codes[lo - 1].code_end > c.code_begin)
+		lo--;
+	hi = lo;
+	while (hi < pr->ncodes && pr->codes[hi].code_begin < c.code_end)
+		code_free(&pr->codes[hi++]);
+	memmove(pr->codes + lo + 1, pr->codes + hi, (pr->ncodes - hi) * sizeof(c));
+	pr->ncodes = pr->ncodes - (hi - lo) + 1;
+	pr->codes[lo] = c;
+	return &pr->codes[lo];
 }
 
 int cp_hotspot_unwind(struct cp_hotspot *h, uint32_t pid, unsigned layout, uint64_t pc, bool exact,
 		      uint64_t *cfa_sp, bool *bp_saved)
 {
 	struct proc *pr = proc_ready(h, pid, layout);
-	const struct blob *bl;
+	const struct code *bl;
 
 	if (!pr || pc < pr->low || pc >= pr->high || (pc >= pr->ilo && pc < pr->ihi))
 		return 0; /* not compiled code: the interpreter's keeps rbp */
-	if (!(bl = blob_of(h, pr, &h->bins[layout].lay, exact ? pc : pc - 1)) || !bl->nmethod)
+	if (!(bl = code_of(h, pr, &h->bins[layout].lay, exact ? pc : pc - 1)) || !bl->nmethod)
 		return 0;
 	if ((exact ? pc : pc - 1) - bl->code_begin < (uint64_t)(bl->frame_complete > 0 ? bl->frame_complete : 0)) {
 		*cfa_sp = 8; /* in the prologue: the return address on top (rbp not saved yet) */
@@ -880,11 +988,23 @@ static struct method *method_of(struct cp_hotspot *h, uint32_t pid, const struct
 	int32_t cp_len;
 	char *cls = NULL, *name = NULL, *src = NULL;
 
+	/* the newest kept for m: given as it is while checked lately */
+	for (me = h->methods[hb]; me; me = me->next)
+		if (me->pid == pid && me->at == m)
+			break;
+	if (me && h->calls - me->checked < CHECK_EVERY)
+		return me;
 	if (!m || !rd64(pid, m + (uint64_t)l->off[F_METHOD_CONST], &cm) || !cm)
 		return NULL;
-	for (me = h->methods[hb]; me; me = me->next)
-		if (me->pid == pid && me->at == m && me->constmethod == cm)
+	for (struct method **pp = &h->methods[hb]; *pp; pp = &(*pp)->next)
+		if ((*pp)->pid == pid && (*pp)->at == m && (*pp)->constmethod == cm) {
+			me = *pp; /* made the newest */
+			*pp = me->next;
+			me->next = h->methods[hb];
+			h->methods[hb] = me;
+			me->checked = h->calls;
 			return me;
+		}
 	if (!rd64(pid, cm + (uint64_t)l->off[F_CONST_CONSTANTS], &cp) || !cp ||
 	    !rd(pid, cm + (uint64_t)l->off[F_CONST_NAME_INDEX], &name_index, 2) ||
 	    !rd64(pid, cp + (uint64_t)l->off[F_CP_HOLDER], &holder) || !holder ||
@@ -903,6 +1023,7 @@ static struct method *method_of(struct cp_hotspot *h, uint32_t pid, const struct
 	me->at = m;
 	me->constmethod = cm;
 	me->key = ++h->serial;
+	me->checked = h->calls;
 	if (asprintf(&me->name, "%s.%s", cls, name) < 0)
 		me->name = NULL;
 	/* the file: the class's package as a directory, and its source file */
@@ -1046,21 +1167,25 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 			    bcp >= me->constmethod + l->constmethod_size)
 				bci = (int32_t)(bcp - me->constmethod - l->constmethod_size);
 		} else {
-			const struct blob *bl = blob_of(h, pr, l, pc);
+			const struct code *c = code_of(h, pr, l, pc);
+			struct chain ch;
 
-			if (!bl || !bl->nmethod || !(me = method_of(h, pid, l, bl->nchain ? bl->chain[0] : bl->method)))
+			if (!c || !c->nmethod)
 				continue;
-			bci = bl->nchain ? bl->bci[0] : -1;
-			if (bl->nchain > 1) {
+			chain_at(l, c, pc, &ch);
+			if (!(me = method_of(h, pid, l, ch.n ? ch.m[0] : c->method)))
+				continue;
+			bci = ch.n ? ch.bci[0] : -1;
+			if (ch.n > 1) {
 				/* methods inlined: the innermost, and those it is in */
 				unsigned got = 0;
 				struct cp_rt_name *inl = h->inl + h->ninl;
 
-				for (unsigned k = 1; k < bl->nchain && h->ninl + got < INL_NAMES; k++) {
-					struct method *c = method_of(h, pid, l, bl->chain[k]);
+				for (unsigned k = 1; k < ch.n && h->ninl + got < INL_NAMES; k++) {
+					struct method *m2 = method_of(h, pid, l, ch.m[k]);
 
-					if (c)
-						inl[got++] = rt_name(c, java_line(pid, l, c, bl->bci[k]), 0);
+					if (m2)
+						inl[got++] = rt_name(m2, java_line(pid, l, m2, ch.bci[k]), 0);
 				}
 				h->ninl += got;
 				out[i] = rt_name(me, java_line(pid, l, me, bci), 0);

@@ -174,7 +174,7 @@ static const char *const sym_names[NSYM] = {
 #define CHECK_EVERY 32   /* samples a blob or method is given before it is read again */
 #define NAME_MAX_LEN 512
 #define ENTRIES_MAX 20000 /* VMStructs entries read at most */
-#define INLINE_MAX 8      /* methods of a compiled frame (the inlined ones and theirs) */
+#define INLINE_MAX CP_HOTSPOT_INLINE_MAX /* methods of a compiled frame (the inlined ones and theirs) */
 #define INL_NAMES 1024    /* names of inlined methods given in one call */
 
 struct bin {
@@ -1134,6 +1134,30 @@ static struct cp_rt_name rt_name(const struct method *m, int64_t line, uint64_t 
 				    .line = line, .key = key ? key << 20 | (uint64_t)(line & 0xfffff) : 0 };
 }
 
+/* The methods of the compiled frame at pc of process pr, those inlined first
+ * (from its nmethod's debug info), and where in each (bci, -1: not known):
+ * how many into me[] and bci[] (INLINE_MAX at most); 0 when pc is not an
+ * nmethod's code or its method cannot be read.  An inlined method that
+ * cannot be read is left out. */
+static unsigned compiled(struct cp_hotspot *h, struct proc *pr, const struct layout *l, uint64_t pc,
+			 struct method **me, int32_t *bci)
+{
+	const struct code *c = code_of(h, pr, l, pc);
+	struct chain ch;
+	unsigned n = 1;
+
+	if (!c || !c->nmethod)
+		return 0;
+	chain_at(l, c, pc, &ch);
+	if (!(me[0] = method_of(h, pr->pid, l, ch.n ? ch.m[0] : c->method)))
+		return 0;
+	bci[0] = ch.n ? ch.bci[0] : -1;
+	for (unsigned k = 1; k < ch.n; k++)
+		if ((me[n] = method_of(h, pr->pid, l, ch.m[k])))
+			bci[n++] = ch.bci[k];
+	return n;
+}
+
 int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const struct cp_sample_rec *s,
 		      const uint64_t *pcs, const uint64_t *fps, int n, struct cp_rt_name *out)
 {
@@ -1167,26 +1191,21 @@ int cp_hotspot_frames(struct cp_hotspot *h, uint32_t pid, unsigned layout, const
 			    bcp >= me->constmethod + l->constmethod_size)
 				bci = (int32_t)(bcp - me->constmethod - l->constmethod_size);
 		} else {
-			const struct code *c = code_of(h, pr, l, pc);
-			struct chain ch;
+			struct method *ms[INLINE_MAX];
+			int32_t bcis[INLINE_MAX];
+			unsigned k = compiled(h, pr, l, pc, ms, bcis);
 
-			if (!c || !c->nmethod)
+			if (!k)
 				continue;
-			chain_at(l, c, pc, &ch);
-			if (!(me = method_of(h, pid, l, ch.n ? ch.m[0] : c->method)))
-				continue;
-			bci = ch.n ? ch.bci[0] : -1;
-			if (ch.n > 1) {
+			me = ms[0];
+			bci = bcis[0];
+			if (k > 1) {
 				/* methods inlined: the innermost, and those it is in */
 				unsigned got = 0;
 				struct cp_rt_name *inl = h->inl + h->ninl;
 
-				for (unsigned k = 1; k < ch.n && h->ninl + got < INL_NAMES; k++) {
-					struct method *m2 = method_of(h, pid, l, ch.m[k]);
-
-					if (m2)
-						inl[got++] = rt_name(m2, java_line(pid, l, m2, ch.bci[k]), 0);
-				}
+				for (unsigned j = 1; j < k && h->ninl + got < INL_NAMES; j++, got++)
+					inl[got] = rt_name(ms[j], java_line(pid, l, ms[j], bcis[j]), 0);
 				h->ninl += got;
 				out[i] = rt_name(me, java_line(pid, l, me, bci), 0);
 				out[i].inl = inl;
@@ -1211,6 +1230,30 @@ const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m, 
 	me = method_of(h, pid, &jdk17, m);
 	*line = me ? java_line(pid, &jdk17, me, bci) : 0;
 	return me ? me->label : NULL;
+}
+
+unsigned cp_hotspot_compiled17(struct cp_hotspot *h, uint32_t pid, uint64_t lo, uint64_t hi, uint64_t segmap,
+			       int log2, uint64_t pc, const char **names, int64_t *lines)
+{
+	struct proc pr = { .pid = pid, .ready = true, .low = lo, .high = hi, .nheaps = 1 };
+	struct method *ms[INLINE_MAX];
+	int32_t bcis[INLINE_MAX];
+	unsigned n;
+
+	pr.heaps[0].lo = lo;
+	pr.heaps[0].hi = hi;
+	pr.heaps[0].segmap = segmap;
+	pr.heaps[0].log2 = log2;
+	h->calls++;
+	if (h->nmethods >= METHODS_MAX)
+		methods_drop(h, 0);
+	n = compiled(h, &pr, &jdk17, pc, ms, bcis);
+	for (unsigned k = 0; k < n; k++) {
+		names[k] = ms[k]->label;
+		lines[k] = java_line(pid, &jdk17, ms[k], bcis[k]);
+	}
+	codes_clear(&pr);
+	return n;
 }
 
 /* ---- the runtime's row (lib/sampling/runtime.h) ---- */

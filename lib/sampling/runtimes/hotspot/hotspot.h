@@ -16,7 +16,9 @@
  *
  * Unwinding: a pc in the code cache is looked up in its code heap's segment
  * map; an nmethod's frame is left by its frame size (the return address and
- * the caller's rbp under the CFA).  Other code (the interpreter, stubs) keeps
+ * the caller's rbp under the CFA).  The blobs found are kept per process by
+ * their code's extent, an nmethod's debug info with it, and checked every so
+ * many samples by one read of the header (in use, the same code and method).  Other code (the interpreter, stubs) keeps
  * rbp and is followed by it.
  *
  * Naming: an interpreted frame's Method* is in the frame (rbp + 8 *
@@ -27,8 +29,8 @@
  * then gets its own name).  The line: from the method's compressed line
  * table, for the bci an interpreted frame keeps (its bcp, saved at each
  * call) or a compiled frame's scope gives.  A compiled frame's methods inlined into it are
- * read from its debug information: the PcDesc past its pc (a call's is its
- * return address) and the chain of scopes from it, kept with the blob; they
+ * found in its debug information, kept with the blob: the PcDesc past its pc
+ * (a call's is its return address) and the chain of scopes from it; they
  * come as cp_rt_name.inl.
  *
  * Ownership: a cp_hotspot owns its caches; names are valid until the next
@@ -66,5 +68,15 @@ void cp_hotspot_forget(struct cp_hotspot *h, uint32_t pid);
  * and in *line the line of bci from its line table (0: not known); what it
  * reads is kept as for frames. */
 const char *cp_hotspot_method17(struct cp_hotspot *h, uint32_t pid, uint64_t m, int32_t bci, int64_t *line);
+/* For the fuzz target: the methods of the compiled frame at pc (those
+ * inlined first) of process pid whose one code heap is [lo, hi), its segment
+ * map at segmap, segments of 1 << log2 bytes, with the offsets of Debian
+ * 12's OpenJDK 17: how many (CP_HOTSPOT_INLINE_MAX at most), their names
+ * into names[] and their lines into lines[] (0: not known); 0 when pc is
+ * not an nmethod's code or its method cannot be read.  The blobs read are
+ * not kept; the methods are, as for frames. */
+#define CP_HOTSPOT_INLINE_MAX 8
+unsigned cp_hotspot_compiled17(struct cp_hotspot *h, uint32_t pid, uint64_t lo, uint64_t hi, uint64_t segmap,
+			       int log2, uint64_t pc, const char **names, int64_t *lines);
 
 #endif

@@ -628,6 +628,55 @@ static int64_t map_location(struct merger *m, uint32_t id)
 }
 
 
+/* a merger from src into dst: 0 or -ENOMEM (nothing to free then) */
+static void merger_free(struct merger *m);
+static int merger_init(struct merger *m, struct cp_profile *dst, const struct cp_profile *src)
+{
+	memset(m, 0, sizeof(*m));
+	m->dst = dst;
+	m->src = src;
+	m->strs = malloc(((size_t)src->strs.n + 1) * sizeof(*m->strs));
+	m->funcs = calloc((size_t)src->nfunctions + 1, sizeof(*m->funcs));
+	m->maps = calloc((size_t)src->nmappings + 1, sizeof(*m->maps));
+	m->mdelta = calloc((size_t)src->nmappings + 1, sizeof(*m->mdelta));
+	m->locs = calloc((size_t)src->nlocations + 1, sizeof(*m->locs));
+	if (!m->strs || !m->funcs || !m->maps || !m->mdelta || !m->locs) {
+		merger_free(m);
+		return cp_error(ENOMEM, "out of memory mapping one profile into another");
+	}
+	memset(m->strs, 0xff, ((size_t)src->strs.n + 1) * sizeof(*m->strs));
+	m->strs[0] = 0;
+	return 0;
+}
+
+static void merger_free(struct merger *m)
+{
+	free(m->strs);
+	free(m->funcs);
+	free(m->maps);
+	free(m->mdelta);
+	free(m->locs);
+	free(m->lbuf);
+	memset(m, 0, sizeof(*m));
+}
+
+int cp_profile_import_locations(struct cp_profile *dst, const struct cp_profile *src, uint32_t *locs, size_t n)
+{
+	struct merger m;
+	int err = merger_init(&m, dst, src);
+
+	for (size_t i = 0; i < n && !err; i++) {
+		int64_t l = locs[i] && locs[i] <= src->nlocations ? map_location(&m, locs[i]) : 0;
+
+		if (l < 0)
+			err = (int)l;
+		else
+			locs[i] = (uint32_t)l;
+	}
+	merger_free(&m);
+	return err == -ENOMEM ? cp_error(ENOMEM, "out of memory carrying locations into a new profile") : err;
+}
+
 /* string id c among p's comments, once: 0 or -ENOMEM */
 static int comment_add(struct cp_profile *p, uint32_t c)
 {
@@ -694,7 +743,7 @@ int cp_profile_add_comment(struct cp_profile *p, const char *text)
 int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const struct cp_merge_opts *opts)
 {
 	struct cp_merge_opts none = { 0 };
-	struct merger m = { dst, src, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
+	struct merger m;
 	uint32_t *lbuf = NULL, tagk = 0, tagv = 0, drop[8], ndrop = 0;
 	struct cp_label *labbuf = NULL;
 	int64_t *vals = NULL;
@@ -711,17 +760,11 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 	err = dict ? 0 : cp_profile_compatible(dst, src);
 	if (err)
 		return err;
+	if ((err = merger_init(&m, dst, src)))
+		return err;
 	err = -ENOMEM;
-	m.strs = malloc((size_t)src->strs.n * sizeof(*m.strs));
-	m.funcs = calloc((size_t)src->nfunctions + 1, sizeof(*m.funcs));
-	m.maps = calloc((size_t)src->nmappings + 1, sizeof(*m.maps));
-	m.mdelta = calloc((size_t)src->nmappings + 1, sizeof(*m.mdelta));
-	m.locs = calloc((size_t)src->nlocations + 1, sizeof(*m.locs));
-	vals = calloc(src->ntypes + 1, sizeof(*vals));
-	if (!m.strs || !m.funcs || !m.maps || !m.mdelta || !m.locs || !vals)
+	if (!(vals = calloc(src->ntypes + 1, sizeof(*vals))))
 		goto out;
-	memset(m.strs, 0xff, (size_t)src->strs.n * sizeof(*m.strs));
-	m.strs[0] = 0;
 	err = dict ? 0 : merge_header(dst, src, &m);
 	if (err)
 		goto out;
@@ -816,12 +859,7 @@ int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src, const
 out:
 	if (err == -ENOMEM)
 		cp_error(ENOMEM, "out of memory while merging profiles");
-	free(m.strs);
-	free(m.funcs);
-	free(m.maps);
-	free(m.mdelta);
-	free(m.locs);
-	free(m.lbuf);
+	merger_free(&m);
 	free(lbuf);
 	free(labbuf);
 	free(vals);

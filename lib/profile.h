@@ -193,6 +193,9 @@ struct cp_merge_opts {
 int cp_profile_compatible(const struct cp_profile *dst, const struct cp_profile *src);
 int cp_profile_merge(struct cp_profile *dst, const struct cp_profile *src,
 		     const struct cp_merge_opts *opts);
+/* Locations locs[0..n) of src made dst's, in place (their mappings,
+ * functions and strings come along; 0 stays 0): 0 or -ENOMEM. */
+int cp_profile_import_locations(struct cp_profile *dst, const struct cp_profile *src, uint32_t *locs, size_t n);
 /* A new profile with only the samples that pass; NULL + errno on error. */
 struct cp_profile *cp_profile_copy(const struct cp_profile *src, const struct cp_merge_opts *opts);
 

@@ -575,6 +575,69 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 		   p->rt_id && p->rt_id == w->rtid && w->nrt ? &rf : NULL, true, w->state, weight);
 }
 
+/* ---- open waits across a flush ---- */
+
+/* The slots of the waits open now whose locations are this interval's, by
+ * pid (malloc'ed into *out): how many, or -ENOMEM */
+static int64_t open_waits(struct cp_recorder *r, uint32_t **out)
+{
+	size_t n = 0, cap = 0;
+	uint32_t *v = NULL;
+
+	*out = NULL;
+	for (uint32_t i = 0; r->pending && i < (1u << PENDING_BITS); i++) {
+		if (!r->pending[i].used || r->pending[i].interval != r->interval)
+			continue;
+		if (cp_grow((void **)&v, &cap, n + 1, sizeof(*v))) {
+			free(v);
+			return cp_error(ENOMEM, "out of memory keeping the open waits' stacks");
+		}
+		v[n++] = i;
+	}
+	/* by pid (insertion: a few hundred at most in practice) */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && r->pending[v[j - 1]].pid > r->pending[v[j]].pid; j--) {
+			uint32_t t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	*out = v;
+	return (int64_t)n;
+}
+
+/* The locations of waits slots[0..n), made in profile old, made again in
+ * now, for the next interval: their frames keep the names they were given
+ * (a runtime's frames are named from the stack copy, gone when the wait
+ * ends; made again from the pcs they would be native).  0 or -ENOMEM. */
+static int carry_waits(struct cp_recorder *r, const struct cp_profile *old, struct cp_profile *now,
+		       const uint32_t *slots, size_t n)
+{
+	size_t total = 0, at = 0;
+	uint32_t *all;
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		total += r->pending[slots[i]].nlocs;
+	if (!(all = malloc((total + 1) * sizeof(*all))))
+		return cp_error(ENOMEM, "out of memory keeping the open waits' stacks");
+	for (size_t i = 0; i < n; i++) {
+		memcpy(all + at, r->pending[slots[i]].locs, r->pending[slots[i]].nlocs * sizeof(*all));
+		at += r->pending[slots[i]].nlocs;
+	}
+	err = cp_profile_import_locations(now, old, all, total);
+	at = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		struct pending *w = &r->pending[slots[i]];
+
+		memcpy(w->locs, all + at, w->nlocs * sizeof(*all));
+		at += w->nlocs;
+		w->interval = r->interval + 1;
+	}
+	free(all);
+	return err;
+}
+
 /* Does p (its mappings changed since the last look) run a runtime we know?
  * Its samples then carry the runtime's frames. */
 static void runtime_check(struct cp_recorder *r, struct cp_proc *p)
@@ -1310,7 +1373,44 @@ static void drop_profile(struct cp_proc *p, void *arg)
 
 void cp_recorder_reset(struct cp_recorder *r)
 {
+	uint32_t *slots = NULL;
+	int64_t n = r->pending ? open_waits(r, &slots) : 0;
+	struct { uint32_t pid; struct cp_profile *off; } *next = NULL;
+	size_t nnext = 0;
+
+	/* each process's open waits: into its next off-CPU profile, made now
+	 * (what cannot be carried is made again from the pcs at the end) */
+	if (n > 0 && (next = calloc((size_t)n, sizeof(*next))))
+		for (int64_t i = 0, j; i < n; i = j) {
+			uint32_t pid = r->pending[slots[i]].pid;
+			struct cp_proc *p = cp_procs_get(r->procs, pid, false);
+			struct profs *ps = p ? p->user : NULL;
+			struct cp_profile *off;
+
+			for (j = i + 1; j < n && r->pending[slots[j]].pid == pid; j++)
+				;
+			if (!ps || !ps->off || !(off = new_offcpu_profile(r)))
+				continue;
+			main_mapping_first(r, off, p);
+			if (carry_waits(r, ps->off, off, slots + i, (size_t)(j - i))) {
+				cp_profile_free(off);
+				continue;
+			}
+			next[nnext].pid = pid;
+			next[nnext++].off = off;
+		}
+	free(slots);
 	cp_procs_each(r->procs, drop_profile, NULL);
+	for (size_t i = 0; i < nnext; i++) {
+		struct cp_proc *p = cp_procs_get(r->procs, next[i].pid, false);
+		struct profs *ps = p ? proc_profs(p) : NULL;
+
+		if (ps)
+			ps->off = next[i].off;
+		else
+			cp_profile_free(next[i].off);
+	}
+	free(next);
 	cp_profile_free(r->shared);
 	r->shared = NULL;
 	r->interval++;
@@ -1375,6 +1475,14 @@ struct cp_profile *cp_recorder_take(struct cp_recorder *r)
 	if (cp_symbolize_refresh(r->sym, p) || (r->o.offcpu && offcpu_scale_one(r, p))) {
 		cp_profile_free(next);
 		return NULL;
+	}
+	if (r->pending && p) { /* the open waits: into the next profile */
+		uint32_t *slots;
+		int64_t n = open_waits(r, &slots);
+
+		if (n > 0)
+			(void)carry_waits(r, p, next, slots, (size_t)n); /* (else made again from the pcs) */
+		free(slots);
 	}
 	if (r->offtotals)
 		cp_offtotals_clear(r->offtotals);

@@ -140,11 +140,12 @@ record_p() {
 }
 # record_all NAME CMD...: a workload started while the whole system is recorded (-F 499) into the
 # store $T/NAME: CMD runs once cprof samples, then cprof gets SIGTERM; sets PID to CMD's first line
-# of output (its pid) and returns cprof record's status
+# of output (its pid) and returns cprof record's status.  REC_ARGS: more options for cprof record.
 record_all() {
 	_rn=$1
 	shift
-	timeout -s KILL 300 "$CPROF" record --all -F 499 --data "$T/$_rn" 2>"$T/$_rn.err" &
+	# shellcheck disable=SC2086
+	timeout -s KILL 300 "$CPROF" record --all -F 499 ${REC_ARGS:-} --data "$T/$_rn" 2>"$T/$_rn.err" &
 	_r=$!
 	wait_sampling "$T/$_rn.err"
 	"$@" >"$T/$_rn.out"

@@ -13,7 +13,7 @@ JAVA=${JAVA:-/usr/lib/jvm/java-17-openjdk-amd64/bin/java}
 JAVAC=${JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}
 bg=""
 trap 'for p in $bg; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-run "$JAVAC" -d "$T/cls" "$FIXTURES/record/Hot.java" "$FIXTURES/record/Inl.java"
+run "$JAVAC" -d "$T/cls" "$FIXTURES/record/Hot.java" "$FIXTURES/record/Inl.java" "$FIXTURES/record/Nap.java"
 is "$rc" 0 "Debian's OpenJDK 17 compiles the workload"
 v=$("$JAVA" -version 2>&1 | head -n 1)
 diag "$v"
@@ -83,5 +83,22 @@ lw=$(grep -n -m1 'x = mid(x)' "$FIXTURES/record/Inl.java" | cut -d: -f1)
 run env HOME="$T" go tool pprof -lines -traces "$T/inl.pb.gz"
 like "$out" "Inl\.mid \(Inl\.java\) Inl\.java:$lm
  +Inl\.work \(Inl\.java\) Inl\.java:$lw" "the inlined frame's line is its call (Inl.java:$lm), its caller's its own (Inl.java:$lw)"
+
+# ---- off-CPU: a wait longer than the flush interval keeps its Java frames ----
+# Their names come from the stack copy when the thread leaves the CPU; the wait is added when it
+# ends, two flushes later, and must not be made again from bare pcs (JVM_Sleep alone).
+REC_ARGS="--off-cpu --flush-interval 1s" record_all nap "$JAVA" -cp "$T/cls" Nap 3 2500
+is "$?" 0 "record --all --off-cpu --flush-interval 1s exits 0"
+REC_ARGS=
+f=$("$CPROF" query -f folded --data "$T/nap" "offcpu{pid=\"$PID\"}")
+slept=$(printf '%s\n' "$f" | sum ';JVM_Sleep( |;)')
+named=$(printf '%s\n' "$f" | sum ';Nap\.main \(Nap\.java\);Nap\.nap \(Nap\.java\);java\.lang\.Thread\.sleep \(Thread\.java\);JVM_Sleep( |;)')
+# (3 waits of 2.5 s: 7.5 s of off-CPU time in JVM_Sleep)
+ok "the 2.5 s sleeps keep Nap.main, Nap.nap and Thread.sleep over JVM_Sleep across 1 s flushes ($named of $slept ns)" \
+	test "$slept" -ge 7000000000 -a "$named" -ge $((slept * 99 / 100))
+# top refreshes every second: each refresh is such a flush
+run timeout -s KILL 120 "$CPROF" top --stdio --off-cpu -n 10 -d 1 -s total --limit 300 -- "$JAVA" -cp "$T/cls" Nap 2 2500
+is "$rc" 0 "top --off-cpu -- java exits 0"
+like "$out" ' Nap\.nap \(Nap\.java\) +\[java\] ' "top --off-cpu lists Nap.nap, its sleeps longer than a refresh"
 
 done_testing

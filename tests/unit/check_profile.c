@@ -301,6 +301,55 @@ START_TEST(test_locations_dedup)
 }
 END_TEST
 
+/* locations of one profile made another's (the recorder's open waits across
+ * a flush): the same mapping, address, functions and lines, new ids; 0 stays */
+START_TEST(test_import_locations)
+{
+	struct cp_profile *src = cp_profile_new(), *dst = cp_profile_new();
+	struct cp_mapping m = { .start = 0x1000, .limit = 0x9000, .filename = str(src, "/usr/bin/java") };
+	struct cp_function f = { str(src, "Nap.nap (Nap.java)"), str(src, "Nap.nap"), str(src, "Nap.java"), 3 },
+			   g = { str(src, "JVM_Sleep"), str(src, "JVM_Sleep"), 0, 0 };
+	struct cp_line lines[2] = { { 0, 4, 0 }, { 0, 0, 0 } };
+	uint32_t locs[4];
+	const struct cp_location *l;
+	int64_t mid, other;
+
+	mid = cp_profile_mapping(src, &m);
+	ck_assert_int_gt(mid, 0);
+	lines[0].function = (uint32_t)cp_profile_function(src, &f);
+	lines[1].function = (uint32_t)cp_profile_function(src, &g);
+	locs[0] = (uint32_t)cp_profile_location(src, (uint32_t)mid, 0x1234, lines, 1, false);
+	locs[1] = (uint32_t)cp_profile_location(src, (uint32_t)mid, 0x2000, lines + 1, 1, false);
+	locs[2] = 0;
+	locs[3] = locs[0];
+	/* dst has a location of its own first: the ids differ */
+	other = cp_profile_location(dst, 0, 0x42, NULL, 0, false);
+	ck_assert_int_eq(other, 1);
+	ck_assert_int_eq(cp_profile_import_locations(dst, src, locs, 4), 0);
+	ck_assert_uint_eq(locs[0], 2);
+	ck_assert_uint_eq(locs[1], 3);
+	ck_assert_uint_eq(locs[2], 0);
+	ck_assert_uint_eq(locs[3], locs[0]);
+	l = cp_profile_loc(dst, locs[0]);
+	ck_assert_uint_eq(l->address, 0x1234);
+	ck_assert_uint_eq(l->nlines, 1);
+	ck_assert_int_eq(dst->lines[l->line_off].line, 4);
+	ck_assert_str_eq(cp_profile_string(dst, dst->functions[dst->lines[l->line_off].function - 1].name),
+			 "Nap.nap (Nap.java)");
+	ck_assert_str_eq(cp_profile_string(dst, dst->functions[dst->lines[l->line_off].function - 1].filename),
+			 "Nap.java");
+	ck_assert_str_eq(cp_profile_string(dst, dst->mappings[l->mapping - 1].filename), "/usr/bin/java");
+	l = cp_profile_loc(dst, locs[1]);
+	ck_assert_str_eq(cp_profile_string(dst, dst->functions[dst->lines[l->line_off].function - 1].name), "JVM_Sleep");
+	/* an id src does not have is left as none */
+	locs[0] = 99;
+	ck_assert_int_eq(cp_profile_import_locations(dst, src, locs, 1), 0);
+	ck_assert_uint_eq(locs[0], 0);
+	cp_profile_free(src);
+	cp_profile_free(dst);
+}
+END_TEST
+
 /* symbols learnt late: a location's lines are replaced, and it is found by
  * its new lines (not its old ones) */
 START_TEST(test_location_set_lines)
@@ -1326,6 +1375,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(intern, test_functions_dedup);
 	tcase_add_test(intern, test_mappings_dedup);
 	tcase_add_test(intern, test_locations_dedup);
+	tcase_add_test(intern, test_import_locations);
 	tcase_add_test(intern, test_location_set_lines);
 	tcase_add_test(intern, test_stacks_dedup);
 	tcase_add_test(intern, test_labelsets_dedup);

@@ -15,7 +15,8 @@
 #   Environment: KERNEL_CHECK_TIMEOUT, seconds the machine may run in all (default 600);
 #   KERNEL_CHECK_ACCEL, kvm or tcg (default: kvm if /dev/kvm can run it, else tcg).
 # Needs root; installs what is missing (qemu-system-x86, busybox-static, cpio) with apt-get.
-# Prints the machine's results; exits 0 only if every check passed, 1 otherwise (with a one-line error).
+# Prints the machine's results; exits 0 only if every check passed, 1 otherwise (with a one-line error), 2 on
+# wrong usage.  tools/test.sh runs it (tools/setup.sh installs what it needs).
 set -u
 
 die() {
@@ -23,7 +24,7 @@ die() {
 	exit 1
 }
 
-[ $# = 1 ] || [ $# = 2 ] || die "usage: sh tools/kernel-check.sh BUILDDIR [KERNEL-IMAGE]"
+[ $# = 1 ] || [ $# = 2 ] || { echo "usage: sh tools/kernel-check.sh BUILDDIR [KERNEL-IMAGE]" >&2; exit 2; }
 [ -d "$1" ] || die "$1: no such build directory"
 build=$(cd "$1" && pwd)
 cprof=$build/cprof

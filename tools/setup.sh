@@ -18,7 +18,9 @@
 #   ca-certificates (npm's registry is HTTPS), openjdk-17-jdk-headless (test-jfr.sh compiles and runs a
 #   Java program under the flight recorder, and compares with the JDK's jfr summary and jfr print; test-hotspot.sh
 #   records it with no agent), ruby and ruby3.1-dev (test-ruby.sh records Ruby 3.1 and compares cprof's
-#   layout with the MJIT header the -dev package ships).
+#   layout with the MJIT header the -dev package ships), qemu-system-x86, busybox-static and cpio
+#   (tools/kernel-check.sh, which tools/test.sh runs: Debian 12's own 6.1 kernel, downloaded then, booted
+#   in a virtual machine to load cprof's BPF programs through its verifier).
 #
 # Optional, from the npm registry into /usr/local/lib/cprof-test-npm (outside the source tree), with
 # Debian's npm: the official Pyroscope Node.js client @pyroscope/nodejs (tests/cli/test-pyroscope*.sh) and
@@ -38,7 +40,7 @@ libjansson-dev libpcre2-dev libsqlite3-dev sqlite3 check clang libclang-rt-14-de
 libxml2-utils groff man-db zsh time libbpf-dev libdw-dev libelf-dev libdebuginfod-dev debuginfod bpftool
 llvm linux-perf libc6-dbg libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libyaml-dev curl openssl
 ca-certificates chromium python3-pil libncurses-dev tmux systemd python3-yaml faketime python3-dev nodejs
-xxd procps psmisc iproute2 file openjdk-17-jdk-headless ruby ruby3.1-dev"
+xxd procps psmisc iproute2 file openjdk-17-jdk-headless ruby ruby3.1-dev qemu-system-x86 busybox-static cpio"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

@@ -69,6 +69,18 @@ else
 	echo "build-nobpf: the build without BPF failed"; failed=$((failed + 1)); status=1
 fi
 
+# Debian 12's own kernel (6.1, not necessarily the one running): cprof record's BPF programs through its
+# verifier, in each way that loads a program of its own (tools/kernel-check.sh boots it under QEMU)
+step "tools/kernel-check.sh: the BPF programs on Debian 12's 6.1 kernel, in a virtual machine"
+if sh tools/kernel-check.sh build >build/kernel-check.log 2>&1; then
+	n=$(grep -c '^PASS' build/kernel-check.log)
+	pass=$((pass + n))
+	grep -E '^(kernel|PASS|kernel-check)' build/kernel-check.log
+else
+	tail -n 80 build/kernel-check.log
+	failed=$((failed + 1)); status=1
+fi
+
 step "build/: make distcheck"
 (cd build && make -s distcheck >distcheck.log 2>&1 && tail -n 4 distcheck.log) ||
 	{

@@ -633,6 +633,10 @@ static bool read_layout(struct cp_hotspot *h, struct bin *b, uint32_t pid, uint6
 	}
 	free(t);
 	free(names);
+	if (!have[F_HB_USED]) { /* (a check this can do without: where every JDK has it, after _length) */
+		l->off[F_HB_USED] = 8;
+		have[F_HB_USED] = true;
+	}
 	b->bad = !last_sp || !cps || !hbs || !pcs || !cms || !lines || l->off[F_PC_OFFSET] + 4 > (int32_t)l->pcdesc_size ||
 		 l->off[F_PC_SCOPE] + 4 > (int32_t)l->pcdesc_size;
 	for (size_t k = 0; k < NFIELD; k++)

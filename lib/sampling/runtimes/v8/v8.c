@@ -22,6 +22,7 @@
 
 enum {
 	FP_FUNCTION,
+	FP_BYTECODE,
 	HO_MAP,
 	MAP_TYPE,
 	JSF_SHARED,
@@ -70,6 +71,7 @@ static const struct {
 	bool need;
 } consts[NCONST] = {
 	[FP_FUNCTION] = { "off_fp_function", true },
+	[FP_BYTECODE] = { "off_fp_bytecode_array", false },
 	[HO_MAP] = { "class_HeapObject__map__", true },
 	[MAP_TYPE] = { "class_Map__instance_type__", true },
 	[JSF_SHARED] = { "class_JSFunction__shared__", true },
@@ -127,6 +129,13 @@ struct layout {
  * again (reading the function is half the cost of a frame) */
 #define CHECK_EVERY 32
 #define OBJ_READ 264 /* the most read of an object at a time: a field at <= 256, and its word */
+/* A frame's SharedFunctionInfo, known from its JSFunction, its pc and its
+ * bytecode array slot (all three the same: the same function; a pc in
+ * optimized code is its function's, an interpreted frame's bytecode array
+ * is its function's), is given again for CHECK_EVERY calls without reading
+ * the JSFunction: a caller's frame, the same sample after sample, costs no
+ * read then */
+#define FRAMES_BITS 12
 
 /* a binary looked at */
 struct bin {
@@ -163,11 +172,13 @@ struct cp_v8 {
 	size_t nfn;
 	uint64_t serial, calls;
 	struct { uint32_t pid; uint16_t type; uint64_t addr; } maps[1u << MAPS_BITS];
+	struct { uint32_t pid; uint64_t fun, pc, slot, sfi, checked; } frames[1u << FRAMES_BITS];
 	struct script scripts[SCRIPTS_MAX];
 	size_t nextscript;
 	/* a sample's objects being read (cp_v8_frames): their addresses, frames,
 	 * whether read, and what was read */
 	uint64_t objs[CP_USER_FRAMES_MAX];
+	uint64_t slot[CP_USER_FRAMES_MAX]; /* (the JSFunctions': their frame's bytecode array slot) */
 	int idx[CP_USER_FRAMES_MAX];
 	bool ok[CP_USER_FRAMES_MAX];
 	uint8_t buf[CP_USER_FRAMES_MAX * OBJ_READ];
@@ -237,6 +248,9 @@ void cp_v8_forget(struct cp_v8 *v, uint32_t pid)
 	for (size_t i = 0; i < (1u << MAPS_BITS); i++)
 		if (v->maps[i].pid == pid)
 			v->maps[i].addr = 0;
+	for (size_t i = 0; i < (1u << FRAMES_BITS); i++)
+		if (v->frames[i].pid == pid)
+			v->frames[i].pid = 0;
 	for (size_t i = 0; i < SCRIPTS_MAX; i++)
 		if (v->scripts[i].pid == pid) {
 			free(v->scripts[i].ends);
@@ -289,6 +303,8 @@ int cp_v8_layout(struct cp_v8 *v, const char *const *names, const int32_t *value
 		return -1;
 	if (l.c[FP_FUNCTION] < -256 || l.c[FP_FUNCTION] > 256 || (l.c[FP_FUNCTION] & 7))
 		return -1;
+	if (l.have[FP_BYTECODE] && (l.c[FP_BYTECODE] < -256 || l.c[FP_BYTECODE] > 256 || (l.c[FP_BYTECODE] & 7)))
+		l.have[FP_BYTECODE] = false;
 	for (size_t i = 0; i < v->nlayouts; i++)
 		if (!memcmp(&v->layouts[i], &l, sizeof(l)))
 			return (int)i;
@@ -808,6 +824,39 @@ static struct cp_rt_name rt_name(const struct fn *f)
 				    .first_line = f->line, .line = f->line, .key = f->key };
 }
 
+/* the frames memo's entry for a frame of JSFunction fun at pc with slot */
+static size_t frame_at(uint32_t pid, uint64_t fun, uint64_t pc, uint64_t slot)
+{
+	return cp_hash_u64(fun ^ pc * 0x9e3779b97f4a7c15ull ^ slot * 0xc2b2ae3d27d4eb4full, pid) &
+	       ((1u << FRAMES_BITS) - 1);
+}
+
+/* the function of a frame whose JSFunction, pc and bytecode array slot are
+ * fun, pc and slot, when such a frame was named in the last CHECK_EVERY
+ * calls and its function is still known (function_known), else NULL */
+static struct fn *frame_known(struct cp_v8 *v, uint32_t pid, uint64_t fun, uint64_t pc, uint64_t slot)
+{
+	size_t h = frame_at(pid, fun, pc, slot);
+
+	if (v->frames[h].pid != pid || v->frames[h].fun != fun || v->frames[h].pc != pc ||
+	    v->frames[h].slot != slot || v->calls - v->frames[h].checked >= CHECK_EVERY)
+		return NULL;
+	return function_known(v, pid, v->frames[h].sfi);
+}
+
+/* such a frame's SharedFunctionInfo, read from its JSFunction now */
+static void frame_keep(struct cp_v8 *v, uint32_t pid, uint64_t fun, uint64_t pc, uint64_t slot, uint64_t sfi)
+{
+	size_t h = frame_at(pid, fun, pc, slot);
+
+	v->frames[h].pid = pid;
+	v->frames[h].fun = fun;
+	v->frames[h].pc = pc;
+	v->frames[h].slot = slot;
+	v->frames[h].sfi = sfi;
+	v->frames[h].checked = v->calls;
+}
+
 /* Reads the n objects objs[i] (tagged), size bytes of each from its start,
  * into v->buf at i * OBJ_READ, in one call where it can (a sample's frames
  * cost two calls, not two per frame); ok[i] says which were read. */
@@ -838,7 +887,6 @@ int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp
 	size_t k = 0, m = 0, jsize, ssize;
 	int named = 0;
 
-	(void)pcs;
 	for (int i = 0; i < n; i++)
 		out[i].label = NULL;
 	if (layout >= v->nlayouts || n > CP_USER_FRAMES_MAX)
@@ -847,15 +895,25 @@ int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp
 	if (v->nfn >= FN_MAX) /* before any name is given out: those given stay valid */
 		fns_clear(v);
 	v->calls++;
-	/* the frames' functions, from the copy of the stack */
+	/* the frames' functions, from the copy of the stack: named at once
+	 * where the frame is one named lately */
 	for (int i = 0; i < n; i++) {
-		uint64_t fun;
+		uint64_t fun, slot = 0;
+		struct fn *f;
 
-		if (fps[i] && cp_unwind_stack_word(s, fps[i] + (uint64_t)(int64_t)l->c[FP_FUNCTION], &fun) &&
-		    is_heap(fun)) {
-			v->objs[k] = fun;
-			v->idx[k++] = i;
+		if (!fps[i] || !cp_unwind_stack_word(s, fps[i] + (uint64_t)(int64_t)l->c[FP_FUNCTION], &fun) ||
+		    !is_heap(fun))
+			continue;
+		if (l->have[FP_BYTECODE])
+			(void)cp_unwind_stack_word(s, fps[i] + (uint64_t)(int64_t)l->c[FP_BYTECODE], &slot);
+		if ((f = frame_known(v, pid, fun, pcs[i], slot))) {
+			out[i] = rt_name(f);
+			named++;
+			continue;
 		}
+		v->objs[k] = fun;
+		v->slot[k] = slot;
+		v->idx[k++] = i;
 	}
 	/* each function (its map and shared field) */
 	jsize = (size_t)(l->c[JSF_SHARED] > l->c[HO_MAP] ? l->c[JSF_SHARED] : l->c[HO_MAP]) + 8;
@@ -872,6 +930,7 @@ int cp_v8_frames(struct cp_v8 *v, uint32_t pid, unsigned layout, const struct cp
 			continue;
 		if (!is_heap(sfi = word_at(o, l->c[JSF_SHARED])))
 			continue;
+		frame_keep(v, pid, v->objs[j], pcs[v->idx[j]], v->slot[j], sfi);
 		if ((f = function_known(v, pid, sfi))) {
 			out[v->idx[j]] = rt_name(f);
 			named++;

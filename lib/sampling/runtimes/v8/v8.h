@@ -22,7 +22,12 @@
  * as expected (another kind of frame, a moved object, another version) keeps
  * its native name, never a wrong one.  What a SharedFunctionInfo names is
  * kept by (pid, its address, its name and script fields) and checked again
- * by reading those fields.
+ * by reading those fields.  A frame's SharedFunctionInfo is kept by (pid, its
+ * JSFunction, its pc, its bytecode array slot) for a few dozen samples: a
+ * pc in optimized code and an interpreted frame's bytecode array are its
+ * function's own, so a caller's frame, unchanged from sample to sample, is
+ * named without a read (about 2 objects read a sample of a Node.js program,
+ * not 11).
  *
  * Ownership: a cp_v8 owns its caches; the names cp_v8_frames gives are valid
  * until the next call.  Errors: -ENOMEM; a process or object that cannot be

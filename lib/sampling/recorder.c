@@ -582,7 +582,8 @@ static void offcpu_end(struct cp_recorder *r, const struct cp_sample_rec *s)
 static int64_t open_waits(struct cp_recorder *r, uint32_t **out)
 {
 	size_t n = 0, cap = 0;
-	uint32_t *v = NULL;
+	uint64_t *v = NULL; /* pid << 32 | slot */
+	uint32_t *slots;
 
 	*out = NULL;
 	for (uint32_t i = 0; r->pending && i < (1u << PENDING_BITS); i++) {
@@ -592,17 +593,19 @@ static int64_t open_waits(struct cp_recorder *r, uint32_t **out)
 			free(v);
 			return cp_error(ENOMEM, "out of memory keeping the open waits' stacks");
 		}
-		v[n++] = i;
+		v[n++] = (uint64_t)r->pending[i].pid << 32 | i;
 	}
-	/* by pid (insertion: a few hundred at most in practice) */
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && r->pending[v[j - 1]].pid > r->pending[v[j]].pid; j--) {
-			uint32_t t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	*out = v;
+	if (!n)
+		return 0;
+	if (!(slots = malloc(n * sizeof(*slots)))) {
+		free(v);
+		return cp_error(ENOMEM, "out of memory keeping the open waits' stacks");
+	}
+	cp_qsort(v, n, sizeof(*v), cp_cmp_u64_key);
+	for (size_t i = 0; i < n; i++)
+		slots[i] = (uint32_t)v[i];
+	free(v);
+	*out = slots;
 	return (int64_t)n;
 }
 

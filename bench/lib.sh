@@ -51,9 +51,14 @@ rec_start() {
 }
 # rec_cost NAME 'RECORD-ARGS' CMD...: runs the workload CMD (its output thrown away; the caller
 # lists rec and wl in stop_at_exit), joins it after 1 s with cprof record -p PID -F 99 RECORD-ARGS
-# (its messages in $d/NAME.err) until it exits, and prints a line; sets us (CPU per sample, in
-# microseconds: cprof's threads from schedstat plus its BPF programs' run time, which needs
-# kernel.bpf_stats_enabled and bpftool and jq), n (samples) and wl_pid (the workload's pid)
+# (its messages in $d/NAME.err) until it exits, and prints a line; sets us (CPU per sample once
+# joined, in microseconds: cprof's threads from schedstat plus its BPF programs' run time, which
+# needs kernel.bpf_stats_enabled and bpftool and jq), us_all (the same over the whole run, the
+# joining included), join_ms (the CPU of the first JOIN_S = 2 s: reading the process's binaries,
+# symbols, unwinding tables and runtime, once), n (samples) and wl_pid (the workload's pid).
+# The samples after the first JOIN_S seconds are counted in proportion to the workload's CPU time
+# then (all its threads: sampled by their CPU time).
+JOIN_S=2
 rec_cost() {
 	_name=$1 _args=$2
 	shift 2
@@ -62,10 +67,16 @@ rec_cost() {
 	sleep 1
 	# shellcheck disable=SC2086
 	rec_start "$d/$_name.err" "$b/cprof" record -p "$wl" -F 99 $_args --log-level info
-	_c0=$(_cpu_s "$rec") _b0=$(_bpf_s) _c1=$_c0 _b1=$_b0
+	_c0=$(_cpu_s "$rec") _b0=$(_bpf_s) _w0=$(_cpu_s "$wl")
+	sleep "$JOIN_S"
+	_cj=$(_cpu_s "$rec") _bj=$(_bpf_s) _wj=$(_cpu_s "$wl")
+	_c1=$_cj _b1=$_bj _w1=$_wj
 	# the CPU up to just before it exits (its summary is written after the last flush)
 	while kill -0 "$rec" 2> /dev/null && ! grep -q 'samples in' "$d/$_name.err"; do
 		_c1=$(_cpu_s "$rec" 2> /dev/null || echo "$_c1") _b1=$(_bpf_s)
+		# (the workload's, until it has exited: a zombie has no tasks left to read)
+		_w=$(_cpu_s "$wl" 2> /dev/null || echo 0)
+		_w1=$(awk -v a="$_w" -v b="$_w1" 'BEGIN { print (a > b ? a : b) }')
 		sleep 0.2
 	done
 	wait "$rec" || { echo "cprof record failed"; tail -3 "$d/$_name.err"; exit 1; }
@@ -75,8 +86,12 @@ rec_cost() {
 	wl=
 	n=$(sed -n 's/.* \([0-9][0-9]*\) samples in .*/\1/p' "$d/$_name.err" | tail -1)
 	_cpu=$(awk -v a="$_c0" -v b="$_c1" -v x="$_b0" -v y="$_b1" 'BEGIN { printf "%.4f", (b - a) + (y - x) }')
-	us=$(awk -v c="$_cpu" -v n="${n:-0}" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }')
-	printf '  %-14s %8s samples  %8s s CPU (user + sys + BPF)  %8s us/sample\n' "$_name" "${n:-0}" "$_cpu" "$us"
+	us_all=$(awk -v c="$_cpu" -v n="${n:-0}" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }')
+	join_ms=$(awk -v a="$_c0" -v b="$_cj" -v x="$_b0" -v y="$_bj" 'BEGIN { printf "%.1f", 1e3 * ((b - a) + (y - x)) }')
+	us=$(awk -v a="$_cj" -v b="$_c1" -v x="$_bj" -v y="$_b1" -v n="${n:-0}" -v w0="$_w0" -v wj="$_wj" -v w1="$_w1" \
+		'BEGIN { k = (w1 > w0 ? n * (w1 - wj) / (w1 - w0) : 0); printf "%.1f", (k > 0 ? 1e6 * ((b - a) + (y - x)) / k : 0) }')
+	printf '  %-14s %8s samples  %8s s CPU (user + sys + BPF)  %6s us/sample joined (%s over the run, %s ms the first %s s)\n' \
+		"$_name" "${n:-0}" "$_cpu" "$us" "$us_all" "$join_ms" "$JOIN_S"
 }
 _cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'; }
 _bpf_s() {

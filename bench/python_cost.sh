@@ -9,8 +9,9 @@
 # deep, a generator, zlib).  Each runs for BENCH_SECONDS (20) + 2 s; cprof record -p PID -F 99 joins
 # it after 1 s (its start-up is not measured) and records BENCH_SECONDS into a store.  CPU: cprof's
 # threads (schedstat) plus its BPF programs' run time (kernel.bpf_stats_enabled, on for the run and
-# restored), per sample.  Completeness: of the Python samples in the main evaluation loop (their
-# native stack has PyEval_EvalCode;_PyEval_EvalFrameDefault), the share with <module> above it.
+# restored), per sample once joined (after its first 2 s, bench/lib.sh).  Completeness: of the Python
+# samples in the main evaluation loop (their native stack has PyEval_EvalCode;_PyEval_EvalFrameDefault),
+# the share with <module> above it.
 # Targets (#18): Python <= 2x the native cost per sample; >= 99% complete.
 # Needs root, bpftool, jq, gcc, zlib.
 # usage: bench/python_cost.sh BUILDDIR   (run by `make bench`)

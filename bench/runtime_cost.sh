@@ -13,7 +13,10 @@
 # installed it, npm's current Node; the Java one tests/fixtures/record/Hot.java on Debian's OpenJDK 17; the Ruby one
 # tests/fixtures/record/hot.rb (outer -> spin_a / spin_b) on Debian's ruby 3.1.  Each runs BENCH_SECONDS (20) of CPU time; cprof record -p PID
 # -F 99 joins it after 1 s and records until it exits.  CPU: cprof's threads (schedstat) plus its
-# BPF programs' run time (kernel.bpf_stats_enabled, on for the run and restored), per sample.
+# BPF programs' run time (kernel.bpf_stats_enabled, on for the run and restored), per sample once
+# joined (after its first 2 s: what joining costs, once, is printed on its own; the whole run's
+# figure too, where the one-time cost of reading node's or libjvm's large symbol tables weighs as
+# much as the samples do).
 # Targets (#52): a runtime's sample <= 2x the native cost; >= 99% whole; spinA within 3 points of 75%.
 # Needs root, bpftool, jq, gcc, zlib, node (and a JDK for the Java part).
 # usage: bench/runtime_cost.sh BUILDDIR   (run by `make bench`)

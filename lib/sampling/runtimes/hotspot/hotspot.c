@@ -850,9 +850,9 @@ static bool code_same(uint32_t pid, const struct layout *l, const struct code *c
 	uint8_t hdr[600];
 	struct code now;
 
-	return header_need(l) <= sizeof(hdr) && rd(pid, c->block, hdr, header_need(l)) && code_parse(l, hdr, c->block, c->code_begin, &now) &&
-	       now.code_end == c->code_end && now.frame_size == c->frame_size &&
-	       now.frame_complete == c->frame_complete && now.name == c->name &&
+	return header_need(l) <= sizeof(hdr) && rd(pid, c->block, hdr, header_need(l)) &&
+	       code_parse(l, hdr, c->block, c->code_begin, &now) && now.code_end == c->code_end &&
+	       now.frame_size == c->frame_size && now.frame_complete == c->frame_complete && now.name == c->name &&
 	       (!c->nmethod || now.method == c->method);
 }
 

@@ -14,7 +14,7 @@
 #   nothing under /boot or /lib/modules changes, and no initramfs-tools or boot loader comes in).
 #   Environment: KERNEL_CHECK_TIMEOUT, seconds the machine may run in all (default 600);
 #   KERNEL_CHECK_ACCEL, kvm or tcg (default: kvm if /dev/kvm can run it, else tcg).
-# Needs root; installs what is missing (qemu-system-x86, busybox-static, cpio) with apt-get.
+# Needs root, and what tools/setup.sh installs: qemu-system-x86, busybox-static, cpio.
 # Prints the machine's results; exits 0 only if every check passed, 1 otherwise (with a one-line error), 2 on
 # wrong usage.  tools/test.sh runs it (tools/setup.sh installs what it needs).
 set -u
@@ -46,20 +46,11 @@ tcg) cpu=max ;;
 *) die "KERNEL_CHECK_ACCEL=$accel: kvm or tcg" ;;
 esac
 
-# The packages that are missing, with --no-install-recommends; apt-get update first only if that fails.
-apt_install() {
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null 2>&1 ||
-		{ apt-get update -q >/dev/null 2>&1 &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null; } ||
-		die "cannot install $*"
-}
-missing=
-command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
-# a static busybox: the initramfs has no C library
-dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
-command -v cpio >/dev/null || missing="$missing cpio"
-# shellcheck disable=SC2086 # one word a package
-[ -z "$missing" ] || { echo "kernel-check: installing$missing"; apt_install $missing; }
+# What it runs (tools/setup.sh installs them): QEMU, a static busybox (the initramfs has no C library), cpio
+command -v qemu-system-x86_64 >/dev/null || die "no qemu-system-x86_64 (tools/setup.sh installs qemu-system-x86)"
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
+	die "no static busybox (tools/setup.sh installs busybox-static)"
+command -v cpio >/dev/null || die "no cpio (tools/setup.sh installs it)"
 
 tmp=$(mktemp -d) || die "cannot make a temporary directory"
 trap 'rm -rf "$tmp"' EXIT

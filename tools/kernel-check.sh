@@ -16,7 +16,7 @@
 #   KERNEL_CHECK_ACCEL, kvm or tcg (default: kvm if /dev/kvm can run it, else tcg).
 # Needs root, and what tools/setup.sh installs: qemu-system-x86, busybox-static, cpio.
 # Prints the machine's results; exits 0 only if every check passed, 1 otherwise (with a one-line error), 2 on
-# wrong usage.  tools/test.sh runs it (tools/setup.sh installs what it needs).
+# wrong usage.  tools/test.sh runs it.
 set -u
 
 die() {
